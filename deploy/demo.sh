@@ -1,0 +1,104 @@
+#!/bin/bash
+# demo.sh - the main job: installs what is missing, builds, starts a
+# temporary etcd on free loopback ports and walks through a cluster's life:
+# nodes registered with etcdctl, lookups, a warming node joining, its switch
+# to active, a node draining and leaving, with each ring's revision.  The
+# etcd is stopped and its data removed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deploy/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" --target hashring >/dev/null
+
+# A port nobody listens on (a connect to it fails), below the kernel's
+# ephemeral range so that no outgoing connection holds it either.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+HR_ETCD_STATE_DIR=$(mktemp -d)
+export HR_ETCD_STATE_DIR HR_ETCD_CLIENT_PORT HR_ETCD_PEER_PORT
+WATCH_OUT=$HR_ETCD_STATE_DIR/watch.out
+cleanup() {
+	[ -n "${WATCH_PID:-}" ] && kill "$WATCH_PID" 2>/dev/null && wait "$WATCH_PID" 2>/dev/null
+	deploy/etcd-local.sh stop >/dev/null 2>&1 || true
+	rm -rf "$HR_ETCD_STATE_DIR"
+}
+trap cleanup EXIT
+
+# Another program may take a port between the check and etcd's bind: retry.
+for attempt in 1 2 3; do
+	HR_ETCD_CLIENT_PORT=$(free_port)
+	HR_ETCD_PEER_PORT=$(free_port)
+	if deploy/etcd-local.sh start >"$HR_ETCD_STATE_DIR/start.out" 2>&1; then
+		sed -n 1,2p "$HR_ETCD_STATE_DIR/start.out"
+		break
+	fi
+	[ "$attempt" = 3 ] && { cat "$HR_ETCD_STATE_DIR/start.out" >&2; exit 1; }
+done
+export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=127.0.0.1:$HR_ETCD_CLIENT_PORT
+P=/demo/nodes/
+hashring() { build/hashring "$1" --prefix "$P" "${@:2}"; }
+KEYS=(user:1 user:2 user:3 user:4 user:5 user:6 user:7 user:8)
+step() { printf '\n== %s\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+# Waits until the watcher has printed a ring at etcd's current revision.
+settle() {
+	local rev
+	rev=$(etcdctl get "$P" --prefix --keys-only -w json | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+	for _ in $(seq 100); do
+		grep -q "\"revision\":$rev," "$WATCH_OUT" 2>/dev/null && return
+		sleep 0.05
+	done
+}
+
+step "three cache nodes register by hand with etcdctl"
+run etcdctl put ${P}cache-a '{"addr":"10.0.0.1:11211","zone":"z1"}'
+run etcdctl put ${P}cache-b '{"addr":"10.0.0.2:11211","zone":"z2"}'
+run etcdctl put ${P}cache-c 10.0.0.3:11211
+
+# A watching client prints every ring it publishes, as a service would see it.
+hashring watch --json --log-level warn >"$WATCH_OUT" &
+WATCH_PID=$!
+sleep 0.5
+settle
+
+step "the ring: each node's share of the key space"
+run hashring nodes
+step "who owns which key (node, read_node, 3 replicas, revision)"
+run hashring lookup "${KEYS[@]}"
+
+step "cache-d joins as warming: writes go to it, reads stay with the old owner"
+run etcdctl put ${P}cache-d '{"addr":"10.0.0.4:11211","zone":"z1","state":"warming"}'
+settle
+hashring lookup --json "${KEYS[@]}" | grep -v '"node":"\([^"]*\)","read_node":"\1"' |
+	sed 's/^/  moving: /' || echo "  (none of these keys moves)"
+run hashring lookup "${KEYS[@]}"
+
+step "cache-d is filled: it becomes active and takes reads too"
+run etcdctl put ${P}cache-d '{"addr":"10.0.0.4:11211","zone":"z1","state":"active"}'
+settle
+run hashring lookup "${KEYS[@]}"
+
+step "cache-b drains: writes leave it, reads still find its data"
+run etcdctl put ${P}cache-b '{"addr":"10.0.0.2:11211","zone":"z2","state":"draining"}'
+settle
+run hashring lookup "${KEYS[@]}"
+
+step "cache-b leaves"
+run etcdctl del ${P}cache-b
+settle
+run hashring nodes
+
+step "every ring the watching client published (one line each)"
+cat "$WATCH_OUT"
+echo
+echo "demo done: etcd stopped, temporary data removed"

@@ -1,0 +1,489 @@
+/*
+ * hashring.h - consistent-hash ring of cluster nodes, kept in sync with etcd.
+ *
+ * This header is the specification of the public API.  Every function
+ * documents its ownership rules, its thread safety and the errors it returns.
+ *
+ * Conventions
+ *   - Functions that can fail return 0 (HR_OK) or a negative HR_E* code;
+ *     hr_strerror() turns a code into a fixed English sentence.
+ *   - Functions that take an `hr_error *err` fill it, when it is not NULL,
+ *     with the code and a one-line message naming the offending input.
+ *   - Destructors and release functions accept NULL.
+ *   - Placement (which node owns which key) is the contract written down in
+ *     docs/placement.md; it never changes within a major version.
+ */
+#ifndef HASHRING_H
+#define HASHRING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(HR_BUILDING_LIBRARY) && defined(__GNUC__)
+#define HR_EXPORT __attribute__((visibility("default")))
+#else
+#define HR_EXPORT
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum {
+	HR_OK = 0,
+	HR_EINVAL = -1,      /* invalid argument (NULL, out of range, bad flag)  */
+	HR_ENOMEM = -2,      /* out of memory                                     */
+	HR_EEMPTY = -3,      /* the ring (or the view asked for) has no node      */
+	HR_EDUPLICATE = -4,  /* the same node id given twice                      */
+	HR_ELIMIT = -5,      /* a documented size or count limit was exceeded     */
+	HR_EPARSE = -6,      /* malformed record, JSON or file                    */
+	HR_EIO = -7,         /* a file could not be read                          */
+	HR_ECONNECT = -8,    /* no etcd endpoint could be reached                 */
+	HR_ETIMEDOUT = -9,   /* an operation did not finish in its time limit     */
+	HR_EETCD = -10,      /* etcd answered with an error                       */
+	HR_EAUTH = -11,      /* authentication failed or token rejected           */
+	HR_EPERM = -12,      /* etcd denied permission                            */
+	HR_ETLS = -13,       /* TLS set-up or certificate verification failed     */
+	HR_ENOTFOUND = -14,  /* no such node, key or lease                        */
+	HR_EEXIST = -15,     /* the id is already registered by someone else      */
+	HR_ECLOSED = -16,    /* the object is closing or closed                   */
+	HR_ECOMPACTED = -17  /* the revision asked for was compacted              */
+};
+
+/* Longest message stored in an hr_error, terminating NUL included. */
+#define HR_ERROR_MSG_MAX 256
+
+/* Optional detail for a failed call.  Zero-initialise or pass NULL. */
+typedef struct hr_error {
+	int code;                       /* the same negative code returned  */
+	char message[HR_ERROR_MSG_MAX]; /* one line, never a password/token */
+} hr_error;
+
+/* A static sentence for `code` ("invalid argument", ...).  Unknown codes
+ * give "unknown error".  Thread safe; never NULL. */
+HR_EXPORT const char *hr_strerror(int code);
+
+/* ------------------------------------------------------------------------ */
+/* Nodes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Limits, documented in docs/placement.md.  Exceeding one is HR_ELIMIT
+ * (or HR_EPARSE for a record that is not valid in the first place). */
+#define HR_ID_MAX 255           /* bytes in a node id                        */
+#define HR_ADDR_MAX 255         /* bytes in an address                       */
+#define HR_ZONE_MAX 255         /* bytes in a zone                           */
+#define HR_RECORD_MAX 65536     /* bytes in one record value                 */
+#define HR_NODES_MAX 100000     /* nodes in one ring                         */
+#define HR_POINTS_MAX (1u << 24) /* points (all vnodes) in one ring          */
+#define HR_VNODES_PER_WEIGHT_DEFAULT 200
+
+typedef enum hr_state {
+	HR_STATE_ACTIVE = 0,   /* serves reads and writes                        */
+	HR_STATE_WARMING = 1,  /* joining: takes writes, reads go to old owner   */
+	HR_STATE_DRAINING = 2  /* leaving: serves reads, writes go to next owner */
+} hr_state;
+
+/* "active", "warming", "draining"; NULL for an invalid value. */
+HR_EXPORT const char *hr_state_name(hr_state state);
+/* Parses a state name (exact, lowercase).  HR_EINVAL if unknown. */
+HR_EXPORT int hr_state_parse(const char *name, hr_state *out);
+
+/*
+ * A node.  As input (hr_ring_build) the strings belong to the caller and are
+ * copied.  As output (lookups, hr_ring_node) they belong to the ring and stay
+ * valid while the ring is held (see "Rings" below).
+ *
+ *   id      1..HR_ID_MAX bytes of printable ASCII (0x21-0x7e), no '/'
+ *   addr    1..HR_ADDR_MAX bytes, no control characters
+ *   zone    0..HR_ZONE_MAX bytes, no control characters; NULL means ""
+ *   weight  finite and > 0 (1 is the usual value)
+ */
+typedef struct hr_node {
+	const char *id;
+	const char *addr;
+	const char *zone;
+	double weight;
+	hr_state state;
+} hr_node;
+
+/* ------------------------------------------------------------------------ */
+/* Rings                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An immutable placement snapshot with two views:
+ *   write view  active + warming nodes  (where writes go)
+ *   read view   active + draining nodes (where the data is)
+ * A ring is reference counted: hr_ring_build() and hr_client_acquire()
+ * return a reference owned by the caller, hr_ring_retain() adds one and
+ * hr_ring_release() drops one.  Every const function on a ring is safe to
+ * call from any number of threads at once; none allocates or locks.
+ */
+typedef struct hr_ring hr_ring;
+
+typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
+
+typedef struct hr_ring_options {
+	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
+	unsigned vnodes_per_weight;
+} hr_ring_options;
+
+/*
+ * Builds a ring from `n` nodes (order does not matter) at `revision` (the
+ * etcd revision it reflects; 0 when offline).  `opts` may be NULL.
+ * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
+ * addr, zone, weight or state; names the node), HR_EDUPLICATE, HR_ELIMIT
+ * (too many nodes or points), HR_ENOMEM.  Thread safe.
+ */
+HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
+			    const hr_ring_options *opts, uint64_t revision,
+			    hr_ring **out, hr_error *err);
+
+/*
+ * Builds a ring from a members document: a JSON object mapping node id to
+ * record, where a record is an object {"addr":..,"weight":..,"zone":..,
+ * "state":..} (only addr required, unknown fields ignored) or a JSON string
+ * holding a bare address (an active node of weight 1).  Errors as for
+ * hr_ring_build plus HR_EPARSE (invalid JSON, wrong types, duplicate id).
+ */
+HR_EXPORT int hr_ring_from_json(const char *json, size_t len,
+				const hr_ring_options *opts, hr_ring **out,
+				hr_error *err);
+
+/* hr_ring_from_json() on the contents of file `path`.  HR_EIO if it cannot
+ * be read; the message names the path. */
+HR_EXPORT int hr_ring_load_file(const char *path, const hr_ring_options *opts,
+				hr_ring **out, hr_error *err);
+
+/* Adds a reference; returns `ring`.  Thread safe; NULL gives NULL. */
+HR_EXPORT hr_ring *hr_ring_retain(hr_ring *ring);
+/* Drops a reference; the last one frees the ring.  Accepts NULL. */
+HR_EXPORT void hr_ring_release(hr_ring *ring);
+
+/* The etcd revision the ring reflects (0 for offline rings). */
+HR_EXPORT uint64_t hr_ring_revision(const hr_ring *ring);
+/*
+ * A 64-bit digest of the canonical membership (every node's id, addr,
+ * zone, weight and state, plus vnodes_per_weight): equal digests give equal
+ * answers for every key.  Defined in docs/placement.md.
+ */
+HR_EXPORT uint64_t hr_ring_digest(const hr_ring *ring);
+
+/* Number of nodes (all states) and points in the ring. */
+HR_EXPORT size_t hr_ring_node_count(const hr_ring *ring);
+HR_EXPORT size_t hr_ring_point_count(const hr_ring *ring);
+
+/*
+ * Node `i` in id order (bytewise), 0 <= i < hr_ring_node_count().  The
+ * pointer stays valid while the ring is held.  NULL if out of range.
+ */
+HR_EXPORT const hr_node *hr_ring_node(const hr_ring *ring, size_t i);
+/* The node with this id, or NULL. */
+HR_EXPORT const hr_node *hr_ring_find(const hr_ring *ring, const char *id);
+/* Points owned by `node` (a pointer from this ring). */
+HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node);
+/* Share of the 64-bit key space `node` owns in `view`, in [0, 1]; 0 if the
+ * node is not in that view. */
+HR_EXPORT double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
+				    hr_view view);
+
+/* The answer of a lookup.  Node pointers belong to the ring. */
+typedef struct hr_lookup {
+	const hr_node *node;      /* write-view owner; NULL if that view is empty */
+	const hr_node *read_node; /* read-view owner; NULL if that view is empty  */
+	uint64_t revision;        /* the ring's revision                          */
+	uint64_t digest;          /* the ring's digest                            */
+} hr_lookup;
+
+/* The position of a key on the circle: XXH3_64bits(key), seed 0. */
+HR_EXPORT uint64_t hr_hash_key(const void *key, size_t len);
+
+/*
+ * Looks up `key` (`len` bytes; any bytes).  Returns 0 with at least one
+ * owner, or HR_EEMPTY when the ring has no node in either view (then both
+ * owners are NULL), HR_EINVAL for NULL ring or out.  O(1) expected; never
+ * allocates or locks.
+ */
+HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
+			     hr_lookup *out);
+
+/*
+ * The preference list for `key` in `view`: walk clockwise, take each node
+ * not yet taken whose zone is not yet used; nodes skipped only for their
+ * zone are appended in walk order if the walk ends with fewer than `r`.
+ * Fills out[0..k) with k = min(r, nodes in the view) distinct nodes and
+ * returns k (0 for an empty view), or HR_EINVAL.  Never allocates.
+ */
+HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
+			       hr_view view, const hr_node **out, size_t r);
+
+/*
+ * Share of the key space whose owner in `view` differs between two rings,
+ * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do).
+ * Either ring may be NULL, meaning an empty ring.
+ */
+HR_EXPORT double hr_ring_moved_share(const hr_ring *a, const hr_ring *b,
+				     hr_view view);
+
+/* Comparing the (revision, digest) epochs of two views of one cluster. */
+typedef enum hr_epoch_order {
+	HR_EPOCH_SAME = 0,          /* same revision and digest                 */
+	HR_EPOCH_LOCAL_STALE = 1,   /* the local view is older                  */
+	HR_EPOCH_REMOTE_STALE = 2,  /* the remote view is older                 */
+	HR_EPOCH_CONFLICT = 3       /* same revision, different digest: the two
+				       sides watch different data or options    */
+} hr_epoch_order;
+
+/* Compares a local and a remote (revision, digest).  Pure; thread safe. */
+HR_EXPORT hr_epoch_order hr_epoch_compare(uint64_t local_revision,
+					  uint64_t local_digest,
+					  uint64_t remote_revision,
+					  uint64_t remote_digest);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum hr_log_level {
+	HR_LOG_ERROR = 0,
+	HR_LOG_WARN = 1,
+	HR_LOG_INFO = 2,
+	HR_LOG_DEBUG = 3
+} hr_log_level;
+
+/*
+ * Receives one log line (no trailing newline) in key=value form, e.g.
+ *   level=warn event=stale unconfirmed_ms=10012 revision=42 endpoint=...
+ * Called from the library's threads, one call at a time per client.
+ */
+typedef void (*hr_log_fn)(void *userdata, hr_log_level level,
+			  const char *line);
+
+/* "error", "warn", "info", "debug"; NULL for an invalid value. */
+HR_EXPORT const char *hr_log_level_name(hr_log_level level);
+
+
+/* ------------------------------------------------------------------------ */
+/* Client: a ring kept in sync with an etcd prefix                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A client owns a background thread that lists, then watches, an etcd key
+ * prefix over the v3 JSON gateway, builds a new ring for every change and
+ * publishes it with an RCU pointer swap.  Lookups from any thread never
+ * block, never lock and need no registration.
+ */
+typedef struct hr_client hr_client;
+
+/* Called on the watcher thread after each publication.  `old_ring` may be
+ * NULL (first ring).  Both rings are valid during the call only (retain to
+ * keep).  It may call any client function except hr_client_close(). */
+typedef void (*hr_ring_change_fn)(void *userdata, const hr_ring *old_ring,
+				  const hr_ring *new_ring);
+
+typedef struct hr_config {
+	/* Comma-separated endpoints; "host:port" means http://host:port.
+	 * NULL: "http://127.0.0.1:2379". */
+	const char *endpoints;
+	/* Key prefix, used verbatim (normally ends in '/').  Required. */
+	const char *prefix;
+	/* Gateway base path; NULL means "/v3". */
+	const char *api_base;
+	hr_ring_options ring;
+
+	/* hr_client_open() waits this long for the first full sync
+	 * (default 10000).  With `open_nonblocking` set it returns at once with
+	 * an empty ring at revision 0. */
+	int open_timeout_ms;
+	int open_nonblocking;
+
+	int request_timeout_ms;  /* every unary request (default 5000)       */
+	int connect_timeout_ms;  /* TCP/TLS connect (default 2000)           */
+	int backoff_initial_ms;  /* first reconnect delay (default 100)      */
+	int backoff_max_ms;      /* reconnect delay cap (default 5000)       */
+	int probe_interval_ms;   /* an idle stream is probed this often
+				    (default 3000)                          */
+	int stale_warn_ms;       /* warn "stale" after and every this long
+				    (default 10000)                         */
+	unsigned page_size;      /* keys per range page (default 1000)       */
+
+	/* TLS (https endpoints) and etcd auth.  Strings are copied. */
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
+	int insecure_skip_verify; /* never set this outside tests            */
+	const char *username;
+	const char *password;
+
+	hr_log_fn log;              /* NULL: lines go to stderr             */
+	void *log_userdata;
+	hr_log_level log_level;     /* most verbose level passed (INFO)     */
+	hr_ring_change_fn on_change;
+	void *on_change_userdata;
+} hr_config;
+
+/* Fills `cfg` with the defaults above (all strings NULL). */
+HR_EXPORT void hr_config_init(hr_config *cfg);
+
+/*
+ * Opens a client and starts its watcher thread.  Returns once the first full
+ * sync has produced a ring (or at once with `open_nonblocking`).  Errors:
+ * HR_EINVAL (bad config: message names the field), HR_ECONNECT, HR_ETIMEDOUT,
+ * HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD, HR_ENOMEM.  `cfg` is not kept.
+ */
+HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
+			     hr_error *err);
+
+/*
+ * Stops the watcher, waits for it, and frees every ring the client still
+ * owns.  Rings acquired with hr_client_acquire() stay valid until released.
+ * Must not run concurrently with other calls on the same client (callers
+ * stop their lookups first).  Accepts NULL.
+ */
+HR_EXPORT void hr_client_close(hr_client *client);
+
+/* Copy-out answer of hr_client_lookup(); "" means "no owner in that view". */
+typedef struct hr_owner {
+	char node[HR_ID_MAX + 1];
+	char addr[HR_ADDR_MAX + 1];
+	char read_node[HR_ID_MAX + 1];
+	char read_addr[HR_ADDR_MAX + 1];
+	hr_state state;           /* of `node`      */
+	hr_state read_state;      /* of `read_node` */
+	uint64_t revision;
+	uint64_t digest;
+} hr_owner;
+
+/*
+ * Looks `key` up in the current ring and copies the owners out.  Thread safe,
+ * lock free, allocation free.  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
+ */
+HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
+			       hr_owner *out);
+
+/* Copy-out preference list entry. */
+typedef struct hr_replica {
+	char node[HR_ID_MAX + 1];
+	char addr[HR_ADDR_MAX + 1];
+	char zone[HR_ZONE_MAX + 1];
+	hr_state state;
+} hr_replica;
+
+/*
+ * Copies the preference list of `key` in `view` into out[0..k) and returns
+ * k (see hr_ring_preflist); `*revision` (may be NULL) gets the ring's
+ * revision.  `r` is at most 64 (HR_EINVAL beyond).  Thread safe.
+ */
+HR_EXPORT int hr_client_replicas(hr_client *client, const void *key,
+				 size_t len, hr_view view, hr_replica *out,
+				 size_t r, uint64_t *revision);
+
+/*
+ * Zero-copy read section: returns the current ring, valid until the matching
+ * hr_client_read_end() on the same thread.  Sections are short (no blocking
+ * inside) and may nest.  Never NULL after a successful open.
+ */
+HR_EXPORT const hr_ring *hr_client_read_begin(hr_client *client);
+HR_EXPORT void hr_client_read_end(hr_client *client);
+
+/*
+ * Long hold: a counted reference to the current ring, kept as long as the
+ * caller likes (across blocking calls, after close); hr_ring_release() it.
+ */
+HR_EXPORT hr_ring *hr_client_acquire(hr_client *client);
+
+/* What the watcher knows. */
+typedef struct hr_client_status {
+	uint64_t revision;        /* of the published ring                     */
+	uint64_t digest;          /* of the published ring                     */
+	uint64_t confirmed_revision; /* newest revision known to be applied   */
+	int64_t unconfirmed_ms;   /* 0 when current, else time since the ring
+				     was last confirmed current              */
+	uint64_t rings_published;
+	uint64_t resyncs;         /* full syncs after the first              */
+	uint64_t reconnects;
+	char endpoint[256];       /* endpoint in use ("" if none)            */
+} hr_client_status;
+
+/* Fills `out`.  Thread safe. */
+HR_EXPORT int hr_client_status_get(hr_client *client, hr_client_status *out);
+
+/* ------------------------------------------------------------------------ */
+/* Registration: joining the cluster under a lease                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A registrar announces one node under <prefix><id>, attached to an etcd
+ * lease that a background thread renews about every TTL/3.  If the process
+ * dies the lease expires and every client drops the node.  If the lease is
+ * lost (expired while etcd was unreachable, revoked, etcd restored) a new
+ * one is granted and the record put again.  A record changed by someone
+ * else (an operator's `etcdctl put`) is adopted, not overwritten; if that
+ * put detached the key from the lease, the lease is attached again.
+ */
+typedef struct hr_registrar hr_registrar;
+
+typedef struct hr_registration {
+	const char *id;          /* required; rules of hr_node               */
+	const char *addr;        /* required                                  */
+	const char *zone;        /* NULL or "" for none                       */
+	double weight;           /* default 1                                 */
+	hr_state state;          /* default HR_STATE_WARMING (joining)        */
+	int ttl_s;               /* lease TTL in seconds (default 10, 2..3600)*/
+	int replace;             /* take the id over if someone else holds it */
+} hr_registration;
+
+/* Fills `reg` with the defaults above. */
+HR_EXPORT void hr_registration_init(hr_registration *reg);
+
+/*
+ * Registers `reg` using the connection fields of `cfg` (endpoints, prefix,
+ * api_base, timeouts, TLS, auth, log); its ring fields are unused.  Returns
+ * once the record is in etcd.  Errors: HR_EINVAL (bad id, addr, weight,
+ * TTL), HR_EEXIST (the key exists and `replace` is not set: the message
+ * names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS,
+ * HR_EETCD, HR_ENOMEM.  Strings are copied.
+ */
+HR_EXPORT int hr_register(const hr_config *cfg, const hr_registration *reg,
+			  hr_registrar **out, hr_error *err);
+
+/* Changes the node's state or weight: one put that keeps the lease.
+ * Thread safe.  Errors as for hr_register, HR_ECLOSED after deregister. */
+HR_EXPORT int hr_registrar_set_state(hr_registrar *r, hr_state state,
+				     hr_error *err);
+HR_EXPORT int hr_registrar_set_weight(hr_registrar *r, double weight,
+				      hr_error *err);
+
+/* The lease the record is attached to now (it changes if the lease is
+ * lost and granted again); 0 after deregistration. */
+HR_EXPORT int64_t hr_registrar_lease(hr_registrar *r);
+
+/* Revokes the lease: the record disappears from etcd at once and every
+ * client drops the node.  The registrar stops renewing.  Thread safe;
+ * a second call returns 0. */
+HR_EXPORT int hr_registrar_deregister(hr_registrar *r, hr_error *err);
+
+/* Deregisters (if still registered), stops the thread and frees.  Accepts
+ * NULL. */
+HR_EXPORT void hr_registrar_close(hr_registrar *r);
+
+/*
+ * Changes the state or the weight of the node `id` registered under
+ * cfg->prefix by whatever process, in place: the record's other fields and
+ * its lease are kept.  Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its
+ * record is not valid), and the connection errors of hr_register.
+ */
+HR_EXPORT int hr_node_set_state(const hr_config *cfg, const char *id,
+				hr_state state, hr_error *err);
+HR_EXPORT int hr_node_set_weight(const hr_config *cfg, const char *id,
+				 double weight, hr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HASHRING_H */

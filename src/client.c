@@ -1,0 +1,240 @@
+/* client.c - the public client: configuration, open/close, and the lookup
+ * entry points over the published ring. */
+#include "error.h"
+#include "log.h"
+#include "publish.h"
+#include "watch.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hr_client {
+	hr__log log;
+	hr__publisher pub;
+	hr__watcher *watcher;
+};
+
+void hr_config_init(hr_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof *cfg);
+	cfg->ring.vnodes_per_weight = HR_VNODES_PER_WEIGHT_DEFAULT;
+	cfg->open_timeout_ms = 10000;
+	cfg->request_timeout_ms = 5000;
+	cfg->connect_timeout_ms = 2000;
+	cfg->backoff_initial_ms = 100;
+	cfg->backoff_max_ms = 5000;
+	cfg->probe_interval_ms = 3000;
+	cfg->stale_warn_ms = 10000;
+	cfg->page_size = 1000;
+	cfg->log_level = HR_LOG_INFO;
+}
+
+static int check_config(const hr_config *c, hr_error *err)
+{
+	if (!c->prefix || !c->prefix[0])
+		return hr__error_set(err, HR_EINVAL, "config: prefix must be set and not empty");
+	if (strlen(c->prefix) > 4096)
+		return hr__error_set(err, HR_EINVAL, "config: prefix longer than 4096 bytes");
+#define POSITIVE(f)                                                           \
+	if (c->f <= 0)                                                        \
+		return hr__error_set(err, HR_EINVAL, "config: " #f " must be > 0 (is %d)", c->f);
+	POSITIVE(open_timeout_ms)
+	POSITIVE(request_timeout_ms)
+	POSITIVE(connect_timeout_ms)
+	POSITIVE(backoff_initial_ms)
+	POSITIVE(backoff_max_ms)
+	POSITIVE(probe_interval_ms)
+	POSITIVE(stale_warn_ms)
+#undef POSITIVE
+	if (c->backoff_max_ms < c->backoff_initial_ms)
+		return hr__error_set(err, HR_EINVAL,
+				     "config: backoff_max_ms below backoff_initial_ms");
+	if (c->page_size == 0 || c->page_size > 100000)
+		return hr__error_set(err, HR_EINVAL, "config: page_size must be 1..100000");
+	if ((unsigned)c->log_level > HR_LOG_DEBUG)
+		return hr__error_set(err, HR_EINVAL, "config: invalid log_level");
+	return 0;
+}
+
+int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
+{
+	hr__watch_opts wo;
+	hr_client *c;
+	hr_ring *empty = NULL;
+	int rc;
+
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
+	*out = NULL;
+	if (!cfg)
+		return hr__error_set(err, HR_EINVAL, "config must not be NULL");
+	rc = check_config(cfg, err);
+	if (rc)
+		return rc;
+	/* Thread safe since libcurl 7.84 and reference counted. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
+	c = calloc(1, sizeof *c);
+	if (!c) {
+		curl_global_cleanup();
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	c->log.fn = cfg->log;
+	c->log.userdata = cfg->log_userdata;
+	c->log.max = cfg->log_level;
+	/* Lookups before the first sync see an empty ring, never NULL. */
+	rc = hr_ring_build(NULL, 0, &cfg->ring, 0, &empty, err);
+	if (rc) {
+		free(c);
+		curl_global_cleanup();
+		return rc;
+	}
+	hr__publish_init(&c->pub, empty);
+
+	memset(&wo, 0, sizeof wo);
+	wo.etcd.endpoints = cfg->endpoints;
+	wo.etcd.api_base = cfg->api_base;
+	wo.etcd.request_timeout_ms = cfg->request_timeout_ms;
+	wo.etcd.connect_timeout_ms = cfg->connect_timeout_ms;
+	wo.etcd.ca_file = cfg->ca_file;
+	wo.etcd.cert_file = cfg->cert_file;
+	wo.etcd.key_file = cfg->key_file;
+	wo.etcd.insecure_skip_verify = cfg->insecure_skip_verify;
+	wo.etcd.username = cfg->username;
+	wo.etcd.password = cfg->password;
+	wo.prefix = cfg->prefix;
+	wo.ring = cfg->ring;
+	wo.page_size = cfg->page_size;
+	wo.backoff_initial_ms = cfg->backoff_initial_ms;
+	wo.backoff_max_ms = cfg->backoff_max_ms;
+	wo.probe_interval_ms = cfg->probe_interval_ms;
+	wo.stale_warn_ms = cfg->stale_warn_ms;
+	wo.log = &c->log;
+	wo.publisher = &c->pub;
+	wo.on_change = cfg->on_change;
+	wo.on_change_userdata = cfg->on_change_userdata;
+	rc = hr__watcher_start(&wo, &c->watcher, err);
+	if (!rc && !cfg->open_nonblocking)
+		rc = hr__watcher_wait_first(c->watcher, cfg->open_timeout_ms, err);
+	if (rc) {
+		hr_client_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void hr_client_close(hr_client *c)
+{
+	if (!c)
+		return;
+	hr__watcher_stop(c->watcher);
+	hr__publish_destroy(&c->pub);
+	free(c);
+	curl_global_cleanup();
+}
+
+/* Copies a ring-owned string that is known to fit (validated at build). */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
+{
+	const hr_ring *ring;
+	hr_lookup l;
+	int rc;
+
+	if (!c || !out || (!key && len))
+		return HR_EINVAL;
+	ring = hr__publish_read_begin(&c->pub);
+	rc = hr_ring_lookup(ring, key, len, &l);
+	if (rc == 0) {
+		if (l.node) {
+			copy_str(out->node, sizeof out->node, l.node->id);
+			copy_str(out->addr, sizeof out->addr, l.node->addr);
+			out->state = l.node->state;
+		} else {
+			out->node[0] = out->addr[0] = '\0';
+			out->state = HR_STATE_ACTIVE;
+		}
+		if (l.read_node) {
+			copy_str(out->read_node, sizeof out->read_node, l.read_node->id);
+			copy_str(out->read_addr, sizeof out->read_addr, l.read_node->addr);
+			out->read_state = l.read_node->state;
+		} else {
+			out->read_node[0] = out->read_addr[0] = '\0';
+			out->read_state = HR_STATE_ACTIVE;
+		}
+	}
+	out->revision = hr_ring_revision(ring);
+	out->digest = hr_ring_digest(ring);
+	hr__publish_read_end(&c->pub);
+	return rc;
+}
+
+#define REPLICAS_MAX 64
+
+int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
+		       hr_replica *out, size_t r, uint64_t *revision)
+{
+	const hr_node *nodes[REPLICAS_MAX];
+	const hr_ring *ring;
+	int k;
+
+	if (!c || (!out && r) || (!key && len) || r > REPLICAS_MAX ||
+	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
+		return HR_EINVAL;
+	ring = hr__publish_read_begin(&c->pub);
+	k = hr_ring_preflist(ring, key, len, view, nodes, r);
+	for (int i = 0; i < k; i++) {
+		copy_str(out[i].node, sizeof out[i].node, nodes[i]->id);
+		copy_str(out[i].addr, sizeof out[i].addr, nodes[i]->addr);
+		copy_str(out[i].zone, sizeof out[i].zone, nodes[i]->zone);
+		out[i].state = nodes[i]->state;
+	}
+	if (revision)
+		*revision = hr_ring_revision(ring);
+	hr__publish_read_end(&c->pub);
+	return k;
+}
+
+const hr_ring *hr_client_read_begin(hr_client *c)
+{
+	return c ? hr__publish_read_begin(&c->pub) : NULL;
+}
+
+void hr_client_read_end(hr_client *c)
+{
+	if (c)
+		hr__publish_read_end(&c->pub);
+}
+
+hr_ring *hr_client_acquire(hr_client *c)
+{
+	return c ? hr__publish_acquire(&c->pub) : NULL;
+}
+
+int hr_client_status_get(hr_client *c, hr_client_status *out)
+{
+	hr_ring *ring;
+
+	if (!c || !out)
+		return HR_EINVAL;
+	memset(out, 0, sizeof *out);
+	ring = hr__publish_acquire(&c->pub);
+	out->revision = hr_ring_revision(ring);
+	out->digest = hr_ring_digest(ring);
+	hr_ring_release(ring);
+	hr__watcher_status(c->watcher, out);
+	return 0;
+}

@@ -1,0 +1,896 @@
+/*
+ * ring.c - the placement contract: points, the write and read views,
+ * lookup, preference lists, digest.  Pure: no threads, no I/O.
+ * docs/placement.md is the specification this file implements.
+ */
+#include "ring.h"
+
+#include "error.h"
+#include "member.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* A node as the ring keeps it.  The public record comes first so that a
+ * `const hr_node *` handed out maps back to its slot. */
+struct ring_node {
+	hr_node pub;
+	unsigned vnodes;
+	uint32_t zone;		/* equal numbers mean equal zones */
+};
+
+/*
+ * The sorted points of one view, with a direct index on the top bits of a
+ * position: the points whose top bits equal k are [index[k], index[k+1]).
+ * Buckets hold two to four points on average, so a lookup is one index
+ * read and a short scan.
+ */
+struct view {
+	uint64_t *pos;
+	uint32_t *node;		/* index into ring->nodes */
+	uint32_t *index;
+	size_t npoints;
+	size_t nnodes;
+	size_t nzones;
+	unsigned shift;		/* 64 - index bits */
+	void *mem;		/* owned block; NULL if it is ring->shared */
+};
+
+struct hr_ring {
+	atomic_size_t refs;
+	uint64_t revision;
+	uint64_t digest;
+	unsigned vnodes_per_weight;
+	size_t nnodes;
+	size_t npoints;
+	struct ring_node *nodes;	/* sorted by id, bytewise */
+	char *strings;			/* every id, addr and zone */
+	void *shared;			/* all points, when a view is all */
+	struct view views[2];
+};
+
+/* A point while the ring is built. */
+struct point {
+	uint64_t pos;
+	uint32_t node;
+};
+
+#define ID_SHOWN 80	/* bytes of an id shown in a message */
+
+/* ---- names --------------------------------------------------------------- */
+
+static const char *const state_names[] = { "active", "warming", "draining" };
+
+const char *hr_state_name(hr_state state)
+{
+	if ((unsigned)state >= sizeof state_names / sizeof state_names[0])
+		return NULL;
+	return state_names[state];
+}
+
+int hr_state_parse(const char *name, hr_state *out)
+{
+	if (!name || !out)
+		return HR_EINVAL;
+	for (unsigned i = 0; i < sizeof state_names / sizeof state_names[0]; i++) {
+		if (strcmp(name, state_names[i]) == 0) {
+			*out = (hr_state)i;
+			return HR_OK;
+		}
+	}
+	return HR_EINVAL;
+}
+
+static bool in_view(hr_state state, hr_view view)
+{
+	if (view == HR_VIEW_WRITE)
+		return state != HR_STATE_DRAINING;
+	return state != HR_STATE_WARMING;
+}
+
+/* ---- views --------------------------------------------------------------- */
+
+/* Index bits for n points: the largest b >= 1 with 2^b <= n / 2. */
+static unsigned index_bits(size_t n)
+{
+	unsigned b = 1;
+
+	while (b < 30 && ((size_t)1 << (b + 1)) <= n / 2)
+		b++;
+	return b;
+}
+
+static int view_alloc(struct view *v, size_t npoints)
+{
+	unsigned b = index_bits(npoints);
+	size_t buckets = (size_t)1 << b;
+	char *mem;
+
+	mem = malloc(npoints * (sizeof(uint64_t) + sizeof(uint32_t)) +
+		     (buckets + 1) * sizeof(uint32_t));
+	if (!mem)
+		return HR_ENOMEM;
+	v->mem = mem;
+	v->pos = (uint64_t *)mem;
+	v->node = (uint32_t *)(mem + npoints * sizeof(uint64_t));
+	v->index = v->node + npoints;
+	v->npoints = npoints;
+	v->shift = 64 - b;
+	return HR_OK;
+}
+
+static void view_index(struct view *v)
+{
+	size_t buckets = (size_t)1 << (64 - v->shift);
+	size_t i = 0;
+
+	for (size_t k = 0; k <= buckets; k++) {
+		while (i < v->npoints && (v->pos[i] >> v->shift) < k)
+			i++;
+		v->index[k] = (uint32_t)i;
+	}
+}
+
+/* The first point at or after `pos`, wrapping; the view is not empty. */
+static inline size_t view_find(const struct view *v, uint64_t pos)
+{
+	size_t k = (size_t)(pos >> v->shift);
+	uint32_t i = v->index[k];
+	uint32_t end = v->index[k + 1];
+
+	while (i < end && v->pos[i] < pos)
+		i++;
+	return i == v->npoints ? 0 : i;
+}
+
+/* ---- build --------------------------------------------------------------- */
+
+static int cmp_node_id(const void *a, const void *b)
+{
+	const hr_node *x = *(const hr_node *const *)a;
+	const hr_node *y = *(const hr_node *const *)b;
+
+	return strcmp(x->id, y->id);
+}
+
+struct zone_ref {
+	const char *zone;
+	uint32_t node;
+};
+
+static int cmp_zone(const void *a, const void *b)
+{
+	return strcmp(((const struct zone_ref *)a)->zone,
+		      ((const struct zone_ref *)b)->zone);
+}
+
+/* Node indices follow id order, so ordering equal positions by index is
+ * ordering them by id, bytewise (ids hold no NUL: a proper prefix sorts
+ * first). */
+static inline bool point_less(const struct point *a, const struct point *b)
+{
+	return a->pos < b->pos || (a->pos == b->pos && a->node < b->node);
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	return point_less(x, y) ? -1 : point_less(y, x) ? 1 : 0;
+}
+
+static void sort_bucket(struct point *p, size_t n)
+{
+	if (n > 16) {
+		qsort(p, n, sizeof *p, cmp_point);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct point t = p[i];
+		size_t j = i;
+
+		while (j > 0 && point_less(&t, &p[j - 1])) {
+			p[j] = p[j - 1];
+			j--;
+		}
+		p[j] = t;
+	}
+}
+
+static size_t format_uint(char *buf, unsigned v)
+{
+	char tmp[12];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+static uint64_t xxh3_hash(const void *buf, size_t len)
+{
+	return XXH3_64bits(buf, len);
+}
+
+/* Copies, sorts and checks the nodes: ring->nodes in id order. */
+static int build_nodes(hr_ring *ring, const hr_node *nodes, size_t n,
+		       hr_error *err)
+{
+	const hr_node **sorted;
+	size_t bytes = 0;
+	char *s;
+	int rc = HR_OK;
+
+	sorted = malloc((n ? n : 1) * sizeof *sorted);
+	ring->nodes = calloc(n ? n : 1, sizeof *ring->nodes);
+	if (!sorted || !ring->nodes) {
+		free(sorted);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *nd = &nodes[i];
+
+		sorted[i] = nd;
+		bytes += strlen(nd->id) + strlen(nd->addr) +
+			 (nd->zone ? strlen(nd->zone) : 0) + 3;
+	}
+	qsort(sorted, n, sizeof *sorted, cmp_node_id);
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(sorted[i - 1]->id, sorted[i]->id) == 0) {
+			rc = hr__error_set(err, HR_EDUPLICATE,
+					   "node \"%.*s\": duplicate node id",
+					   ID_SHOWN, sorted[i]->id);
+			goto out;
+		}
+	}
+	ring->strings = s = malloc(bytes ? bytes : 1);
+	if (!s) {
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *in = sorted[i];
+		hr_node *nd = &ring->nodes[i].pub;
+		const char *fields[3] = { in->id, in->addr, in->zone ? in->zone : "" };
+		const char **dst[3] = { &nd->id, &nd->addr, &nd->zone };
+
+		for (int f = 0; f < 3; f++) {
+			size_t len = strlen(fields[f]) + 1;
+
+			memcpy(s, fields[f], len);
+			*dst[f] = s;
+			s += len;
+		}
+		nd->weight = in->weight;
+		nd->state = in->state;
+	}
+out:
+	free(sorted);
+	return rc;
+}
+
+/* Points per node, checked against the cap in double arithmetic first so
+ * that no weight, however large, overflows a conversion. */
+static int count_points(hr_ring *ring, hr_error *err)
+{
+	double total = 0;
+
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		struct ring_node *rn = &ring->nodes[i];
+		double x = rn->pub.weight * (double)ring->vnodes_per_weight;
+		double v;
+
+		if (!(x <= (double)HR_POINTS_MAX))
+			return hr__error_set(err, HR_ELIMIT,
+					     "node \"%.*s\": weight %g gives more than %u points",
+					     ID_SHOWN, rn->pub.id, rn->pub.weight,
+					     HR_POINTS_MAX);
+		v = round(x);
+		if (v < 1)
+			v = 1;
+		rn->vnodes = (unsigned)v;
+		total += v;
+		if (total > (double)HR_POINTS_MAX)
+			return hr__error_set(err, HR_ELIMIT,
+					     "the ring would have more than %u points (node \"%.*s\")",
+					     HR_POINTS_MAX, ID_SHOWN, rn->pub.id);
+	}
+	ring->npoints = (size_t)total;
+	return HR_OK;
+}
+
+/* Numbers the zones so the preference list compares integers. */
+static int number_zones(hr_ring *ring, hr_error *err)
+{
+	struct zone_ref *refs;
+	uint32_t zone = 0;
+
+	if (!ring->nnodes)
+		return HR_OK;
+	refs = malloc(ring->nnodes * sizeof *refs);
+	if (!refs)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		refs[i].zone = ring->nodes[i].pub.zone;
+		refs[i].node = (uint32_t)i;
+	}
+	qsort(refs, ring->nnodes, sizeof *refs, cmp_zone);
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		if (i > 0 && strcmp(refs[i - 1].zone, refs[i].zone) != 0)
+			zone++;
+		ring->nodes[refs[i].node].zone = zone;
+	}
+	free(refs);
+	return HR_OK;
+}
+
+static void put_u32(unsigned char **p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		*(*p)++ = (unsigned char)(v >> (8 * i));
+}
+
+static void put_str(unsigned char **p, const char *s)
+{
+	size_t len = strlen(s);
+
+	*(*p)++ = (unsigned char)len;
+	memcpy(*p, s, len);
+	*p += len;
+}
+
+/* The digest of docs/placement.md: XXH3_64bits over a canonical
+ * serialization of the options and the nodes in id order. */
+static int compute_digest(hr_ring *ring, hr_error *err)
+{
+	size_t size = 8;
+	unsigned char *buf, *p;
+
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const hr_node *nd = &ring->nodes[i].pub;
+
+		size += 3 + strlen(nd->id) + strlen(nd->addr) +
+			strlen(nd->zone) + 8 + 1;
+	}
+	p = buf = malloc(size);
+	if (!buf)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	put_u32(&p, ring->vnodes_per_weight);
+	put_u32(&p, (uint32_t)ring->nnodes);
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const hr_node *nd = &ring->nodes[i].pub;
+		uint64_t bits;
+
+		put_str(&p, nd->id);
+		put_str(&p, nd->addr);
+		put_str(&p, nd->zone);
+		memcpy(&bits, &nd->weight, sizeof bits);
+		put_u32(&p, (uint32_t)bits);
+		put_u32(&p, (uint32_t)(bits >> 32));
+		*p++ = (unsigned char)nd->state;
+	}
+	ring->digest = XXH3_64bits(buf, (size_t)(p - buf));
+	free(buf);
+	return HR_OK;
+}
+
+/* Hashes every point into `all` and sorts it: a counting sort on the top
+ * bits (positions are uniform), then each small bucket on its own. */
+static int build_points(hr_ring *ring, struct view *all,
+			hr__point_hash_fn hash, hr_error *err)
+{
+	size_t n = ring->npoints, buckets, p = 0;
+	struct point *tmp;
+	size_t *start;
+	char name[HR_ID_MAX + 16];
+
+	if (view_alloc(all, n) != HR_OK)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	all->nnodes = ring->nnodes;
+	for (uint32_t j = 0; j < ring->nnodes; j++) {
+		const struct ring_node *rn = &ring->nodes[j];
+		size_t len = strlen(rn->pub.id);
+
+		memcpy(name, rn->pub.id, len);
+		name[len] = '#';
+		for (unsigned i = 0; i < rn->vnodes; i++, p++) {
+			size_t dl = format_uint(name + len + 1, i);
+
+			all->pos[p] = hash(name, len + 1 + dl);
+			all->node[p] = j;
+		}
+	}
+
+	buckets = (size_t)1 << (64 - all->shift);
+	tmp = malloc((n ? n : 1) * sizeof *tmp);
+	start = calloc(buckets + 1, sizeof *start);
+	if (!tmp || !start) {
+		free(tmp);
+		free(start);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		start[(all->pos[i] >> all->shift) + 1]++;
+	for (size_t k = 0; k < buckets; k++)
+		start[k + 1] += start[k];
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (size_t)(all->pos[i] >> all->shift);
+
+		tmp[start[k]].pos = all->pos[i];
+		tmp[start[k]].node = all->node[i];
+		start[k]++;
+	}
+	/* start[k] is now the end of bucket k, the start of bucket k + 1 */
+	for (size_t k = 0, b = 0; k < buckets; k++) {
+		sort_bucket(tmp + b, start[k] - b);
+		b = start[k];
+	}
+	for (size_t i = 0; i < n; i++) {
+		all->pos[i] = tmp[i].pos;
+		all->node[i] = tmp[i].node;
+	}
+	free(tmp);
+	free(start);
+	view_index(all);
+	return HR_OK;
+}
+
+/* Sets up one view: the shared all-points view when every node is in it,
+ * else an own copy of the points of its nodes, in the same order. */
+static int build_view(hr_ring *ring, const struct view *all, hr_view which,
+		      hr_error *err)
+{
+	struct view *v = &ring->views[which];
+	size_t nnodes = 0, npoints = 0, nzones = 0;
+	bool *zone_seen;
+
+	zone_seen = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *zone_seen);
+	if (!zone_seen)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		if (!in_view(rn->pub.state, which))
+			continue;
+		nnodes++;
+		npoints += rn->vnodes;
+		if (!zone_seen[rn->zone]) {
+			zone_seen[rn->zone] = true;
+			nzones++;
+		}
+	}
+	free(zone_seen);
+
+	if (nnodes == ring->nnodes) {
+		*v = *all;
+		v->mem = NULL;
+	} else {
+		size_t j = 0;
+
+		if (view_alloc(v, npoints) != HR_OK)
+			return hr__error_set(err, HR_ENOMEM, "out of memory");
+		for (size_t i = 0; i < all->npoints; i++) {
+			if (!in_view(ring->nodes[all->node[i]].pub.state, which))
+				continue;
+			v->pos[j] = all->pos[i];
+			v->node[j] = all->node[i];
+			j++;
+		}
+		view_index(v);
+	}
+	v->nnodes = nnodes;
+	v->nzones = nzones;
+	return HR_OK;
+}
+
+int hr__ring_build_hashed(const hr_node *nodes, size_t n,
+			  const hr_ring_options *opts, uint64_t revision,
+			  hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+{
+	struct view all = { 0 };
+	hr_ring *ring;
+	int rc;
+
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	if (!nodes && n)
+		return hr__error_set(err, HR_EINVAL, "node array is NULL");
+	if (!hash)
+		return hr__error_set(err, HR_EINVAL, "point hash is NULL");
+	if (n > HR_NODES_MAX)
+		return hr__error_set(err, HR_ELIMIT,
+				     "%zu nodes exceed the limit of %d", n,
+				     HR_NODES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		rc = hr__node_validate(&nodes[i], err);
+		if (rc)
+			return rc;
+	}
+
+	ring = calloc(1, sizeof *ring);
+	if (!ring)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	atomic_init(&ring->refs, 1);
+	ring->revision = revision;
+	ring->nnodes = n;
+	ring->vnodes_per_weight = opts && opts->vnodes_per_weight ?
+		opts->vnodes_per_weight : HR_VNODES_PER_WEIGHT_DEFAULT;
+
+	rc = build_nodes(ring, nodes, n, err);
+	if (!rc)
+		rc = count_points(ring, err);
+	if (!rc)
+		rc = number_zones(ring, err);
+	if (!rc)
+		rc = compute_digest(ring, err);
+	if (!rc)
+		rc = build_points(ring, &all, hash, err);
+	if (!rc)
+		rc = build_view(ring, &all, HR_VIEW_WRITE, err);
+	if (!rc)
+		rc = build_view(ring, &all, HR_VIEW_READ, err);
+	if (rc) {
+		free(all.mem);
+		hr_ring_release(ring);
+		return rc;
+	}
+	if (ring->views[HR_VIEW_WRITE].mem && ring->views[HR_VIEW_READ].mem)
+		free(all.mem);
+	else
+		ring->shared = all.mem;
+	*out = ring;
+	return HR_OK;
+}
+
+int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
+		  uint64_t revision, hr_ring **out, hr_error *err)
+{
+	return hr__ring_build_hashed(nodes, n, opts, revision, xxh3_hash, out,
+				     err);
+}
+
+/* ---- references ---------------------------------------------------------- */
+
+hr_ring *hr_ring_retain(hr_ring *ring)
+{
+	if (ring)
+		atomic_fetch_add_explicit(&ring->refs, 1, memory_order_relaxed);
+	return ring;
+}
+
+void hr_ring_release(hr_ring *ring)
+{
+	if (!ring)
+		return;
+	if (atomic_fetch_sub_explicit(&ring->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	free(ring->views[HR_VIEW_WRITE].mem);
+	free(ring->views[HR_VIEW_READ].mem);
+	free(ring->shared);
+	free(ring->strings);
+	free(ring->nodes);
+	free(ring);
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+uint64_t hr_ring_revision(const hr_ring *ring)
+{
+	return ring ? ring->revision : 0;
+}
+
+uint64_t hr_ring_digest(const hr_ring *ring)
+{
+	return ring ? ring->digest : 0;
+}
+
+size_t hr_ring_node_count(const hr_ring *ring)
+{
+	return ring ? ring->nnodes : 0;
+}
+
+size_t hr_ring_point_count(const hr_ring *ring)
+{
+	return ring ? ring->npoints : 0;
+}
+
+unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)
+{
+	return ring ? ring->vnodes_per_weight : 0;
+}
+
+static bool valid_view(hr_view view)
+{
+	return view == HR_VIEW_WRITE || view == HR_VIEW_READ;
+}
+
+size_t hr__ring_view_nodes(const hr_ring *ring, hr_view view)
+{
+	return ring && valid_view(view) ? ring->views[view].nnodes : 0;
+}
+
+size_t hr__ring_view_points(const hr_ring *ring, hr_view view)
+{
+	return ring && valid_view(view) ? ring->views[view].npoints : 0;
+}
+
+const hr_node *hr_ring_node(const hr_ring *ring, size_t i)
+{
+	if (!ring || i >= ring->nnodes)
+		return NULL;
+	return &ring->nodes[i].pub;
+}
+
+const hr_node *hr_ring_find(const hr_ring *ring, const char *id)
+{
+	size_t lo = 0, hi;
+
+	if (!ring || !id)
+		return NULL;
+	hi = ring->nnodes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ring->nodes[mid].pub.id, id);
+
+		if (c == 0)
+			return &ring->nodes[mid].pub;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The slot of a node pointer from this ring, or SIZE_MAX. */
+static size_t node_slot(const hr_ring *ring, const hr_node *node)
+{
+	uintptr_t base, p;
+
+	if (!ring || !node)
+		return SIZE_MAX;
+	base = (uintptr_t)ring->nodes;
+	p = (uintptr_t)node;
+	if (p < base || p >= base + ring->nnodes * sizeof *ring->nodes ||
+	    (p - base) % sizeof *ring->nodes)
+		return SIZE_MAX;
+	return (p - base) / sizeof *ring->nodes;
+}
+
+unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node)
+{
+	size_t i = node_slot(ring, node);
+
+	return i == SIZE_MAX ? 0 : ring->nodes[i].vnodes;
+}
+
+/* A 128-bit sum of arc lengths, as a share of 2^64. */
+struct arc_sum {
+	uint64_t hi, lo;
+};
+
+static void arc_add(struct arc_sum *s, uint64_t len)
+{
+	s->lo += len;
+	if (s->lo < len)
+		s->hi++;
+}
+
+static double arc_share(const struct arc_sum *s)
+{
+	if (s->hi)
+		return 1.0;
+	return ldexp((double)s->lo, -64);
+}
+
+double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
+			  hr_view view)
+{
+	size_t slot = node_slot(ring, node);
+	const struct view *v;
+	struct arc_sum sum = { 0, 0 };
+
+	if (slot == SIZE_MAX || !valid_view(view))
+		return 0;
+	v = &ring->views[view];
+	if (!v->npoints)
+		return 0;
+	/* All points at one position: the first owns the whole circle. */
+	if (v->pos[0] == v->pos[v->npoints - 1])
+		return v->node[0] == slot ? 1.0 : 0.0;
+	/* Point i owns the arc (pos[i - 1], pos[i]]; point 0 wraps. */
+	for (size_t i = 0; i < v->npoints; i++) {
+		uint64_t prev = v->pos[i ? i - 1 : v->npoints - 1];
+
+		if (v->node[i] == slot)
+			arc_add(&sum, v->pos[i] - prev);
+	}
+	return arc_share(&sum);
+}
+
+/* ---- lookup -------------------------------------------------------------- */
+
+uint64_t hr_hash_key(const void *key, size_t len)
+{
+	return XXH3_64bits(len ? key : "", len);
+}
+
+static inline const hr_node *view_owner(const hr_ring *ring,
+					const struct view *v, uint64_t pos)
+{
+	if (!v->npoints)
+		return NULL;
+	return &ring->nodes[v->node[view_find(v, pos)]].pub;
+}
+
+int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out)
+{
+	const struct view *w, *r;
+
+	if (!ring || !out)
+		return HR_EINVAL;
+	w = &ring->views[HR_VIEW_WRITE];
+	r = &ring->views[HR_VIEW_READ];
+	out->revision = ring->revision;
+	out->digest = ring->digest;
+	out->node = view_owner(ring, w, pos);
+	/* Without warming or draining nodes both views are one array. */
+	out->read_node = r->pos == w->pos ? out->node : view_owner(ring, r, pos);
+	return out->node || out->read_node ? HR_OK : HR_EEMPTY;
+}
+
+int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
+		   hr_lookup *out)
+{
+	if (!ring || !out || (!key && len))
+		return HR_EINVAL;
+	return hr__ring_lookup_pos(ring, hr_hash_key(key, len), out);
+}
+
+static bool listed(const hr_node *const *list, size_t n, const hr_node *node)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == node)
+			return true;
+	return false;
+}
+
+static bool zone_used(const hr_node *const *list, size_t n, uint32_t zone)
+{
+	for (size_t i = 0; i < n; i++)
+		if (((const struct ring_node *)list[i])->zone == zone)
+			return true;
+	return false;
+}
+
+/*
+ * Taken nodes fill out[] from the front.  Nodes skipped for their zone are
+ * kept from the back (first skipped in out[r - 1]); only the first r - taken
+ * of them can ever be appended, so when a take needs the room the last one
+ * kept is dropped.
+ */
+int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
+			  const hr_node **out, size_t r)
+{
+	const struct view *v;
+	size_t taken = 0, kept = 0, i;
+
+	if (!ring || !valid_view(view) || (!out && r))
+		return HR_EINVAL;
+	v = &ring->views[view];
+	if (!r || !v->npoints)
+		return 0;
+	if (r > v->nnodes)
+		r = v->nnodes;
+	i = view_find(v, pos);
+	for (size_t step = 0; step < v->npoints; step++) {
+		const struct ring_node *rn = &ring->nodes[v->node[i]];
+		const hr_node *nd = &rn->pub;
+
+		if (++i == v->npoints)
+			i = 0;
+		if (listed(out, taken, nd) || listed(out + r - kept, kept, nd))
+			continue;
+		if (zone_used(out, taken, rn->zone)) {
+			if (taken + kept < r)
+				out[r - 1 - kept++] = nd;
+		} else {
+			if (taken + kept == r)
+				kept--;
+			out[taken++] = nd;
+		}
+		if (taken == r)
+			break;
+		/* Every zone used and no room to keep more: nothing changes. */
+		if (taken == v->nzones && taken + kept == r)
+			break;
+		/* Every node seen (nothing was dropped yet, or this is r). */
+		if (taken + kept == v->nnodes)
+			break;
+	}
+	/* Append the kept nodes in walk order. */
+	for (size_t a = r - kept, b = r - 1; a < b; a++, b--) {
+		const hr_node *t = out[a];
+
+		out[a] = out[b];
+		out[b] = t;
+	}
+	memmove(out + taken, out + r - kept, kept * sizeof *out);
+	return (int)(taken + kept);
+}
+
+int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
+		     hr_view view, const hr_node **out, size_t r)
+{
+	if (!ring || (!key && len))
+		return HR_EINVAL;
+	return hr__ring_preflist_pos(ring, hr_hash_key(key, len), view, out, r);
+}
+
+/* ---- comparing rings ----------------------------------------------------- */
+
+static bool same_id(const hr_node *a, const hr_node *b)
+{
+	return a == b || strcmp(a->id, b->id) == 0;
+}
+
+double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
+{
+	const struct view *va, *vb;
+	struct arc_sum sum = { 0, 0 };
+	size_t ia = 0, ib = 0;
+	uint64_t x = 0;
+
+	if (!valid_view(view))
+		return 0;
+	va = a ? &a->views[view] : NULL;
+	vb = b ? &b->views[view] : NULL;
+	if (!va || !va->npoints || !vb || !vb->npoints)
+		return (va && va->npoints) != (vb && vb->npoints) ? 1.0 : 0.0;
+	/*
+	 * Walk [0, 2^64) in intervals between consecutive positions of both
+	 * rings: inside one interval [x, e] each ring has one owner, the node of
+	 * its first point at or after x.
+	 */
+	for (;;) {
+		const hr_node *oa = &a->nodes[va->node[ia < va->npoints ? ia : 0]].pub;
+		const hr_node *ob = &b->nodes[vb->node[ib < vb->npoints ? ib : 0]].pub;
+		uint64_t e = UINT64_MAX;
+
+		if (ia < va->npoints && va->pos[ia] < e)
+			e = va->pos[ia];
+		if (ib < vb->npoints && vb->pos[ib] < e)
+			e = vb->pos[ib];
+		if (!same_id(oa, ob)) {
+			arc_add(&sum, e - x);
+			arc_add(&sum, 1);
+		}
+		if (e == UINT64_MAX)
+			break;
+		x = e + 1;
+		while (ia < va->npoints && va->pos[ia] < x)
+			ia++;
+		while (ib < vb->npoints && vb->pos[ib] < x)
+			ib++;
+	}
+	return arc_share(&sum);
+}
+
+hr_epoch_order hr_epoch_compare(uint64_t local_revision, uint64_t local_digest,
+				uint64_t remote_revision, uint64_t remote_digest)
+{
+	if (local_revision < remote_revision)
+		return HR_EPOCH_LOCAL_STALE;
+	if (local_revision > remote_revision)
+		return HR_EPOCH_REMOTE_STALE;
+	return local_digest == remote_digest ? HR_EPOCH_SAME : HR_EPOCH_CONFLICT;
+}

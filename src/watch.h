@@ -1,0 +1,54 @@
+/* watch.h - the watcher thread (internal): full sync at revision R, watch
+ * from R+1, one ring per batch, compaction -> resync, reconnect with
+ * backoff, liveness probes and staleness warnings.
+ *
+ * Rules followed (never miss, never double-apply an event):
+ *  - the full sync is a paged linearizable range pinned to one revision R,
+ *    and replaces the whole node set;
+ *  - the watch starts at next_rev = R+1; an event with mod_revision below
+ *    next_rev is dropped; a message's events are applied as one batch and
+ *    next_rev becomes the last mod_revision + 1; next_rev never decreases;
+ *  - compaction or an unexpected cancel drops the stream and resyncs;
+ *  - any other end of stream resumes at next_rev on the next endpoint. */
+#ifndef HR_WATCH_H
+#define HR_WATCH_H
+
+#include "etcd.h"
+#include "log.h"
+#include "publish.h"
+
+typedef struct hr__watch_opts {
+	hr__etcd_opts etcd;        /* stop_flag and tick are set by the watcher */
+	const char *prefix;
+	hr_ring_options ring;
+	unsigned page_size;
+	int backoff_initial_ms;
+	int backoff_max_ms;
+	int probe_interval_ms;
+	int stale_warn_ms;
+	const hr__log *log;        /* must outlive the watcher */
+	hr__publisher *publisher;  /* must outlive the watcher */
+	hr_ring_change_fn on_change;
+	void *on_change_userdata;
+} hr__watch_opts;
+
+typedef struct hr__watcher hr__watcher;
+
+/* Starts the thread.  Errors: HR_EINVAL (bad endpoints, prefix), HR_ENOMEM. */
+int hr__watcher_start(const hr__watch_opts *opts, hr__watcher **out,
+		      hr_error *err);
+
+/*
+ * Waits up to `timeout_ms` for the first full sync to publish a ring.
+ * Returns 0, the error that makes waiting pointless (HR_EAUTH, HR_EPERM,
+ * HR_ETLS, HR_ELIMIT), or HR_ETIMEDOUT with the last failure in `err`.
+ */
+int hr__watcher_wait_first(hr__watcher *w, int timeout_ms, hr_error *err);
+
+/* Fills the watcher's part of a status (thread safe). */
+void hr__watcher_status(hr__watcher *w, hr_client_status *out);
+
+/* Stops and joins the thread and frees the watcher.  Accepts NULL. */
+void hr__watcher_stop(hr__watcher *w);
+
+#endif

@@ -1,0 +1,211 @@
+/* watch_stream.c - newline framing and message classification for the
+ * gateway's watch stream (see the table in etcd's clientv3 watch.go). */
+#include "watch_stream.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int hr__linebuf_feed(hr__linebuf *b, const char *p, size_t n, hr__line_fn fn,
+		     void *userdata)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t take = nl ? (size_t)(nl - p) : n;
+
+		if (b->max && b->len + take > b->max)
+			return HR_ELIMIT;
+		if (nl && b->len == 0) {
+			/* The common case: a whole line inside one read. */
+			if (take) {
+				int rc = fn(userdata, p, take);
+				if (rc)
+					return rc;
+			}
+		} else {
+			if (b->len + take + 1 > b->cap) {
+				size_t cap = b->cap ? b->cap : 4096;
+				char *d;
+				while (cap < b->len + take + 1)
+					cap *= 2;
+				d = realloc(b->data, cap);
+				if (!d)
+					return HR_ENOMEM;
+				b->data = d;
+				b->cap = cap;
+			}
+			memcpy(b->data + b->len, p, take);
+			b->len += take;
+			if (nl) {
+				size_t len = b->len;
+				b->len = 0;
+				int rc = fn(userdata, b->data, len);
+				if (rc)
+					return rc;
+			}
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+		n -= take + 1;
+	}
+	return 0;
+}
+
+int hr__linebuf_finish(hr__linebuf *b, hr__line_fn fn, void *userdata)
+{
+	size_t len = b->len;
+	int blank = 1;
+
+	b->len = 0;
+	for (size_t i = 0; i < len; i++)
+		if (b->data[i] != ' ' && b->data[i] != '\r' && b->data[i] != '\t')
+			blank = 0;
+	return blank ? 0 : fn(userdata, b->data, len);
+}
+
+void hr__linebuf_reset(hr__linebuf *b)
+{
+	b->len = 0;
+}
+
+void hr__linebuf_free(hr__linebuf *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+void hr__wmsg_clear(hr__wmsg *m)
+{
+	if (!m)
+		return;
+	hr__kvs_free(m->events, m->n_events);
+	memset(m, 0, sizeof *m);
+	m->code = -1;
+}
+
+static void copy_reason(hr__wmsg *m, const cJSON *s)
+{
+	if (cJSON_IsString(s)) {
+		snprintf(m->reason, sizeof m->reason, "%s", s->valuestring);
+		for (char *p = m->reason; *p; p++)
+			if ((unsigned char)*p < 0x20)
+				*p = ' ';
+	}
+}
+
+static int parse_error(const cJSON *e, hr__wmsg *out)
+{
+	out->kind = HR__WMSG_ERROR;
+	if (cJSON_IsObject(e)) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "grpc_code");
+		if (!code)
+			code = cJSON_GetObjectItemCaseSensitive(e, "code");
+		if (cJSON_IsNumber(code))
+			out->code = code->valueint;
+		copy_reason(out, cJSON_GetObjectItemCaseSensitive(e, "message"));
+	} else {
+		copy_reason(out, e);
+	}
+	if (!out->reason[0])
+		snprintf(out->reason, sizeof out->reason, "stream error");
+	return 0;
+}
+
+int hr__wmsg_parse(const char *line, size_t len, hr__wmsg *out, hr_error *err)
+{
+	cJSON *root;
+	const cJSON *res, *hdr, *events, *ev;
+	int rc = 0;
+
+	memset(out, 0, sizeof *out);
+	out->code = -1;
+	root = cJSON_ParseWithLength(line, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return hr__error_set(err, HR_EPARSE, "watch message is not a JSON object");
+	}
+	res = cJSON_GetObjectItemCaseSensitive(root, "result");
+	if (!res) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+		if (e) {
+			rc = parse_error(e, out);
+		} else {
+			rc = hr__error_set(err, HR_EPARSE,
+					   "watch message has neither result nor error");
+		}
+		cJSON_Delete(root);
+		return rc;
+	}
+	if (!cJSON_IsObject(res)) {
+		cJSON_Delete(root);
+		return hr__error_set(err, HR_EPARSE, "watch result is not an object");
+	}
+	hdr = cJSON_GetObjectItemCaseSensitive(res, "header");
+	if ((hdr && !cJSON_IsObject(hdr)) ||
+	    hr__json_int64(hdr, "revision", 0, &out->header_revision) ||
+	    hr__json_int64(res, "compact_revision", 0, &out->compact_revision) ||
+	    hr__json_int64(res, "watch_id", 0, &out->watch_id)) {
+		cJSON_Delete(root);
+		return hr__error_set(err, HR_EPARSE, "watch result has a malformed integer field");
+	}
+	out->fragment = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "fragment"));
+	events = cJSON_GetObjectItemCaseSensitive(res, "events");
+
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
+		out->kind = out->compact_revision ? HR__WMSG_COMPACTED : HR__WMSG_CANCELED;
+		copy_reason(out, cJSON_GetObjectItemCaseSensitive(res, "cancel_reason"));
+	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "created"))) {
+		out->kind = HR__WMSG_CREATED;
+	} else if (events) {
+		int n = cJSON_GetArraySize(events);
+		if (!cJSON_IsArray(events)) {
+			cJSON_Delete(root);
+			return hr__error_set(err, HR_EPARSE, "watch events is not an array");
+		}
+		out->kind = HR__WMSG_EVENTS;
+		out->events = calloc(n ? (size_t)n : 1, sizeof *out->events);
+		if (!out->events) {
+			cJSON_Delete(root);
+			return hr__error_set(err, HR_ENOMEM, "out of memory");
+		}
+		cJSON_ArrayForEach(ev, events) {
+			const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+			hr__kv *kv = &out->events[out->n_events];
+			int deleted = 0;
+
+			if (type) {
+				if (cJSON_IsString(type) && !strcmp(type->valuestring, "DELETE"))
+					deleted = 1;
+				else if (cJSON_IsNumber(type) && type->valueint == 1)
+					deleted = 1;
+				else if (!(cJSON_IsString(type) && !strcmp(type->valuestring, "PUT")) &&
+					 !(cJSON_IsNumber(type) && type->valueint == 0)) {
+					rc = hr__error_set(err, HR_EPARSE, "unknown watch event type");
+					break;
+				}
+			}
+			rc = hr__kv_from_json(cJSON_GetObjectItemCaseSensitive(ev, "kv"), kv, err);
+			if (rc)
+				break;
+			kv->deleted = deleted;
+			out->n_events++;
+			if (kv->mod_revision <= 0) {
+				rc = hr__error_set(err, HR_EPARSE, "watch event without mod_revision");
+				break;
+			}
+		}
+	} else if (out->header_revision > 0) {
+		out->kind = HR__WMSG_PROGRESS;
+	} else {
+		rc = hr__error_set(err, HR_EPARSE, "unrecognised watch message");
+	}
+	cJSON_Delete(root);
+	if (rc)
+		hr__wmsg_clear(out);
+	return rc;
+}

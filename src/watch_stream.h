@@ -1,0 +1,58 @@
+/* watch_stream.h - the watch stream's wire format (internal): splitting the
+ * newline-delimited byte stream into messages and classifying each message.
+ * Pure functions over bytes: no I/O, fuzzable. */
+#ifndef HR_WATCH_STREAM_H
+#define HR_WATCH_STREAM_H
+
+#include "etcd.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Accumulates stream bytes; hands out whole lines. */
+typedef struct hr__linebuf {
+	char *data;
+	size_t len, cap;
+	size_t max;        /* longest accepted line (HR_ELIMIT beyond) */
+} hr__linebuf;
+
+typedef int (*hr__line_fn)(void *userdata, const char *line, size_t len);
+
+/* Appends `n` bytes and calls `fn` for each complete line (without its
+ * '\n'; blank lines skipped).  Returns 0, HR_ELIMIT, HR_ENOMEM, or the first
+ * non-zero value `fn` returned (which stops the feed). */
+int hr__linebuf_feed(hr__linebuf *b, const char *p, size_t n, hr__line_fn fn,
+		     void *userdata);
+/* At end of stream: the leftover bytes (a last message without '\n', as
+ * etcd 3.4 sends its error chunk) go to `fn` as a final line. */
+int hr__linebuf_finish(hr__linebuf *b, hr__line_fn fn, void *userdata);
+void hr__linebuf_reset(hr__linebuf *b);
+void hr__linebuf_free(hr__linebuf *b);
+
+typedef enum hr__wmsg_kind {
+	HR__WMSG_CREATED,    /* watch established                           */
+	HR__WMSG_EVENTS,     /* events (check `fragment`)                   */
+	HR__WMSG_PROGRESS,   /* progress notification at header_revision    */
+	HR__WMSG_COMPACTED,  /* canceled: start revision compacted          */
+	HR__WMSG_CANCELED,   /* canceled otherwise (reason in `reason`)     */
+	HR__WMSG_ERROR       /* {"error":{...}}: the stream failed          */
+} hr__wmsg_kind;
+
+typedef struct hr__wmsg {
+	hr__wmsg_kind kind;
+	int64_t header_revision;   /* 0 when absent                         */
+	int64_t compact_revision;
+	int64_t watch_id;
+	int fragment;
+	hr__kv *events;            /* in stream order                       */
+	size_t n_events;
+	int code;                  /* gRPC code of an error message, or -1  */
+	char reason[256];          /* cancel reason or error message        */
+} hr__wmsg;
+
+/* Parses one line.  HR_EPARSE (message names what was wrong) for anything
+ * that is not a well-formed watch message; `out` is cleared then. */
+int hr__wmsg_parse(const char *line, size_t len, hr__wmsg *out, hr_error *err);
+void hr__wmsg_clear(hr__wmsg *m);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * bench_main.c - hashring-bench: runs every measurement once and prints the
+ * report, readable or as one JSON object (--json).
+ *
+ *   hashring-bench [--json] [--puts N] [--nodes N] [--idle-ms N]
+ *
+ * Not a test: figures depend on the machine.  Only ratios and paired
+ * differences taken within one run compare across machines.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hashring-bench [--json] [--puts N] [--nodes N] [--idle-ms N]\n"
+		"  --puts N     measured puts for the propagation latency (1..100000, default 300)\n"
+		"  --nodes N    node records under the prefix (1..100000, default 100)\n"
+		"  --idle-ms N  quiet window for the watcher's idle CPU (0..60000, default 10000;\n"
+		"               0 skips it)\n"
+		"  --json       print one JSON object instead of the readable report\n");
+}
+
+/* Parses a whole decimal integer in [lo, hi]; -1 with a message otherwise. */
+static int parse_int(const char *opt, const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	if (!s) {
+		fprintf(stderr, "hashring-bench: %s needs a value\n", opt);
+		return -1;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "hashring-bench: %s: '%s' is not an integer in %ld..%ld\n",
+			opt, s, lo, hi);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+/* 0 to run, 1 to exit successfully (--help), -1 on bad arguments. */
+static int parse_args(int argc, char **argv, hrb_args *a)
+{
+	a->json = 0;
+	a->puts = 300;
+	a->nodes = 100;
+	a->idle_ms = 10000;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		int rc = 0;
+
+		if (!strcmp(o, "--json")) {
+			a->json = 1;
+		} else if (!strcmp(o, "--puts")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->puts);
+		} else if (!strcmp(o, "--nodes")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->nodes);
+		} else if (!strcmp(o, "--idle-ms")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 0, 60000, &a->idle_ms);
+		} else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			usage(stdout);
+			return 1;
+		} else {
+			fprintf(stderr, "hashring-bench: unknown argument '%s'\n", o);
+			usage(stderr);
+			return -1;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- readable report ------------------------------------------------------ */
+
+static void print_text(const hrb_report *r)
+{
+	if (r->has_propagation) {
+		const hrb_propagation *p = &r->propagation;
+		printf("Propagation: put -> ring visible to a reader thread\n");
+		printf("  %d nodes, %d puts measured (%d asked, %d missed)\n", p->nodes,
+		       p->samples, p->puts, p->missed);
+		printf("  %-28s %9s %9s\n", "", "p50 ms", "p99 ms");
+		printf("  %-28s %9.3f %9.3f\n", "raw gateway watch", p->raw_p50_ms,
+		       p->raw_p99_ms);
+		printf("  %-28s %9.3f %9.3f\n", "visible to a reader", p->p50_ms, p->p99_ms);
+		printf("  %-28s %9.3f %9.3f   (max %.3f)\n", "overhead (paired)",
+		       p->overhead_p50_ms, p->overhead_p99_ms, p->overhead_max_ms);
+		printf("  put reply p50 %.3f ms\n", p->put_p50_ms);
+	}
+	if (r->has_idle) {
+		const hrb_idle *id = &r->idle;
+		printf("Idle watcher over %.1f s with no change:\n", id->seconds);
+		printf("  library threads (%d): %.3f ms CPU per second", id->threads,
+		       id->watcher_cpu_ms_per_s);
+		if (id->watcher_wakeups_per_s >= 0)
+			printf(", %.1f wakeups per second", id->watcher_wakeups_per_s);
+		printf("\n  whole process: %.3f ms CPU per second\n", id->process_cpu_ms_per_s);
+	}
+	for (int i = 0; i < r->n_notes; i++)
+		printf("note: %s\n", r->notes[i]);
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_json(const hrb_report *r)
+{
+	const hrb_propagation *p = &r->propagation;
+	const hrb_idle *id = &r->idle;
+	const char *sep = "";
+
+	printf("{");
+	if (r->has_propagation) {
+		printf("\"propagation\":{\"nodes\":%d,\"puts\":%d,\"samples\":%d,\"missed\":%d,"
+		       "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"raw_p50_ms\":%.3f,\"raw_p99_ms\":%.3f,"
+		       "\"overhead_p50_ms\":%.3f,\"overhead_p99_ms\":%.3f,"
+		       "\"overhead_max_ms\":%.3f,\"put_p50_ms\":%.3f}",
+		       p->nodes, p->puts, p->samples, p->missed, p->p50_ms, p->p99_ms,
+		       p->raw_p50_ms, p->raw_p99_ms, p->overhead_p50_ms, p->overhead_p99_ms,
+		       p->overhead_max_ms, p->put_p50_ms);
+	} else {
+		printf("\"propagation\":null");
+	}
+	if (r->has_idle) {
+		printf(",\"idle_cpu_ms_per_s\":%.4f,\"idle\":{\"seconds\":%.2f,"
+		       "\"watcher_threads\":%d,\"watcher_cpu_ms_per_s\":%.4f,"
+		       "\"process_cpu_ms_per_s\":%.4f,\"watcher_wakeups_per_s\":%.2f}",
+		       id->watcher_cpu_ms_per_s, id->seconds, id->threads,
+		       id->watcher_cpu_ms_per_s, id->process_cpu_ms_per_s,
+		       id->watcher_wakeups_per_s);
+	} else {
+		printf(",\"idle_cpu_ms_per_s\":null");
+	}
+	printf(",\"notes\":[");
+	for (int i = 0; i < r->n_notes; i++) {
+		printf("%s", sep);
+		json_string(r->notes[i]);
+		sep = ",";
+	}
+	printf("]}\n");
+}
+
+int main(int argc, char **argv)
+{
+	hrb_args args;
+	static hrb_report report;
+	int rc = parse_args(argc, argv, &args);
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (hrb_measure_membership(&args, &report)) {
+		fprintf(stderr, "hashring-bench: the membership measurement failed\n");
+		return 1;
+	}
+	if (args.json)
+		print_json(&report);
+	else
+		print_text(&report);
+	fflush(stdout);
+	return 0;
+}

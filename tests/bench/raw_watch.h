@@ -1,0 +1,34 @@
+/*
+ * raw_watch.h - the baseline: a bare watch on the etcd gateway, with no
+ * library in the way.
+ *
+ * One libcurl POST /v3/watch streaming on its own thread.  Each chunk's
+ * arrival time is taken as libcurl hands it over (before any parsing), and
+ * every event in it is credited to its kv.mod_revision.  The library's
+ * watcher receives the same bytes from the same etcd, so the difference
+ * between the two is what the library adds.
+ */
+#ifndef HRB_RAW_WATCH_H
+#define HRB_RAW_WATCH_H
+
+#include "bench.h"
+
+typedef struct hrb_raw_watch hrb_raw_watch;
+
+/* Watches every key under `prefix` from `start_rev` on gateway `url`
+ * ("http://127.0.0.1:PORT"), marking first arrivals in `log` (which must
+ * outlive the watch).  NULL on failure, with the reason on stderr. */
+hrb_raw_watch *hrb_raw_watch_start(const char *url, const char *prefix,
+				   int64_t start_rev, hrb_revlog *log);
+
+/* Waits until etcd confirmed the watch (created); 0, or -1 on timeout or
+ * if the stream failed. */
+int hrb_raw_watch_wait_created(hrb_raw_watch *w, int timeout_ms);
+
+/* Events received so far. */
+int64_t hrb_raw_watch_events(const hrb_raw_watch *w);
+
+/* Aborts the stream, joins the thread and frees everything.  Accepts NULL. */
+void hrb_raw_watch_stop(hrb_raw_watch *w);
+
+#endif

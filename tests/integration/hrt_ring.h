@@ -1,0 +1,53 @@
+/* hrt_ring.h - integration-test helpers around a client: writing records
+ * over the gateway, the ring etcd holds now (from a fresh range), waiting for
+ * a client to converge, and capturing its log lines. */
+#ifndef HRT_RING_H
+#define HRT_RING_H
+
+#include "hashring.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Puts `value` at `key` through member `url`'s gateway; returns the new
+ * revision, or -1. */
+int64_t hrt_put(const char *url, const char *key, const char *value);
+/* Deletes `key`; returns the new revision, or -1. */
+int64_t hrt_del(const char *url, const char *key);
+
+/* Builds the ring etcd holds now under `prefix` (fresh linearizable range,
+ * bad records skipped as the client skips them).  NULL on failure. */
+hr_ring *hrt_ring_from_etcd(const char *endpoints, const char *prefix,
+			    uint64_t *revision);
+
+/* Polls `c` until its ring has the digest of what etcd holds now; returns
+ * 0, or -1 after `timeout_ms` (printing both digests). */
+int hrt_wait_converged(hr_client *c, const char *endpoints, const char *prefix,
+		       int timeout_ms);
+
+/* Polls until the client's ring holds `n` nodes; 0 or -1. */
+int hrt_wait_nodes(hr_client *c, size_t n, int timeout_ms);
+
+/* A log sink that keeps every line, for assertions. */
+typedef struct hrt_log {
+	pthread_mutex_t mu;
+	char *text;            /* all lines, '\n'-separated */
+	size_t len, cap;
+	int echo;              /* also print lines to stderr */
+} hrt_log;
+
+void hrt_log_init(hrt_log *l);
+void hrt_log_free(hrt_log *l);
+void hrt_log_fn(void *userdata, hr_log_level level, const char *line);
+/* Number of lines containing every one of the NULL-terminated needles. */
+int hrt_log_count(hrt_log *l, ...);
+/* Forgets the lines so far. */
+void hrt_log_clear(hrt_log *l);
+
+/* Sleeps `ms` milliseconds. */
+void hrt_sleep_ms(int ms);
+/* Monotonic milliseconds. */
+int64_t hrt_now_ms(void);
+
+#endif

@@ -1,0 +1,451 @@
+/* test_watch.c - membership from a real etcd: first sync, propagation,
+ * transactions, compaction, restarts, hung members, clusters, bad records.
+ * After every scenario the client's ring must equal a ring built from a
+ * fresh range of what etcd holds (same digest). */
+#include "etcd_fixture.h"
+#include "hrt_ring.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFIX "/ring/nodes/"
+
+static hrt_etcd_cluster *etcd;
+static hrt_log logbuf;
+/* Reconnect backoff for open_client(); 0 keeps the test default. */
+static int fixed_backoff_ms;
+
+static void up1(void)
+{
+	etcd = hrt_etcd_start(1, NULL);
+	ck_assert_msg(etcd != NULL, "etcd did not start");
+	hrt_log_init(&logbuf);
+}
+
+static void down(void)
+{
+	hrt_etcd_destroy(etcd);
+	etcd = NULL;
+	hrt_log_free(&logbuf);
+}
+
+static hr_client *open_client(const char *endpoints, unsigned page_size)
+{
+	hr_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+	int rc;
+
+	hr_config_init(&cfg);
+	cfg.endpoints = endpoints;
+	cfg.prefix = PREFIX;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &logbuf;
+	cfg.log_level = HR_LOG_DEBUG;
+	if (page_size)
+		cfg.page_size = page_size;
+	/* Short timers keep the failure scenarios quick. */
+	cfg.probe_interval_ms = 1000;
+	cfg.stale_warn_ms = 3000;
+	cfg.request_timeout_ms = 2000;
+	cfg.backoff_max_ms = 1000;
+	if (fixed_backoff_ms)
+		cfg.backoff_initial_ms = cfg.backoff_max_ms = fixed_backoff_ms;
+	rc = hr_client_open(&cfg, &c, &err);
+	ck_assert_msg(rc == 0, "open: %d %s", rc, err.message);
+	return c;
+}
+
+static const char *url(void)
+{
+	return hrt_etcd_client_url(etcd, 0);
+}
+
+static void put_node(const char *id, const char *value)
+{
+	char key[300];
+
+	snprintf(key, sizeof key, PREFIX "%s", id);
+	ck_assert_int_gt(hrt_put(url(), key, value), 0);
+}
+
+static void assert_converged(hr_client *c)
+{
+	ck_assert_msg(hrt_wait_converged(c, hrt_etcd_endpoints(etcd), PREFIX, 15000) == 0,
+		      "client ring differs from etcd");
+}
+
+START_TEST(first_sync_empty)
+{
+	hr_client *c = open_client(hrt_etcd_endpoints(etcd), 0);
+	hr_owner o;
+	hr_client_status st;
+
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_uint_gt(st.confirmed_revision, 0);
+	assert_converged(c);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(first_sync_one)
+{
+	hr_client *c;
+	hr_owner o;
+
+	put_node("a", "{\"addr\":\"10.0.0.1:11211\"}");
+	c = open_client(hrt_etcd_endpoints(etcd), 0);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	ck_assert_str_eq(o.node, "a");
+	ck_assert_str_eq(o.read_node, "a");
+	ck_assert_str_eq(o.addr, "10.0.0.1:11211");
+	ck_assert_uint_gt(o.revision, 0);
+	assert_converged(c);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(first_sync_paged_2000)
+{
+	hr_client *c;
+	hr_ring *r;
+	char id[32], val[64];
+
+	for (int i = 0; i < 2000; i++) {
+		snprintf(id, sizeof id, "n%04d", i);
+		snprintf(val, sizeof val, "{\"addr\":\"10.1.%d.%d:80\",\"zone\":\"z%d\"}",
+			 i / 250, i % 250, i % 3);
+		put_node(id, val);
+	}
+	/* 37 keys a page: many pages, all pinned to one revision. */
+	c = open_client(hrt_etcd_endpoints(etcd), 37);
+	r = hr_client_acquire(c);
+	ck_assert_uint_eq(hr_ring_node_count(r), 2000);
+	ck_assert_uint_eq(hr_ring_point_count(r), 2000 * 200);
+	hr_ring_release(r);
+	assert_converged(c);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(changes_propagate)
+{
+	hr_client *c = open_client(hrt_etcd_endpoints(etcd), 0);
+	hr_ring *r;
+	const hr_node *n;
+	uint64_t published;
+	hr_client_status st;
+
+	put_node("a", "10.0.0.1:1");
+	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"zone\":\"z1\"}");
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
+	assert_converged(c);
+
+	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"state\":\"warming\"}");
+	assert_converged(c);
+	r = hr_client_acquire(c);
+	n = hr_ring_find(r, "b");
+	ck_assert_ptr_nonnull(n);
+	ck_assert_int_eq(n->state, HR_STATE_WARMING);
+	hr_ring_release(r);
+
+	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"weight\":3}");
+	assert_converged(c);
+	r = hr_client_acquire(c);
+	n = hr_ring_find(r, "b");
+	ck_assert_double_eq(n->weight, 3);
+	ck_assert_uint_eq(hr_ring_node_vnodes(r, n), 600);
+	hr_ring_release(r);
+
+	ck_assert_int_gt(hrt_del(url(), PREFIX "a"), 0);
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	assert_converged(c);
+
+	/* A put that changes nothing does not publish a new ring, but its
+	 * revision is confirmed. */
+	hr_client_status_get(c, &st);
+	published = st.rings_published;
+	int64_t rev = hrt_put(url(), PREFIX "b", "{\"addr\":\"10.0.0.2:1\",\"weight\":3}");
+	for (int i = 0; i < 100; i++) {
+		hr_client_status_get(c, &st);
+		if (st.confirmed_revision >= (uint64_t)rev)
+			break;
+		hrt_sleep_ms(20);
+	}
+	ck_assert_uint_ge(st.confirmed_revision, (uint64_t)rev);
+	ck_assert_uint_eq(st.rings_published, published);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=ring", "removed=1:a", NULL), 1);
+	hr_client_close(c);
+}
+END_TEST
+
+static int changes_seen;
+static void count_changes(void *ud, const hr_ring *old, const hr_ring *ring)
+{
+	(void)ud;
+	(void)old;
+	(void)ring;
+	__atomic_fetch_add(&changes_seen, 1, __ATOMIC_RELAXED);
+}
+
+START_TEST(txn_is_one_change)
+{
+	hr_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+	char out[512];
+
+	hr_config_init(&cfg);
+	cfg.endpoints = hrt_etcd_endpoints(etcd);
+	cfg.prefix = PREFIX;
+	cfg.on_change = count_changes;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &logbuf;
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	put_node("x", "10.0.0.9:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	int before = __atomic_load_n(&changes_seen, __ATOMIC_RELAXED);
+	ck_assert_int_eq(hrt_etcdctl_stdin(etcd,
+		"\n"
+		"put " PREFIX "t1 10.0.0.11:1\n"
+		"put " PREFIX "t2 10.0.0.12:1\n"
+		"del " PREFIX "x\n"
+		"\n"
+		"\n", out, sizeof out, "txn"), 0);
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
+	hrt_sleep_ms(300);
+	ck_assert_int_eq(__atomic_load_n(&changes_seen, __ATOMIC_RELAXED) - before, 1);
+	assert_converged(c);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(compaction_forces_resync)
+{
+	hr_client *c;
+	hr_client_status st;
+	char out[256];
+	int64_t rev;
+
+	/* A long backoff (2-4 s) leaves room to restart etcd, change and
+	 * compact before the client comes back. */
+	fixed_backoff_ms = 4000;
+	c = open_client(hrt_etcd_endpoints(etcd), 0);
+	put_node("a", "10.0.0.1:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
+	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+	for (int i = 0; i < 5; i++)
+		put_node("b", i % 2 ? "10.0.0.2:1" : "10.0.0.2:2");
+	hrt_del(url(), PREFIX "a");
+	rev = hrt_put(url(), PREFIX "c", "10.0.0.3:1");
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "compact %lld", (long long)rev), 0);
+	assert_converged(c);
+	hr_client_status_get(c, &st);
+	ck_assert_uint_ge(st.confirmed_revision, (uint64_t)rev);
+	ck_assert_uint_ge(st.reconnects, 1);
+	ck_assert_uint_ge(st.resyncs, 1);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=compacted", NULL), 1);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(kill_and_restart)
+{
+	hr_client *c = open_client(hrt_etcd_endpoints(etcd), 0);
+	hr_owner o;
+
+	put_node("a", "10.0.0.1:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	for (int round = 0; round < 3; round++) {
+		ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
+		/* Lookups keep answering from the last ring meanwhile. */
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+		hrt_sleep_ms(700);
+		ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+		char id[8];
+		snprintf(id, sizeof id, "r%d", round);
+		put_node(id, "10.0.0.5:1");
+		int64_t t0 = hrt_now_ms();
+		assert_converged(c);
+		/* Backoff is capped at 1 s in this test: converged well
+		 * within a few seconds of etcd coming back. */
+		ck_assert_int_lt(hrt_now_ms() - t0, 5000);
+	}
+	ck_assert_int_eq(hrt_wait_nodes(c, 4, 5000), 0);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(frozen_member_goes_stale_then_recovers)
+{
+	hr_client *c = open_client(hrt_etcd_endpoints(etcd), 0);
+	hr_client_status st;
+	hr_owner o;
+
+	put_node("a", "10.0.0.1:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	hrt_log_clear(&logbuf);
+	ck_assert_int_eq(hrt_etcd_freeze_member(etcd, 0), 0);
+	int64_t t0 = hrt_now_ms();
+	while (hrt_log_count(&logbuf, "level=warn", "event=stale", NULL) == 0 &&
+	       hrt_now_ms() - t0 < 15000) {
+		/* Lookups never block or fail while etcd hangs. */
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+		hrt_sleep_ms(50);
+	}
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale", "unconfirmed_ms=", NULL), 1);
+	/* stale_warn_ms is 3 s here: the first warning within it plus the
+	 * probe interval and timeout. */
+	ck_assert_int_lt(hrt_now_ms() - t0, 3000 + 1000 + 1000 + 500);
+	hr_client_status_get(c, &st);
+	ck_assert_int_gt(st.unconfirmed_ms, 0);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=probe_failed", NULL), 1);
+	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 0), 0);
+	put_node("b", "10.0.0.2:1");
+	assert_converged(c);
+	t0 = hrt_now_ms();
+	while (hrt_log_count(&logbuf, "event=stale_recovered", NULL) == 0 &&
+	       hrt_now_ms() - t0 < 10000)
+		hrt_sleep_ms(50);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale_recovered", NULL), 1);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(bad_records_beside_good)
+{
+	hr_client *c;
+	hr_ring *r;
+	char big[HR_RECORD_MAX + 64];
+
+	put_node("good1", "10.0.0.1:1");
+	put_node("badjson", "{\"addr\":");
+	put_node("badweight", "{\"addr\":\"10.0.0.3:1\",\"weight\":-1}");
+	put_node("badtype", "{\"addr\":7}");
+	put_node("sub/dir", "10.0.0.4:1");
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	put_node("huge", big);
+	c = open_client(hrt_etcd_endpoints(etcd), 0);
+	r = hr_client_acquire(c);
+	ck_assert_uint_eq(hr_ring_node_count(r), 1);
+	hr_ring_release(r);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "badjson", NULL), 1);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "badweight", NULL), 1);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "badtype", NULL), 1);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "sub/dir", NULL), 1);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "huge", NULL), 1);
+
+	/* A later good value is taken; a value turning bad leaves the ring. */
+	put_node("badjson", "{\"addr\":\"10.0.0.2:1\"}");
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
+	put_node("good1", "{\"addr\":\"10.0.0.1:1\",\"state\":\"sleeping\"}");
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	r = hr_client_acquire(c);
+	ck_assert_ptr_nonnull(hr_ring_find(r, "badjson"));
+	hr_ring_release(r);
+	assert_converged(c);
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(three_members_lose_the_one_in_use)
+{
+	hr_client *c;
+	hr_client_status st;
+
+	hrt_etcd_destroy(etcd);
+	etcd = hrt_etcd_start(3, NULL);
+	ck_assert_ptr_nonnull(etcd);
+	put_node("a", "10.0.0.1:1");
+	c = open_client(hrt_etcd_endpoints(etcd), 0);
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	hr_client_status_get(c, &st);
+	/* Kill the member the client streams from. */
+	int used = -1;
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(st.endpoint, hrt_etcd_client_url(etcd, i)))
+			used = i;
+	ck_assert_int_ge(used, 0);
+	ck_assert_int_eq(hrt_etcd_kill_member(etcd, used), 0);
+	int other = (used + 1) % 3;
+	char key[64];
+	snprintf(key, sizeof key, PREFIX "b");
+	int64_t rev = -1;
+	for (int i = 0; i < 50 && rev < 0; i++) {
+		rev = hrt_put(hrt_etcd_client_url(etcd, other), key, "10.0.0.2:1");
+		if (rev < 0)
+			hrt_sleep_ms(200);
+	}
+	ck_assert_int_gt(rev, 0);
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 15000), 0);
+	hr_client_status_get(c, &st);
+	ck_assert_str_ne(st.endpoint, hrt_etcd_client_url(etcd, used));
+	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(open_errors)
+{
+	hr_config cfg;
+	hr_client *c = (hr_client *)1;
+	hr_error err = { 0 };
+
+	hr_config_init(&cfg);
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), HR_EINVAL);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(err.message, "prefix"));
+	cfg.prefix = PREFIX;
+	cfg.endpoints = "ftp://127.0.0.1:1";
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), HR_EINVAL);
+	/* Nothing listens on port 1 of loopback. */
+	cfg.endpoints = "127.0.0.1:1";
+	cfg.open_timeout_ms = 800;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &logbuf;
+	int rc = hr_client_open(&cfg, &c, &err);
+	ck_assert_msg(rc == HR_ECONNECT || rc == HR_ETIMEDOUT, "rc %d", rc);
+	ck_assert_ptr_nonnull(strstr(err.message, "127.0.0.1:1"));
+	/* Non-blocking open: an empty ring at once. */
+	cfg.open_nonblocking = 1;
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	hr_owner o;
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
+	ck_assert_uint_eq(o.revision, 0);
+	hr_client_close(c);
+	hr_client_close(NULL);
+	ck_assert_int_eq(hr_client_open(NULL, &c, &err), HR_EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("watch");
+	TCase *tc = tcase_create("etcd");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, up1, down);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, open_errors);
+	tcase_add_test(tc, first_sync_empty);
+	tcase_add_test(tc, first_sync_one);
+	tcase_add_test(tc, first_sync_paged_2000);
+	tcase_add_test(tc, changes_propagate);
+	tcase_add_test(tc, txn_is_one_change);
+	tcase_add_test(tc, compaction_forces_resync);
+	tcase_add_test(tc, kill_and_restart);
+	tcase_add_test(tc, frozen_member_goes_stale_then_recovers);
+	tcase_add_test(tc, bad_records_beside_good);
+	tcase_add_test(tc, three_members_lose_the_one_in_use);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

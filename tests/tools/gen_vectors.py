@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""Generate the placement contract vectors (tests/vectors/placement.json).
+
+An independent implementation of docs/placement.md, written from the
+document only, in plain Python with Debian's python3-xxhash.  The C tests
+check the library against its output bit for bit, so the two
+implementations keep each other honest.
+
+Usage: gen_vectors.py [OUTPUT]   (default: ../vectors/placement.json)
+"""
+
+import bisect
+import json
+import math
+import os
+import random
+import struct
+import sys
+from fractions import Fraction
+
+import xxhash
+
+STATES = ["active", "warming", "draining"]
+REPLICAS = 3
+KEYS_PER_SET = 2000
+
+
+def h64(data):
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def c_round(x):
+    """C's round(): half away from zero (x > 0 here), on the exact double."""
+    f = math.floor(x)
+    return f + 1 if x - f >= 0.5 else f
+
+
+def record(value):
+    """A members-file record: an object, or a string holding a bare address."""
+    if isinstance(value, str):
+        return {"addr": value.strip(" \t\r\n"), "weight": 1.0, "zone": "",
+                "state": "active"}
+    return {"addr": value["addr"], "weight": float(value.get("weight", 1)),
+            "zone": value.get("zone", ""), "state": value.get("state", "active")}
+
+
+class Ring:
+    def __init__(self, members, vpw):
+        self.vpw = vpw
+        self.nodes = {nid: record(v) for nid, v in members.items()}
+        self.ids = sorted(self.nodes, key=lambda s: s.encode())
+        self.vnodes = {}
+        points = []
+        for nid in self.ids:
+            n = max(1, c_round(self.nodes[nid]["weight"] * float(vpw)))
+            self.vnodes[nid] = n
+            for i in range(n):
+                points.append((h64(b"%s#%d" % (nid.encode(), i)), nid.encode(), nid))
+        # position, then id bytewise (bytes order puts a proper prefix first)
+        points.sort(key=lambda p: (p[0], p[1]))
+        self.points = points
+        self.views = {}
+        for view, excluded in (("write", "draining"), ("read", "warming")):
+            pts = [(p[0], p[2]) for p in points
+                   if self.nodes[p[2]]["state"] != excluded]
+            self.views[view] = ([p[0] for p in pts], [p[1] for p in pts])
+
+    def digest(self):
+        out = struct.pack("<II", self.vpw, len(self.ids))
+        for nid in self.ids:
+            rec = self.nodes[nid]
+            for s in (nid, rec["addr"], rec["zone"]):
+                b = s.encode()
+                out += bytes([len(b)]) + b
+            out += struct.pack("<d", rec["weight"])
+            out += bytes([STATES.index(rec["state"])])
+        return h64(out)
+
+    def owner_index(self, view, pos):
+        positions = self.views[view][0]
+        if not positions:
+            return None
+        i = bisect.bisect_left(positions, pos)
+        return 0 if i == len(positions) else i
+
+    def owner(self, view, key):
+        i = self.owner_index(view, h64(key))
+        return None if i is None else self.views[view][1][i]
+
+    def preflist(self, view, key, r):
+        i = self.owner_index(view, h64(key))
+        if i is None:
+            return []
+        owners = self.views[view][1]
+        taken, zones, skipped = [], set(), []
+        for step in range(len(owners)):
+            nid = owners[(i + step) % len(owners)]
+            if nid in taken or nid in skipped:
+                continue
+            zone = self.nodes[nid]["zone"]
+            if zone in zones:
+                skipped.append(nid)
+                continue
+            taken.append(nid)
+            zones.add(zone)
+            if len(taken) == r:
+                return taken
+        return (taken + skipped)[:r]
+
+    def share(self, view, nid):
+        positions, owners = self.views[view]
+        if not positions or nid not in owners:
+            return 0.0
+        total = 0
+        for i, pos in enumerate(positions):
+            if owners[i] == nid:
+                total += (pos - positions[i - 1]) % 2**64
+        return float(Fraction(total, 2**64))
+
+
+def node_sets():
+    """The node sets of the vectors: (name, vnodes_per_weight, members)."""
+    sets = []
+    sets.append(("ten-equal", 200,
+                 {"node-%d" % i: "127.0.0.1:%d" % (11211 + i) for i in range(10)}))
+
+    weights = [0.5, 1, 1.5, 2, 0.25, 3, 1, 1, 0.75, 1.25, 0.001, 2.5]
+    zones = ["z-a", "z-b", "z-c", ""]
+    members = {}
+    for i, w in enumerate(weights):
+        members["cache-%02d" % i] = {"addr": "127.0.0.1:%d" % (12000 + i),
+                                     "weight": w, "zone": zones[i % 4]}
+    sets.append(("weighted-zones", 100, members))
+
+    members = {}
+    states = ["active", "active", "warming", "active", "draining", "active",
+              "warming", "draining"]
+    for i, st in enumerate(states):
+        members["s%d" % i] = {"addr": "127.0.0.1:%d" % (13000 + i),
+                              "zone": "zone-%d" % (i % 3), "state": st}
+    sets.append(("states", 200, members))
+
+    # vnodes_per_weight 1: rounding is visible (2.5 -> 3, 1.5 -> 2, 0.4 -> 1)
+    sets.append(("rounding", 1, {
+        "r-a": {"addr": "127.0.0.1:1", "weight": 2.5},
+        "r-b": {"addr": "127.0.0.1:2", "weight": 1.5},
+        "r-c": {"addr": "127.0.0.1:3", "weight": 0.4},
+        "r-d": {"addr": "127.0.0.1:4", "weight": 0.5},
+        "r-e": {"addr": "127.0.0.1:5", "weight": 7.49},
+    }))
+
+    # ids that are prefixes of each other and ids holding '#'
+    sets.append(("prefix-ids", 50, {
+        "a": "127.0.0.1:1", "a0": "127.0.0.1:2", "ab": "127.0.0.1:3",
+        "a#1": "127.0.0.1:4", "A": " 127.0.0.1:5 ", "~x:y": "127.0.0.1:6",
+    }))
+
+    sets.append(("all-warming", 200, {
+        "w%d" % i: {"addr": "127.0.0.1:%d" % (14000 + i), "state": "warming"}
+        for i in range(4)}))
+
+    sets.append(("all-draining", 200, {
+        "d%d" % i: {"addr": "127.0.0.1:%d" % (14100 + i), "state": "draining"}
+        for i in range(3)}))
+
+    sets.append(("one-node", 200, {"solo": "127.0.0.1:11211"}))
+
+    # two zones and the empty zone; fewer zones than replicas
+    members = {}
+    for i in range(9):
+        members["m%d" % i] = {"addr": "127.0.0.1:%d" % (15000 + i),
+                              "zone": ["east", "west", ""][i % 3] if i < 6 else "east",
+                              "weight": 1 + (i % 2)}
+    sets.append(("empty-zone", 64, members))
+    return sets
+
+
+def keys(rng):
+    out = ["key-%d" % i for i in range(KEYS_PER_SET // 2)]
+    out += ["", "clé-🙂", "x" * 300]
+    while len(out) < KEYS_PER_SET:
+        n = rng.randint(1, 40)
+        out.append("".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789:/_-é")
+                           for _ in range(n)))
+    return out
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        here, "..", "vectors", "placement.json")
+    rng = random.Random(20240601)
+    doc = {
+        "about": "placement contract vectors, see docs/placement.md; "
+                 "generated by tests/tools/gen_vectors.py, do not edit",
+        "replicas": REPLICAS,
+        "hashes": [],
+        "sets": [],
+    }
+    for s in ["", "a", "key-0", "node-0#0", "node-0#199", "a#1#0", "clé"]:
+        doc["hashes"].append({"input": s, "hash": "%016x" % h64(s.encode())})
+
+    for name, vpw, members in node_sets():
+        ring = Ring(members, vpw)
+        entry = {
+            "name": name,
+            "vnodes_per_weight": vpw,
+            "members": members,
+            "digest": "%016x" % ring.digest(),
+            "point_count": len(ring.points),
+            "vnodes": {nid: ring.vnodes[nid] for nid in ring.ids},
+            "share": {v: {nid: ring.share(v, nid) for nid in ring.ids}
+                      for v in ("write", "read")},
+            "keys": [],
+        }
+        for key in keys(rng):
+            kb = key.encode()
+            entry["keys"].append([key, ring.owner("write", kb),
+                                  ring.owner("read", kb),
+                                  ring.preflist("write", kb, REPLICAS),
+                                  ring.preflist("read", kb, REPLICAS)])
+        doc["sets"].append(entry)
+
+    # one key entry per line keeps the file readable and diffs small
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("{\n")
+        for field in ("about", "replicas", "hashes"):
+            f.write("%s: %s,\n" % (json.dumps(field),
+                                   json.dumps(doc[field], ensure_ascii=False)))
+        f.write('"sets": [\n')
+        for n, entry in enumerate(doc["sets"]):
+            f.write("{\n")
+            for field in ("name", "vnodes_per_weight", "members", "digest",
+                          "point_count", "vnodes", "share"):
+                f.write("%s: %s,\n" % (json.dumps(field),
+                                       json.dumps(entry[field], ensure_ascii=False)))
+            f.write('"keys": [\n')
+            lines = [json.dumps(k, ensure_ascii=False) for k in entry["keys"]]
+            f.write(",\n".join(lines))
+            f.write("\n]\n}%s\n" % ("," if n + 1 < len(doc["sets"]) else ""))
+        f.write("]\n}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+/*
+ * test_member.c - node records (etcd values) and members documents:
+ * both record forms, defaults, every kind of malformed or invalid record.
+ */
+#include "hashring.h"
+#include "member.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEMBERS_FILE "test_member.members.json"
+
+static int parse(const char *id, const char *value, hr__record *rec,
+		 hr_error *err)
+{
+	memset(err, 0, sizeof *err);
+	return hr__record_parse(id, strlen(id), value, strlen(value), rec, err);
+}
+
+/* Expects `value` to be refused with `code` and a message holding `msg`;
+ * the record must come back cleared. */
+static void expect_bad(const char *id, const char *value, int code,
+		       const char *msg)
+{
+	hr__record rec;
+	hr_error err;
+	int rc = parse(id, value, &rec, &err);
+
+	ck_assert_msg(rc == code, "value '%s': expected %d, got %d (%s)", value,
+		      code, rc, err.message);
+	ck_assert_int_eq(err.code, code);
+	ck_assert_msg(strstr(err.message, msg) != NULL,
+		      "value '%s': message \"%s\" lacks \"%s\"", value,
+		      err.message, msg);
+	ck_assert_ptr_null(rec.id);
+	ck_assert_ptr_null(rec.addr);
+	ck_assert_ptr_null(rec.zone);
+}
+
+START_TEST(record_bare)
+{
+	hr__record rec;
+	hr_error err;
+
+	ck_assert_int_eq(parse("n1", "10.0.0.3:11211", &rec, &err), HR_OK);
+	ck_assert_str_eq(rec.id, "n1");
+	ck_assert_str_eq(rec.addr, "10.0.0.3:11211");
+	ck_assert_str_eq(rec.zone, "");
+	ck_assert_double_eq(rec.weight, 1);
+	ck_assert_int_eq(rec.state, HR_STATE_ACTIVE);
+	hr__record_clear(&rec);
+	ck_assert_ptr_null(rec.addr);
+
+	/* surrounding blanks trimmed, inner bytes kept */
+	ck_assert_int_eq(parse("n1", " \t127.0.0.1:11211\r\n", &rec, &err), HR_OK);
+	ck_assert_str_eq(rec.addr, "127.0.0.1:11211");
+	hr__record_clear(&rec);
+	ck_assert_int_eq(parse("n1", "[::1]:11211", &rec, &err), HR_OK);
+	ck_assert_str_eq(rec.addr, "[::1]:11211");
+	hr__record_clear(&rec);
+
+	/* the id is `id_len` bytes, not up to a NUL */
+	ck_assert_int_eq(hr__record_parse("abc/def", 3, "127.0.0.1:1", 11, &rec, &err),
+			 HR_OK);
+	ck_assert_str_eq(rec.id, "abc");
+	hr__record_clear(&rec);
+	hr__record_clear(NULL);
+}
+END_TEST
+
+START_TEST(record_json)
+{
+	hr__record rec;
+	hr_error err;
+
+	ck_assert_int_eq(parse("n2", "{\"addr\":\"10.0.0.7:11211\",\"weight\":2,"
+			       "\"zone\":\"eu-west-1a\",\"state\":\"warming\"}",
+			       &rec, &err), HR_OK);
+	ck_assert_str_eq(rec.addr, "10.0.0.7:11211");
+	ck_assert_double_eq(rec.weight, 2);
+	ck_assert_str_eq(rec.zone, "eu-west-1a");
+	ck_assert_int_eq(rec.state, HR_STATE_WARMING);
+	hr__record_clear(&rec);
+
+	/* defaults; unknown fields of any type ignored; blanks around */
+	ck_assert_int_eq(parse("n2", "  \n{\"addr\":\"127.0.0.1:1\",\"x\":[1,{}],"
+			       "\"ttl\":null}\n ", &rec, &err), HR_OK);
+	ck_assert_str_eq(rec.addr, "127.0.0.1:1");
+	ck_assert_double_eq(rec.weight, 1);
+	ck_assert_str_eq(rec.zone, "");
+	ck_assert_int_eq(rec.state, HR_STATE_ACTIVE);
+	hr__record_clear(&rec);
+
+	ck_assert_int_eq(parse("n2", "{\"addr\":\"127.0.0.1:1\",\"state\":\"draining\","
+			       "\"weight\":0.25,\"zone\":\"\"}", &rec, &err), HR_OK);
+	ck_assert_int_eq(rec.state, HR_STATE_DRAINING);
+	ck_assert_double_eq(rec.weight, 0.25);
+	hr__record_clear(&rec);
+
+	/* a valid record at exactly the size limit */
+	{
+		char *big = malloc(HR_RECORD_MAX + 2);
+		const char *rec_text = "{\"addr\":\"127.0.0.1:1\"}";
+
+		memset(big, ' ', HR_RECORD_MAX + 1);
+		memcpy(big, rec_text, strlen(rec_text));
+		ck_assert_int_eq(hr__record_parse("n", 1, big, HR_RECORD_MAX, &rec, &err),
+				 HR_OK);
+		hr__record_clear(&rec);
+		ck_assert_int_eq(hr__record_parse("n", 1, big, HR_RECORD_MAX + 1, &rec, &err),
+				 HR_ELIMIT);
+		ck_assert_ptr_nonnull(strstr(err.message, "exceeds the limit of 65536"));
+		free(big);
+	}
+}
+END_TEST
+
+START_TEST(record_malformed)
+{
+	expect_bad("n", "{", HR_EPARSE, "node \"n\": malformed JSON");
+	expect_bad("n", "{\"addr\":\"a\",}", HR_EPARSE, "malformed JSON");
+	expect_bad("n", "{\"addr\":\"a\"} x", HR_EPARSE, "unexpected data after the JSON value");
+	expect_bad("n", "{\"addr\":\"a\"}{}", HR_EPARSE, "unexpected data");
+	expect_bad("n", "{\"weight\":1}", HR_EPARSE, "node \"n\": field \"addr\" is missing");
+	expect_bad("n", "{}", HR_EPARSE, "field \"addr\" is missing");
+	expect_bad("n", "{\"addr\":7}", HR_EPARSE, "field \"addr\" must be a string");
+	expect_bad("n", "{\"addr\":null}", HR_EPARSE, "field \"addr\" must be a string");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":\"2\"}", HR_EPARSE,
+		   "field \"weight\" must be a number");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":true}", HR_EPARSE, "weight");
+	expect_bad("n", "{\"addr\":\"a\",\"zone\":1}", HR_EPARSE,
+		   "field \"zone\" must be a string");
+	expect_bad("n", "{\"addr\":\"a\",\"state\":0}", HR_EPARSE,
+		   "field \"state\" must be a string");
+	expect_bad("n", "{\"addr\":\"a\",\"addr\":\"b\"}", HR_EPARSE,
+		   "field \"addr\" given twice");
+	expect_bad("n", "{\"addr\":\"a\\u0000b\"}", HR_EPARSE, "\\u0000 is not allowed");
+}
+END_TEST
+
+START_TEST(record_invalid)
+{
+	char *big;
+
+	expect_bad("n", "{\"addr\":\"a\",\"state\":\"leaving\"}", HR_EINVAL,
+		   "node \"n\": state \"leaving\" is not active, warming or draining");
+	expect_bad("n", "{\"addr\":\"a\",\"state\":\"Active\"}", HR_EINVAL, "state");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":0}", HR_EINVAL,
+		   "node \"n\": weight must be a finite number > 0");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":-2}", HR_EINVAL, "weight");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":1e999}", HR_EINVAL, "weight");
+	expect_bad("n", "{\"addr\":\"\"}", HR_EINVAL, "node \"n\": addr is empty");
+	expect_bad("n", "{\"addr\":\"a\\nb\"}", HR_EINVAL, "addr contains a control character");
+	expect_bad("n", "{\"addr\":\"a\",\"zone\":\"z\\u0001\"}", HR_EINVAL,
+		   "zone contains a control character");
+	expect_bad("n", "", HR_EINVAL, "addr is empty");
+	expect_bad("n", " \t\r\n", HR_EINVAL, "addr is empty");
+	expect_bad("n", "127.0.0.1\x01:1", HR_EINVAL, "addr contains a control character");
+	{
+		/* a NUL inside a bare value is refused, not cut */
+		hr__record rec;
+		hr_error err = { 0 };
+
+		ck_assert_int_eq(hr__record_parse("n", 1, "127.0.0.1\0:1", 12, &rec, &err),
+				 HR_EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.message, "byte 0x00"));
+		ck_assert_int_eq(hr__record_parse("n", 1, NULL, 3, &rec, &err), HR_EINVAL);
+		ck_assert_int_eq(hr__record_parse("n", 1, "a", 1, NULL, &err), HR_EINVAL);
+		ck_assert_int_eq(hr__record_parse(NULL, 1, "a", 1, &rec, &err), HR_EINVAL);
+		/* an empty value for an id of zero bytes: the id is the error */
+		ck_assert_int_eq(hr__record_parse("x", 0, "a", 1, &rec, &err), HR_EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.message, "node id is empty"));
+	}
+	/* over-long fields */
+	big = malloc(600);
+	memset(big, 'a', 256);
+	big[256] = '\0';
+	expect_bad("n", big, HR_ELIMIT, "addr is longer than 255 bytes");
+	snprintf(big, 600, "{\"addr\":\"a\",\"zone\":\"%0256d\"}", 0);
+	expect_bad("n", big, HR_ELIMIT, "zone is longer than 255 bytes");
+	free(big);
+	/* bad ids */
+	expect_bad("a/b", "127.0.0.1:1", HR_EINVAL, "node \"a/b\": id must not contain '/'");
+	expect_bad("a b", "127.0.0.1:1", HR_EINVAL, "printable ASCII");
+	expect_bad("a\x1b", "127.0.0.1:1", HR_EINVAL, "node \"a\\x1b\"");
+	big = malloc(HR_ID_MAX + 2);
+	memset(big, 'x', HR_ID_MAX + 1);
+	big[HR_ID_MAX + 1] = '\0';
+	expect_bad(big, "127.0.0.1:1", HR_ELIMIT, "id is longer than 255 bytes");
+	free(big);
+}
+END_TEST
+
+START_TEST(node_validate)
+{
+	hr_node nd = { .id = "n", .addr = "127.0.0.1:1", .weight = 1 };
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(hr__node_validate(&nd, &err), HR_OK);
+	ck_assert_int_eq(hr__node_validate(NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__node_validate(&nd, NULL), HR_OK);
+	nd.weight = 0;
+	ck_assert_int_eq(hr__node_validate(&nd, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr__id_validate(NULL, 0, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__id_validate("~!@#$%^&*()_+{}|:<>?`-=[];',.", 29, &err), HR_OK);
+	ck_assert_int_eq(hr__id_validate("a/", 2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__id_validate("a/", 1, &err), HR_OK);
+}
+END_TEST
+
+/* ---- members documents ---------------------------------------------------- */
+
+static int from_json(const char *doc, hr_ring **ring, hr_error *err)
+{
+	memset(err, 0, sizeof *err);
+	*ring = (hr_ring *)1;
+	return hr_ring_from_json(doc, strlen(doc), NULL, ring, err);
+}
+
+static void expect_bad_doc(const char *doc, int code, const char *msg)
+{
+	hr_ring *ring;
+	hr_error err;
+	int rc = from_json(doc, &ring, &err);
+
+	ck_assert_msg(rc == code, "doc '%s': expected %d, got %d (%s)", doc, code,
+		      rc, err.message);
+	ck_assert_int_eq(err.code, code);
+	ck_assert_ptr_null(ring);
+	ck_assert_msg(strstr(err.message, msg) != NULL,
+		      "doc '%s': message \"%s\" lacks \"%s\"", doc, err.message, msg);
+}
+
+START_TEST(members_document)
+{
+	const char *doc =
+		"{\"a\": \"127.0.0.1:1\",\n"
+		" \"b\": {\"addr\":\"127.0.0.1:2\",\"weight\":2,\"zone\":\"z1\"},\n"
+		" \"c\": {\"addr\":\"127.0.0.1:3\",\"state\":\"draining\",\"extra\":1},\n"
+		" \"d\": \"  127.0.0.1:4 \"}";
+	hr_ring_options opts = { .vnodes_per_weight = 10 };
+	hr_ring *ring;
+	hr_error err;
+	const hr_node *nd;
+
+	ck_assert_int_eq(from_json(doc, &ring, &err), HR_OK);
+	ck_assert_uint_eq(hr_ring_node_count(ring), 4);
+	ck_assert_uint_eq(hr_ring_revision(ring), 0);
+	nd = hr_ring_find(ring, "b");
+	ck_assert_str_eq(nd->addr, "127.0.0.1:2");
+	ck_assert_str_eq(nd->zone, "z1");
+	ck_assert_uint_eq(hr_ring_node_vnodes(ring, nd), 400);
+	ck_assert_int_eq(hr_ring_find(ring, "c")->state, HR_STATE_DRAINING);
+	ck_assert_str_eq(hr_ring_find(ring, "d")->addr, "127.0.0.1:4");
+	hr_ring_release(ring);
+
+	ck_assert_int_eq(hr_ring_from_json(doc, strlen(doc), &opts, &ring, &err), HR_OK);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 50);
+	hr_ring_release(ring);
+
+	/* empty: a ring without nodes */
+	ck_assert_int_eq(from_json(" {} ", &ring, &err), HR_OK);
+	ck_assert_uint_eq(hr_ring_node_count(ring), 0);
+	hr_ring_release(ring);
+
+	/* the length is honoured: no NUL needed */
+	ck_assert_int_eq(hr_ring_from_json("{\"a\":\"x:1\"}garbage", 11, NULL, &ring, &err),
+			 HR_OK);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(members_bad)
+{
+	hr_ring *ring;
+	hr_error err;
+
+	expect_bad_doc("{\"a\":\"127.0.0.1:1\",\"a\":\"127.0.0.1:2\"}", HR_EPARSE,
+		       "node \"a\": duplicate node id");
+	expect_bad_doc("[]", HR_EPARSE, "must be a JSON object");
+	expect_bad_doc("\"127.0.0.1:1\"", HR_EPARSE, "must be a JSON object");
+	expect_bad_doc("", HR_EPARSE, "members document: malformed JSON");
+	expect_bad_doc("{\"a\":\"x:1\"", HR_EPARSE, "malformed JSON");
+	expect_bad_doc("{\"a\":\"x:1\"} {}", HR_EPARSE, "unexpected data");
+	expect_bad_doc("{\"a\":1}", HR_EPARSE, "node \"a\": record must be an object or a string");
+	expect_bad_doc("{\"a\":null}", HR_EPARSE, "record must be an object or a string");
+	expect_bad_doc("{\"a\":[\"x:1\"]}", HR_EPARSE, "record must be");
+	expect_bad_doc("{\"a\":{\"weight\":1}}", HR_EPARSE, "node \"a\": field \"addr\" is missing");
+	expect_bad_doc("{\"a\":{\"addr\":\"x:1\",\"weight\":\"1\"}}", HR_EPARSE,
+		       "field \"weight\" must be a number");
+	expect_bad_doc("{\"a/b\":\"x:1\"}", HR_EINVAL, "node \"a/b\": id must not contain '/'");
+	expect_bad_doc("{\"\":\"x:1\"}", HR_EINVAL, "node id is empty");
+	expect_bad_doc("{\"a\\u0000b\":\"x:1\"}", HR_EPARSE, "\\u0000");
+	expect_bad_doc("{\"a\":{\"addr\":\"x:1\",\"weight\":-1}}", HR_EINVAL, "weight");
+	expect_bad_doc("{\"a\":{\"addr\":\"x:1\",\"weight\":1e300}}", HR_ELIMIT,
+		       "node \"a\": weight 1e+300 gives more than");
+	expect_bad_doc("{\"a\":{\"addr\":\"x:1\",\"state\":\"gone\"}}", HR_EINVAL, "state \"gone\"");
+	expect_bad_doc("{\"a\":\"\"}", HR_EINVAL, "addr is empty");
+
+	ck_assert_int_eq(hr_ring_from_json("{}", 2, NULL, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_from_json(NULL, 2, NULL, &ring, &err), HR_EINVAL);
+	ck_assert_ptr_null(ring);
+}
+END_TEST
+
+START_TEST(members_file)
+{
+	const char *doc = "{\"a\":\"127.0.0.1:1\",\"b\":{\"addr\":\"127.0.0.1:2\"}}\n";
+	hr_ring *ring = NULL;
+	hr_error err = { 0 };
+	FILE *f = fopen(MEMBERS_FILE, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(doc, f);
+	fclose(f);
+	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, &ring, &err), HR_OK);
+	ck_assert_uint_eq(hr_ring_node_count(ring), 2);
+	hr_ring_release(ring);
+
+	f = fopen(MEMBERS_FILE, "wb");
+	fputs("{\"a\":", f);
+	fclose(f);
+	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, &ring, &err), HR_EPARSE);
+	ck_assert_ptr_null(ring);
+	remove(MEMBERS_FILE);
+
+	ck_assert_int_eq(hr_ring_load_file("no-such-dir/members.json", NULL, &ring, &err),
+			 HR_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "\"no-such-dir/members.json\""));
+	ck_assert_int_eq(hr_ring_load_file(".", NULL, &ring, &err), HR_EIO);
+	ck_assert_ptr_null(ring);
+	ck_assert_int_eq(hr_ring_load_file(NULL, NULL, &ring, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, NULL, &err), HR_EINVAL);
+}
+END_TEST
+
+static Suite *member_suite(void)
+{
+	Suite *s = suite_create("member");
+	TCase *tc = tcase_create("records");
+
+	tcase_add_test(tc, record_bare);
+	tcase_add_test(tc, record_json);
+	tcase_add_test(tc, record_malformed);
+	tcase_add_test(tc, record_invalid);
+	tcase_add_test(tc, node_validate);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("documents");
+	tcase_add_test(tc, members_document);
+	tcase_add_test(tc, members_bad);
+	tcase_add_test(tc, members_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(member_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1400 @@
+/*
+ * test_ring.c - the placement core: contract vectors from an independent
+ * implementation, the fast lookup against a naive reference, properties of
+ * the ring (order, movement, balance, views, preference lists) and every
+ * kind of bad input.
+ */
+#include "hashring.h"
+#include "ring.h"
+
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#define VECTORS HR_TEST_DATA_DIR "/vectors/placement.json"
+
+/* Check records every passing assertion, which costs a system call in its
+ * fork mode; loops over a million keys only call it on failure. */
+#define EXPECT(cond)                                                   \
+	do {                                                           \
+		if (!(cond))                                           \
+			ck_assert(cond);                               \
+	} while (0)
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A node set with its own storage for the strings. */
+struct nodeset {
+	size_t n;
+	hr_node *nodes;
+	char (*ids)[32];
+	char (*addrs)[32];
+	char (*zones)[16];
+};
+
+static struct nodeset *nodeset_new(size_t n)
+{
+	struct nodeset *s = calloc(1, sizeof *s);
+
+	ck_assert_ptr_nonnull(s);
+	s->n = n;
+	s->nodes = calloc(n ? n : 1, sizeof *s->nodes);
+	s->ids = calloc(n ? n : 1, sizeof *s->ids);
+	s->addrs = calloc(n ? n : 1, sizeof *s->addrs);
+	s->zones = calloc(n ? n : 1, sizeof *s->zones);
+	ck_assert(s->nodes && s->ids && s->addrs && s->zones);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(s->ids[i], sizeof s->ids[i], "node-%zu", i);
+		snprintf(s->addrs[i], sizeof s->addrs[i], "127.0.0.1:%zu",
+			 11211 + i);
+		s->nodes[i] = (hr_node){ .id = s->ids[i], .addr = s->addrs[i],
+					 .zone = NULL, .weight = 1,
+					 .state = HR_STATE_ACTIVE };
+	}
+	return s;
+}
+
+static void nodeset_zones(struct nodeset *s, unsigned zones)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (i % (zones + 1) == zones) {
+			s->nodes[i].zone = "";	/* the empty zone is a zone */
+		} else {
+			snprintf(s->zones[i], sizeof s->zones[i], "zone-%zu",
+				 i % (zones + 1));
+			s->nodes[i].zone = s->zones[i];
+		}
+	}
+}
+
+static void nodeset_free(struct nodeset *s)
+{
+	if (!s)
+		return;
+	free(s->nodes);
+	free(s->ids);
+	free(s->addrs);
+	free(s->zones);
+	free(s);
+}
+
+static hr_ring *build(const hr_node *nodes, size_t n, unsigned vpw)
+{
+	hr_ring_options opts = { .vnodes_per_weight = vpw };
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+	int rc = hr_ring_build(nodes, n, &opts, 0, &ring, &err);
+
+	ck_assert_msg(rc == HR_OK, "build failed: %d %s", rc, err.message);
+	ck_assert_ptr_nonnull(ring);
+	return ring;
+}
+
+static int build_err(const hr_node *nodes, size_t n, hr_error *err)
+{
+	hr_ring *ring = (hr_ring *)1;
+	int rc;
+
+	memset(err, 0, sizeof *err);
+	rc = hr_ring_build(nodes, n, NULL, 0, &ring, err);
+	ck_assert_ptr_null(ring);
+	ck_assert_int_eq(err->code, rc);
+	return rc;
+}
+
+static const char *id_or_null(const hr_node *n)
+{
+	return n ? n->id : NULL;
+}
+
+/* ---- the naive reference -------------------------------------------------- */
+
+struct npoint {
+	uint64_t pos;
+	size_t slot;	/* hr_ring_node() index, id order */
+};
+
+static int cmp_npoint(const void *a, const void *b)
+{
+	const struct npoint *x = a, *y = b;
+
+	if (x->pos != y->pos)
+		return x->pos < y->pos ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static bool naive_in_view(hr_state st, hr_view view)
+{
+	return view == HR_VIEW_WRITE ? st != HR_STATE_DRAINING
+				     : st != HR_STATE_WARMING;
+}
+
+/* The points of a view recomputed from the contract, sorted by a plain
+ * qsort: position, then id (slots are in id order). */
+static struct npoint *naive_points(const hr_ring *ring, hr_view view,
+				   size_t *count)
+{
+	size_t n = 0, cap = hr_ring_point_count(ring) + 1;
+	struct npoint *p = malloc(cap * sizeof *p);
+	char name[300];
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
+		const hr_node *nd = hr_ring_node(ring, i);
+
+		if (i > 0)
+			ck_assert_int_lt(strcmp(hr_ring_node(ring, i - 1)->id, nd->id), 0);
+		if (!naive_in_view(nd->state, view))
+			continue;
+		for (unsigned k = 0; k < hr_ring_node_vnodes(ring, nd); k++) {
+			int len = snprintf(name, sizeof name, "%s#%u", nd->id, k);
+
+			p[n].pos = XXH3_64bits(name, (size_t)len);
+			p[n].slot = i;
+			n++;
+		}
+	}
+	qsort(p, n, sizeof *p, cmp_npoint);
+	*count = n;
+	return p;
+}
+
+static size_t naive_find(const struct npoint *p, size_t n, uint64_t pos)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p[mid].pos < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == n ? 0 : lo;
+}
+
+static const hr_node *naive_owner(const hr_ring *ring, const struct npoint *p,
+				  size_t n, uint64_t pos)
+{
+	return n ? hr_ring_node(ring, p[naive_find(p, n, pos)].slot) : NULL;
+}
+
+/* The preference list rule, written straight from the text; `seen` marks
+ * the nodes met so far (taken or skipped). */
+static size_t naive_preflist(const hr_ring *ring, const struct npoint *p,
+			     size_t n, uint64_t pos, const hr_node **out,
+			     size_t r)
+{
+	size_t nn = hr_ring_node_count(ring), taken = 0, skipped = 0;
+	const hr_node **skip = malloc((nn + 1) * sizeof *skip);
+	bool *seen = calloc(nn + 1, sizeof *seen);
+	size_t start;
+
+	ck_assert(skip && seen);
+	start = n ? naive_find(p, n, pos) : 0;
+	for (size_t s = 0; s < n && taken < r && taken + skipped < nn; s++) {
+		size_t slot = p[(start + s) % n].slot;
+		const hr_node *nd = hr_ring_node(ring, slot);
+		bool zone_used = false;
+
+		if (seen[slot])
+			continue;
+		seen[slot] = true;
+		for (size_t t = 0; t < taken; t++)
+			if (strcmp(out[t]->zone, nd->zone) == 0)
+				zone_used = true;
+		if (zone_used)
+			skip[skipped++] = nd;
+		else
+			out[taken++] = nd;
+	}
+	for (size_t s = 0; s < skipped && taken < r; s++)
+		out[taken++] = skip[s];
+	free(skip);
+	free(seen);
+	return taken;
+}
+
+/* Checks hr_ring_lookup against the reference on `keys` random keys, and
+ * every point position and its neighbours through hr__ring_lookup_pos. */
+static void check_against_naive(const hr_ring *ring, size_t keys, uint64_t seed)
+{
+	size_t nw, nr;
+	struct npoint *w = naive_points(ring, HR_VIEW_WRITE, &nw);
+	struct npoint *r = naive_points(ring, HR_VIEW_READ, &nr);
+	uint64_t s = seed;
+
+	ck_assert_uint_eq(nw, hr__ring_view_points(ring, HR_VIEW_WRITE));
+	ck_assert_uint_eq(nr, hr__ring_view_points(ring, HR_VIEW_READ));
+	for (size_t i = 0; i < keys; i++) {
+		uint64_t k = splitmix64(&s);
+		size_t len = 1 + (size_t)(k % 8);
+		hr_lookup lk;
+		uint64_t pos = XXH3_64bits(&k, len);
+		int rc = hr_ring_lookup(ring, &k, len, &lk);
+
+		EXPECT(rc == (nw || nr ? HR_OK : HR_EEMPTY));
+		EXPECT(lk.node == naive_owner(ring, w, nw, pos));
+		EXPECT(lk.read_node == naive_owner(ring, r, nr, pos));
+	}
+	for (size_t i = 0; i < nw + nr; i++) {
+		uint64_t base = i < nw ? w[i].pos : r[i - nw].pos;
+		uint64_t probes[3] = { base - 1, base, base + 1 };
+
+		for (int j = 0; j < 3; j++) {
+			hr_lookup lk;
+
+			hr__ring_lookup_pos(ring, probes[j], &lk);
+			EXPECT(lk.node == naive_owner(ring, w, nw, probes[j]));
+			EXPECT(lk.read_node == naive_owner(ring, r, nr, probes[j]));
+		}
+	}
+	for (int j = 0; j < 2; j++) {
+		uint64_t pos = j ? UINT64_MAX : 0;
+		hr_lookup lk;
+
+		hr__ring_lookup_pos(ring, pos, &lk);
+		EXPECT(lk.node == naive_owner(ring, w, nw, pos));
+		EXPECT(lk.read_node == naive_owner(ring, r, nr, pos));
+	}
+	free(w);
+	free(r);
+}
+
+static void check_preflists_against_naive(const hr_ring *ring, size_t keys,
+					  uint64_t seed)
+{
+	for (int v = 0; v < 2; v++) {
+		size_t n;
+		struct npoint *p = naive_points(ring, (hr_view)v, &n);
+		uint64_t s = seed;
+
+		for (size_t i = 0; i < keys; i++) {
+			uint64_t pos = splitmix64(&s);
+			size_t r = 1 + (size_t)(pos % 6);
+			const hr_node *got[8], *want[8];
+			int k = hr__ring_preflist_pos(ring, pos, (hr_view)v, got, r);
+			size_t wk = naive_preflist(ring, p, n, pos, want, r);
+
+			EXPECT(k == (int)wk);
+			for (size_t j = 0; j < wk; j++)
+				EXPECT(got[j] == want[j]);
+		}
+		free(p);
+	}
+}
+
+/* Exact share of a node from the reference points, as a fraction of 2^64. */
+static double naive_share(const hr_ring *ring, const struct npoint *p, size_t n,
+			  const hr_node *nd)
+{
+	unsigned __int128 sum = 0;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t prev = p[i ? i - 1 : n - 1].pos;
+
+		if (hr_ring_node(ring, p[i].slot) == nd)
+			sum += (uint64_t)(p[i].pos - prev);
+	}
+	if (p[0].pos == p[n - 1].pos)
+		sum = hr_ring_node(ring, p[0].slot) == nd ? (unsigned __int128)1 << 64 : 0;
+	return (double)sum / 18446744073709551616.0;
+}
+
+/* ---- contract vectors ------------------------------------------------------ */
+
+static cJSON *load_vectors(void)
+{
+	FILE *f = fopen(VECTORS, "rb");
+	char *buf;
+	long len;
+	cJSON *doc;
+
+	ck_assert_msg(f != NULL, "cannot open %s", VECTORS);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)len + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	doc = cJSON_Parse(buf);
+	free(buf);
+	ck_assert_ptr_nonnull(doc);
+	return doc;
+}
+
+static uint64_t hex64(const char *s)
+{
+	return strtoull(s, NULL, 16);
+}
+
+START_TEST(vectors_hashes)
+{
+	cJSON *doc = load_vectors(), *h;
+	int count = 0;
+
+	cJSON_ArrayForEach(h, cJSON_GetObjectItem(doc, "hashes")) {
+		const char *in = cJSON_GetObjectItem(h, "input")->valuestring;
+
+		ck_assert_uint_eq(hr_hash_key(in, strlen(in)),
+				  hex64(cJSON_GetObjectItem(h, "hash")->valuestring));
+		count++;
+	}
+	ck_assert_int_ge(count, 5);
+	cJSON_Delete(doc);
+}
+END_TEST
+
+static void check_replicas(const hr_ring *ring, const char *key, hr_view view,
+			   const cJSON *want, int r)
+{
+	const hr_node *got[8];
+	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r);
+	int i = 0;
+	const cJSON *id;
+
+	EXPECT(k == cJSON_GetArraySize(want));
+	cJSON_ArrayForEach(id, want)
+		EXPECT(strcmp(got[i++]->id, id->valuestring) == 0);
+}
+
+/* Checks one vector set against a ring built from its members. */
+static bool same_owner(const hr_node *got, const cJSON *want)
+{
+	if (cJSON_IsNull(want))
+		return got == NULL;
+	return got && strcmp(got->id, want->valuestring) == 0;
+}
+
+static void check_set(const cJSON *set, const hr_ring *ring, int r)
+{
+	const char *name = cJSON_GetObjectItem(set, "name")->valuestring;
+	const cJSON *item, *shares = cJSON_GetObjectItem(set, "share");
+	size_t keys = 0;
+
+	ck_assert_msg(hr_ring_digest(ring) ==
+		      hex64(cJSON_GetObjectItem(set, "digest")->valuestring),
+		      "set %s: digest", name);
+	ck_assert_uint_eq(hr_ring_point_count(ring),
+			  (size_t)cJSON_GetObjectItem(set, "point_count")->valuedouble);
+	cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "vnodes")) {
+		const hr_node *nd = hr_ring_find(ring, item->string);
+
+		ck_assert_ptr_nonnull(nd);
+		ck_assert_uint_eq(hr_ring_node_vnodes(ring, nd),
+				  (unsigned)item->valuedouble);
+	}
+	for (int v = 0; v < 2; v++) {
+		cJSON_ArrayForEach(item, cJSON_GetObjectItem(shares, v ? "read" : "write")) {
+			const hr_node *nd = hr_ring_find(ring, item->string);
+
+			/* exact: both sides round the same integer once */
+			ck_assert_msg(hr_ring_node_share(ring, nd, (hr_view)v) ==
+				      item->valuedouble, "set %s: share of %s",
+				      name, item->string);
+		}
+	}
+	cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "keys")) {
+		const char *key = cJSON_GetArrayItem(item, 0)->valuestring;
+		const cJSON *wn = cJSON_GetArrayItem(item, 1);
+		const cJSON *rn = cJSON_GetArrayItem(item, 2);
+		hr_lookup lk;
+		int rc = hr_ring_lookup(ring, key, strlen(key), &lk);
+
+		EXPECT(rc == HR_OK);
+		if (!same_owner(lk.node, wn))
+			ck_abort_msg("set %s key \"%s\": node %s, want %s", name,
+				     key, id_or_null(lk.node), cJSON_Print(wn));
+		if (!same_owner(lk.read_node, rn))
+			ck_abort_msg("set %s key \"%s\": read_node %s, want %s",
+				     name, key, id_or_null(lk.read_node),
+				     cJSON_Print(rn));
+		check_replicas(ring, key, HR_VIEW_WRITE, cJSON_GetArrayItem(item, 3), r);
+		check_replicas(ring, key, HR_VIEW_READ, cJSON_GetArrayItem(item, 4), r);
+		keys++;
+	}
+	ck_assert_uint_ge(keys, 1000);
+}
+
+START_TEST(vectors_sets)
+{
+	cJSON *doc = load_vectors(), *set;
+	int r = cJSON_GetObjectItem(doc, "replicas")->valueint;
+	int sets = 0;
+
+	cJSON_ArrayForEach(set, cJSON_GetObjectItem(doc, "sets")) {
+		hr_ring_options opts = {
+			.vnodes_per_weight =
+				(unsigned)cJSON_GetObjectItem(set, "vnodes_per_weight")->valuedouble,
+		};
+		char *members = cJSON_PrintUnformatted(cJSON_GetObjectItem(set, "members"));
+		hr_error err = { 0 };
+		hr_ring *ring = NULL;
+		int rc = hr_ring_from_json(members, strlen(members), &opts, &ring, &err);
+
+		ck_assert_msg(rc == HR_OK, "%s", err.message);
+		check_set(set, ring, r);
+
+		/* The same nodes given in reverse order: the same ring. */
+		{
+			size_t n = hr_ring_node_count(ring);
+			hr_node *rev = malloc(n * sizeof *rev);
+			hr_ring *again;
+
+			for (size_t i = 0; i < n; i++)
+				rev[i] = *hr_ring_node(ring, n - 1 - i);
+			again = build(rev, n, opts.vnodes_per_weight);
+			check_set(set, again, r);
+			hr_ring_release(again);
+			free(rev);
+		}
+		hr_ring_release(ring);
+		cJSON_free(members);
+		sets++;
+	}
+	ck_assert_int_ge(sets, 6);
+	cJSON_Delete(doc);
+}
+END_TEST
+
+/* ---- fast lookup against the reference ------------------------------------ */
+
+START_TEST(naive_equal_small)
+{
+	struct nodeset *s = nodeset_new(10);
+	hr_ring *ring = build(s->nodes, s->n, 200);
+
+	check_against_naive(ring, 1000000, 1);
+	hr_ring_release(ring);
+
+	/* one node, one point; two nodes, one point each */
+	ring = build(s->nodes, 1, 1);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 1);
+	check_against_naive(ring, 1000000, 2);
+	hr_ring_release(ring);
+	ring = build(s->nodes, 2, 1);
+	check_against_naive(ring, 1000000, 3);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(naive_weighted_states)
+{
+	struct nodeset *s = nodeset_new(100);
+	uint64_t seed = 42;
+	hr_ring *ring;
+
+	nodeset_zones(s, 3);
+	for (size_t i = 0; i < s->n; i++) {
+		s->nodes[i].weight = 0.2 + (double)(splitmix64(&seed) % 280) / 100;
+		if (i % 10 == 3)
+			s->nodes[i].state = HR_STATE_WARMING;
+		if (i % 10 == 7)
+			s->nodes[i].state = HR_STATE_DRAINING;
+	}
+	ring = build(s->nodes, s->n, 200);
+	ck_assert_uint_ne(hr__ring_view_points(ring, HR_VIEW_WRITE), hr_ring_point_count(ring));
+	check_against_naive(ring, 1000000, 4);
+	check_preflists_against_naive(ring, 100000, 5);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(naive_many_nodes)
+{
+	struct nodeset *s = nodeset_new(1000);
+	hr_ring *ring;
+
+	nodeset_zones(s, 5);
+	for (size_t i = 0; i < s->n; i += 97)
+		s->nodes[i].state = HR_STATE_DRAINING;
+	ring = build(s->nodes, s->n, 16);
+	check_against_naive(ring, 1000000, 6);
+	check_preflists_against_naive(ring, 50000, 7);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(naive_two_zones)
+{
+	/* fewer zones than replicas, and the empty zone */
+	struct nodeset *s = nodeset_new(7);
+	hr_ring *ring;
+
+	nodeset_zones(s, 1);
+	s->nodes[2].state = HR_STATE_WARMING;
+	ring = build(s->nodes, s->n, 50);
+	check_against_naive(ring, 1000000, 8);
+	check_preflists_against_naive(ring, 200000, 9);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+/* ---- the tie rule ----------------------------------------------------------- */
+
+/* Puts point i of every node at (i + 1) << 40: every position is shared by
+ * all the nodes, so only the tie rule decides. */
+static uint64_t tie_hash(const void *name, size_t len)
+{
+	const char *s = name;
+	size_t i = len;
+	uint64_t v = 0;
+
+	while (i > 0 && s[i - 1] != '#')
+		i--;
+	for (; i < len; i++)	/* the name is not NUL-terminated */
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	return (v + 1) << 40;
+}
+
+static uint64_t const_hash(const void *name, size_t len)
+{
+	(void)name;
+	(void)len;
+	return 12345;
+}
+
+START_TEST(tie_rule)
+{
+	/* given in no particular order; "a" < "a0" < "ab" < "b" bytewise */
+	hr_node nodes[] = {
+		{ .id = "b", .addr = "127.0.0.1:1", .weight = 1 },
+		{ .id = "ab", .addr = "127.0.0.1:2", .weight = 1 },
+		{ .id = "a", .addr = "127.0.0.1:3", .weight = 1 },
+		{ .id = "a0", .addr = "127.0.0.1:4", .weight = 1 },
+	};
+	hr_ring_options opts = { .vnodes_per_weight = 3 };
+	const hr_node *pl[4];
+	hr_ring *ring;
+	hr_lookup lk;
+
+	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, tie_hash,
+					       &ring, NULL), HR_OK);
+	for (uint64_t pos = 0; pos < (5ULL << 40); pos += 1ULL << 38) {
+		ck_assert_int_eq(hr__ring_lookup_pos(ring, pos, &lk), HR_OK);
+		ck_assert_str_eq(lk.node->id, "a");
+	}
+	ck_assert_int_eq(hr__ring_preflist_pos(ring, 1ULL << 40, HR_VIEW_WRITE, pl, 4), 4);
+	ck_assert_str_eq(pl[0]->id, "a");
+	ck_assert_str_eq(pl[1]->id, "a0");
+	ck_assert_str_eq(pl[2]->id, "ab");
+	ck_assert_str_eq(pl[3]->id, "b");
+	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "a"), HR_VIEW_WRITE), 1.0);
+	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "a0"), HR_VIEW_WRITE), 0.0);
+	hr_ring_release(ring);
+
+	/* "a" draining: writes go to the next id, reads stay */
+	nodes[2].state = HR_STATE_DRAINING;
+	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, tie_hash,
+					       &ring, NULL), HR_OK);
+	hr__ring_lookup_pos(ring, 7, &lk);
+	ck_assert_str_eq(lk.node->id, "a0");
+	ck_assert_str_eq(lk.read_node->id, "a");
+	hr_ring_release(ring);
+	nodes[2].state = HR_STATE_ACTIVE;
+
+	/* every point at one position: the first id owns the whole circle */
+	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, const_hash,
+					       &ring, NULL), HR_OK);
+	hr__ring_lookup_pos(ring, 99999, &lk);
+	ck_assert_str_eq(lk.node->id, "a");
+	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "a"), HR_VIEW_READ), 1.0);
+	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "b"), HR_VIEW_READ), 0.0);
+	hr_ring_release(ring);
+
+	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, NULL, &ring, NULL),
+			 HR_EINVAL);
+}
+END_TEST
+
+/* ---- properties ------------------------------------------------------------- */
+
+START_TEST(order_independent)
+{
+	struct nodeset *s = nodeset_new(40);
+	uint64_t seed = 11;
+	hr_ring *ref, *ring;
+
+	nodeset_zones(s, 4);
+	for (size_t i = 0; i < s->n; i++) {
+		s->nodes[i].weight = 0.5 + (double)(i % 4) / 2;
+		s->nodes[i].state = (hr_state)(i % 3);
+	}
+	ref = build(s->nodes, s->n, 100);
+	for (int round = 0; round < 8; round++) {
+		/* Fisher-Yates shuffle of the input */
+		for (size_t i = s->n - 1; i > 0; i--) {
+			size_t j = (size_t)(splitmix64(&seed) % (i + 1));
+			hr_node t = s->nodes[i];
+
+			s->nodes[i] = s->nodes[j];
+			s->nodes[j] = t;
+		}
+		ring = build(s->nodes, s->n, 100);
+		ck_assert_uint_eq(hr_ring_digest(ring), hr_ring_digest(ref));
+		for (size_t i = 0; i < s->n; i++)
+			EXPECT(strcmp(hr_ring_node(ring, i)->id, hr_ring_node(ref, i)->id) == 0);
+		for (int k = 0; k < 20000; k++) {
+			uint64_t key = splitmix64(&seed);
+			hr_lookup a, b;
+			const hr_node *pa[3], *pb[3];
+
+			hr_ring_lookup(ring, &key, sizeof key, &a);
+			hr_ring_lookup(ref, &key, sizeof key, &b);
+			EXPECT(strcmp(a.node->id, b.node->id) == 0);
+			EXPECT(strcmp(a.read_node->id, b.read_node->id) == 0);
+			EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pa, 3) == 3);
+			EXPECT(hr_ring_preflist(ref, &key, sizeof key, HR_VIEW_WRITE, pb, 3) == 3);
+			for (int j = 0; j < 3; j++)
+				EXPECT(strcmp(pa[j]->id, pb[j]->id) == 0);
+		}
+		ck_assert_double_eq(hr_ring_moved_share(ring, ref, HR_VIEW_WRITE), 0);
+		ck_assert_double_eq(hr_ring_moved_share(ring, ref, HR_VIEW_READ), 0);
+		hr_ring_release(ring);
+	}
+	hr_ring_release(ref);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(digest_covers_membership)
+{
+	struct nodeset *s = nodeset_new(5);
+	hr_ring *ref = build(s->nodes, s->n, 0), *ring;
+	hr_ring_options opts = { .vnodes_per_weight = 201 };
+	uint64_t d = hr_ring_digest(ref);
+
+	ck_assert_uint_eq(hr__ring_vnodes_per_weight(ref), HR_VNODES_PER_WEIGHT_DEFAULT);
+	/* the revision is not membership */
+	ck_assert_int_eq(hr_ring_build(s->nodes, s->n, NULL, 77, &ring, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(ring), d);
+	ck_assert_uint_eq(hr_ring_revision(ring), 77);
+	hr_ring_release(ring);
+	/* a zone of NULL is the empty zone */
+	s->nodes[0].zone = "";
+	ring = build(s->nodes, s->n, 200);
+	ck_assert_uint_eq(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+
+	s->nodes[0].addr = "127.0.0.1:9";
+	ring = build(s->nodes, s->n, 200);
+	ck_assert_uint_ne(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+	s->nodes[0].addr = s->addrs[0];
+
+	s->nodes[1].zone = "z";
+	ring = build(s->nodes, s->n, 200);
+	ck_assert_uint_ne(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+	s->nodes[1].zone = NULL;
+
+	s->nodes[2].weight = 1.0000001;
+	ring = build(s->nodes, s->n, 200);
+	ck_assert_uint_ne(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+	s->nodes[2].weight = 1;
+
+	s->nodes[3].state = HR_STATE_WARMING;
+	ring = build(s->nodes, s->n, 200);
+	ck_assert_uint_ne(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+	s->nodes[3].state = HR_STATE_ACTIVE;
+
+	ck_assert_int_eq(hr_ring_build(s->nodes, s->n, &opts, 0, &ring, NULL), HR_OK);
+	ck_assert_uint_ne(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+
+	ring = build(s->nodes, s->n - 1, 200);
+	ck_assert_uint_ne(hr_ring_digest(ring), d);
+	hr_ring_release(ring);
+	hr_ring_release(ref);
+	nodeset_free(s);
+}
+END_TEST
+
+/* Changes between two rings over sampled keys: every changed key must
+ * involve node `id`; returns the share of keys that changed. */
+static double moved_sample(const hr_ring *a, const hr_ring *b, const char *id,
+			   bool to_id, size_t keys)
+{
+	size_t moved = 0;
+
+	for (size_t i = 0; i < keys; i++) {
+		char key[32];
+		int len = snprintf(key, sizeof key, "key-%zu", i);
+		hr_lookup la, lb;
+
+		hr_ring_lookup(a, key, (size_t)len, &la);
+		hr_ring_lookup(b, key, (size_t)len, &lb);
+		if (strcmp(la.node->id, lb.node->id) == 0)
+			continue;
+		moved++;
+		EXPECT(strcmp(to_id ? lb.node->id : la.node->id, id) == 0);
+	}
+	return (double)moved / (double)keys;
+}
+
+START_TEST(movement_minimal)
+{
+	struct nodeset *s = nodeset_new(11);
+	hr_ring *ten = build(s->nodes, 10, 200);
+	hr_ring *eleven = build(s->nodes, 11, 200);
+	const hr_node *added = hr_ring_find(eleven, "node-10");
+	double share, moved;
+	hr_ring *heavier;
+
+	/* adding node-10: keys move only to it, about 1/11 of them */
+	moved = moved_sample(ten, eleven, "node-10", true, 200000);
+	share = hr_ring_node_share(eleven, added, HR_VIEW_WRITE);
+	ck_assert_double_eq_tol(hr_ring_moved_share(ten, eleven, HR_VIEW_WRITE), share, 1e-12);
+	ck_assert_double_eq_tol(moved, share, 0.01);
+	ck_assert_double_ge(moved, 0.06);
+	ck_assert_double_le(moved, 0.12);
+
+	/* removing it again: keys move only from it */
+	moved = moved_sample(eleven, ten, "node-10", false, 200000);
+	ck_assert_double_eq_tol(moved, share, 0.01);
+	ck_assert_double_eq_tol(hr_ring_moved_share(eleven, ten, HR_VIEW_READ), share, 1e-12);
+
+	/* reweighting node-3 from 1 to 2: keys move only to node-3 */
+	s->nodes[3].weight = 2;
+	heavier = build(s->nodes, 10, 200);
+	moved = moved_sample(ten, heavier, "node-3", true, 200000);
+	share = hr_ring_node_share(heavier, hr_ring_find(heavier, "node-3"), HR_VIEW_WRITE) -
+		hr_ring_node_share(ten, hr_ring_find(ten, "node-3"), HR_VIEW_WRITE);
+	ck_assert_double_eq_tol(hr_ring_moved_share(ten, heavier, HR_VIEW_WRITE), share, 1e-12);
+	ck_assert_double_eq_tol(moved, share, 0.01);
+	ck_assert_double_ge(moved, 0.05);
+
+	ck_assert_double_eq(hr_ring_moved_share(ten, ten, HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hr_ring_moved_share(ten, NULL, HR_VIEW_WRITE), 1);
+	ck_assert_double_eq(hr_ring_moved_share(NULL, ten, HR_VIEW_READ), 1);
+	ck_assert_double_eq(hr_ring_moved_share(NULL, NULL, HR_VIEW_READ), 0);
+	ck_assert_double_eq(hr_ring_moved_share(ten, eleven, (hr_view)7), 0);
+	hr_ring_release(heavier);
+	hr_ring_release(ten);
+	hr_ring_release(eleven);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(balance_200_vnodes)
+{
+	struct nodeset *s = nodeset_new(10);
+	hr_ring *ring = build(s->nodes, s->n, 200);
+	size_t counts[10] = { 0 }, keys = 200000, max = 0, min = SIZE_MAX;
+	double total = 0, smax = 0;
+	size_t nw;
+	struct npoint *p = naive_points(ring, HR_VIEW_WRITE, &nw);
+
+	for (size_t i = 0; i < keys; i++) {
+		char key[32];
+		int len = snprintf(key, sizeof key, "key-%zu", i);
+		hr_lookup lk;
+
+		hr_ring_lookup(ring, key, (size_t)len, &lk);
+		for (size_t j = 0; j < 10; j++)
+			if (lk.node == hr_ring_node(ring, j))
+				counts[j]++;
+	}
+	for (size_t i = 0; i < 10; i++) {
+		const hr_node *nd = hr_ring_node(ring, i);
+		double share = hr_ring_node_share(ring, nd, HR_VIEW_WRITE);
+
+		ck_assert_double_eq(share, naive_share(ring, p, nw, nd));
+		ck_assert_double_eq(share, hr_ring_node_share(ring, nd, HR_VIEW_READ));
+		total += share;
+		if (share > smax)
+			smax = share;
+		if (counts[i] > max)
+			max = counts[i];
+		if (counts[i] < min)
+			min = counts[i];
+	}
+	ck_assert_double_eq_tol(total, 1.0, 1e-12);
+	/* the seeds' range at 200 vnodes: max/mean about 1.1-1.2 */
+	ck_assert_double_le((double)max / (keys / 10.0), 1.25);
+	ck_assert_double_ge((double)max / (keys / 10.0), 1.02);
+	ck_assert_double_ge((double)min / (keys / 10.0), 0.8);
+	ck_assert_double_le(smax * 10, 1.25);
+	free(p);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(shares_exact)
+{
+	struct nodeset *s = nodeset_new(30);
+	hr_ring *ring;
+
+	nodeset_zones(s, 2);
+	for (size_t i = 0; i < s->n; i++) {
+		s->nodes[i].weight = 0.25 * (double)(1 + i % 7);
+		s->nodes[i].state = (hr_state)(i % 3);
+	}
+	ring = build(s->nodes, s->n, 100);
+	for (int v = 0; v < 2; v++) {
+		size_t n;
+		struct npoint *p = naive_points(ring, (hr_view)v, &n);
+		double total = 0;
+
+		for (size_t i = 0; i < s->n; i++) {
+			const hr_node *nd = hr_ring_node(ring, i);
+			double share = hr_ring_node_share(ring, nd, (hr_view)v);
+
+			ck_assert_double_eq(share, naive_share(ring, p, n, nd));
+			if (!naive_in_view(nd->state, (hr_view)v))
+				ck_assert_double_eq(share, 0);
+			total += share;
+		}
+		ck_assert_double_eq_tol(total, 1.0, 1e-12);
+		free(p);
+	}
+	ck_assert_double_eq(hr_ring_node_share(ring, NULL, HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hr_ring_node_share(NULL, hr_ring_node(ring, 0), HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_node(ring, 0), (hr_view)2), 0);
+	ck_assert_double_eq(hr_ring_node_share(ring, &s->nodes[0], HR_VIEW_WRITE), 0);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+static bool has_zone(const hr_node **l, size_t n, const char *zone)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(l[i]->zone, zone) == 0)
+			return true;
+	return false;
+}
+
+START_TEST(preflist_rules)
+{
+	struct nodeset *s = nodeset_new(12);
+	hr_ring *ring;
+	const hr_node *pl[16];
+	uint64_t seed = 3;
+
+	/* three named zones and the empty zone: 4 zones */
+	nodeset_zones(s, 3);
+	ring = build(s->nodes, s->n, 100);
+	for (int k = 0; k < 20000; k++) {
+		uint64_t key = splitmix64(&seed);
+		hr_lookup lk;
+		int n;
+
+		hr_ring_lookup(ring, &key, sizeof key, &lk);
+		n = hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 4);
+		EXPECT(n == 4);
+		EXPECT(pl[0] == lk.node);
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < i; j++) {
+				EXPECT(pl[i] != pl[j]);
+				EXPECT(strcmp(pl[i]->zone, pl[j]->zone) != 0);
+			}
+		EXPECT(has_zone(pl, 4, ""));
+		/* more replicas than zones: every node distinct, zones first */
+		n = hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_READ, pl, 6);
+		EXPECT(n == 6);
+		for (int i = 0; i < 6; i++)
+			for (int j = 0; j < i; j++)
+				EXPECT(pl[i] != pl[j]);
+		for (int i = 1; i < 4; i++)
+			EXPECT(!has_zone(pl, (size_t)i, pl[i]->zone));
+		/* more replicas than nodes: all of them */
+		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 16) == 12);
+		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 0) == 0);
+		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, NULL, 0) == 0);
+	}
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, NULL, 3), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(ring, NULL, 1, HR_VIEW_WRITE, pl, 3), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(NULL, "k", 1, HR_VIEW_WRITE, pl, 3), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, (hr_view)5, pl, 3), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(ring, NULL, 0, HR_VIEW_WRITE, pl, 3), 3);
+	hr_ring_release(ring);
+
+	/* all zoneless: one zone, the walk order decides */
+	for (size_t i = 0; i < s->n; i++)
+		s->nodes[i].zone = NULL;
+	ring = build(s->nodes, s->n, 100);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3), 3);
+	ck_assert_ptr_ne(pl[0], pl[1]);
+	ck_assert_ptr_ne(pl[1], pl[2]);
+	ck_assert_ptr_ne(pl[0], pl[2]);
+	check_preflists_against_naive(ring, 20000, 12);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(views_warming_draining)
+{
+	struct nodeset *s = nodeset_new(9);
+	hr_ring *base, *with, *ring;
+	size_t differ = 0;
+
+	base = build(s->nodes, 8, 200);		/* node-8 absent */
+	with = build(s->nodes, 9, 200);		/* node-8 active */
+	s->nodes[8].state = HR_STATE_WARMING;
+	ring = build(s->nodes, 9, 200);
+	ck_assert_uint_eq(hr__ring_view_nodes(ring, HR_VIEW_WRITE), 9);
+	ck_assert_uint_eq(hr__ring_view_nodes(ring, HR_VIEW_READ), 8);
+	ck_assert_uint_eq(hr__ring_view_points(ring, HR_VIEW_READ), 1600);
+	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "node-8"), HR_VIEW_READ), 0);
+	ck_assert_double_gt(hr_ring_node_share(ring, hr_ring_find(ring, "node-8"), HR_VIEW_WRITE), 0);
+	for (int i = 0; i < 50000; i++) {
+		char key[32];
+		int len = snprintf(key, sizeof key, "k%d", i);
+		hr_lookup a, b, c;
+
+		hr_ring_lookup(ring, key, (size_t)len, &a);
+		hr_ring_lookup(base, key, (size_t)len, &b);
+		hr_ring_lookup(with, key, (size_t)len, &c);
+		/* writes go where the node would own, reads stay put */
+		EXPECT(strcmp(a.node->id, c.node->id) == 0);
+		EXPECT(strcmp(a.read_node->id, b.node->id) == 0);
+		EXPECT(strcmp(a.read_node->id, "node-8") != 0);
+		if (a.node != a.read_node) {
+			EXPECT(strcmp(a.node->id, "node-8") == 0);
+			differ++;
+		}
+	}
+	ck_assert_uint_gt(differ, 2000);
+	ck_assert_double_eq_tol(hr_ring_moved_share(base, ring, HR_VIEW_WRITE),
+				hr_ring_moved_share(base, with, HR_VIEW_WRITE), 1e-15);
+	ck_assert_double_eq(hr_ring_moved_share(base, ring, HR_VIEW_READ), 0);
+	hr_ring_release(ring);
+
+	/* draining: the mirror image */
+	s->nodes[8].state = HR_STATE_DRAINING;
+	ring = build(s->nodes, 9, 200);
+	for (int i = 0; i < 50000; i++) {
+		char key[32];
+		int len = snprintf(key, sizeof key, "k%d", i);
+		hr_lookup a, b, c;
+
+		hr_ring_lookup(ring, key, (size_t)len, &a);
+		hr_ring_lookup(base, key, (size_t)len, &b);
+		hr_ring_lookup(with, key, (size_t)len, &c);
+		EXPECT(strcmp(a.node->id, b.node->id) == 0);
+		EXPECT(strcmp(a.read_node->id, c.node->id) == 0);
+	}
+	hr_ring_release(ring);
+
+	/* both kinds at once: neither view is the whole ring */
+	s->nodes[0].state = HR_STATE_WARMING;
+	ring = build(s->nodes, 9, 200);
+	ck_assert_uint_eq(hr__ring_view_nodes(ring, HR_VIEW_WRITE), 8);
+	ck_assert_uint_eq(hr__ring_view_nodes(ring, HR_VIEW_READ), 8);
+	check_against_naive(ring, 100000, 13);
+	hr_ring_release(ring);
+	hr_ring_release(base);
+	hr_ring_release(with);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(empty_ring_and_views)
+{
+	struct nodeset *s = nodeset_new(3);
+	hr_ring *ring;
+	hr_lookup lk;
+	const hr_node *pl[3];
+
+	ring = build(NULL, 0, 200);
+	ck_assert_uint_eq(hr_ring_node_count(ring), 0);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 0);
+	memset(&lk, 0xff, sizeof lk);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_EEMPTY);
+	ck_assert_ptr_null(lk.node);
+	ck_assert_ptr_null(lk.read_node);
+	ck_assert_int_eq(hr__ring_lookup_pos(ring, UINT64_MAX, &lk), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3), 0);
+	ck_assert_ptr_null(hr_ring_node(ring, 0));
+	ck_assert_ptr_null(hr_ring_find(ring, "node-0"));
+	ck_assert_double_eq(hr_ring_moved_share(ring, NULL, HR_VIEW_WRITE), 0);
+	hr_ring_release(ring);
+
+	/* all warming: reads have no owner, writes do */
+	for (size_t i = 0; i < 3; i++)
+		s->nodes[i].state = HR_STATE_WARMING;
+	ring = build(s->nodes, 3, 200);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	ck_assert_ptr_nonnull(lk.node);
+	ck_assert_ptr_null(lk.read_node);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, pl, 3), 0);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3), 3);
+	ck_assert_double_eq(hr_ring_moved_share(ring, NULL, HR_VIEW_READ), 0);
+	ck_assert_double_eq(hr_ring_moved_share(ring, NULL, HR_VIEW_WRITE), 1);
+	check_against_naive(ring, 10000, 14);
+	hr_ring_release(ring);
+
+	/* all draining: the other way round */
+	for (size_t i = 0; i < 3; i++)
+		s->nodes[i].state = HR_STATE_DRAINING;
+	ring = build(s->nodes, 3, 200);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	ck_assert_ptr_null(lk.node);
+	ck_assert_ptr_nonnull(lk.read_node);
+	check_against_naive(ring, 10000, 15);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(accessors_and_rounding)
+{
+	hr_node nodes[] = {
+		{ .id = "w2.5", .addr = "127.0.0.1:1", .weight = 2.5 },
+		{ .id = "w1.5", .addr = "127.0.0.1:2", .weight = 1.5 },
+		{ .id = "w0.4", .addr = "127.0.0.1:3", .weight = 0.4 },
+		{ .id = "w0.5", .addr = "127.0.0.1:4", .weight = 0.5 },
+		{ .id = "w-tiny", .addr = "127.0.0.1:5", .weight = 1e-300 },
+		{ .id = "w3.49", .addr = "127.0.0.1:6", .weight = 3.49, .zone = "z",
+		  .state = HR_STATE_DRAINING },
+	};
+	unsigned want[] = { 3, 2, 1, 1, 1, 3 };
+	hr_ring *ring = build(nodes, 6, 1);
+	const hr_node *nd;
+	hr_ring *other;
+
+	ck_assert_uint_eq(hr_ring_node_count(ring), 6);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 11);
+	for (size_t i = 0; i < 6; i++) {
+		nd = hr_ring_find(ring, nodes[i].id);
+		ck_assert_ptr_nonnull(nd);
+		ck_assert_ptr_ne(nd->id, nodes[i].id);	/* copied */
+		ck_assert_str_eq(nd->addr, nodes[i].addr);
+		ck_assert_str_eq(nd->zone, nodes[i].zone ? nodes[i].zone : "");
+		ck_assert_double_eq(nd->weight, nodes[i].weight);
+		ck_assert_int_eq(nd->state, nodes[i].state);
+		ck_assert_uint_eq(hr_ring_node_vnodes(ring, nd), want[i]);
+		ck_assert_uint_eq(hr_ring_node_vnodes(ring, &nodes[i]), 0);
+	}
+	ck_assert_str_eq(hr_ring_node(ring, 0)->id, "w-tiny");
+	ck_assert_str_eq(hr_ring_node(ring, 5)->id, "w3.49");
+	ck_assert_ptr_null(hr_ring_node(ring, 6));
+	ck_assert_ptr_null(hr_ring_find(ring, "w"));
+	ck_assert_ptr_null(hr_ring_find(ring, NULL));
+	ck_assert_ptr_null(hr_ring_find(NULL, "w0.4"));
+	ck_assert_uint_eq(hr_ring_node_vnodes(ring, NULL), 0);
+	ck_assert_uint_eq(hr_ring_node_vnodes(NULL, hr_ring_node(ring, 0)), 0);
+	/* a pointer into the middle of a node is not a node */
+	ck_assert_uint_eq(hr_ring_node_vnodes(ring, (const hr_node *)
+					      ((const char *)hr_ring_node(ring, 1) + 8)), 0);
+	other = build(nodes, 6, 1);
+	ck_assert_uint_eq(hr_ring_node_vnodes(other, hr_ring_node(ring, 1)), 0);
+	hr_ring_release(other);
+	ck_assert_uint_eq(hr_ring_revision(NULL), 0);
+	ck_assert_uint_eq(hr_ring_digest(NULL), 0);
+	ck_assert_uint_eq(hr_ring_node_count(NULL), 0);
+	ck_assert_uint_eq(hr_ring_point_count(NULL), 0);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(refcount)
+{
+	struct nodeset *s = nodeset_new(3);
+	hr_ring *ring = build(s->nodes, s->n, 10);
+	hr_lookup lk;
+
+	ck_assert_ptr_eq(hr_ring_retain(ring), ring);
+	ck_assert_ptr_eq(hr_ring_retain(ring), ring);
+	hr_ring_release(ring);
+	hr_ring_release(ring);
+	/* still held once: usable (the sanitizer build checks the frees) */
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	hr_ring_release(ring);
+	ck_assert_ptr_null(hr_ring_retain(NULL));
+	hr_ring_release(NULL);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(null_args)
+{
+	struct nodeset *s = nodeset_new(2);
+	hr_ring *ring = NULL;
+	hr_lookup lk;
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(hr_ring_build(s->nodes, 2, NULL, 0, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(err.code, HR_EINVAL);
+	ck_assert_int_eq(hr_ring_build(NULL, 2, NULL, 0, &ring, NULL), HR_EINVAL);
+	ck_assert_ptr_null(ring);
+	ring = build(s->nodes, 2, 200);
+	ck_assert_int_eq(hr_ring_lookup(NULL, "k", 1, &lk), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 1, &lk), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 0, &lk), HR_OK);
+	ck_assert_int_eq(hr__ring_lookup_pos(NULL, 0, &lk), HR_EINVAL);
+	ck_assert_uint_eq(hr_hash_key(NULL, 0), hr_hash_key("", 0));
+	ck_assert_uint_eq(hr__ring_view_nodes(ring, (hr_view)9), 0);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+START_TEST(names_and_epochs)
+{
+	hr_state st = HR_STATE_DRAINING;
+
+	ck_assert_str_eq(hr_state_name(HR_STATE_ACTIVE), "active");
+	ck_assert_str_eq(hr_state_name(HR_STATE_WARMING), "warming");
+	ck_assert_str_eq(hr_state_name(HR_STATE_DRAINING), "draining");
+	ck_assert_ptr_null(hr_state_name((hr_state)3));
+	ck_assert_ptr_null(hr_state_name((hr_state)-1));
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(hr_state_parse(hr_state_name((hr_state)i), &st), HR_OK);
+		ck_assert_int_eq(st, i);
+	}
+	ck_assert_int_eq(hr_state_parse("Active", &st), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("", &st), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("active ", &st), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse(NULL, &st), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("active", NULL), HR_EINVAL);
+
+	ck_assert_int_eq(hr_epoch_compare(5, 1, 5, 1), HR_EPOCH_SAME);
+	ck_assert_int_eq(hr_epoch_compare(4, 1, 5, 1), HR_EPOCH_LOCAL_STALE);
+	ck_assert_int_eq(hr_epoch_compare(6, 1, 5, 2), HR_EPOCH_REMOTE_STALE);
+	ck_assert_int_eq(hr_epoch_compare(5, 1, 5, 2), HR_EPOCH_CONFLICT);
+	ck_assert_int_eq(hr_epoch_compare(0, 0, UINT64_MAX, 0), HR_EPOCH_LOCAL_STALE);
+}
+END_TEST
+
+/* ---- bad input -------------------------------------------------------------- */
+
+static void expect_bad(hr_node *nodes, size_t n, int code, const char *msg)
+{
+	hr_error err;
+	int rc = build_err(nodes, n, &err);
+
+	ck_assert_msg(rc == code, "expected %d, got %d (%s)", code, rc, err.message);
+	ck_assert_msg(strstr(err.message, msg) != NULL,
+		      "message \"%s\" lacks \"%s\"", err.message, msg);
+}
+
+START_TEST(bad_nodes)
+{
+	struct nodeset *s = nodeset_new(3);
+	char long_id[HR_ID_MAX + 2], long_addr[HR_ADDR_MAX + 2];
+	hr_node *nd = &s->nodes[1];
+	hr_error err;
+	hr_ring *ring;
+
+	memset(long_id, 'i', sizeof long_id - 1);
+	long_id[sizeof long_id - 1] = '\0';
+	memset(long_addr, 'a', sizeof long_addr - 1);
+	long_addr[sizeof long_addr - 1] = '\0';
+
+	nd->id = "";
+	expect_bad(s->nodes, 3, HR_EINVAL, "node id is empty");
+	nd->id = NULL;
+	expect_bad(s->nodes, 3, HR_EINVAL, "node id is NULL");
+	nd->id = long_id;
+	expect_bad(s->nodes, 3, HR_ELIMIT, "id is longer than 255 bytes");
+	long_id[HR_ID_MAX] = '\0';	/* exactly the limit: fine */
+	ring = build(s->nodes, 3, 1);
+	ck_assert_ptr_nonnull(hr_ring_find(ring, long_id));
+	hr_ring_release(ring);
+	nd->id = "a/b";
+	expect_bad(s->nodes, 3, HR_EINVAL, "node \"a/b\": id must not contain '/'");
+	nd->id = "a b";
+	expect_bad(s->nodes, 3, HR_EINVAL, "node \"a b\": id must be printable");
+	nd->id = "a\tb";
+	expect_bad(s->nodes, 3, HR_EINVAL, "node \"a\\x09b\"");
+	nd->id = "caf\xc3\xa9";
+	expect_bad(s->nodes, 3, HR_EINVAL, "byte 0xc3 at offset 3");
+	nd->id = "a\x7f";
+	expect_bad(s->nodes, 3, HR_EINVAL, "printable");
+	nd->id = "node-0";
+	expect_bad(s->nodes, 3, HR_EDUPLICATE, "node \"node-0\": duplicate node id");
+	nd->id = s->ids[1];
+
+	nd->weight = 0;
+	expect_bad(s->nodes, 3, HR_EINVAL, "node \"node-1\": weight must be a finite number > 0");
+	nd->weight = -1;
+	expect_bad(s->nodes, 3, HR_EINVAL, "weight");
+	nd->weight = NAN;
+	expect_bad(s->nodes, 3, HR_EINVAL, "weight");
+	nd->weight = INFINITY;
+	expect_bad(s->nodes, 3, HR_EINVAL, "weight");
+	nd->weight = -INFINITY;
+	expect_bad(s->nodes, 3, HR_EINVAL, "weight");
+	nd->weight = 1e300;
+	expect_bad(s->nodes, 3, HR_ELIMIT, "node \"node-1\": weight 1e+300 gives more than");
+	nd->weight = (double)HR_POINTS_MAX / 200 + 0.01;
+	expect_bad(s->nodes, 3, HR_ELIMIT, "points");
+	/* each node under the cap, the ring over it */
+	nd->weight = (double)HR_POINTS_MAX / 200 * 0.6;
+	s->nodes[2].weight = nd->weight;
+	expect_bad(s->nodes, 3, HR_ELIMIT, "the ring would have more than 16777216 points");
+	nd->weight = 1;
+	s->nodes[2].weight = 1;
+
+	nd->state = (hr_state)3;
+	expect_bad(s->nodes, 3, HR_EINVAL, "node \"node-1\": invalid state 3");
+	nd->state = (hr_state)-1;
+	expect_bad(s->nodes, 3, HR_EINVAL, "invalid state");
+	nd->state = HR_STATE_ACTIVE;
+
+	nd->addr = NULL;
+	expect_bad(s->nodes, 3, HR_EINVAL, "node \"node-1\": addr is missing");
+	nd->addr = "";
+	expect_bad(s->nodes, 3, HR_EINVAL, "addr is empty");
+	nd->addr = "127.0.0.1:1\n";
+	expect_bad(s->nodes, 3, HR_EINVAL, "addr contains a control character");
+	nd->addr = long_addr;
+	expect_bad(s->nodes, 3, HR_ELIMIT, "addr is longer than 255 bytes");
+	nd->addr = s->addrs[1];
+
+	nd->zone = "eu\x01";
+	expect_bad(s->nodes, 3, HR_EINVAL, "zone contains a control character");
+	nd->zone = long_addr;
+	expect_bad(s->nodes, 3, HR_ELIMIT, "zone is longer than 255 bytes");
+	nd->zone = NULL;
+
+	/* a valid set still builds after all that */
+	ring = build(s->nodes, 3, 0);
+	hr_ring_release(ring);
+
+	/* too many nodes: refused before anything is read */
+	ring = (hr_ring *)1;
+	ck_assert_int_eq(hr_ring_build(s->nodes, HR_NODES_MAX + 1, NULL, 0, &ring, &err),
+			 HR_ELIMIT);
+	ck_assert_ptr_null(ring);
+	ck_assert_ptr_nonnull(strstr(err.message, "100001 nodes"));
+	/* a huge vnodes_per_weight is the same as a huge weight */
+	{
+		hr_ring_options opts = { .vnodes_per_weight = 4000000000u };
+
+		ck_assert_int_eq(hr_ring_build(s->nodes, 3, &opts, 0, &ring, &err), HR_ELIMIT);
+	}
+	nodeset_free(s);
+}
+END_TEST
+
+/* ---- speed (figures printed; bounds generous for sanitizer builds) -------- */
+
+START_TEST(speed)
+{
+	struct nodeset *s = nodeset_new(1000);
+	hr_ring_options opts = { .vnodes_per_weight = 256 };
+	double t0, best = 1e9, per;
+	hr_ring *ring;
+	hr_lookup lk;
+	uint64_t seed = 99, sink = 0;
+	const size_t lookups = 2000000;
+
+	for (int i = 0; i < 3; i++) {
+		t0 = now_sec();
+		ck_assert_int_eq(hr_ring_build(s->nodes, s->n, &opts, 0, &ring, NULL), HR_OK);
+		t0 = now_sec() - t0;
+		if (t0 < best)
+			best = t0;
+		hr_ring_release(ring);
+	}
+	printf("build 1000 nodes x 256 vnodes: %.1f ms\n", best * 1e3);
+	ck_assert_double_lt(best, 1.0);
+
+	ring = build(s->nodes, 100, 200);
+	t0 = now_sec();
+	for (size_t i = 0; i < lookups; i++) {
+		uint64_t key = splitmix64(&seed);
+
+		hr_ring_lookup(ring, &key, sizeof key, &lk);
+		sink += (uintptr_t)lk.node;
+	}
+	per = (now_sec() - t0) / (double)lookups * 1e9;
+	printf("lookup, 100 nodes x 200 vnodes, 8-byte keys: %.1f ns (%llu)\n", per,
+	       (unsigned long long)(sink & 1));
+	ck_assert_double_lt(per, 5000);
+	hr_ring_release(ring);
+	nodeset_free(s);
+}
+END_TEST
+
+static Suite *ring_suite(void)
+{
+	Suite *s = suite_create("ring");
+	TCase *tc = tcase_create("contract");
+
+	tcase_add_test(tc, vectors_hashes);
+	tcase_add_test(tc, vectors_sets);
+	tcase_add_test(tc, tie_rule);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reference");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, naive_equal_small);
+	tcase_add_test(tc, naive_weighted_states);
+	tcase_add_test(tc, naive_many_nodes);
+	tcase_add_test(tc, naive_two_zones);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("properties");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, order_independent);
+	tcase_add_test(tc, digest_covers_membership);
+	tcase_add_test(tc, movement_minimal);
+	tcase_add_test(tc, balance_200_vnodes);
+	tcase_add_test(tc, shares_exact);
+	tcase_add_test(tc, preflist_rules);
+	tcase_add_test(tc, views_warming_draining);
+	tcase_add_test(tc, empty_ring_and_views);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("api");
+	tcase_add_test(tc, accessors_and_rounding);
+	tcase_add_test(tc, refcount);
+	tcase_add_test(tc, null_args);
+	tcase_add_test(tc, names_and_epochs);
+	tcase_add_test(tc, bad_nodes);
+	tcase_add_test(tc, speed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ring_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

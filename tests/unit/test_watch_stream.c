@@ -1,0 +1,328 @@
+/* test_watch_stream.c - the watch stream's framing and message parser, the
+ * gateway's base64, and prefix range ends, on bytes as etcd 3.4 sends them. */
+#include "base64.h"
+#include "etcd.h"
+#include "watch_stream.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H "\"header\":{\"cluster_id\":\"324952591200643719\",\"member_id\":\"3319814642761637952\",\"revision\":\"15\",\"raft_term\":\"2\"}"
+
+/* ---- framing --------------------------------------------------------------- */
+
+struct lines {
+	char got[8][256];
+	int n;
+};
+
+static int keep(void *ud, const char *line, size_t len)
+{
+	struct lines *l = ud;
+
+	ck_assert_int_lt(l->n, 8);
+	ck_assert_uint_lt(len, 256);
+	memcpy(l->got[l->n], line, len);
+	l->got[l->n][len] = '\0';
+	l->n++;
+	return 0;
+}
+
+START_TEST(lines_split_across_reads)
+{
+	const char *stream = "{\"a\":1}\n{\"b\":2}\n\n{\"c\":3}";
+	hr__linebuf b = { 0 };
+	struct lines l = { 0 };
+
+	/* One byte at a time: every message spans reads. */
+	for (size_t i = 0; i < strlen(stream); i++)
+		ck_assert_int_eq(hr__linebuf_feed(&b, stream + i, 1, keep, &l), 0);
+	ck_assert_int_eq(l.n, 2);
+	/* The last message has no newline (etcd 3.4's error chunk). */
+	ck_assert_int_eq(hr__linebuf_finish(&b, keep, &l), 0);
+	ck_assert_int_eq(l.n, 3);
+	ck_assert_str_eq(l.got[0], "{\"a\":1}");
+	ck_assert_str_eq(l.got[1], "{\"b\":2}");
+	ck_assert_str_eq(l.got[2], "{\"c\":3}");
+	hr__linebuf_free(&b);
+}
+END_TEST
+
+START_TEST(lines_many_in_one_read)
+{
+	const char *stream = "x\ny\nz\n";
+	hr__linebuf b = { 0 };
+	struct lines l = { 0 };
+
+	ck_assert_int_eq(hr__linebuf_feed(&b, stream, strlen(stream), keep, &l), 0);
+	ck_assert_int_eq(hr__linebuf_finish(&b, keep, &l), 0);
+	ck_assert_int_eq(l.n, 3);
+	ck_assert_str_eq(l.got[2], "z");
+	hr__linebuf_free(&b);
+}
+END_TEST
+
+static int stop_at_second(void *ud, const char *line, size_t len)
+{
+	int *n = ud;
+
+	(void)line;
+	(void)len;
+	return ++*n == 2 ? 42 : 0;
+}
+
+START_TEST(lines_limit_and_stop)
+{
+	hr__linebuf b = { .max = 8 };
+	struct lines l = { 0 };
+	int n = 0;
+
+	ck_assert_int_eq(hr__linebuf_feed(&b, "1234", 4, keep, &l), 0);
+	ck_assert_int_eq(hr__linebuf_feed(&b, "56789", 5, keep, &l), HR_ELIMIT);
+	hr__linebuf_reset(&b);
+	ck_assert_int_eq(hr__linebuf_feed(&b, "a\nb\nc\n", 6, stop_at_second, &n), 42);
+	ck_assert_int_eq(n, 2);
+	hr__linebuf_free(&b);
+	hr__linebuf_free(NULL);
+}
+END_TEST
+
+/* ---- messages ------------------------------------------------------------- */
+
+static void parse_ok(const char *line, hr__wmsg *m)
+{
+	hr_error err = { 0 };
+	int rc = hr__wmsg_parse(line, strlen(line), m, &err);
+
+	ck_assert_msg(rc == 0, "%s: %s", line, err.message);
+}
+
+START_TEST(msg_created)
+{
+	hr__wmsg m;
+
+	parse_ok("{\"result\":{" H ",\"created\":true}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_CREATED);
+	ck_assert_int_eq(m.header_revision, 15);
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+START_TEST(msg_events_put_delete)
+{
+	hr__wmsg m;
+
+	/* A txn: two puts (no "type": PUT is the default) and a delete. */
+	parse_ok("{\"result\":{" H ",\"events\":["
+		 "{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvbm9kZTY=\",\"create_revision\":\"11\","
+		 "\"mod_revision\":\"15\",\"version\":\"1\",\"value\":\"MTAuMC4wLjY6MQ==\"}},"
+		 "{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYQ==\",\"mod_revision\":\"15\"}},"
+		 "{\"type\":\"DELETE\",\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYg==\",\"mod_revision\":\"15\"}}]}}",
+		 &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_EVENTS);
+	ck_assert_uint_eq(m.n_events, 3);
+	ck_assert_str_eq(m.events[0].key, "/ring/nodes/node6");
+	ck_assert_str_eq(m.events[0].value, "10.0.0.6:1");
+	ck_assert_int_eq(m.events[0].mod_revision, 15);
+	ck_assert_int_eq(m.events[0].deleted, 0);
+	/* An empty value is left out by the gateway: it means "". */
+	ck_assert_str_eq(m.events[1].value, "");
+	ck_assert_uint_eq(m.events[1].value_len, 0);
+	ck_assert_int_eq(m.events[2].deleted, 1);
+	ck_assert_str_eq(m.events[2].key, "/ring/nodes/b");
+	ck_assert_int_eq(m.fragment, 0);
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+START_TEST(msg_fragment_progress_compacted_canceled)
+{
+	hr__wmsg m;
+
+	parse_ok("{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"3\"}}],"
+		 "\"fragment\":true}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_EVENTS);
+	ck_assert_int_eq(m.fragment, 1);
+	hr__wmsg_clear(&m);
+
+	parse_ok("{\"result\":{" H "}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_PROGRESS);
+	ck_assert_int_eq(m.header_revision, 15);
+	hr__wmsg_clear(&m);
+
+	/* Compaction: the header has no revision. */
+	parse_ok("{\"result\":{\"header\":{\"cluster_id\":\"1\",\"raft_term\":\"2\"},"
+		 "\"canceled\":true,\"compact_revision\":\"12\"}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_COMPACTED);
+	ck_assert_int_eq(m.compact_revision, 12);
+	hr__wmsg_clear(&m);
+
+	parse_ok("{\"result\":{" H ",\"watch_id\":\"-1\",\"created\":true,\"canceled\":true,"
+		 "\"cancel_reason\":\"rpc error: code = PermissionDenied desc = etcdserver: permission denied\"}}",
+		 &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_CANCELED);
+	ck_assert_int_eq(m.watch_id, -1);
+	ck_assert_ptr_nonnull(strstr(m.reason, "permission denied"));
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+START_TEST(msg_errors_both_versions)
+{
+	hr__wmsg m;
+
+	/* etcd 3.4/3.5 (grpc-gateway v1) */
+	parse_ok("{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no leader\","
+		 "\"http_status\":\"Service Unavailable\"}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_ERROR);
+	ck_assert_int_eq(m.code, 14);
+	ck_assert_str_eq(m.reason, "etcdserver: no leader");
+	hr__wmsg_clear(&m);
+	/* etcd 3.6 (grpc-gateway v2) */
+	parse_ok("{\"error\":{\"code\":14,\"message\":\"unavailable\"}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_ERROR);
+	ck_assert_int_eq(m.code, 14);
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+START_TEST(msg_malformed)
+{
+	static const char *const bad[] = {
+		"",
+		"not json",
+		"[1,2]",
+		"{\"result\":5}",
+		"{\"nothing\":{}}",
+		"{\"result\":{}}",
+		"{\"result\":{\"header\":{\"revision\":\"x\"}}}",
+		"{\"result\":{\"header\":{\"revision\":\"1.5\"}}}",
+		"{\"result\":{" H ",\"events\":{}}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ\",\"mod_revision\":\"3\"}}]}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"Pz8-\",\"mod_revision\":\"3\"}}]}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\"}}]}}",
+		"{\"result\":{" H ",\"events\":[{\"type\":\"EXPLODE\",\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"3\"}}]}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":5}]}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"3\"}}",
+	};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		hr__wmsg m;
+		hr_error err = { 0 };
+		int rc = hr__wmsg_parse(bad[i], strlen(bad[i]), &m, &err);
+		ck_assert_msg(rc == HR_EPARSE, "accepted: %s", bad[i]);
+		ck_assert_msg(err.message[0], "no message for: %s", bad[i]);
+		ck_assert_uint_eq(m.n_events, 0);
+		ck_assert_ptr_null(m.events);
+	}
+}
+END_TEST
+
+/* ---- base64 and ranges ------------------------------------------------- */
+
+START_TEST(base64_round_trip)
+{
+	static const char *const plain[] = { "", "a", "ab", "abc", "abcd", "/ring/nodes/" };
+	static const char *const enc[] = { "", "YQ==", "YWI=", "YWJj", "YWJjZA==", "L3Jpbmcvbm9kZXMv" };
+
+	for (size_t i = 0; i < 6; i++) {
+		char out[64], *dec;
+		size_t n;
+		hr__base64_encode(plain[i], strlen(plain[i]), out);
+		ck_assert_str_eq(out, enc[i]);
+		ck_assert_uint_eq(hr__base64_encoded_size(strlen(plain[i])), strlen(enc[i]) + 1);
+		ck_assert_int_eq(hr__base64_decode(enc[i], strlen(enc[i]), &dec, &n), 0);
+		ck_assert_uint_eq(n, strlen(plain[i]));
+		ck_assert_str_eq(dec, plain[i]);
+		free(dec);
+	}
+	/* All 256 byte values survive. */
+	unsigned char all[256];
+	char e[400], *d;
+	size_t n;
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	hr__base64_encode(all, 256, e);
+	ck_assert_int_eq(hr__base64_decode(e, strlen(e), &d, &n), 0);
+	ck_assert_uint_eq(n, 256);
+	ck_assert_int_eq(memcmp(d, all, 256), 0);
+	free(d);
+}
+END_TEST
+
+START_TEST(base64_rejects)
+{
+	static const char *const bad[] = { "YQ", "Pz8-", "Y===", "=YQ=", "YQ==YQ==", "Y Q=", "YW\nI=" };
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *d = NULL;
+		size_t n;
+		ck_assert_msg(hr__base64_decode(bad[i], strlen(bad[i]), &d, &n) == -1,
+			      "accepted %s", bad[i]);
+	}
+}
+END_TEST
+
+START_TEST(prefix_range_end)
+{
+	char end[16];
+	size_t n;
+
+	n = hr__etcd_prefix_end("/ring/nodes/", 12, end);
+	ck_assert_uint_eq(n, 12);
+	ck_assert_int_eq(memcmp(end, "/ring/nodes0", 12), 0);
+	n = hr__etcd_prefix_end("a\xff\xff", 3, end);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(end[0], 'b');
+	n = hr__etcd_prefix_end("\xff", 1, end);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(end[0], '\0');
+}
+END_TEST
+
+START_TEST(int64_fields)
+{
+	cJSON *o = cJSON_Parse("{\"a\":\"2324035715972645641\",\"b\":7,\"c\":\"\",\"d\":\"12x\",\"e\":true}");
+	int64_t v;
+
+	/* Lease ids exceed a double's precision: read from the string. */
+	ck_assert_int_eq(hr__json_int64(o, "a", 0, &v), 0);
+	ck_assert_int_eq(v, 2324035715972645641LL);
+	ck_assert_int_eq(hr__json_int64(o, "b", 0, &v), 0);
+	ck_assert_int_eq(v, 7);
+	ck_assert_int_eq(hr__json_int64(o, "missing", -3, &v), 0);
+	ck_assert_int_eq(v, -3);
+	ck_assert_int_eq(hr__json_int64(o, "c", 0, &v), HR_EPARSE);
+	ck_assert_int_eq(hr__json_int64(o, "d", 0, &v), HR_EPARSE);
+	ck_assert_int_eq(hr__json_int64(o, "e", 0, &v), HR_EPARSE);
+	cJSON_Delete(o);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("watch_stream");
+	TCase *tc = tcase_create("parse");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, lines_split_across_reads);
+	tcase_add_test(tc, lines_many_in_one_read);
+	tcase_add_test(tc, lines_limit_and_stop);
+	tcase_add_test(tc, msg_created);
+	tcase_add_test(tc, msg_events_put_delete);
+	tcase_add_test(tc, msg_fragment_progress_compacted_canceled);
+	tcase_add_test(tc, msg_errors_both_versions);
+	tcase_add_test(tc, msg_malformed);
+	tcase_add_test(tc, base64_round_trip);
+	tcase_add_test(tc, base64_rejects);
+	tcase_add_test(tc, prefix_range_end);
+	tcase_add_test(tc, int64_fields);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
