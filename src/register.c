@@ -314,6 +314,7 @@ static void registrar_free(hr_registrar *r)
 	free(r->id);
 	free(r->value);
 	free(r);
+	curl_global_cleanup();
 }
 
 int hr_register(const hr_config *cfg, const hr_registration *reg,
@@ -343,9 +344,14 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return hr__error_set(err, HR_EINVAL, "registration: ttl_s must be 2..3600 (is %d)",
 				     reg->ttl_s);
 
+	/* Thread safe since libcurl 7.84 and reference counted. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
 	r = calloc(1, sizeof *r);
-	if (!r)
+	if (!r) {
+		curl_global_cleanup();
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
 	pthread_mutex_init(&r->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -564,11 +570,16 @@ static int node_update(const hr_config *cfg, const char *id, int state,
 	key = make_key(cfg->prefix, id);
 	if (!key)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(key);
+		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
+	}
 	eo = etcd_opts(cfg);
 	rc = hr__etcd_new(&eo, &e, err);
 	if (!rc)
 		rc = update_record(e, key, id, state, weight, 0, NULL, err);
 	hr__etcd_free(e);
+	curl_global_cleanup();
 	free(key);
 	return rc;
 }

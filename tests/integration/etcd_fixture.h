@@ -22,6 +22,9 @@
  *
  * Set HRT_KEEP_ETCD_DIR=1 in the environment to keep the temporary
  * directory (data and logs) after hrt_etcd_destroy(), for post-mortems.
+ * A test that fails between start and destroy (Check ends a failing test
+ * by exiting its process) keeps its directory too, named hrt-etcd-*
+ * under $TMPDIR or /tmp, though its etcd dies with it.
  *
  * A cluster object is not thread-safe: drive it from one thread.  The
  * library under test may of course talk to the members from any thread.

@@ -538,6 +538,16 @@ START_TEST(test_three_members_lose_one)
 					    "get --print-value-only /c"), 0);
 	ck_assert_str_eq(out, "after\n");
 
+	/* A wipe of three members gives three empty, healthy members. */
+	t0 = now_ms();
+	ck_assert_int_eq(hrt_etcd_wipe_and_restart(c), 0);
+	fprintf(stderr, "fixture: 3-member wipe and restart took %lld ms\n",
+		(long long)(now_ms() - t0));
+	for (int i = 0; i < 3; i++) {
+		ck_assert(hrt_etcd_member_healthy(c, i));
+		ck_assert_int_eq(revision_of(c, i), 1);
+	}
+
 	for (int i = 0; i < 3; i++)
 		pids[i] = hrt_etcd_pid(c, i);
 	snprintf(dir, sizeof(dir), "%s", hrt_etcd_dir(c));

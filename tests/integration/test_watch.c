@@ -373,6 +373,8 @@ START_TEST(three_members_lose_the_one_in_use)
 	ck_assert_int_ge(used, 0);
 	ck_assert_int_eq(hrt_etcd_kill_member(etcd, used), 0);
 	int other = (used + 1) % 3;
+	/* If it was the leader, the others elect a new one first. */
+	hrt_etcd_wait_cluster_healthy(etcd, 10000);
 	char key[64];
 	snprintf(key, sizeof key, PREFIX "b");
 	int64_t rev = -1;
@@ -386,6 +388,81 @@ START_TEST(three_members_lose_the_one_in_use)
 	hr_client_status_get(c, &st);
 	ck_assert_str_ne(st.endpoint, hrt_etcd_client_url(etcd, used));
 	hr_client_close(c);
+}
+END_TEST
+
+START_TEST(lookup_forms_agree)
+{
+	hr_client *c;
+	hr_replica reps[4];
+	uint64_t rev = 0;
+	char key[32];
+
+	put_node("a", "{\"addr\":\"10.0.0.1:1\",\"zone\":\"z1\"}");
+	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"zone\":\"z2\",\"state\":\"warming\"}");
+	put_node("c", "{\"addr\":\"10.0.0.3:1\",\"zone\":\"z1\",\"state\":\"draining\"}");
+	c = open_client(hrt_etcd_endpoints(etcd), 0);
+	for (int i = 0; i < 500; i++) {
+		hr_owner o;
+		hr_lookup l;
+		const hr_ring *ring;
+		int k;
+
+		snprintf(key, sizeof key, "key-%d", i);
+		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
+		/* The zero-copy section sees the same ring and answer. */
+		ring = hr_client_read_begin(c);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &l), 0);
+		ck_assert_str_eq(o.node, l.node->id);
+		ck_assert_str_eq(o.addr, l.node->addr);
+		ck_assert_str_eq(o.read_node, l.read_node->id);
+		ck_assert_str_eq(o.read_addr, l.read_node->addr);
+		ck_assert_int_eq(o.state, l.node->state);
+		ck_assert_uint_eq(o.revision, hr_ring_revision(ring));
+		ck_assert_uint_eq(o.digest, hr_ring_digest(ring));
+		hr_client_read_end(c);
+		/* Write view: active + warming, never the draining node. */
+		ck_assert_str_ne(o.node, "c");
+		ck_assert_str_ne(o.read_node, "b");
+		k = hr_client_replicas(c, key, strlen(key), HR_VIEW_WRITE, reps, 3, &rev);
+		ck_assert_int_eq(k, 2);
+		ck_assert_str_eq(reps[0].node, o.node);
+		ck_assert_str_ne(reps[0].zone, reps[1].zone);
+		ck_assert_uint_eq(rev, o.revision);
+		k = hr_client_replicas(c, key, strlen(key), HR_VIEW_READ, reps, 3, NULL);
+		ck_assert_int_eq(k, 2);
+		ck_assert_str_eq(reps[0].node, o.read_node);
+	}
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_WRITE, reps, 65, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, reps, 1, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 3, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, NULL), HR_EINVAL);
+	ck_assert_ptr_null(hr_client_acquire(NULL));
+	ck_assert_ptr_null(hr_client_read_begin(NULL));
+
+	/* Epochs: a held snapshot is stale once a change lands. */
+	hr_ring *before = hr_client_acquire(c);
+	put_node("d", "10.0.0.4:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 4, 5000), 0);
+	hr_ring *after = hr_client_acquire(c);
+	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(before), hr_ring_digest(before),
+					  hr_ring_revision(after), hr_ring_digest(after)),
+			 HR_EPOCH_LOCAL_STALE);
+	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(after), hr_ring_digest(after),
+					  hr_ring_revision(before), hr_ring_digest(before)),
+			 HR_EPOCH_REMOTE_STALE);
+	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(after), hr_ring_digest(after),
+					  hr_ring_revision(after), hr_ring_digest(after)),
+			 HR_EPOCH_SAME);
+	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(after), hr_ring_digest(after),
+					  hr_ring_revision(after), hr_ring_digest(before)),
+			 HR_EPOCH_CONFLICT);
+	/* Held snapshots outlive the client. */
+	hr_client_close(c);
+	ck_assert_uint_eq(hr_ring_node_count(before), 3);
+	ck_assert_uint_eq(hr_ring_node_count(after), 4);
+	hr_ring_release(before);
+	hr_ring_release(after);
 }
 END_TEST
 
@@ -433,6 +510,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, first_sync_empty);
+	tcase_add_test(tc, lookup_forms_agree);
 	tcase_add_test(tc, first_sync_one);
 	tcase_add_test(tc, first_sync_paged_2000);
 	tcase_add_test(tc, changes_propagate);
