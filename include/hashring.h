@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hashring/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,6 +30,21 @@ extern "C" {
 #else
 #define HR_EXPORT
 #endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The version of the library in use, as "major.minor.patch": compare it
+ * with HR_VERSION_STRING to tell the library a program runs with from the
+ * headers it was built with.  A static string, never NULL; thread safe.
+ */
+HR_EXPORT const char *hr_version(void);
+
+/* The same as one number, major * 10000 + minor * 100 + patch, comparable
+ * with HR_VERSION_NUMBER.  Thread safe. */
+HR_EXPORT int hr_version_number(void);
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
@@ -363,6 +380,33 @@ typedef struct hr_owner {
  * lock free, allocation free.  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
  */
 HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
+			       hr_owner *out);
+
+/*
+ * Reader handles: an optional fast path for a thread that does many
+ * lookups.  hr_client_lookup() needs no set-up, but its read side reaches
+ * thread-local storage inside a shared library, which costs more than the
+ * lookup itself; a handle carries that state explicitly instead.  Answers
+ * are the same as hr_client_lookup()'s.
+ *
+ * One handle serves one thread at a time (open one per thread; passing it
+ * between threads with proper synchronisation is fine).  An idle handle
+ * costs nothing.  Close every handle before hr_client_close().
+ */
+typedef struct hr_reader hr_reader;
+
+/* Opens a handle on `client`.  Errors: HR_EINVAL (NULL argument),
+ * HR_ENOMEM.  Thread safe; takes a mutex, so open handles ahead of time. */
+HR_EXPORT int hr_reader_open(hr_client *client, hr_reader **out);
+
+/* Closes a handle (not while it is in use).  Accepts NULL.  Thread safe. */
+HR_EXPORT void hr_reader_close(hr_reader *reader);
+
+/*
+ * hr_client_lookup() through a handle: lock free, allocation free, no
+ * thread-local storage.  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
+ */
+HR_EXPORT int hr_reader_lookup(hr_reader *reader, const void *key, size_t len,
 			       hr_owner *out);
 
 /* Copy-out preference list entry. */

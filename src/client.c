@@ -1,8 +1,10 @@
 /* client.c - the public client: configuration, open/close, and the lookup
  * entry points over the published ring. */
+#include "client.h"
 #include "error.h"
 #include "log.h"
 #include "publish.h"
+#include "ring.h"
 #include "watch.h"
 
 #include <curl/curl.h>
@@ -150,35 +152,55 @@ static void copy_str(char *dst, size_t size, const char *src)
 
 int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 {
-	const hr_ring *ring;
-	hr_lookup l;
 	int rc;
 
 	if (!c || !out || (!key && len))
 		return HR_EINVAL;
-	ring = hr__publish_read_begin(&c->pub);
-	rc = hr_ring_lookup(ring, key, len, &l);
-	if (rc == 0) {
-		if (l.node) {
-			copy_str(out->node, sizeof out->node, l.node->id);
-			copy_str(out->addr, sizeof out->addr, l.node->addr);
-			out->state = l.node->state;
-		} else {
-			out->node[0] = out->addr[0] = '\0';
-			out->state = HR_STATE_ACTIVE;
-		}
-		if (l.read_node) {
-			copy_str(out->read_node, sizeof out->read_node, l.read_node->id);
-			copy_str(out->read_addr, sizeof out->read_addr, l.read_node->addr);
-			out->read_state = l.read_node->state;
-		} else {
-			out->read_node[0] = out->read_addr[0] = '\0';
-			out->read_state = HR_STATE_ACTIVE;
-		}
-	}
-	out->revision = hr_ring_revision(ring);
-	out->digest = hr_ring_digest(ring);
+	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
 	hr__publish_read_end(&c->pub);
+	return rc;
+}
+
+struct hr_reader {
+	hr__reader_slot slot;	/* first: the allocation is cache-line aligned */
+	hr_client *client;
+};
+
+int hr_reader_open(hr_client *c, hr_reader **out)
+{
+	hr_reader *r;
+
+	if (!out)
+		return HR_EINVAL;
+	*out = NULL;
+	if (!c)
+		return HR_EINVAL;
+	r = aligned_alloc(_Alignof(hr__reader_slot), sizeof *r);
+	if (!r)
+		return HR_ENOMEM;
+	r->client = c;
+	hr__publish_slot_add(&c->pub, &r->slot);
+	*out = r;
+	return 0;
+}
+
+void hr_reader_close(hr_reader *r)
+{
+	if (!r)
+		return;
+	hr__publish_slot_remove(&r->client->pub, &r->slot);
+	free(r);
+}
+
+int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
+{
+	int rc;
+
+	if (!r || !out || (!key && len))
+		return HR_EINVAL;
+	rc = hr__ring_lookup_owner(hr__slot_read_begin(&r->client->pub, &r->slot),
+				   key, len, out);
+	hr__slot_read_end(&r->slot);
 	return rc;
 }
 
@@ -206,6 +228,11 @@ int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
 		*revision = hr_ring_revision(ring);
 	hr__publish_read_end(&c->pub);
 	return k;
+}
+
+hr__publisher *hr__client_publisher(hr_client *c)
+{
+	return &c->pub;
 }
 
 const hr_ring *hr_client_read_begin(hr_client *c)

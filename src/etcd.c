@@ -432,6 +432,9 @@ int hr__etcd_transfer_error(hr__etcd *e, CURLcode rc, long status,
 			*p = ' ';
 	cJSON_Delete(root);
 
+	if (strstr(text, "user name is empty"))
+		return hr__error_set(err, HR_EAUTH,
+				     "%s: etcd requires authentication: no user given", ep);
 	if (grpc == 16 || status == 401 ||
 	    (grpc == 3 && (strstr(text, "authentication failed") ||
 			   strstr(text, "user name is empty"))))
@@ -515,7 +518,7 @@ int hr__etcd_authenticate(hr__etcd *e, hr_error *err)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	rc = post_once(e, "/auth/authenticate", text, &reply, err);
 	wipe_free(text);
-	if (rc == HR_EETCD && err && strstr(err->message, "authentication"))
+	if ((rc == HR_EETCD || rc == HR_EAUTH) && err && strstr(err->message, "authentication"))
 		rc = hr__error_set(err, HR_EAUTH, "%s: authentication failed for user \"%s\"",
 				   hr__etcd_endpoint(e), e->username);
 	if (rc)

@@ -1,6 +1,10 @@
 /* publish.c - RCU pointer swap and grace-period reclamation of rings. */
 #include "publish.h"
 
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <urcu/urcu-bp.h>
 
 /*
@@ -10,14 +14,6 @@
  * the ordering a grace period guarantees.  The pointer itself is always
  * loaded and exchanged with C11-style atomics, which TSan understands.
  */
-#if defined(__SANITIZE_THREAD__)
-#define HR_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HR_TSAN 1
-#endif
-#endif
-
 #ifdef HR_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
@@ -28,16 +24,81 @@ void __tsan_release(void *addr);
 #define tsan_release(a) ((void)(a))
 #endif
 
+static long membarrier(int cmd)
+{
+	return syscall(__NR_membarrier, cmd, 0);
+}
+
 void hr__publish_init(hr__publisher *p, hr_ring *initial)
 {
+	pthread_mutex_init(&p->lock, NULL);
+	p->slots = NULL;
+	p->epoch = 1;
+	/* Registering is per process and may be repeated.  Where seccomp or
+	 * an old kernel refuses it, slot readers fall back to a fence. */
+	p->fence = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0;
 	__atomic_store_n(&p->current, initial, __ATOMIC_RELEASE);
+}
+
+void hr__publish_slot_add(hr__publisher *p, hr__reader_slot *s)
+{
+	s->epoch = 0;
+	pthread_mutex_lock(&p->lock);
+	s->prev = NULL;
+	s->next = p->slots;
+	if (p->slots)
+		p->slots->prev = s;
+	p->slots = s;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void hr__publish_slot_remove(hr__publisher *p, hr__reader_slot *s)
+{
+	pthread_mutex_lock(&p->lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		p->slots = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Waits until no slot reader can still hold a ring published before this
+ * call (see hr__slot_read_begin for why this suffices). */
+static void wait_slots(hr__publisher *p)
+{
+	uint64_t e;
+
+	pthread_mutex_lock(&p->lock);
+	if (!p->slots) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	e = __atomic_add_fetch(&p->epoch, 1, __ATOMIC_SEQ_CST);
+#ifndef HR_TSAN
+	if (p->fence || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+	for (hr__reader_slot *s = p->slots; s; s = s->next) {
+		for (int spins = 0;; spins++) {
+			uint64_t v = __atomic_load_n(&s->epoch, __ATOMIC_SEQ_CST);
+
+			if (!v || v >= e)
+				break;
+			if (spins > 100)
+				sched_yield();
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 void hr__publish_swap(hr__publisher *p, hr_ring *ring)
 {
-	hr_ring *old = __atomic_exchange_n(&p->current, ring, __ATOMIC_ACQ_REL);
+	hr_ring *old = __atomic_exchange_n(&p->current, ring, __ATOMIC_SEQ_CST);
 
 	urcu_bp_synchronize_rcu();
+	wait_slots(p);
 	tsan_acquire(p);
 	hr_ring_release(old);
 }
@@ -73,4 +134,5 @@ void hr__publish_destroy(hr__publisher *p)
 	hr_ring *old = __atomic_exchange_n(&p->current, NULL, __ATOMIC_ACQ_REL);
 
 	hr_ring_release(old);
+	pthread_mutex_destroy(&p->lock);
 }

@@ -13,6 +13,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Inlined: a 16-byte key hashes in a few nanoseconds, less than the call
+ * into the shared library would cost. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 /* A node as the ring keeps it.  The public record comes first so that a
@@ -21,24 +25,36 @@ struct ring_node {
 	hr_node pub;
 	unsigned vnodes;
 	uint32_t zone;		/* equal numbers mean equal zones */
+	uint16_t id_len, addr_len;	/* for the copy-out */
 };
 
 /*
  * The sorted points of one view, with a direct index on the top bits of a
- * position: the points whose top bits equal k are [index[k], index[k+1]).
- * Buckets hold two to four points on average, so a lookup is one index
- * read and a short scan.
+ * position: the points whose top bits equal k start at index[k].  Buckets
+ * hold one or two points on average, so a lookup is one index read and a
+ * few comparisons on one cache line (see view_find).  Node numbers take two
+ * bytes per point when they fit, which with the index keeps a point at
+ * about 13 bytes.
  */
 struct view {
-	uint64_t *pos;
-	uint32_t *node;		/* index into ring->nodes */
+	uint64_t *pos;		/* npoints, then POS_PAD times UINT64_MAX */
+	void *node;		/* per point: uint16_t, or uint32_t if wide */
 	uint32_t *index;
 	size_t npoints;
 	size_t nnodes;
 	size_t nzones;
 	unsigned shift;		/* 64 - index bits */
+	bool wide;
 	void *mem;		/* owned block; NULL if it is ring->shared */
 };
+
+/* Positions compared at once in view_find, hence the padding after the
+ * last point. */
+#define POS_PAD 4
+
+/* Bytes copied at once by the copy-out: the string block is padded so
+ * that reading this much from any string start stays inside it. */
+#define COPY_CHUNK 32
 
 struct hr_ring {
 	atomic_size_t refs;
@@ -94,33 +110,58 @@ static bool in_view(hr_state state, hr_view view)
 
 /* ---- views --------------------------------------------------------------- */
 
-/* Index bits for n points: the largest b >= 1 with 2^b <= n / 2. */
-static unsigned index_bits(size_t n)
+/*
+ * Index bits for n points: the largest b >= 1 with 2^b <= n, so one to two
+ * points per bucket (four bytes of index per one or two points).  With
+ * four-byte node numbers, half as many buckets keep the memory in budget.
+ */
+static unsigned index_bits(size_t n, bool wide)
 {
 	unsigned b = 1;
 
-	while (b < 30 && ((size_t)1 << (b + 1)) <= n / 2)
+	while (b < 30 && ((size_t)1 << (b + 1)) <= n)
 		b++;
+	if (wide && b > 1)
+		b--;
 	return b;
 }
 
-static int view_alloc(struct view *v, size_t npoints)
+static int view_alloc(struct view *v, size_t npoints, bool wide)
 {
-	unsigned b = index_bits(npoints);
+	unsigned b = index_bits(npoints, wide);
 	size_t buckets = (size_t)1 << b;
+	size_t pos_bytes = (npoints + POS_PAD) * sizeof(uint64_t);
+	size_t index_bytes = buckets * sizeof(uint32_t);
 	char *mem;
 
-	mem = malloc(npoints * (sizeof(uint64_t) + sizeof(uint32_t)) +
-		     (buckets + 1) * sizeof(uint32_t));
+	mem = malloc(pos_bytes + index_bytes +
+		     npoints * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
 	if (!mem)
 		return HR_ENOMEM;
 	v->mem = mem;
 	v->pos = (uint64_t *)mem;
-	v->node = (uint32_t *)(mem + npoints * sizeof(uint64_t));
-	v->index = v->node + npoints;
+	v->index = (uint32_t *)(mem + pos_bytes);
+	v->node = mem + pos_bytes + index_bytes;
 	v->npoints = npoints;
 	v->shift = 64 - b;
+	v->wide = wide;
+	for (size_t i = 0; i < POS_PAD; i++)
+		v->pos[npoints + i] = UINT64_MAX;
 	return HR_OK;
+}
+
+static inline uint32_t view_node(const struct view *v, size_t i)
+{
+	return v->wide ? ((const uint32_t *)v->node)[i] :
+			 ((const uint16_t *)v->node)[i];
+}
+
+static void view_set_node(struct view *v, size_t i, uint32_t node)
+{
+	if (v->wide)
+		((uint32_t *)v->node)[i] = node;
+	else
+		((uint16_t *)v->node)[i] = (uint16_t)node;
 }
 
 static void view_index(struct view *v)
@@ -128,22 +169,33 @@ static void view_index(struct view *v)
 	size_t buckets = (size_t)1 << (64 - v->shift);
 	size_t i = 0;
 
-	for (size_t k = 0; k <= buckets; k++) {
+	for (size_t k = 0; k < buckets; k++) {
 		while (i < v->npoints && (v->pos[i] >> v->shift) < k)
 			i++;
 		v->index[k] = (uint32_t)i;
 	}
 }
 
-/* The first point at or after `pos`, wrapping; the view is not empty. */
+/*
+ * The first point at or after `pos`, wrapping; the view is not empty.
+ * Every point after bucket k is above any position in it, and the padding
+ * ends the array with UINT64_MAX, so the points below `pos` from the
+ * bucket's start are a prefix: counting them among the next POS_PAD is
+ * exact unless all are below, which needs a crowded bucket.  The count has
+ * no branch to mispredict.
+ */
 static inline size_t view_find(const struct view *v, uint64_t pos)
 {
-	size_t k = (size_t)(pos >> v->shift);
-	uint32_t i = v->index[k];
-	uint32_t end = v->index[k + 1];
+	size_t i = v->index[pos >> v->shift];
+	const uint64_t *p = v->pos + i;
+	size_t below = (size_t)(p[0] < pos) + (size_t)(p[1] < pos) +
+		       (size_t)(p[2] < pos) + (size_t)(p[3] < pos);
 
-	while (i < end && v->pos[i] < pos)
-		i++;
+	i += below;
+	if (__builtin_expect(below == POS_PAD, 0)) {
+		while (v->pos[i] < pos)
+			i++;
+	}
 	return i == v->npoints ? 0 : i;
 }
 
@@ -251,7 +303,9 @@ static int build_nodes(hr_ring *ring, const hr_node *nodes, size_t n,
 			goto out;
 		}
 	}
-	ring->strings = s = malloc(bytes ? bytes : 1);
+	/* Zeroed padding lets the copy-out read COPY_CHUNK bytes from any
+	 * string. */
+	ring->strings = s = calloc(1, bytes + COPY_CHUNK);
 	if (!s) {
 		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
 		goto out;
@@ -269,6 +323,8 @@ static int build_nodes(hr_ring *ring, const hr_node *nodes, size_t n,
 			*dst[f] = s;
 			s += len;
 		}
+		ring->nodes[i].id_len = (uint16_t)strlen(nd->id);
+		ring->nodes[i].addr_len = (uint16_t)strlen(nd->addr);
 		nd->weight = in->weight;
 		nd->state = in->state;
 	}
@@ -383,61 +439,71 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 }
 
 /* Hashes every point into `all` and sorts it: a counting sort on the top
- * bits (positions are uniform), then each small bucket on its own. */
+ * bits (positions are uniform) straight into the view, then each small
+ * bucket on its own.  Fresh memory is most of the cost (page faults), so
+ * the only scratch array is the hashed points, reused to sort buckets. */
 static int build_points(hr_ring *ring, struct view *all,
 			hr__point_hash_fn hash, hr_error *err)
 {
 	size_t n = ring->npoints, buckets, p = 0;
-	struct point *tmp;
-	size_t *start;
+	struct point *raw;
+	uint32_t *start;	/* point counts fit: HR_POINTS_MAX < 2^32 */
 	char name[HR_ID_MAX + 16];
 
-	if (view_alloc(all, n) != HR_OK)
+	if (view_alloc(all, n, ring->nnodes > UINT16_MAX + 1u) != HR_OK)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	all->nnodes = ring->nnodes;
+	buckets = (size_t)1 << (64 - all->shift);
+	raw = malloc((n ? n : 1) * sizeof *raw);
+	start = calloc(buckets + 1, sizeof *start);
+	if (!raw || !start) {
+		free(raw);
+		free(start);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
 	for (uint32_t j = 0; j < ring->nnodes; j++) {
 		const struct ring_node *rn = &ring->nodes[j];
-		size_t len = strlen(rn->pub.id);
+		size_t len = rn->id_len;
 
 		memcpy(name, rn->pub.id, len);
 		name[len] = '#';
 		for (unsigned i = 0; i < rn->vnodes; i++, p++) {
 			size_t dl = format_uint(name + len + 1, i);
 
-			all->pos[p] = hash(name, len + 1 + dl);
-			all->node[p] = j;
+			raw[p].pos = hash(name, len + 1 + dl);
+			raw[p].node = j;
 		}
 	}
 
-	buckets = (size_t)1 << (64 - all->shift);
-	tmp = malloc((n ? n : 1) * sizeof *tmp);
-	start = calloc(buckets + 1, sizeof *start);
-	if (!tmp || !start) {
-		free(tmp);
-		free(start);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < n; i++)
-		start[(all->pos[i] >> all->shift) + 1]++;
+		start[(raw[i].pos >> all->shift) + 1]++;
 	for (size_t k = 0; k < buckets; k++)
 		start[k + 1] += start[k];
 	for (size_t i = 0; i < n; i++) {
-		size_t k = (size_t)(all->pos[i] >> all->shift);
+		size_t at = start[raw[i].pos >> all->shift]++;
 
-		tmp[start[k]].pos = all->pos[i];
-		tmp[start[k]].node = all->node[i];
-		start[k]++;
+		all->pos[at] = raw[i].pos;
+		view_set_node(all, at, raw[i].node);
 	}
-	/* start[k] is now the end of bucket k, the start of bucket k + 1 */
+	/* start[k] is now the end of bucket k, the start of bucket k + 1;
+	 * buckets of two or more are sorted through the scratch array. */
 	for (size_t k = 0, b = 0; k < buckets; k++) {
-		sort_bucket(tmp + b, start[k] - b);
+		size_t m = start[k] - b;
+
+		if (m > 1) {
+			for (size_t i = 0; i < m; i++) {
+				raw[i].pos = all->pos[b + i];
+				raw[i].node = view_node(all, b + i);
+			}
+			sort_bucket(raw, m);
+			for (size_t i = 0; i < m; i++) {
+				all->pos[b + i] = raw[i].pos;
+				view_set_node(all, b + i, raw[i].node);
+			}
+		}
 		b = start[k];
 	}
-	for (size_t i = 0; i < n; i++) {
-		all->pos[i] = tmp[i].pos;
-		all->node[i] = tmp[i].node;
-	}
-	free(tmp);
+	free(raw);
 	free(start);
 	view_index(all);
 	return HR_OK;
@@ -475,13 +541,15 @@ static int build_view(hr_ring *ring, const struct view *all, hr_view which,
 	} else {
 		size_t j = 0;
 
-		if (view_alloc(v, npoints) != HR_OK)
+		if (view_alloc(v, npoints, all->wide) != HR_OK)
 			return hr__error_set(err, HR_ENOMEM, "out of memory");
 		for (size_t i = 0; i < all->npoints; i++) {
-			if (!in_view(ring->nodes[all->node[i]].pub.state, which))
+			uint32_t nd = view_node(all, i);
+
+			if (!in_view(ring->nodes[nd].pub.state, which))
 				continue;
 			v->pos[j] = all->pos[i];
-			v->node[j] = all->node[i];
+			view_set_node(v, j, nd);
 			j++;
 		}
 		view_index(v);
@@ -706,12 +774,12 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 		return 0;
 	/* All points at one position: the first owns the whole circle. */
 	if (v->pos[0] == v->pos[v->npoints - 1])
-		return v->node[0] == slot ? 1.0 : 0.0;
+		return view_node(v, 0) == slot ? 1.0 : 0.0;
 	/* Point i owns the arc (pos[i - 1], pos[i]]; point 0 wraps. */
 	for (size_t i = 0; i < v->npoints; i++) {
 		uint64_t prev = v->pos[i ? i - 1 : v->npoints - 1];
 
-		if (v->node[i] == slot)
+		if (view_node(v, i) == slot)
 			arc_add(&sum, v->pos[i] - prev);
 	}
 	return arc_share(&sum);
@@ -729,7 +797,7 @@ static inline const hr_node *view_owner(const hr_ring *ring,
 {
 	if (!v->npoints)
 		return NULL;
-	return &ring->nodes[v->node[view_find(v, pos)]].pub;
+	return &ring->nodes[view_node(v, view_find(v, pos))].pub;
 }
 
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out)
@@ -754,6 +822,57 @@ int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
 	return hr__ring_lookup_pos(ring, hr_hash_key(key, len), out);
+}
+
+/* Copies a ring string out; `len` excludes the NUL.  Short strings move as
+ * one fixed-size chunk (the bytes after the NUL are the ring's other
+ * strings or zeros, all public), which compiles to two vector moves. */
+static inline void copy_str(char *dst, const char *src, size_t len)
+{
+	if (__builtin_expect(len < COPY_CHUNK, 1))
+		memcpy(dst, src, COPY_CHUNK);
+	else
+		memcpy(dst, src, len + 1);
+}
+
+static inline void fill_owner(char *id, char *addr, hr_state *state,
+			      const struct ring_node *rn)
+{
+	if (rn) {
+		copy_str(id, rn->pub.id, rn->id_len);
+		copy_str(addr, rn->pub.addr, rn->addr_len);
+		*state = rn->pub.state;
+	} else {
+		id[0] = addr[0] = '\0';
+		*state = HR_STATE_ACTIVE;
+	}
+}
+
+int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
+			  hr_owner *out)
+{
+	const struct view *w, *r;
+	const struct ring_node *wn = NULL, *rn = NULL;
+	uint64_t pos;
+
+	if (!ring || !out || (!key && len))
+		return HR_EINVAL;
+	pos = hr_hash_key(key, len);
+	w = &ring->views[HR_VIEW_WRITE];
+	r = &ring->views[HR_VIEW_READ];
+	out->revision = ring->revision;
+	out->digest = ring->digest;
+	if (w->npoints)
+		wn = &ring->nodes[view_node(w, view_find(w, pos))];
+	if (r->pos == w->pos)
+		rn = wn;
+	else if (r->npoints)
+		rn = &ring->nodes[view_node(r, view_find(r, pos))];
+	if (!wn && !rn)
+		return HR_EEMPTY;
+	fill_owner(out->node, out->addr, &out->state, wn);
+	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);
+	return HR_OK;
 }
 
 static bool listed(const hr_node *const *list, size_t n, const hr_node *node)
@@ -793,7 +912,7 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 		r = v->nnodes;
 	i = view_find(v, pos);
 	for (size_t step = 0; step < v->npoints; step++) {
-		const struct ring_node *rn = &ring->nodes[v->node[i]];
+		const struct ring_node *rn = &ring->nodes[view_node(v, i)];
 		const hr_node *nd = &rn->pub;
 
 		if (++i == v->npoints)
@@ -862,8 +981,8 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 	 * its first point at or after x.
 	 */
 	for (;;) {
-		const hr_node *oa = &a->nodes[va->node[ia < va->npoints ? ia : 0]].pub;
-		const hr_node *ob = &b->nodes[vb->node[ib < vb->npoints ? ib : 0]].pub;
+		const hr_node *oa = &a->nodes[view_node(va, ia < va->npoints ? ia : 0)].pub;
+		const hr_node *ob = &b->nodes[view_node(vb, ib < vb->npoints ? ib : 0)].pub;
 		uint64_t e = UINT64_MAX;
 
 		if (ia < va->npoints && va->pos[ia] < e)

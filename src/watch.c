@@ -19,7 +19,7 @@
 #define MAX_LINE_BYTES (64u << 20)
 /* A stream that lived this long resets the reconnect backoff. */
 #define HEALTHY_STREAM_MS 5000
-/* The loop's longest sleep: bounds how late a timer can fire. */
+/* Longest sleep of a backoff wait between two staleness checks. */
 #define POLL_SLICE_MS 200
 /* How many ids a ring-change log line lists per category. */
 #define LOG_IDS_MAX 8
@@ -377,18 +377,17 @@ static int full_sync(hr__watcher *w)
 	hr__nodeset_clear(&old);
 
 	w->next_rev = rev + 1;
-	rebuild(w, (uint64_t)rev);
-	if (!w->synced_once) {
-		w->synced_once = 1;
-	} else {
+	if (w->synced_once) {
 		pthread_mutex_lock(&w->mu);
 		w->resyncs++;
 		pthread_mutex_unlock(&w->mu);
 	}
+	confirm(w, (uint64_t)rev);
+	rebuild(w, (uint64_t)rev);
+	w->synced_once = 1;
 	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
 		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s", rev, n,
 		     w->set.n, endpoint(w));
-	confirm(w, (uint64_t)rev);
 	pthread_mutex_lock(&w->mu);
 	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
 	if (!w->first_done) {
@@ -415,8 +414,10 @@ static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 	if (!last)
 		return;
 	w->next_rev = last + 1;
-	rebuild(w, (uint64_t)last);
+	/* Confirmed first: whoever sees the new ring sees a confirmed
+	 * revision at least as new. */
 	confirm(w, (uint64_t)last);
+	rebuild(w, (uint64_t)last);
 }
 
 static int take_fragment(hr__watcher *w, hr__wmsg *m)
@@ -632,6 +633,16 @@ static void probe_done(hr__watcher *w, probe *pr, CURLcode rc)
 	hr_error err = { 0 };
 
 	curl_easy_getinfo(pr->h, CURLINFO_RESPONSE_CODE, &status);
+	if (rc == CURLE_OK && status == 401) {
+		/* The token expired while the stream was quiet; the stream
+		 * itself keeps working, so only the token is renewed. */
+		if (hr__etcd_authenticate(w->etcd, &err) == 0) {
+			hr__log_emit(w->o.log, HR_LOG_INFO, "reauthenticated",
+				     "endpoint=%s reason=\"token rejected by a probe\"",
+				     endpoint(w));
+			return;
+		}
+	}
 	if (rc != CURLE_OK || status != 200) {
 		hr__etcd_transfer_error(w->etcd, rc, status, pr->body, pr->len, &err);
 		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
@@ -686,6 +697,30 @@ static char *watch_body(const hr__watcher *w)
 		snprintf(body, size, "{\"create_request\":{%s}}", range);
 	free(range);
 	return body;
+}
+
+/* Milliseconds until the stream loop has something to do: start a probe
+ * (unless one runs) or write a stale warning. */
+static int next_deadline_ms(hr__watcher *w, int probing)
+{
+	int64_t now = now_ms(), due = now + 60000, t;
+
+	if (!probing) {
+		t = w->last_activity_ms + w->o.probe_interval_ms;
+		if (t < due)
+			due = t;
+	}
+	if (w->stale_warned) {
+		t = w->last_stale_log_ms + w->o.stale_warn_ms;
+	} else {
+		pthread_mutex_lock(&w->mu);
+		t = w->last_confirm_ms + w->o.stale_warn_ms;
+		pthread_mutex_unlock(&w->mu);
+	}
+	if (t < due)
+		due = t;
+	t = due - now;
+	return t < 1 ? 1 : t > 60000 ? 60000 : (int)t;
 }
 
 /* Runs one watch stream until it ends; returns how it ended. */
@@ -743,7 +778,9 @@ static stream_end run_stream(hr__watcher *w)
 				 * error object and no newline. */
 				hr__linebuf_finish(&w->lb, on_line, w);
 				curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-				if (w->end == END_NONE) {
+				if (w->end == END_NONE && stopping(w)) {
+					w->end = END_STOP;
+				} else if (w->end == END_NONE) {
 					if (rc != CURLE_OK || status != 200) {
 						hr__etcd_transfer_error(w->etcd, rc, status,
 									NULL, 0, &err);
@@ -765,7 +802,10 @@ static stream_end run_stream(hr__watcher *w)
 		 * exactly like a quiet prefix.  Ask it something cheap. */
 		if (!pr.h && now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
 			probe_start(w, multi, &pr);
-		curl_multi_poll(multi, NULL, 0, POLL_SLICE_MS, NULL);
+		/* Sleep until the next deadline (libcurl shortens the wait
+		 * for its own timers; close wakes it up): an idle watcher
+		 * wakes about once per probe interval. */
+		curl_multi_poll(multi, NULL, 0, next_deadline_ms(w, pr.h != NULL), NULL);
 	}
 
 	pthread_mutex_lock(&w->mu);

@@ -14,8 +14,6 @@
 
 #include "hashring.h"
 
-#define HR_VERSION_STRING "0.1.0"
-
 /* Exit codes of every command. */
 enum {
 	CLI_EXIT_OK = 0,

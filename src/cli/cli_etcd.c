@@ -32,15 +32,18 @@ void cli_etcd_free(struct cli_etcd *e)
 static int set_user(struct cli_etcd *e, const char *cmd, const char *v)
 {
 	const char *colon = strchr(v, ':');
+	const char *env_pw = getenv("ETCDCTL_PASSWORD");
 
-	if (!colon || colon == v) {
+	/* NAME alone takes the password from ETCDCTL_PASSWORD, as etcdctl
+	 * does; there is no prompt. */
+	if (colon == v || (!colon && !(env_pw && *env_pw))) {
 		/* Never echo the value: it may be a password. */
-		cli_usage(cmd, "--user: expected NAME:PASSWORD");
+		cli_usage(cmd, "--user: expected NAME:PASSWORD (or NAME with ETCDCTL_PASSWORD set)");
 		return -1;
 	}
 	cli_etcd_free(e);
-	e->user = strndup(v, (size_t)(colon - v));
-	e->password = strdup(colon + 1);
+	e->user = colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
+	e->password = strdup(colon ? colon + 1 : env_pw);
 	if (!e->user || !e->password) {
 		cli_error(cmd, "out of memory");
 		return -1;

@@ -8,6 +8,7 @@
  * differences taken within one run compare across machines.
  */
 #include "bench.h"
+#include "bench_lookup.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hashring-bench [--json] [--puts N] [--nodes N] [--idle-ms N]\n"
 		"  --puts N     measured puts for the propagation latency (1..100000, default 300)\n"
-		"  --nodes N    node records under the prefix (1..100000, default 100)\n"
+		"  --nodes N    node records under the prefix (1..10000, default 100)\n"
 		"  --idle-ms N  quiet window for the watcher's idle CPU (0..60000, default 10000;\n"
 		"               0 skips it)\n"
 		"  --json       print one JSON object instead of the readable report\n");
@@ -62,7 +63,7 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 		} else if (!strcmp(o, "--puts")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->puts);
 		} else if (!strcmp(o, "--nodes")) {
-			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->nodes);
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 10000, &a->nodes);
 		} else if (!strcmp(o, "--idle-ms")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 0, 60000, &a->idle_ms);
 		} else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -81,8 +82,9 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 
 /* ---- readable report ------------------------------------------------------ */
 
-static void print_text(const hrb_report *r)
+static void print_text(const hrb_report *r, const hrb_lookup_report *lr)
 {
+	hrb_lookup_print_text(lr);
 	if (r->has_propagation) {
 		const hrb_propagation *p = &r->propagation;
 		printf("Propagation: put -> ring visible to a reader thread\n");
@@ -126,13 +128,15 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-static void print_json(const hrb_report *r)
+static void print_json(const hrb_report *r, const hrb_lookup_report *lr)
 {
 	const hrb_propagation *p = &r->propagation;
 	const hrb_idle *id = &r->idle;
 	const char *sep = "";
 
 	printf("{");
+	hrb_lookup_print_json(lr);
+	printf(",");
 	if (r->has_propagation) {
 		printf("\"propagation\":{\"nodes\":%d,\"puts\":%d,\"samples\":%d,\"missed\":%d,"
 		       "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"raw_p50_ms\":%.3f,\"raw_p99_ms\":%.3f,"
@@ -167,18 +171,23 @@ int main(int argc, char **argv)
 {
 	hrb_args args;
 	static hrb_report report;
+	static hrb_lookup_report lookup;
 	int rc = parse_args(argc, argv, &args);
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (hrb_measure_lookup(&lookup, &report)) {
+		fprintf(stderr, "hashring-bench: the lookup measurement failed\n");
+		return 1;
+	}
 	if (hrb_measure_membership(&args, &report)) {
 		fprintf(stderr, "hashring-bench: the membership measurement failed\n");
 		return 1;
 	}
 	if (args.json)
-		print_json(&report);
+		print_json(&report, &lookup);
 	else
-		print_text(&report);
+		print_text(&report, &lookup);
 	fflush(stdout);
 	return 0;
 }

@@ -1,0 +1,739 @@
+/*
+ * bench_lookup.c - lookup figures, side by side in one run:
+ *
+ *   api        hr_client_lookup(): hashing, the RCU read side and the
+ *              copy-out, on a client whose ring is published through the
+ *              client's own publisher (no etcd is reachable, so the watcher
+ *              never publishes anything of its own);
+ *   reader     hr_reader_lookup(): the same through a per-thread handle;
+ *   ring       hr_ring_lookup() on the same ring (hashing included);
+ *   ketama     libmemcached's memcached_generate_hash() with
+ *              MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED on as many servers;
+ *   bsearch    hr_hash_key() then a textbook lower bound over a sorted
+ *              array of the very same points (checked to agree).
+ *
+ * Keys are 16 random bytes taken in turn from a pool far larger than the
+ * caches.  "Throughput" runs independent lookups; the "dependent chain"
+ * picks each key from the previous answer, so it measures latency.
+ * Each figure is the median of several rounds, the methods interleaved
+ * within each round so that noise hits them alike.
+ */
+#define _GNU_SOURCE
+#include "bench_lookup.h"
+
+#include "client.h"
+#include "hashring.h"
+#include "publish.h"
+
+#include <libmemcached/memcached.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define KEY_LEN 16
+#define POOL_KEYS (1u << 21)		/* 32 MiB of keys */
+#define ROUNDS 7
+#define OPS_PER_ROUND 400000
+#define CHECK_KEYS 100000
+#define MC_SERVERS_MAX 100		/* libmemcached aborts above this */
+#define THREAD_WINDOW_NS (300 * 1000000LL)
+#define THREAD_ROUNDS 3
+#define REPUBLISH_PERIOD_NS (10 * 1000000LL)	/* 100 per second */
+
+/*
+ * Single-thread figures are the thread's CPU time, not wall time: on a
+ * small shared machine other processes take the CPU away in the middle of
+ * a round, and wall time would charge that to whichever method ran.
+ */
+static int64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct keypool {
+	unsigned char *keys;
+	size_t mask;			/* POOL_KEYS - 1 */
+};
+
+/* ---- the textbook ring -------------------------------------------------- */
+
+struct bs_ring {
+	uint64_t *pos;
+	uint32_t *node;
+	size_t n;
+};
+
+struct bs_point {
+	uint64_t pos;
+	uint32_t node;
+};
+
+static int cmp_bs_point(const void *a, const void *b)
+{
+	const struct bs_point *x = a, *y = b;
+
+	if (x->pos != y->pos)
+		return x->pos < y->pos ? -1 : 1;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* The points of docs/placement.md ("<id>#<i>" hashed with XXH3), computed
+ * here from the ring's nodes, in id order as the ring numbers them. */
+static int bs_build(struct bs_ring *b, const hr_ring *ring)
+{
+	size_t n = hr_ring_point_count(ring), k = 0;
+	struct bs_point *tmp = malloc(n * sizeof *tmp);
+	char name[HR_ID_MAX + 16];
+
+	b->pos = malloc(n * sizeof *b->pos);
+	b->node = malloc(n * sizeof *b->node);
+	if (!tmp || !b->pos || !b->node) {
+		free(tmp);
+		return -1;
+	}
+	for (size_t j = 0; j < hr_ring_node_count(ring); j++) {
+		const hr_node *nd = hr_ring_node(ring, j);
+		unsigned v = hr_ring_node_vnodes(ring, nd);
+
+		for (unsigned i = 0; i < v; i++) {
+			int len = snprintf(name, sizeof name, "%s#%u", nd->id, i);
+
+			tmp[k].pos = XXH3_64bits(name, (size_t)len);
+			tmp[k].node = (uint32_t)j;
+			k++;
+		}
+	}
+	qsort(tmp, n, sizeof *tmp, cmp_bs_point);
+	for (size_t i = 0; i < n; i++) {
+		b->pos[i] = tmp[i].pos;
+		b->node[i] = tmp[i].node;
+	}
+	b->n = n;
+	free(tmp);
+	return 0;
+}
+
+static void bs_free(struct bs_ring *b)
+{
+	free(b->pos);
+	free(b->node);
+}
+
+/* The first point at or after the key's position, wrapping. */
+static inline uint32_t bs_lookup(const struct bs_ring *b, const void *key)
+{
+	uint64_t h = hr_hash_key(key, KEY_LEN);
+	size_t lo = 0, hi = b->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->pos[mid] < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return b->node[lo == b->n ? 0 : lo];
+}
+
+/* ---- libmemcached ---------------------------------------------------------- */
+
+static memcached_st *mc_create(int servers, double *build_ms)
+{
+	memcached_server_list_st list = NULL;
+	memcached_return_t rc;
+	memcached_st *mc = memcached_create(NULL);
+	int64_t t0;
+
+	if (!mc)
+		return NULL;
+	memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
+	for (int i = 0; i < servers; i++) {
+		char host[32];
+
+		snprintf(host, sizeof host, "10.%d.%d.%d", i >> 16, (i >> 8) & 255,
+			 i & 255);
+		list = memcached_server_list_append_with_weight(list, host, 11211, 1,
+								&rc);
+		if (!list) {
+			memcached_free(mc);
+			return NULL;
+		}
+	}
+	t0 = cpu_now_ns();
+	rc = memcached_server_push(mc, list);
+	if (build_ms)
+		*build_ms = (double)(cpu_now_ns() - t0) / 1e6;
+	memcached_server_list_free(list);
+	if (rc != MEMCACHED_SUCCESS) {
+		memcached_free(mc);
+		return NULL;
+	}
+	return mc;
+}
+
+/* Whether libmemcached survives `servers` servers: tried in a child process
+ * because it aborts.  Returns 0 if it works, else the signal or exit code. */
+static int mc_try(int servers)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		memcached_st *mc;
+
+		/* Its assertion message and backtrace are not ours to print. */
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(4);
+		mc = mc_create(servers, NULL);
+
+		if (mc)
+			(void)memcached_generate_hash(mc, "probe-key-0123456", KEY_LEN);
+		_exit(mc ? 0 : 3);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		return WTERMSIG(status);
+	return WEXITSTATUS(status) ? 1000 + WEXITSTATUS(status) : 0;
+}
+
+/* ---- timed loops -------------------------------------------------------- */
+
+/*
+ * THRU runs `ops` independent lookups over the pool; DEP chains them: the
+ * index of the next key moves by one or two depending on the answer, so a
+ * lookup cannot start before the previous one ends.  Both give ns/op and
+ * fold answers into a sink so nothing is optimised away.
+ */
+#define TIMED_LOOPS(name, ctx_t, CALL, TOKEN)                                 \
+	static __attribute__((unused)) double thru_##name(ctx_t ctx, const struct keypool *kp,       \
+				  size_t ops, uint64_t *sink)                  \
+	{                                                                     \
+		int64_t t0 = cpu_now_ns();                                    \
+		uint64_t s = 0;                                               \
+		for (size_t i = 0; i < ops; i++) {                            \
+			const unsigned char *key =                            \
+				kp->keys + (i & kp->mask) * KEY_LEN;          \
+			CALL;                                                 \
+			s += (TOKEN);                                         \
+		}                                                             \
+		*sink += s;                                                   \
+		return (double)(cpu_now_ns() - t0) / (double)ops;            \
+	}                                                                     \
+	static __attribute__((unused)) double dep_##name(ctx_t ctx, const struct keypool *kp,        \
+				 size_t ops, uint64_t *sink)                   \
+	{                                                                     \
+		int64_t t0 = cpu_now_ns();                                    \
+		size_t at = 0;                                                \
+		for (size_t i = 0; i < ops; i++) {                            \
+			const unsigned char *key = kp->keys + at * KEY_LEN;   \
+			CALL;                                                 \
+			at = (at + 1 + ((TOKEN) & 1)) & kp->mask;             \
+		}                                                             \
+		*sink += at;                                                  \
+		return (double)(cpu_now_ns() - t0) / (double)ops;            \
+	}
+
+TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, &out),
+	    (unsigned char)out.node[6])
+TIMED_LOOPS(reader, hr_reader *, hr_owner out; hr_reader_lookup(ctx, key, KEY_LEN, &out),
+	    (unsigned char)out.node[6])
+TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l),
+	    (uintptr_t)l.node >> 4)
+TIMED_LOOPS(mc, const memcached_st *,
+	    uint32_t srv = memcached_generate_hash(ctx, (const char *)key, KEY_LEN), srv)
+TIMED_LOOPS(bs, const struct bs_ring *, uint32_t nd = bs_lookup(ctx, key), nd)
+TIMED_LOOPS(pref, const hr_ring *,
+	    const hr_node *pl[3];
+	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3),
+	    (uintptr_t)pl[k - 1] >> 4)
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- two reader threads under republication ----------------------------- */
+
+struct threads_ctx {
+	hr_client *client;
+	hr__publisher *pub;
+	hr_ring *rings[2];		/* republished in turn */
+	const struct keypool *kp;
+	int stop_readers;
+	int stop_writer;
+	uint64_t swaps;
+};
+
+struct reader {
+	struct threads_ctx *t;
+	size_t start;
+	uint64_t ops;
+};
+
+static void *reader_main(void *p)
+{
+	struct reader *rd = p;
+	const struct keypool *kp = rd->t->kp;
+	size_t at = rd->start;
+	uint64_t ops = 0, sink = 0;
+	hr_owner out;
+
+	while (!__atomic_load_n(&rd->t->stop_readers, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 1024; i++) {
+			hr_client_lookup(rd->t->client, kp->keys + at * KEY_LEN,
+					 KEY_LEN, &out);
+			sink += (unsigned char)out.node[6];
+			at = (at + 1) & kp->mask;
+		}
+		ops += 1024;
+	}
+	rd->ops = ops + (sink & 1);
+	return NULL;
+}
+
+static void *writer_main(void *p)
+{
+	struct threads_ctx *t = p;
+	int64_t next = hrb_now_ns();
+
+	while (!__atomic_load_n(&t->stop_writer, __ATOMIC_RELAXED)) {
+		hr_ring *ring = t->rings[t->swaps & 1];
+
+		/* The publisher takes one reference and later drops the one
+		 * of the ring it replaces: ours stay. */
+		hr__publish_swap(t->pub, hr_ring_retain(ring));
+		t->swaps++;
+		next += REPUBLISH_PERIOD_NS;
+		hrb_sleep_ns(next - hrb_now_ns());
+	}
+	return NULL;
+}
+
+/* Lookups per second of `n` reader threads over one window. */
+static double readers_rate(struct threads_ctx *t, int n)
+{
+	pthread_t th[2];
+	struct reader rd[2];
+	int64_t t0, t1;
+	uint64_t ops = 0;
+
+	__atomic_store_n(&t->stop_readers, 0, __ATOMIC_RELAXED);
+	t0 = hrb_now_ns();
+	for (int i = 0; i < n; i++) {
+		rd[i] = (struct reader){ t, (size_t)i * (t->kp->mask / 2), 0 };
+		pthread_create(&th[i], NULL, reader_main, &rd[i]);
+	}
+	hrb_sleep_ns(THREAD_WINDOW_NS);
+	__atomic_store_n(&t->stop_readers, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		ops += rd[i].ops;
+	}
+	t1 = hrb_now_ns();
+	return (double)ops / ((double)(t1 - t0) / 1e9);
+}
+
+static double two_threads(hr_client *c, hr_ring *a, hr_ring *b,
+			  const struct keypool *kp, double *republish_per_s)
+{
+	struct threads_ctx t = { c, hr__client_publisher(c), { a, b }, kp, 0, 0, 0 };
+	double one[THREAD_ROUNDS], two[THREAD_ROUNDS];
+	pthread_t w;
+	int64_t t0 = hrb_now_ns();
+
+	pthread_create(&w, NULL, writer_main, &t);
+	for (int i = 0; i < THREAD_ROUNDS; i++) {
+		one[i] = readers_rate(&t, 1);
+		two[i] = readers_rate(&t, 2);
+	}
+	__atomic_store_n(&t.stop_writer, 1, __ATOMIC_RELAXED);
+	pthread_join(w, NULL);
+	*republish_per_s = (double)t.swaps / ((double)(hrb_now_ns() - t0) / 1e9);
+	return median(two, THREAD_ROUNDS) / median(one, THREAD_ROUNDS);
+}
+
+/* ---- rings ---------------------------------------------------------------- */
+
+struct nodes {
+	hr_node *v;
+	char (*ids)[32];
+	char (*addrs)[32];
+};
+
+static int nodes_make(struct nodes *ns, int n)
+{
+	ns->v = calloc((size_t)n, sizeof *ns->v);
+	ns->ids = calloc((size_t)n, sizeof *ns->ids);
+	ns->addrs = calloc((size_t)n, sizeof *ns->addrs);
+	if (!ns->v || !ns->ids || !ns->addrs)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		snprintf(ns->ids[i], sizeof ns->ids[i], "cache-%04d", i);
+		snprintf(ns->addrs[i], sizeof ns->addrs[i], "10.%d.%d.%d:11211",
+			 i >> 16, (i >> 8) & 255, i & 255);
+		ns->v[i] = (hr_node){ ns->ids[i], ns->addrs[i], NULL, 1.0,
+				      HR_STATE_ACTIVE };
+	}
+	return 0;
+}
+
+static void nodes_free(struct nodes *ns)
+{
+	free(ns->v);
+	free(ns->ids);
+	free(ns->addrs);
+}
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Median build time in ms; *bytes gets the heap one ring holds, malloc's
+ * own overhead included. */
+static double build_time(const struct nodes *ns, int n, int vnodes, int reps,
+			 size_t *bytes)
+{
+	hr_ring_options opts = { .vnodes_per_weight = (unsigned)vnodes };
+	double t[9];
+
+	for (int i = 0; i < reps; i++) {
+		size_t before = heap_in_use();
+		hr_ring *ring = NULL;
+		int64_t t0 = cpu_now_ns();
+
+		if (hr_ring_build(ns->v, (size_t)n, &opts, 1, &ring, NULL))
+			return -1;
+		t[i] = (double)(cpu_now_ns() - t0) / 1e6;
+		if (bytes)
+			*bytes = heap_in_use() - before;
+		hr_ring_release(ring);
+	}
+	return median(t, (size_t)reps);
+}
+
+/* The ring and the textbook search must agree on every key. */
+static int check_agree(const hr_ring *ring, const struct bs_ring *bs,
+		       const struct keypool *kp)
+{
+	for (size_t i = 0; i < CHECK_KEYS; i++) {
+		const unsigned char *key = kp->keys + i * KEY_LEN;
+		hr_lookup l;
+
+		if (hr_ring_lookup(ring, key, KEY_LEN, &l) ||
+		    l.node != hr_ring_node(ring, bs_lookup(bs, key)))
+			return -1;
+	}
+	return 0;
+}
+
+static void quiet_log(void *ud, hr_log_level level, const char *line)
+{
+}
+
+static hr_client *open_client(hrb_report *r)
+{
+	hr_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+
+	hr_config_init(&cfg);
+	/* Nothing listens on port 1: the watcher retries in the background
+	 * and never publishes; the benchmark publishes instead. */
+	cfg.endpoints = "127.0.0.1:1";
+	cfg.prefix = "/bench/lookup/";
+	cfg.open_nonblocking = 1;
+	cfg.backoff_initial_ms = 5000;
+	cfg.log = quiet_log;
+	if (hr_client_open(&cfg, &c, &err)) {
+		fprintf(stderr, "bench: hr_client_open: %s\n", err.message);
+		return NULL;
+	}
+	return c;
+}
+
+static int measure_config(hrb_lookup_config *cf, hr_client *c,
+			  const struct keypool *kp, hrb_report *r)
+{
+	hr_ring_options opts = { .vnodes_per_weight = (unsigned)cf->vnodes };
+	double api[ROUNDS], ring[ROUNDS], mc[ROUNDS], bs[ROUNDS], pref[ROUNDS];
+	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
+	double rdr[ROUNDS], rdrd[ROUNDS];
+	hr_reader *reader = NULL;
+	memcached_st *mcs = NULL;
+	struct bs_ring bsr = { 0 };
+	struct nodes ns;
+	hr_ring *a = NULL, *b = NULL;
+	size_t bytes = 0;
+	uint64_t sink = 0;
+	int rc = -1;
+
+	if (nodes_make(&ns, cf->nodes))
+		goto out;
+	cf->build_ms = build_time(&ns, cf->nodes, cf->vnodes, cf->nodes > 100 ? 5 : 9,
+				  &bytes);
+	if (hr_ring_build(ns.v, (size_t)cf->nodes, &opts, 1, &a, NULL) ||
+	    hr_ring_build(ns.v, (size_t)cf->nodes, &opts, 2, &b, NULL))
+		goto out;
+	cf->points = hr_ring_point_count(a);
+	cf->bytes_per_point = (double)bytes / (double)cf->points;
+	if (bs_build(&bsr, a))
+		goto out;
+	if (check_agree(a, &bsr, kp)) {
+		fprintf(stderr, "bench: ring and binary search disagree\n");
+		goto out;
+	}
+	if (cf->nodes <= MC_SERVERS_MAX)
+		mcs = mc_create(cf->nodes, NULL);
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
+	if (hr_reader_open(c, &reader))
+		goto out;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		api[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+		rdr[i] = thru_reader(reader, kp, OPS_PER_ROUND, &sink);
+		ring[i] = thru_ring(a, kp, OPS_PER_ROUND, &sink);
+		bs[i] = thru_bs(&bsr, kp, OPS_PER_ROUND, &sink);
+		pref[i] = thru_pref(a, kp, OPS_PER_ROUND, &sink);
+		apid[i] = dep_api(c, kp, OPS_PER_ROUND, &sink);
+		rdrd[i] = dep_reader(reader, kp, OPS_PER_ROUND, &sink);
+		ringd[i] = dep_ring(a, kp, OPS_PER_ROUND, &sink);
+		bsd[i] = dep_bs(&bsr, kp, OPS_PER_ROUND, &sink);
+		if (mcs) {
+			mc[i] = thru_mc(mcs, kp, OPS_PER_ROUND / 4, &sink);
+			mcd[i] = dep_mc(mcs, kp, OPS_PER_ROUND / 4, &sink);
+		}
+	}
+	cf->api_ns = median(api, ROUNDS);
+	cf->ring_ns = median(ring, ROUNDS);
+	cf->reader_ns = median(rdr, ROUNDS);
+	cf->reader_dep_ns = median(rdrd, ROUNDS);
+	cf->bsearch_ns = median(bs, ROUNDS);
+	cf->preflist3_ns = median(pref, ROUNDS);
+	cf->api_dep_ns = median(apid, ROUNDS);
+	cf->ring_dep_ns = median(ringd, ROUNDS);
+	cf->bsearch_dep_ns = median(bsd, ROUNDS);
+	cf->libmemcached_ns = mcs ? median(mc, ROUNDS) : -1;
+	cf->libmemcached_dep_ns = mcs ? median(mcd, ROUNDS) : -1;
+	cf->two_thread_speedup = two_threads(c, a, b, kp, &cf->republish_per_s);
+	if (sink == 42)
+		fprintf(stderr, " ");	/* keeps the answers alive */
+	rc = 0;
+out:
+	hr_reader_close(reader);
+	if (mcs)
+		memcached_free(mcs);
+	bs_free(&bsr);
+	hr_ring_release(a);
+	hr_ring_release(b);
+	nodes_free(&ns);
+	return rc;
+}
+
+int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r)
+{
+	static const int sizes[][2] = { { 10, 200 }, { 100, 200 }, { 1000, 200 },
+					{ 1000, 256 } };
+	struct keypool kp = { malloc((size_t)POOL_KEYS * KEY_LEN), POOL_KEYS - 1 };
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	hr_client *c;
+	memcached_st *mc;
+	double t[9];
+	int sig;
+
+	memset(lr, 0, sizeof *lr);
+	if (!kp.keys)
+		return -1;
+	/* splitmix64: cheap, and every byte of every key is random */
+	for (size_t i = 0; i < (size_t)POOL_KEYS * KEY_LEN / 8; i++) {
+		uint64_t z = (x += 0x9e3779b97f4a7c15u);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+		z ^= z >> 31;
+		memcpy(kp.keys + i * 8, &z, 8);
+	}
+	c = open_client(r);
+	if (!c) {
+		free(kp.keys);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		hrb_lookup_config *cf = &lr->cfg[lr->n];
+
+		cf->nodes = sizes[i][0];
+		cf->vnodes = sizes[i][1];
+		if (measure_config(cf, c, &kp, r)) {
+			hr_client_close(c);
+			free(kp.keys);
+			return -1;
+		}
+		lr->n++;
+	}
+	hr_client_close(c);
+	free(kp.keys);
+
+	for (int i = 0; i < 9; i++) {
+		mc = mc_create(100, &t[i]);
+		if (!mc)
+			return -1;
+		memcached_free(mc);
+	}
+	lr->libmemcached_build_ms_100 = median(t, 9);
+	sig = mc_try(1000);
+	if (sig)
+		hrb_note(r, "libmemcached ketama cannot run with 1000 servers (%s %d in a "
+			 "child process): its figures at 1000 nodes are null",
+			 sig < 1000 ? "killed by signal" : "exit code",
+			 sig < 1000 ? sig : sig - 1000);
+	else
+		hrb_note(r, "libmemcached ketama ran with 1000 servers in a child process, "
+			 "but is only measured up to %d", MC_SERVERS_MAX);
+	hrb_note(r, "libmemcached figures include its MD5 key hash (what "
+		 "MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED selects); ours include XXH3");
+	hrb_note(r, "preflist3_ns is hr_ring_preflist(R=3) on the raw ring; compare "
+		 "with ring_ns");
+	return 0;
+}
+
+/* ---- printing ----------------------------------------------------------- */
+
+static double ratio(double a, double b)
+{
+	return a > 0 && b > 0 ? a / b : -1;
+}
+
+static void print_ns(double v)
+{
+	if (v < 0)
+		printf(" %8s", "-");
+	else
+		printf(" %8.1f", v);
+}
+
+void hrb_lookup_print_text(const hrb_lookup_report *lr)
+{
+	printf("Lookups, 16-byte random keys (ns of thread CPU time per lookup; median "
+	       "of %d rounds)\n", ROUNDS);
+	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
+	       "api", "reader", "ring", "ketama", "bsearch", "pref R=3", "api dep",
+	       "rdr dep", "ring dep", "ket dep", "bs dep");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s", label);
+		print_ns(c->api_ns);
+		print_ns(c->reader_ns);
+		print_ns(c->ring_ns);
+		print_ns(c->libmemcached_ns);
+		print_ns(c->bsearch_ns);
+		print_ns(c->preflist3_ns);
+		print_ns(c->api_dep_ns);
+		print_ns(c->reader_dep_ns);
+		print_ns(c->ring_dep_ns);
+		print_ns(c->libmemcached_dep_ns);
+		print_ns(c->bsearch_dep_ns);
+		printf("\n");
+	}
+	printf("Ratios (higher is better for us; same run)\n");
+	printf("  %-11s %10s %10s %10s %10s %10s %10s %10s %10s\n", "nodes x vn",
+	       "ketama/api", "bs/api", "ket/reader", "bs/reader", "bs/ring",
+	       "pref/ring", "2thr/1thr", "dep bs/api");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+		double v[8] = { ratio(c->libmemcached_ns, c->api_ns),
+				ratio(c->bsearch_ns, c->api_ns),
+				ratio(c->libmemcached_ns, c->reader_ns),
+				ratio(c->bsearch_ns, c->reader_ns),
+				ratio(c->bsearch_ns, c->ring_ns),
+				ratio(c->preflist3_ns, c->ring_ns),
+				c->two_thread_speedup,
+				ratio(c->bsearch_dep_ns, c->api_dep_ns) };
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s", label);
+		for (int k = 0; k < 8; k++) {
+			if (v[k] < 0)
+				printf(" %10s", "-");
+			else
+				printf(" %9.2fx", v[k]);
+		}
+		printf("\n");
+	}
+	printf("Build (thread CPU time) and memory\n");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+
+		printf("  %5d x %-4d %8zu points  build %7.3f ms  %5.2f bytes/point"
+		       "  (republished %.0f/s during the thread test)\n",
+		       c->nodes, c->vnodes, c->points, c->build_ms, c->bytes_per_point,
+		       c->republish_per_s);
+	}
+	printf("  libmemcached continuum, 100 servers: %.3f ms\n",
+	       lr->libmemcached_build_ms_100);
+}
+
+static void json_num(const char *name, double v, int last)
+{
+	if (v < 0)
+		printf("\"%s\":null", name);
+	else
+		printf("\"%s\":%.3f", name, v);
+	if (!last)
+		putchar(',');
+}
+
+void hrb_lookup_print_json(const hrb_lookup_report *lr)
+{
+	printf("\"configs\":[");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+
+		printf("%s{\"nodes\":%d,\"vnodes\":%d,\"points\":%zu,", i ? "," : "",
+		       c->nodes, c->vnodes, c->points);
+		json_num("api_ns", c->api_ns, 0);
+		json_num("reader_ns", c->reader_ns, 0);
+		json_num("ring_ns", c->ring_ns, 0);
+		json_num("libmemcached_ns", c->libmemcached_ns, 0);
+		json_num("bsearch_ns", c->bsearch_ns, 0);
+		json_num("preflist3_ns", c->preflist3_ns, 0);
+		json_num("two_thread_speedup", c->two_thread_speedup, 0);
+		json_num("build_ms", c->build_ms, 0);
+		json_num("bytes_per_point", c->bytes_per_point, 0);
+		json_num("api_dep_ns", c->api_dep_ns, 0);
+		json_num("reader_dep_ns", c->reader_dep_ns, 0);
+		json_num("ring_dep_ns", c->ring_dep_ns, 0);
+		json_num("libmemcached_dep_ns", c->libmemcached_dep_ns, 0);
+		json_num("bsearch_dep_ns", c->bsearch_dep_ns, 0);
+		json_num("republish_per_s", c->republish_per_s, 1);
+		printf("}");
+	}
+	printf("],\"libmemcached_build_ms\":{\"100\":%.3f}",
+	       lr->libmemcached_build_ms_100);
+}

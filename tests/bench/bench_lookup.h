@@ -1,0 +1,47 @@
+/*
+ * bench_lookup.h - hashring-bench, the lookup side: our lookup through the
+ * public client API and on a raw ring, beside libmemcached's ketama and a
+ * plain binary search over the same points; preference lists, two reader
+ * threads under republication, build times and bytes per point.
+ */
+#ifndef HRB_BENCH_LOOKUP_H
+#define HRB_BENCH_LOOKUP_H
+
+#include "bench.h"
+
+#define HRB_LOOKUP_CONFIGS_MAX 4
+
+/* One ring size.  A figure that could not be measured is negative. */
+typedef struct hrb_lookup_config {
+	int nodes, vnodes;
+	size_t points;
+	/* Random-key throughput, ns per lookup (independent lookups). */
+	double api_ns, ring_ns, libmemcached_ns, bsearch_ns, preflist3_ns;
+	double reader_ns;	/* hr_reader_lookup(): the API with a handle */
+	/* Dependent chain: the next key depends on the previous answer. */
+	double api_dep_ns, ring_dep_ns, libmemcached_dep_ns, bsearch_dep_ns;
+	double reader_dep_ns;
+	/* Client API lookups of two threads over one, while a writer
+	 * republishes the ring. */
+	double two_thread_speedup;
+	double republish_per_s;
+	double build_ms;
+	double bytes_per_point;
+} hrb_lookup_config;
+
+typedef struct hrb_lookup_report {
+	int n;
+	hrb_lookup_config cfg[HRB_LOOKUP_CONFIGS_MAX];
+	double libmemcached_build_ms_100;	/* continuum of 100 servers */
+} hrb_lookup_report;
+
+/* Runs every lookup measurement; notes go to `r`.  0, or -1 after
+ * printing why. */
+int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r);
+
+/* The readable table with ratios, and the JSON members "configs" and
+ * "libmemcached_build_ms" (no braces around them). */
+void hrb_lookup_print_text(const hrb_lookup_report *lr);
+void hrb_lookup_print_json(const hrb_lookup_report *lr);
+
+#endif

@@ -1,0 +1,124 @@
+#!/bin/bash
+# check_install.sh - installs hashring into a temporary prefix and builds
+# programs against it the ways a user would: find_package() (shared and
+# static library) and pkg-config.  No network; the prefix is removed after.
+#
+#   check_install.sh BUILD_DIR CONSUMER_DIR CC LIBDIR INCLUDEDIR BINDIR MANDIR VERSION
+set -euo pipefail
+
+build=$1 consumer=$2 cc=$3 libdir=$4 includedir=$5 bindir=$6 mandir=$7 version=$8
+major=${version%%.*}
+work=$(mktemp -d "${TMPDIR:-/tmp}/hashring-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# The one file, of all those lines of output, where `ldd` found a library.
+resolved() {
+	local lib=$1 exe=$2
+	ldd "$exe" | awk -v lib="$lib" '$1 == lib { print $3 }'
+}
+
+cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+
+# ---- what lands where ------------------------------------------------------
+for f in "$includedir/hashring.h" "$includedir/hashring/version.h" \
+	 "$libdir/libhashring.so.$version" "$libdir/libhashring.a" \
+	 "$libdir/pkgconfig/hashring.pc" \
+	 "$libdir/cmake/hashring/hashring-config.cmake" \
+	 "$libdir/cmake/hashring/hashring-config-version.cmake" \
+	 "$libdir/cmake/hashring/hashring-targets.cmake" \
+	 "$bindir/hashring" "$mandir/man1/hashring.1"; do
+	[ -f "$prefix/$f" ] || fail "not installed: $f"
+done
+[ "$(readlink "$prefix/$libdir/libhashring.so")" = "libhashring.so.$major" ] ||
+	fail "libhashring.so does not point to libhashring.so.$major"
+soname=$(readelf -d "$prefix/$libdir/libhashring.so.$version" |
+	 sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = "libhashring.so.$major" ] || fail "SONAME is '$soname'"
+out=$("$prefix/$bindir/hashring" --version)
+[ "$out" = "hashring $version" ] || fail "installed CLI says '$out'"
+
+# The installed headers stand alone and are clean C and C++.
+echo '#include <hashring.h>' >"$work/header.c"
+"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
+	-I"$prefix/$includedir" "$work/header.c"
+if command -v c++ >/dev/null; then
+	c++ -x c++ -Wall -Wextra -Werror -fsyntax-only -I"$prefix/$includedir" \
+		"$work/header.c"
+fi
+
+# What every consumer must print: the CLI's own answer for the same ring.
+cat >"$work/members.json" <<'JSON'
+{"a":"10.0.0.1:11211","b":"10.0.0.2:11211","c":"10.0.0.3:11211"}
+JSON
+owner=$("$prefix/$bindir/hashring" lookup --members "$work/members.json" \
+	user:42 | cut -f2)
+expect="hashring $version: user:42 -> $owner"
+
+# ---- find_package ------------------------------------------------------------
+cmake -S "$consumer" -B "$work/cmake" -DCMAKE_C_COMPILER="$cc" \
+	-DCMAKE_PREFIX_PATH="$prefix" -DHR_WANT_VERSION="$version" \
+	>"$work/cmake.log" || { cat "$work/cmake.log"; fail "find_package"; }
+cmake --build "$work/cmake" >>"$work/cmake.log" ||
+	{ cat "$work/cmake.log"; fail "find_package consumer build"; }
+for exe in consumer_shared consumer_static; do
+	out=$("$work/cmake/$exe")
+	[ "$out" = "$expect" ] || fail "$exe printed '$out', not '$expect'"
+done
+# The shared one found the installed library (through the build RPATH),
+# the static one carries it inside.
+[ "$(resolved "libhashring.so.$major" "$work/cmake/consumer_shared")" -ef \
+  "$prefix/$libdir/libhashring.so.$major" ] ||
+	fail "consumer_shared does not load the installed library"
+if readelf -d "$work/cmake/consumer_static" | grep -q libhashring; then
+	fail "consumer_static needs libhashring.so"
+fi
+
+# A later major version is refused by the version file.
+if cmake -S "$consumer" -B "$work/cmake-next" -DCMAKE_C_COMPILER="$cc" \
+	-DCMAKE_PREFIX_PATH="$prefix" -DHR_WANT_VERSION="$((major + 1)).0" \
+	>"$work/next.log" 2>&1; then
+	fail "find_package(hashring $((major + 1)).0) accepted $version"
+fi
+grep -q "compatible with requested version" "$work/next.log" ||
+	{ cat "$work/next.log"; fail "find_package failed for another reason"; }
+
+# ---- pkg-config ----------------------------------------------------------------
+pcdir=$prefix/$libdir/pkgconfig
+pc() { PKG_CONFIG_PATH=$pcdir pkg-config "$@"; }
+
+[ "$(pc --modversion hashring)" = "$version" ] || fail "pkg-config version"
+requires=$(pc --print-requires-private hashring | awk '{print $1}' | sort | xargs)
+[ "$requires" = "libcjson libcurl liburcu-bp libxxhash" ] ||
+	fail "Requires.private is '$requires'"
+static_libs=" $(pc --static --libs hashring) "
+for l in -lhashring -lxxhash -lcjson -lcurl -lurcu-bp -lm -pthread; do
+	[[ $static_libs == *" $l "* ]] || fail "pkg-config --static lacks $l"
+done
+# Shared linking needs nothing but the library itself.
+[ "$(pc --libs-only-l hashring | xargs)" = "-lhashring" ] ||
+	fail "pkg-config --libs: $(pc --libs hashring)"
+
+# shellcheck disable=SC2046 # pkg-config output is a list of flags
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$work/consumer_pc" \
+	"$consumer/consumer.c" $(pc --cflags --libs hashring)
+out=$(LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_pc")
+[ "$out" = "$expect" ] || fail "pkg-config consumer printed '$out'"
+[ "$(LD_LIBRARY_PATH=$prefix/$libdir resolved "libhashring.so.$major" "$work/consumer_pc")" \
+  -ef "$prefix/$libdir/libhashring.so.$major" ] ||
+	fail "the pkg-config consumer does not load the installed library"
+
+# The .pc file follows the prefix when it is moved.
+mv "$prefix" "$work/moved"
+pcdir=$work/moved/$libdir/pkgconfig
+# (--cflags also carries those of the Requires.private: take ours, the first.)
+incdir=$(pc --cflags-only-I hashring | awk '{ sub(/^-I/, "", $1); print $1 }')
+[ "$incdir" -ef "$work/moved/$includedir" ] ||
+	fail "after a move, pkg-config --cflags gives '$incdir'"
+
+echo "ok: installed $version, 3 consumers built and ran ($owner)"

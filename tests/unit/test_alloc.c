@@ -1,0 +1,236 @@
+/* test_alloc.c - the lookup path never allocates: malloc and friends are
+ * interposed with counters for the calling thread, and many lookups after
+ * a warm-up must count zero.  A check that the counters do count keeps the
+ * test from passing vacuously. */
+#define _GNU_SOURCE
+#include "client.h"
+#include "ring.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALLS 200000
+
+/* glibc's own entry points, which the interposed functions forward to. */
+void *__libc_malloc(size_t size);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t align, size_t size);
+void __libc_free(void *p);
+
+/* Counted on the calling thread only: the client's watcher thread
+ * allocates as it likes. */
+static __thread int counting;
+static __thread unsigned long allocs;
+
+void *malloc(size_t size)
+{
+	allocs += counting;
+	return __libc_malloc(size);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	allocs += counting;
+	return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t size)
+{
+	allocs += counting;
+	return __libc_realloc(p, size);
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+	allocs += counting;
+	return __libc_memalign(align, size);
+}
+
+int posix_memalign(void **out, size_t align, size_t size)
+{
+	void *p;
+
+	allocs += counting;
+	p = __libc_memalign(align, size);
+	if (!p)
+		return 12;	/* ENOMEM */
+	*out = p;
+	return 0;
+}
+
+void free(void *p)
+{
+	allocs += counting;
+	__libc_free(p);
+}
+
+static void count_start(void)
+{
+	allocs = 0;
+	counting = 1;
+}
+
+static unsigned long count_stop(void)
+{
+	counting = 0;
+	return allocs;
+}
+
+/* 40 nodes, some warming and some draining, so the two views differ and
+ * both are searched. */
+static hr_ring *make_ring(void)
+{
+	char ids[40][16], addrs[40][24], zones[40][8];
+	hr_node nodes[40];
+	hr_ring *ring = NULL;
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(ids[i], sizeof ids[i], "node-%02d", i);
+		snprintf(addrs[i], sizeof addrs[i], "10.0.0.%d:11211", i);
+		snprintf(zones[i], sizeof zones[i], "z%d", i % 3);
+		nodes[i] = (hr_node){ ids[i], addrs[i], zones[i], 1.0 + i % 2,
+				      i % 7 == 0 ? HR_STATE_WARMING :
+				      i % 7 == 1 ? HR_STATE_DRAINING :
+						   HR_STATE_ACTIVE };
+	}
+	ck_assert_int_eq(hr_ring_build(nodes, 40, NULL, 5, &ring, NULL), 0);
+	return ring;
+}
+
+static void key_of(unsigned long i, char *key, size_t *len)
+{
+	*len = (size_t)snprintf(key, 32, "key:%lu", i * 2654435761u);
+}
+
+static void quiet(void *ud, hr_log_level level, const char *line)
+{
+}
+
+/* A client with nothing to watch (nobody listens on port 1), whose ring
+ * is published by the test through the client's own publisher. */
+static hr_client *open_client(hr_ring *ring)
+{
+	hr_config cfg;
+	hr_client *c = NULL;
+
+	hr_config_init(&cfg);
+	cfg.endpoints = "127.0.0.1:1";
+	cfg.prefix = "/alloc/";
+	cfg.open_nonblocking = 1;
+	cfg.backoff_initial_ms = 5000;
+	cfg.log = quiet;
+	ck_assert_int_eq(hr_client_open(&cfg, &c, NULL), 0);
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	return c;
+}
+
+START_TEST(counters_count)
+{
+	/* Through volatile pointers: the compiler may assume a direct malloc
+	 * call touches no counter of ours. */
+	void *(*volatile m)(size_t) = malloc;
+	void *(*volatile r)(void *, size_t) = realloc;
+	void *(*volatile c)(size_t, size_t) = calloc;
+	void (*volatile f)(void *) = free;
+	void *p;
+	unsigned long n;
+
+	count_start();
+	p = m(24);
+	p = r(p, 4000);
+	f(p);
+	p = c(3, 8);
+	f(p);
+	n = count_stop();
+	ck_assert_uint_eq(n, 5);
+}
+END_TEST
+
+START_TEST(ring_lookups_do_not_allocate)
+{
+	hr_ring *ring = make_ring();
+	const hr_node *pl[8];
+	hr_lookup l;
+	hr_owner o;
+	char key[32];
+	size_t len;
+	unsigned long n, found = 0;
+
+	count_start();
+	for (unsigned long i = 0; i < CALLS; i++) {
+		key_of(i, key, &len);
+		found += hr_ring_lookup(ring, key, len, &l) == 0;
+		found += hr_ring_preflist(ring, key, len, (hr_view)(i & 1), pl,
+					  1 + i % 8) > 0;
+		found += hr__ring_lookup_owner(ring, key, len, &o) == 0;
+	}
+	n = count_stop();
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(found, 3 * CALLS);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(client_lookups_do_not_allocate)
+{
+	hr_ring *ring = make_ring();
+	hr_client *c = open_client(ring);
+	hr_reader *r = NULL;
+	hr_owner o, via_reader;
+	hr_replica reps[3];
+	hr_lookup l;
+	char key[32];
+	size_t len;
+	unsigned long n, bad = 0;
+
+	ck_assert_int_eq(hr_reader_open(c, &r), 0);
+	/* Warm-up: liburcu-bp registers a thread on its first read section. */
+	ck_assert_int_eq(hr_client_lookup(c, "warm", 4, &o), 0);
+	/* No ck_assert inside: a passing Check assertion records a mark
+	 * point, and that allocates. */
+	count_start();
+	for (unsigned long i = 0; i < CALLS; i++) {
+		key_of(i, key, &len);
+		bad += hr_client_lookup(c, key, len, &o) != 0;
+		bad += hr_reader_lookup(r, key, len, &via_reader) != 0;
+		bad += hr_client_replicas(c, key, len, HR_VIEW_WRITE, reps, 3,
+					  NULL) != 3;
+		/* The copies say what the ring says. */
+		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += strcmp(o.node, l.node->id) != 0;
+		bad += strcmp(o.addr, l.node->addr) != 0;
+		bad += strcmp(o.read_node, l.read_node->id) != 0;
+		bad += strcmp(o.read_addr, l.read_node->addr) != 0;
+		bad += strcmp(via_reader.node, o.node) != 0;
+		bad += strcmp(via_reader.read_addr, o.read_addr) != 0;
+		bad += o.revision != 5 || via_reader.revision != 5;
+	}
+	n = count_stop();
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(bad, 0);
+	hr_reader_close(r);
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("alloc");
+	TCase *tc = tcase_create("lookup path");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, counters_count);
+	tcase_add_test(tc, ring_lookups_do_not_allocate);
+	tcase_add_test(tc, client_lookups_do_not_allocate);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
