@@ -29,7 +29,7 @@ set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 
 # Debian 12 package names of what the library and the tool link with.
 set(HR_DEB_RUNTIME_DEPENDS
-    "libc6 (>= 2.34), libcurl4 (>= 7.88), libcjson1 (>= 1.7.15), libxxhash0 (>= 0.8), liburcu8 (>= 0.13)")
+    "libc6 (>= 2.34), libcurl4 (>= 7.88), libcjson1 (>= 1.7.15), libxxhash0 (>= 0.8), liburcu8 (>= 0.13), libssl3 (>= 3.0)")
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libhashring${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}")
@@ -43,17 +43,17 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
 # The static library needs the dependencies' own -dev packages.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libcurl4-openssl-dev | libcurl-dev, libcjson-dev, libxxhash-dev, liburcu-dev, pkgconf | pkg-config")
+    "libcurl4-openssl-dev | libcurl-dev, libcjson-dev, libxxhash-dev, liburcu-dev, libssl-dev, pkgconf | pkg-config")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "Development files: headers, the static library, hashring.pc for
 pkg-config and the CMake package (find_package(hashring) gives the
 imported target hashring::hashring).")
 
 # The tool links the library statically, so it depends on what the library
-# depends on, plus libcrypto for the md5 ring of `hashring sim`.
+# depends on (libcrypto included: ketama placement hashes with MD5).
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME hashring)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION net)
-set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}, libssl3 (>= 3.0)")
+set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}")
 set(CPACK_COMPONENT_CLI_DESCRIPTION
     "The hashring command: look keys up, list and watch the ring, register
 a node under a lease as a sidecar, change a node's state or weight, and

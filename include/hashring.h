@@ -144,9 +144,27 @@ typedef struct hr_ring hr_ring;
 
 typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
 
+/*
+ * How points and keys are placed (docs/placement.md):
+ *   HR_PLACEMENT_XXH3    the native contract: XXH3-64 of "<id>#<i>",
+ *                        vnodes_per_weight points per unit of weight.
+ *   HR_PLACEMENT_KETAMA  libmemcached 1.1.4's weighted ketama, bit for bit
+ *                        (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED): MD5 keys,
+ *                        points named from each node's addr, the server
+ *                        list being the view's nodes in id order.  Weights
+ *                        must be whole numbers; vnodes_per_weight is unused.
+ *                        Lookups hash keys with MD5 (slower than XXH3).
+ */
+typedef enum hr_placement {
+	HR_PLACEMENT_XXH3 = 0,
+	HR_PLACEMENT_KETAMA = 1
+} hr_placement;
+
 typedef struct hr_ring_options {
 	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
 	unsigned vnodes_per_weight;
+	/* HR_PLACEMENT_XXH3 (0, the default) or HR_PLACEMENT_KETAMA. */
+	hr_placement placement;
 } hr_ring_options;
 
 /*
@@ -525,6 +543,142 @@ HR_EXPORT int hr_node_set_state(const hr_config *cfg, const char *id,
 				hr_state state, hr_error *err);
 HR_EXPORT int hr_node_set_weight(const hr_config *cfg, const char *id,
 				 double weight, hr_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Rebalancing: ring diffs                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An arc of the circle whose owner changed between two rings: the key
+ * positions [start, end), where `end` == 0 stands for 2^64 (the top of the
+ * circle).  Positions are those of the rings' placement: XXH3-64 of the key,
+ * or in ketama mode the 32-bit MD5 key hash shifted left by 32 bits.  Node
+ * pointers belong to the rings the diff holds.
+ */
+typedef struct hr_arc {
+	uint64_t start;
+	uint64_t end;
+	const hr_node *old_node; /* owner in the old ring; NULL: none (empty view) */
+	const hr_node *new_node; /* owner in the new ring; NULL: none             */
+} hr_arc;
+
+/* The arcs moved from one node to another, summed. */
+typedef struct hr_arc_total {
+	const hr_node *old_node;
+	const hr_node *new_node;
+	size_t arcs;     /* arcs with this pair                             */
+	double share;    /* their part of the key space, in (0, 1]          */
+} hr_arc_total;
+
+/* The difference between two rings in one view.  Immutable once made. */
+typedef struct hr_diff hr_diff;
+
+/*
+ * Lists every arc whose owner in `view` differs between `old_ring` and
+ * `new_ring` (owners compared by node id), in ring order from position 0;
+ * adjacent arcs with the same pair of owners are one arc, so an arc across
+ * position 0 shows as two.  A key is in an arc exactly when its owner
+ * differs.  Either ring may be NULL, meaning an empty ring.  The diff holds
+ * a reference to both rings until hr_diff_free(); it is the tool of a
+ * rebalancer: call it from hr_config.on_change with (old_ring, new_ring)
+ * to learn which keys to copy where.  Cost O(points of both views).
+ * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
+ */
+HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
+			   hr_view view, hr_diff **out, hr_error *err);
+
+/* The arcs, in ring order: hr_diff_arc_count() of them (NULL if none). */
+HR_EXPORT size_t hr_diff_arc_count(const hr_diff *diff);
+HR_EXPORT const hr_arc *hr_diff_arcs(const hr_diff *diff);
+
+/* Totals per (old, new) pair, sorted by old id then new id (bytewise, no
+ * owner first): hr_diff_total_count() of them (NULL if none). */
+HR_EXPORT size_t hr_diff_total_count(const hr_diff *diff);
+HR_EXPORT const hr_arc_total *hr_diff_totals(const hr_diff *diff);
+
+/* Share of the key space that moved: the exact sum of the arcs, rounded
+ * once; equal to hr_ring_moved_share() of the same rings and view. */
+HR_EXPORT double hr_diff_moved_share(const hr_diff *diff);
+
+/* Frees the diff and drops its ring references.  Accepts NULL. */
+HR_EXPORT void hr_diff_free(hr_diff *diff);
+
+/* ------------------------------------------------------------------------ */
+/* Bounded loads                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Consistent hashing with bounded loads (Mirrokni, Thorup and
+ * Zadimoghaddam; HAProxy's hash-balance-factor): a key goes to its owner
+ * unless that node is at capacity, else to the next node clockwise that is
+ * not.  With `c` >= 1, node i of weight w_i has the capacity
+ *
+ *     ceil(c * (T + 1) * w_i / W)
+ *
+ * where T is the load of the view's nodes before this key and W their
+ * total weight (so ceil(c * (T + 1) / n) for equal weights), and it is at
+ * capacity when its load is not below that.  No node then ever takes more
+ * than about c times its fair share.
+ *
+ * Use it when a few hot keys or a burst could overload one node and its
+ * neighbours in turn (cascading overload): keys overflow to the next nodes
+ * while their owner is busy, and return as soon as it is not.  It trades
+ * some cache affinity for that: c = 1.25 moves few keys, smaller c more.
+ * Without hot spots (every node below capacity) answers are the plain
+ * lookup's.  Not for placement that must be stable (where data lives):
+ * it is for routing requests.  See docs/bounded.md.
+ */
+
+/*
+ * The node for `key` in `view`, given the caller's current load of every
+ * node: loads[i] is that of hr_ring_node(ring, i), for all
+ * hr_ring_node_count(ring) nodes (nodes outside the view are ignored).
+ * Returns 0 with *out set, HR_EEMPTY (no node in the view), HR_EINVAL (NULL
+ * argument, bad view, c not a finite number >= 1).  Never allocates or
+ * locks; O(nodes) to sum the loads plus the points walked.
+ */
+HR_EXPORT int hr_ring_lookup_bounded(const hr_ring *ring, const void *key,
+				     size_t len, hr_view view,
+				     const uint64_t *loads, double c,
+				     const hr_node **out);
+
+/*
+ * An in-flight counter: bounded-load routing that counts the requests
+ * itself.  hr_inflight_acquire() picks a node as hr_ring_lookup_bounded()
+ * does, from the requests in flight, and counts one on it;
+ * hr_inflight_release() ends it.  Counters are per node id (they survive
+ * ring changes) and atomic: any number of threads may acquire and release
+ * at once, with no lock.  Under such races the bound holds approximately.
+ */
+typedef struct hr_inflight hr_inflight;
+
+/* Creates a counter for up to `max_ids` distinct node ids over its life
+ * (0: 1024), with balance factor `c` (a finite number >= 1).  Errors:
+ * HR_EINVAL, HR_ELIMIT (max_ids over HR_NODES_MAX), HR_ENOMEM. */
+HR_EXPORT int hr_inflight_create(double c, size_t max_ids, hr_inflight **out,
+				 hr_error *err);
+
+/* Frees the counter (no call on it may be running).  Accepts NULL. */
+HR_EXPORT void hr_inflight_free(hr_inflight *inflight);
+
+/*
+ * Picks the node for `key` in `view` of `ring` and counts a request on it;
+ * release it with its id when the request ends.  Returns 0 with *out set,
+ * HR_EEMPTY (no node in the view), HR_ELIMIT (more distinct ids than
+ * max_ids), HR_EINVAL.  Lock free and allocation free; thread safe.
+ */
+HR_EXPORT int hr_inflight_acquire(hr_inflight *inflight, const hr_ring *ring,
+				  const void *key, size_t len, hr_view view,
+				  const hr_node **out);
+
+/* Ends one request on node `id`.  HR_ENOTFOUND if no request is in flight
+ * on it, HR_EINVAL for NULL.  Thread safe. */
+HR_EXPORT int hr_inflight_release(hr_inflight *inflight, const char *id);
+
+/* Requests in flight on node `id` (0 if unknown), and on all nodes. */
+HR_EXPORT uint64_t hr_inflight_load(const hr_inflight *inflight,
+				    const char *id);
+HR_EXPORT uint64_t hr_inflight_total(const hr_inflight *inflight);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@ struct hr__etcd {
 	const int *stop_flag;
 	void (*tick)(void *userdata);
 	void *tick_userdata;
+	uint64_t cluster_id;       /* of the last parsed reply */
 	CURL *unary;               /* reused so connections are kept alive */
 };
 
@@ -67,7 +68,12 @@ int hr__json_int64(const cJSON *obj, const char *name, int64_t dflt,
 		return 0;
 	}
 	if (cJSON_IsNumber(it)) {
-		*out = (int64_t)it->valuedouble;
+		double d = it->valuedouble;
+		/* Casting a double outside int64's range is undefined. */
+		if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) ||
+		    d != (double)(int64_t)d)
+			return HR_EPARSE;
+		*out = (int64_t)d;
 		return 0;
 	}
 	if (!cJSON_IsString(it) || !it->valuestring[0])
@@ -78,6 +84,25 @@ int hr__json_int64(const cJSON *obj, const char *name, int64_t dflt,
 		return HR_EPARSE;
 	*out = v;
 	return 0;
+}
+
+uint64_t hr__json_cluster_id(const cJSON *reply)
+{
+	const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(reply, "header");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(hdr, "cluster_id");
+	unsigned long long v;
+	char *end;
+
+	if (!cJSON_IsString(id) || !id->valuestring[0] || id->valuestring[0] == '-')
+		return 0;
+	errno = 0;
+	v = strtoull(id->valuestring, &end, 10);
+	return errno || *end ? 0 : (uint64_t)v;
+}
+
+uint64_t hr__etcd_cluster_id(const hr__etcd *e)
+{
+	return e->cluster_id;
 }
 
 static int b64_field(const cJSON *obj, const char *name, char **out,
@@ -406,7 +431,7 @@ int hr__etcd_transfer_error(hr__etcd *e, CURLcode rc, long status,
 		return hr__error_set(err, HR_ETIMEDOUT, "%s: request timed out", ep);
 	if (is_tls_error(rc))
 		return hr__error_set(err, HR_ETLS, "%s: TLS: %s", ep, curl_easy_strerror(rc));
-	if (rc == CURLE_RECV_ERROR && !strncmp(ep, "https://", 8))
+	if ((rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) && !strncmp(ep, "https://", 8))
 		return hr__error_set(err, HR_ETLS,
 				     "%s: TLS handshake rejected (client certificate missing or refused?)", ep);
 	if (rc != CURLE_OK)
@@ -488,6 +513,8 @@ static int post_once(hr__etcd *e, const char *path, const char *body,
 		return hr__error_set(err, HR_EETCD, "%s: reply is not a JSON object",
 				     hr__etcd_endpoint(e));
 	}
+	if (hr__json_cluster_id(*reply))
+		e->cluster_id = hr__json_cluster_id(*reply);
 	return 0;
 }
 

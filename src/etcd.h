@@ -51,6 +51,13 @@ void hr__kvs_free(hr__kv *kvs, size_t n);
  * types.  Used for range replies and watch events alike. */
 int hr__kv_from_json(const cJSON *kv, hr__kv *out, hr_error *err);
 
+/* The cluster id in a reply's "header" (a uint64 sent as a string); 0 when
+ * absent or malformed.  A wiped and rebuilt etcd usually gets a new one. */
+uint64_t hr__json_cluster_id(const cJSON *reply);
+
+/* The cluster id of the last reply hr__etcd_call() parsed (0 if none). */
+uint64_t hr__etcd_cluster_id(const hr__etcd *e);
+
 /* Reads an int64 sent as a JSON string (or number); `dflt` when absent. */
 int hr__json_int64(const cJSON *obj, const char *name, int64_t dflt,
 		   int64_t *out);

@@ -3,6 +3,7 @@
 #include "nodeset.h"
 
 #include "error.h"
+#include "ring.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,13 @@ void hr__nodeset_replace(hr__nodeset *to, hr__nodeset *from)
 int hr__nodeset_build(const hr__nodeset *s, const hr_ring_options *opts,
 		      uint64_t revision, hr_ring **out, hr_error *err)
 {
+	return hr__nodeset_derive(s, NULL, opts, revision, out, err);
+}
+
+int hr__nodeset_derive(const hr__nodeset *s, const hr_ring *prev,
+		       const hr_ring_options *opts, uint64_t revision,
+		       hr_ring **out, hr_error *err)
+{
 	hr_node *nodes = malloc((s->n ? s->n : 1) * sizeof *nodes);
 	int rc;
 
@@ -95,7 +103,7 @@ int hr__nodeset_build(const hr__nodeset *s, const hr_ring_options *opts,
 		nodes[i].weight = s->recs[i].weight;
 		nodes[i].state = s->recs[i].state;
 	}
-	rc = hr_ring_build(nodes, s->n, opts, revision, out, err);
+	rc = hr__ring_derive(prev, nodes, s->n, opts, revision, out, err);
 	free(nodes);
 	return rc;
 }

@@ -27,4 +27,10 @@ void hr__nodeset_replace(hr__nodeset *to, hr__nodeset *from);
 int hr__nodeset_build(const hr__nodeset *s, const hr_ring_options *opts,
 		      uint64_t revision, hr_ring **out, hr_error *err);
 
+/* The same ring, derived from `prev` (may be NULL) to save work when few
+ * nodes changed (see hr__ring_derive). */
+int hr__nodeset_derive(const hr__nodeset *s, const hr_ring *prev,
+		       const hr_ring_options *opts, uint64_t revision,
+		       hr_ring **out, hr_error *err);
+
 #endif

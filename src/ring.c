@@ -6,6 +6,7 @@
 #include "ring.h"
 
 #include "error.h"
+#include "ketama.h"
 #include "member.h"
 
 #include <math.h>
@@ -61,6 +62,9 @@ struct hr_ring {
 	uint64_t revision;
 	uint64_t digest;
 	unsigned vnodes_per_weight;
+	hr_placement placement;
+	hr__point_hash_fn hash;		/* what placed the points (native) */
+	bool derived;			/* points taken from a previous ring */
 	size_t nnodes;
 	size_t npoints;
 	struct ring_node *nodes;	/* sorted by id, bytewise */
@@ -126,6 +130,21 @@ static unsigned index_bits(size_t n, bool wide)
 	return b;
 }
 
+/*
+ * Rings are rebuilt one after the other with nearly the same number of
+ * points.  Asking for a size rounded up to 1/16th (at most 6% more) lets
+ * the allocator hand back the block of a ring freed a moment ago instead
+ * of fresh pages, whose first touch costs a page fault each.
+ */
+static size_t block_size(size_t bytes)
+{
+	size_t grain = 4096;
+
+	while (grain * 16 < bytes)
+		grain *= 2;
+	return (bytes + grain - 1) / grain * grain;
+}
+
 static int view_alloc(struct view *v, size_t npoints, bool wide)
 {
 	unsigned b = index_bits(npoints, wide);
@@ -134,8 +153,8 @@ static int view_alloc(struct view *v, size_t npoints, bool wide)
 	size_t index_bytes = buckets * sizeof(uint32_t);
 	char *mem;
 
-	mem = malloc(pos_bytes + index_bytes +
-		     npoints * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
+	mem = malloc(block_size(pos_bytes + index_bytes + npoints *
+				(wide ? sizeof(uint32_t) : sizeof(uint16_t))));
 	if (!mem)
 		return HR_ENOMEM;
 	v->mem = mem;
@@ -164,15 +183,21 @@ static void view_set_node(struct view *v, size_t i, uint32_t node)
 		((uint16_t *)v->node)[i] = (uint16_t)node;
 }
 
+/* index[k] = points in buckets below k: counted, then summed, two passes
+ * without a branch to mispredict. */
 static void view_index(struct view *v)
 {
 	size_t buckets = (size_t)1 << (64 - v->shift);
-	size_t i = 0;
+	uint32_t sum = 0;
 
+	memset(v->index, 0, buckets * sizeof *v->index);
+	for (size_t i = 0; i < v->npoints; i++)
+		v->index[v->pos[i] >> v->shift]++;
 	for (size_t k = 0; k < buckets; k++) {
-		while (i < v->npoints && (v->pos[i] >> v->shift) < k)
-			i++;
-		v->index[k] = (uint32_t)i;
+		uint32_t c = v->index[k];
+
+		v->index[k] = sum;
+		sum += c;
 	}
 }
 
@@ -419,7 +444,9 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 	p = buf = malloc(size);
 	if (!buf)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	put_u32(&p, ring->vnodes_per_weight);
+	/* 0, never a stored vnodes_per_weight, marks ketama placement. */
+	put_u32(&p, ring->placement == HR_PLACEMENT_KETAMA ? 0 :
+		    ring->vnodes_per_weight);
 	put_u32(&p, (uint32_t)ring->nnodes);
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const hr_node *nd = &ring->nodes[i].pub;
@@ -559,9 +586,370 @@ static int build_view(hr_ring *ring, const struct view *all, hr_view which,
 	return HR_OK;
 }
 
-int hr__ring_build_hashed(const hr_node *nodes, size_t n,
-			  const hr_ring_options *opts, uint64_t revision,
-			  hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+/* ---- deriving a ring from the previous one ------------------------------- */
+
+/*
+ * A node's points depend only on its id and its vnode count, and vnode i of
+ * a node sits where it sits whatever the count: a ring after a small change
+ * is the previous ring's points minus those of removed or shrunk nodes plus
+ * the hashed points of new vnodes, merged.  The result is the ring a full
+ * build would make, point for point.
+ */
+
+#define NO_NODE UINT32_MAX
+
+/*
+ * Sorts `n` 16-byte records by the uint64_t they start with, stably: a
+ * byte-wise radix sort through `tmp` (n records).  Hashed positions are
+ * uniform, so eight counting passes beat a comparison sort from a few
+ * hundred records on.
+ */
+#define RECORD 16
+
+static void sort_records(void *base, void *tmp, size_t n)
+{
+	unsigned char *from = base, *to = tmp;
+
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[257] = { 0 };
+		unsigned char *t;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t key;
+
+			memcpy(&key, from + i * RECORD, sizeof key);
+			count[((key >> shift) & 0xff) + 1]++;
+		}
+		for (int b = 0; b < 256; b++)
+			count[b + 1] += count[b];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t key;
+
+			memcpy(&key, from + i * RECORD, sizeof key);
+			memcpy(to + count[(key >> shift) & 0xff]++ * RECORD,
+			       from + i * RECORD, RECORD);
+		}
+		t = from;
+		from = to;
+		to = t;
+	}
+	/* Eight passes: the records are back in `base`. */
+}
+
+_Static_assert(sizeof(struct point) == RECORD, "points sort as records");
+
+/* Hashes vnodes `from`.. of node `j` into `p`; returns how many. */
+static size_t hash_vnodes(const struct ring_node *rn, uint32_t j,
+			  unsigned from, hr__point_hash_fn hash,
+			  struct point *p)
+{
+	char name[HR_ID_MAX + 16];
+	size_t len = rn->id_len;
+
+	memcpy(name, rn->pub.id, len);
+	name[len] = '#';
+	for (unsigned i = from; i < rn->vnodes; i++, p++) {
+		size_t dl = format_uint(name + len + 1, i);
+
+		p->pos = hash(name, len + 1 + dl);
+		p->node = j;
+	}
+	return rn->vnodes - from;
+}
+
+/*
+ * The points of a ring that kept no all-points view (it has warming and
+ * draining nodes): the union of both views, in order.  Points of active
+ * nodes are in both and taken once.
+ */
+static int union_points(const hr_ring *ring, struct view *u)
+{
+	const struct view *a = &ring->views[HR_VIEW_WRITE];
+	const struct view *b = &ring->views[HR_VIEW_READ];
+	size_t i = 0, j = 0, k = 0;
+
+	if (view_alloc(u, ring->npoints, a->wide) != HR_OK)
+		return HR_ENOMEM;
+	while (i < a->npoints || j < b->npoints) {
+		struct point pa = { UINT64_MAX, UINT32_MAX }, pb = pa;
+
+		if (i < a->npoints)
+			pa = (struct point){ a->pos[i], view_node(a, i) };
+		if (j < b->npoints)
+			pb = (struct point){ b->pos[j], view_node(b, j) };
+		if (j == b->npoints || (i < a->npoints && point_less(&pa, &pb))) {
+			u->pos[k] = pa.pos;
+			view_set_node(u, k++, pa.node);
+			i++;
+		} else {
+			if (i < a->npoints && !point_less(&pb, &pa))
+				i++;	/* the same point, in both views */
+			u->pos[k] = pb.pos;
+			view_set_node(u, k++, pb.node);
+			j++;
+		}
+	}
+	return HR_OK;
+}
+
+/*
+ * Writes into `all` the points of `src` whose node the new ring keeps,
+ * renumbered (the renumbering keeps their order), with the sorted `fresh`
+ * points merged in.
+ */
+static void merge_points(struct view *all, const struct view *src,
+			 const uint32_t *map, const struct point *fresh,
+			 size_t nfresh)
+{
+	size_t k = 0, f = 0;
+
+	for (size_t i = 0; i < src->npoints; i++) {
+		struct point p = { src->pos[i], map[view_node(src, i)] };
+
+		if (p.node == NO_NODE)
+			continue;
+		while (f < nfresh && point_less(&fresh[f], &p)) {
+			all->pos[k] = fresh[f].pos;
+			view_set_node(all, k++, fresh[f++].node);
+		}
+		all->pos[k] = p.pos;
+		view_set_node(all, k++, p.node);
+	}
+	for (; f < nfresh; f++) {
+		all->pos[k] = fresh[f].pos;
+		view_set_node(all, k++, fresh[f].node);
+	}
+}
+
+/*
+ * Fills `all` from prev's points and the hashed new ones.  Sets *done to
+ * false, leaving `all` alone, when a full build is the cheaper way: over a
+ * quarter of the points to hash, as after a resync.
+ */
+static int derive_points(hr_ring *ring, const hr_ring *prev,
+			 struct view *all, bool *done, hr_error *err)
+{
+	uint32_t *map, *kept;	/* prev slot -> new slot; vnodes kept */
+	struct point *fresh = NULL;
+	struct view u = { 0 };
+	const struct view *src;
+	size_t nkept = 0, nfresh, f = 0, i = 0, j = 0;
+	int rc = HR_OK;
+
+	*done = false;
+	/* The big block first, while the block of the ring freed last is
+	 * still whole (see block_size). */
+	if (view_alloc(all, ring->npoints, ring->nnodes > UINT16_MAX + 1u))
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	map = malloc((prev->nnodes ? prev->nnodes : 1) * sizeof *map);
+	kept = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *kept);
+	if (!map || !kept) {
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Both node arrays are in id order: one merge walk.  A node keeps
+	 * its old points unless it lost vnodes (then all are hashed again). */
+	while (i < prev->nnodes) {
+		const struct ring_node *old = &prev->nodes[i];
+		int c = j < ring->nnodes ?
+			strcmp(old->pub.id, ring->nodes[j].pub.id) : -1;
+
+		if (c > 0) {
+			j++;
+			continue;
+		}
+		map[i] = NO_NODE;
+		if (c == 0 && old->vnodes <= ring->nodes[j].vnodes) {
+			map[i] = (uint32_t)j;
+			kept[j] = old->vnodes;
+			nkept += old->vnodes;
+		}
+		if (c == 0)
+			j++;
+		i++;
+	}
+	nfresh = ring->npoints - nkept;
+	if (nfresh > ring->npoints / 4)
+		goto out;
+
+	/* Twice the room: the second half is the sort's scratch. */
+	fresh = malloc((nfresh ? 2 * nfresh : 1) * sizeof *fresh);
+	if (!fresh) {
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+		goto out;
+	}
+	all->nnodes = ring->nnodes;
+	for (uint32_t n = 0; n < ring->nnodes; n++)
+		f += hash_vnodes(&ring->nodes[n], n, kept[n], prev->hash,
+				 fresh + f);
+	/* Stable: equal positions stay in node order, as hashed. */
+	sort_records(fresh, fresh + nfresh, nfresh);
+
+	/* A view that holds every node holds every point. */
+	if (prev->views[HR_VIEW_WRITE].nnodes == prev->nnodes) {
+		src = &prev->views[HR_VIEW_WRITE];
+	} else if (prev->views[HR_VIEW_READ].nnodes == prev->nnodes) {
+		src = &prev->views[HR_VIEW_READ];
+	} else {
+		if (union_points(prev, &u) != HR_OK) {
+			rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+			goto out;
+		}
+		src = &u;
+	}
+	merge_points(all, src, map, fresh, nfresh);
+	view_index(all);
+	*done = true;
+out:
+	if (!*done) {
+		free(all->mem);
+		all->mem = NULL;
+	}
+	free(u.mem);
+	free(fresh);
+	free(kept);
+	free(map);
+	return rc;
+}
+
+/* The points of a native ring: derived from `prev` when it has the same
+ * placement and that is cheaper, else built from scratch. */
+static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
+			hr__point_hash_fn hash, hr_error *err)
+{
+	bool done = false;
+	int rc;
+
+	if (prev && prev->nnodes && prev->placement == ring->placement &&
+	    prev->vnodes_per_weight == ring->vnodes_per_weight &&
+	    prev->hash == hash) {
+		rc = derive_points(ring, prev, all, &done, err);
+		ring->derived = done;
+		if (rc || done)
+			return rc;
+	}
+	return build_points(ring, all, hash, err);
+}
+
+/* ---- ketama placement ---------------------------------------------------- */
+
+static int check_placement(const hr_ring_options *opts, const hr_node *nodes,
+			   size_t n, hr_error *err)
+{
+	hr_placement pl = opts ? opts->placement : HR_PLACEMENT_XXH3;
+
+	if (pl == HR_PLACEMENT_XXH3)
+		return HR_OK;
+	if (pl != HR_PLACEMENT_KETAMA)
+		return hr__error_set(err, HR_EINVAL, "unknown placement %d",
+				     (int)pl);
+	for (size_t i = 0; i < n; i++) {
+		int rc = hr__ketama_node_check(&nodes[i], err);
+
+		if (rc)
+			return rc;
+	}
+	return HR_OK;
+}
+
+static hr_view home_view(hr_state state)
+{
+	return state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+}
+
+/* One view as the continuum libmemcached builds from the view's nodes in id
+ * order: a server's index there orders equal points, as node slots do. */
+static int build_ketama_view(hr_ring *ring, hr_view which, hr_error *err)
+{
+	struct view *v = &ring->views[which];
+	struct hr__ketama_server *servers;
+	struct hr__ketama_point *pts = NULL;
+	uint32_t *slot;
+	bool *zone_seen;
+	size_t n = 0, npoints = 0, nzones = 0;
+	int rc;
+
+	servers = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *servers);
+	slot = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *slot);
+	zone_seen = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *zone_seen);
+	rc = servers && slot && zone_seen ? HR_OK :
+		hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		if (!in_view(rn->pub.state, which))
+			continue;
+		servers[n].addr = rn->pub.addr;
+		servers[n].weight = rn->pub.weight;
+		slot[n++] = (uint32_t)i;
+		if (!zone_seen[rn->zone]) {
+			zone_seen[rn->zone] = true;
+			nzones++;
+		}
+	}
+	if (!rc)
+		rc = hr__ketama_continuum(servers, n, &pts, &npoints, err);
+	if (!rc && view_alloc(v, npoints, ring->nnodes > UINT16_MAX + 1u))
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (!rc) {
+		/* Continuum values become the top half of a position, keys
+		 * too: "first point >= key" is unchanged. */
+		for (size_t j = 0; j < npoints; j++) {
+			v->pos[j] = (uint64_t)pts[j].value << 32;
+			view_set_node(v, j, slot[pts[j].server]);
+		}
+		view_index(v);
+		v->nnodes = n;
+		v->nzones = nzones;
+		for (size_t k = 0; k < n; k++) {
+			struct ring_node *rn = &ring->nodes[slot[k]];
+
+			if (home_view(rn->pub.state) == which)
+				rn->vnodes = hr__ketama_server_points(servers, n, k);
+		}
+	}
+	free(pts);
+	free(zone_seen);
+	free(slot);
+	free(servers);
+	return rc;
+}
+
+/* Completes a ketama ring after build_nodes(): zones, digest, both views
+ * (one shared array when every node is active). */
+static int finish_ketama(hr_ring *ring, hr_ring **out, hr_error *err)
+{
+	bool all_active = true;
+	int rc;
+
+	for (size_t i = 0; i < ring->nnodes; i++)
+		all_active = all_active && ring->nodes[i].pub.state == HR_STATE_ACTIVE;
+	rc = number_zones(ring, err);
+	if (!rc)
+		rc = compute_digest(ring, err);
+	if (!rc)
+		rc = build_ketama_view(ring, HR_VIEW_WRITE, err);
+	if (!rc && all_active) {
+		ring->shared = ring->views[HR_VIEW_WRITE].mem;
+		ring->views[HR_VIEW_WRITE].mem = NULL;
+		ring->views[HR_VIEW_READ] = ring->views[HR_VIEW_WRITE];
+	} else if (!rc) {
+		rc = build_ketama_view(ring, HR_VIEW_READ, err);
+	}
+	if (rc) {
+		hr_ring_release(ring);
+		return rc;
+	}
+	for (size_t i = 0; i < ring->nnodes; i++)
+		ring->npoints += ring->nodes[i].vnodes;
+	*out = ring;
+	return HR_OK;
+}
+
+/* A full build when `prev` is NULL, else a ring derived from it. */
+static int build_ring(const hr_ring *prev, const hr_node *nodes, size_t n,
+		      const hr_ring_options *opts, uint64_t revision,
+		      hr__point_hash_fn hash, hr_ring **out, hr_error *err)
 {
 	struct view all = { 0 };
 	hr_ring *ring;
@@ -583,6 +971,9 @@ int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 		if (rc)
 			return rc;
 	}
+	rc = check_placement(opts, nodes, n, err);
+	if (rc)
+		return rc;
 
 	ring = calloc(1, sizeof *ring);
 	if (!ring)
@@ -592,8 +983,12 @@ int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 	ring->nnodes = n;
 	ring->vnodes_per_weight = opts && opts->vnodes_per_weight ?
 		opts->vnodes_per_weight : HR_VNODES_PER_WEIGHT_DEFAULT;
+	ring->placement = opts ? opts->placement : HR_PLACEMENT_XXH3;
+	ring->hash = hash;
 
 	rc = build_nodes(ring, nodes, n, err);
+	if (!rc && ring->placement == HR_PLACEMENT_KETAMA)
+		return finish_ketama(ring, out, err);
 	if (!rc)
 		rc = count_points(ring, err);
 	if (!rc)
@@ -601,7 +996,7 @@ int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 	if (!rc)
 		rc = compute_digest(ring, err);
 	if (!rc)
-		rc = build_points(ring, &all, hash, err);
+		rc = place_points(ring, prev, &all, hash, err);
 	if (!rc)
 		rc = build_view(ring, &all, HR_VIEW_WRITE, err);
 	if (!rc)
@@ -617,6 +1012,21 @@ int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 		ring->shared = all.mem;
 	*out = ring;
 	return HR_OK;
+}
+
+int hr__ring_build_hashed(const hr_node *nodes, size_t n,
+			  const hr_ring_options *opts, uint64_t revision,
+			  hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+{
+	return build_ring(NULL, nodes, n, opts, revision, hash, out, err);
+}
+
+int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
+		    const hr_ring_options *opts, uint64_t revision,
+		    hr_ring **out, hr_error *err)
+{
+	return build_ring(prev, nodes, n, opts, revision,
+			  prev ? prev->hash : xxh3_hash, out, err);
 }
 
 int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
@@ -669,6 +1079,11 @@ size_t hr_ring_node_count(const hr_ring *ring)
 size_t hr_ring_point_count(const hr_ring *ring)
 {
 	return ring ? ring->npoints : 0;
+}
+
+bool hr__ring_derived(const hr_ring *ring)
+{
+	return ring && ring->derived;
 }
 
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)
@@ -792,6 +1207,39 @@ uint64_t hr_hash_key(const void *key, size_t len)
 	return XXH3_64bits(len ? key : "", len);
 }
 
+/* A key's position: XXH3, or in ketama mode the MD5 hash in the top half
+ * (points are there too).  The branch on the ring is predictable. */
+static inline uint64_t key_pos(const hr_ring *ring, const void *key,
+			       size_t len)
+{
+	if (__builtin_expect(ring->placement == HR_PLACEMENT_KETAMA, 0))
+		return (uint64_t)hr__ketama_key_hash(key, len) << 32;
+	return hr_hash_key(key, len);
+}
+
+uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len)
+{
+	return key_pos(ring, key, len);
+}
+
+size_t hr__ring_view_find(const hr_ring *ring, hr_view view, uint64_t pos)
+{
+	return view_find(&ring->views[view], pos);
+}
+
+int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
+			uint64_t *pos, size_t *node)
+{
+	const struct view *v;
+
+	if (!ring || !valid_view(view) || i >= ring->views[view].npoints)
+		return HR_EINVAL;
+	v = &ring->views[view];
+	*pos = v->pos[i];
+	*node = view_node(v, i);
+	return HR_OK;
+}
+
 static inline const hr_node *view_owner(const hr_ring *ring,
 					const struct view *v, uint64_t pos)
 {
@@ -821,7 +1269,7 @@ int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 {
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
-	return hr__ring_lookup_pos(ring, hr_hash_key(key, len), out);
+	return hr__ring_lookup_pos(ring, key_pos(ring, key, len), out);
 }
 
 /* Copies a ring string out; `len` excludes the NUL.  Short strings move as
@@ -857,7 +1305,7 @@ int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
-	pos = hr_hash_key(key, len);
+	pos = key_pos(ring, key, len);
 	w = &ring->views[HR_VIEW_WRITE];
 	r = &ring->views[HR_VIEW_READ];
 	out->revision = ring->revision;
@@ -952,34 +1400,200 @@ int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
 {
 	if (!ring || (!key && len))
 		return HR_EINVAL;
-	return hr__ring_preflist_pos(ring, hr_hash_key(key, len), view, out, r);
+	return hr__ring_preflist_pos(ring, key_pos(ring, key, len), view, out, r);
 }
 
 /* ---- comparing rings ----------------------------------------------------- */
 
-static bool same_id(const hr_node *a, const hr_node *b)
+/* The first point at or after `pos`, or v->npoints: no wrap. */
+static size_t view_lower_bound(const struct view *v, uint64_t pos)
 {
-	return a == b || strcmp(a->id, b->id) == 0;
+	size_t i = v->index[pos >> v->shift];
+
+	while (i < v->npoints && v->pos[i] < pos)
+		i++;
+	return i;
 }
 
-double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
+/* An interval [lo, hi] of positions. */
+struct span {
+	uint64_t lo, hi;
+};
+
+_Static_assert(sizeof(struct span) == RECORD, "spans sort as records");
+
+/*
+ * Adds to `sum` the measure of the positions in [lo, hi] whose owners in
+ * va and vb (neither empty) differ; `map` takes a's node slots to b's.
+ * Inside one interval [x, e] between consecutive positions of both views
+ * each has one owner, the node of its first point at or after x.
+ */
+static void moved_in(const struct view *va, const struct view *vb,
+		     const uint32_t *map, uint64_t lo, uint64_t hi,
+		     struct arc_sum *sum)
 {
-	const struct view *va, *vb;
+	size_t ia = view_lower_bound(va, lo), ib = view_lower_bound(vb, lo);
+	uint64_t x = lo;
+
+	for (;;) {
+		uint32_t na = view_node(va, ia < va->npoints ? ia : 0);
+		uint32_t nb = view_node(vb, ib < vb->npoints ? ib : 0);
+		uint64_t e = hi;
+
+		/* Long runs of equal points in rings a few changes apart: the
+		 * interval up to a shared point has not moved. */
+		while (ia < va->npoints && ib < vb->npoints &&
+		       va->pos[ia] == vb->pos[ib] && va->pos[ia] < hi &&
+		       map[na] == nb) {
+			x = va->pos[ia] + 1;
+			do
+				ia++;
+			while (ia < va->npoints && va->pos[ia] < x);
+			while (ib < vb->npoints && vb->pos[ib] < x)
+				ib++;
+			na = view_node(va, ia < va->npoints ? ia : 0);
+			nb = view_node(vb, ib < vb->npoints ? ib : 0);
+		}
+		if (ia < va->npoints && va->pos[ia] < e)
+			e = va->pos[ia];
+		if (ib < vb->npoints && vb->pos[ib] < e)
+			e = vb->pos[ib];
+		if (map[na] != nb) {
+			arc_add(sum, e - x);
+			arc_add(sum, 1);
+		}
+		if (e == hi)
+			return;
+		x = e + 1;
+		while (ia < va->npoints && va->pos[ia] < x)
+			ia++;
+		while (ib < vb->npoints && vb->pos[ib] < x)
+			ib++;
+	}
+}
+
+/*
+ * Where owners can differ at all.  A position whose next point in both
+ * views belongs to a node with the same points in both (same id and
+ * vnodes, in the view in both) has the same owner in both; so owners can
+ * only differ on the arcs leading to points of the other nodes.  Returns
+ * those arcs, sorted and merged, in *out (count in *n); false when there
+ * are too many for this to pay or memory is short.
+ */
+static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
+			const uint32_t *map, struct span **out, size_t *n)
+{
+	const struct view *vs[2] = { &a->views[view], &b->views[view] };
+	const hr_ring *rs[2] = { a, b };
+	size_t changed = 0, cap, k = 0, m = 0;
+	struct span *sp;
+	bool *same;
+
+	same = calloc(b->nnodes ? b->nnodes : 1, sizeof *same);
+	if (!same)
+		return false;
+	for (size_t i = 0; i < a->nnodes; i++) {
+		const struct ring_node *ra = &a->nodes[i];
+
+		if (map[i] != NO_NODE && in_view(ra->pub.state, view) &&
+		    in_view(b->nodes[map[i]].pub.state, view) &&
+		    ra->vnodes == b->nodes[map[i]].vnodes)
+			same[map[i]] = true;
+		else if (in_view(ra->pub.state, view))
+			changed += ra->vnodes;
+	}
+	for (size_t j = 0; j < b->nnodes; j++)
+		if (!same[j] && in_view(b->nodes[j].pub.state, view))
+			changed += b->nodes[j].vnodes;
+	if (changed > (vs[0]->npoints + vs[1]->npoints) / 16) {
+		free(same);
+		return false;
+	}
+	cap = 2 * changed + 1;
+	sp = malloc(2 * cap * sizeof *sp);	/* the sort's scratch too */
+	for (int r = 0; sp && r < 2; r++) {
+		const struct view *v = vs[r];
+
+		for (size_t i = 0; i < rs[r]->nnodes; i++) {
+			const struct ring_node *rn = &rs[r]->nodes[i];
+			bool kept = r == 0 ? map[i] != NO_NODE && same[map[i]] :
+				same[i];
+			struct point p[64];
+
+			if (kept || !in_view(rn->pub.state, view))
+				continue;
+			for (unsigned from = 0; from < rn->vnodes; from += 64) {
+				struct ring_node part = *rn;
+				size_t got;
+
+				part.vnodes = from + 64 < rn->vnodes ? from + 64 :
+					rn->vnodes;
+				got = hash_vnodes(&part, 0, from, rs[r]->hash, p);
+				for (size_t q = 0; q < got; q++) {
+					size_t at = view_lower_bound(v, p[q].pos);
+
+					if (at > 0) {
+						sp[k++] = (struct span){ v->pos[at - 1] + 1,
+									 p[q].pos };
+						continue;
+					}
+					/* The first point also owns the wrap. */
+					sp[k++] = (struct span){ 0, p[q].pos };
+					if (v->pos[v->npoints - 1] < UINT64_MAX)
+						sp[k++] = (struct span){
+							v->pos[v->npoints - 1] + 1,
+							UINT64_MAX };
+				}
+			}
+		}
+	}
+	free(same);
+	if (!sp)
+		return false;
+	sort_records(sp, sp + cap, k);
+	for (size_t i = 0; i < k; i++) {
+		if (m && (sp[m - 1].hi == UINT64_MAX || sp[i].lo <= sp[m - 1].hi + 1)) {
+			if (sp[i].hi > sp[m - 1].hi)
+				sp[m - 1].hi = sp[i].hi;
+		} else {
+			sp[m++] = sp[i];
+		}
+	}
+	*out = sp;
+	*n = m;
+	return true;
+}
+
+/* a's node slot -> b's slot of the same id, or NO_NODE: one merge walk of
+ * the id-ordered nodes, so owners compare as integers. */
+static uint32_t *slot_map(const hr_ring *a, const hr_ring *b)
+{
+	uint32_t *map = malloc((a->nnodes ? a->nnodes : 1) * sizeof *map);
+	size_t i = 0, j = 0;
+
+	if (!map)
+		return NULL;
+	while (i < a->nnodes) {
+		int c = j < b->nnodes ?
+			strcmp(a->nodes[i].pub.id, b->nodes[j].pub.id) : -1;
+
+		if (c > 0) {
+			j++;
+			continue;
+		}
+		map[i++] = c == 0 ? (uint32_t)j++ : NO_NODE;
+	}
+	return map;
+}
+
+/* The slow way, without memory to spare: ids compared on every interval. */
+static double moved_by_id(const hr_ring *a, const hr_ring *b,
+			  const struct view *va, const struct view *vb)
+{
 	struct arc_sum sum = { 0, 0 };
 	size_t ia = 0, ib = 0;
 	uint64_t x = 0;
 
-	if (!valid_view(view))
-		return 0;
-	va = a ? &a->views[view] : NULL;
-	vb = b ? &b->views[view] : NULL;
-	if (!va || !va->npoints || !vb || !vb->npoints)
-		return (va && va->npoints) != (vb && vb->npoints) ? 1.0 : 0.0;
-	/*
-	 * Walk [0, 2^64) in intervals between consecutive positions of both
-	 * rings: inside one interval [x, e] each ring has one owner, the node of
-	 * its first point at or after x.
-	 */
 	for (;;) {
 		const hr_node *oa = &a->nodes[view_node(va, ia < va->npoints ? ia : 0)].pub;
 		const hr_node *ob = &b->nodes[view_node(vb, ib < vb->npoints ? ib : 0)].pub;
@@ -989,7 +1603,7 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 			e = va->pos[ia];
 		if (ib < vb->npoints && vb->pos[ib] < e)
 			e = vb->pos[ib];
-		if (!same_id(oa, ob)) {
+		if (strcmp(oa->id, ob->id) != 0) {
 			arc_add(&sum, e - x);
 			arc_add(&sum, 1);
 		}
@@ -1001,6 +1615,37 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 		while (ib < vb->npoints && vb->pos[ib] < x)
 			ib++;
 	}
+	return arc_share(&sum);
+}
+
+double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
+{
+	const struct view *va, *vb;
+	struct arc_sum sum = { 0, 0 };
+	struct span *sp = NULL;
+	uint32_t *map;
+	size_t n = 0;
+
+	if (!valid_view(view))
+		return 0;
+	va = a ? &a->views[view] : NULL;
+	vb = b ? &b->views[view] : NULL;
+	if (!va || !va->npoints || !vb || !vb->npoints)
+		return (va && va->npoints) != (vb && vb->npoints) ? 1.0 : 0.0;
+	map = slot_map(a, b);
+	if (!map)
+		return moved_by_id(a, b, va, vb);
+	/* Native rings with one point hash: look only where points differ. */
+	if (a->placement == HR_PLACEMENT_XXH3 &&
+	    b->placement == HR_PLACEMENT_XXH3 && a->hash == b->hash &&
+	    moved_spans(a, b, view, map, &sp, &n)) {
+		for (size_t i = 0; i < n; i++)
+			moved_in(va, vb, map, sp[i].lo, sp[i].hi, &sum);
+	} else {
+		moved_in(va, vb, map, 0, UINT64_MAX, &sum);
+	}
+	free(sp);
+	free(map);
 	return arc_share(&sum);
 }
 

@@ -4,6 +4,8 @@
 
 #include "hashring.h"
 
+#include <stdbool.h>
+
 /* Position of a point name ("<id>#<i>") on the circle.  The contract uses
  * XXH3_64bits; tests pass other functions to force equal positions. */
 typedef uint64_t (*hr__point_hash_fn)(const void *name, size_t len);
@@ -12,6 +14,18 @@ typedef uint64_t (*hr__point_hash_fn)(const void *name, size_t len);
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 			  const hr_ring_options *opts, uint64_t revision,
 			  hr__point_hash_fn hash, hr_ring **out, hr_error *err);
+
+/*
+ * hr_ring_build() of `nodes` by way of `prev` (NULL: a full build): the
+ * points of nodes whose id and vnode count prev already had are reused, so
+ * a small change costs about one pass over the points instead of hashing
+ * and sorting them all.  The ring is identical to a full build's with
+ * prev's point hash (same points, digest and answers); placement options
+ * other than prev's, or a large change, take the full build.
+ */
+int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
+		    const hr_ring_options *opts, uint64_t revision,
+		    hr_ring **out, hr_error *err);
 
 /* hr_ring_lookup() for a position already hashed.  Same results. */
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out);
@@ -26,11 +40,29 @@ int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 			  const hr_node **out, size_t r);
 
+/* Whether hr__ring_derive() reused the previous ring's points (for tests
+ * and figures: the answers are the same either way). */
+bool hr__ring_derived(const hr_ring *ring);
+
 /* Points per unit of weight the ring was built with. */
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring);
 
 /* Number of nodes and points in one view. */
 size_t hr__ring_view_nodes(const hr_ring *ring, hr_view view);
 size_t hr__ring_view_points(const hr_ring *ring, hr_view view);
+
+/* A key's position on the ring's circle: hr_hash_key(), or in ketama mode
+ * the MD5 key hash shifted into the top 32 bits. */
+uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len);
+
+/* Point i (0 <= i < hr__ring_view_points()) of a view, in ring order: its
+ * position and its node's index in id order.  HR_EINVAL out of range.
+ * For walks over the circle (ring diffs, bounded loads). */
+int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
+			uint64_t *pos, size_t *node);
+
+/* Index of the point owning `pos` in a view that is not empty: the first
+ * at or after it, wrapping to 0. */
+size_t hr__ring_view_find(const hr_ring *ring, hr_view view, uint64_t pos);
 
 #endif

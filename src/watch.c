@@ -50,6 +50,7 @@ struct hr__watcher {
 	int first_fatal;
 	hr_error last_err;
 	uint64_t confirmed_revision;
+	uint64_t cluster_id;        /* of the last full sync; 0 unknown */
 	int64_t last_confirm_ms;
 	uint64_t rings_published, resyncs, reconnects;
 	char endpoint[256];
@@ -267,26 +268,36 @@ static void log_ring_change(hr__watcher *w, const hr_ring *old,
 
 /* Builds a ring from the current set at `revision` and publishes it unless
  * nothing that affects placement changed. */
-static void rebuild(hr__watcher *w, uint64_t revision)
+static void confirm(hr__watcher *w, uint64_t revision);
+
+/* Builds the ring of the current set at `revision`, confirms the revision
+ * (before publishing: whoever sees the new ring sees a confirmed revision
+ * at least as new) and publishes the ring unless nothing that affects
+ * placement changed.  On failure the previous ring stays and the revision
+ * is not confirmed, so the lag shows as staleness. */
+static int rebuild(hr__watcher *w, uint64_t revision)
 {
-	hr_ring *ring = NULL, *old;
+	hr_ring *ring = NULL, *old = hr__publish_acquire(w->o.publisher);
 	hr_error err = { 0 };
-	int rc = hr__nodeset_build(&w->set, &w->o.ring, revision, &ring, &err);
+	/* Derived from the ring in use: only what changed is hashed again. */
+	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision, &ring,
+				    &err);
 
 	if (rc) {
 		/* Keep serving the previous ring; say loudly that it lags. */
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "build_failed",
 			     "revision=%" PRIu64 " code=%d msg=\"%s\"", revision, rc,
 			     err.message);
-		return;
+		hr_ring_release(old);
+		return rc;
 	}
-	old = hr__publish_acquire(w->o.publisher);
+	confirm(w, revision);
 	if (w->synced_once && old && hr_ring_digest(old) == hr_ring_digest(ring)) {
 		hr_ring_release(ring);
 		hr_ring_release(old);
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
 			     "revision=%" PRIu64, revision);
-		return;
+		return 0;
 	}
 	hr__publish_swap(w->o.publisher, ring);
 	pthread_mutex_lock(&w->mu);
@@ -296,6 +307,7 @@ static void rebuild(hr__watcher *w, uint64_t revision)
 	if (w->o.on_change)
 		w->o.on_change(w->o.on_change_userdata, old, ring);
 	hr_ring_release(old);
+	return 0;
 }
 
 /* Applies one key's new value (or deletion) to the set. */
@@ -316,6 +328,14 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 	hr__record rec;
 	hr_error err = { 0 };
 	int rc = hr__record_parse(id, id_len, kv->value, kv->value_len, &rec, &err);
+	unsigned vpw = w->o.ring.vnodes_per_weight ? w->o.ring.vnodes_per_weight :
+			HR_VNODES_PER_WEIGHT_DEFAULT;
+	/* A weight that alone exceeds the ring's point limit would make every
+	 * later build fail: it is a bad record like any other. */
+	if (!rc && rec.weight * (double)vpw > (double)HR_POINTS_MAX)
+		rc = hr__error_set(&err, HR_ELIMIT,
+				   "node \"%s\": weight %g gives more than %u points",
+				   rec.id, rec.weight, HR_POINTS_MAX);
 	if (!rc)
 		rc = hr__nodeset_put(&w->set, &rec) ? hr__error_set(&err, HR_ENOMEM, "out of memory") : 0;
 	if (rc) {
@@ -329,6 +349,25 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 			     kv->mod_revision, err.message);
 		hr__record_clear(&rec);
 	}
+}
+
+/* True (after logging it) when `id` shows that etcd is no longer the
+ * cluster of the last full sync: wiped and rebuilt, or restored.  Its
+ * revision may even be ahead of ours, so revisions alone cannot tell. */
+static int cluster_replaced(hr__watcher *w, uint64_t id)
+{
+	uint64_t known;
+
+	pthread_mutex_lock(&w->mu);
+	known = w->cluster_id;
+	pthread_mutex_unlock(&w->mu);
+	if (!id || !known || id == known)
+		return 0;
+	hr__log_emit(w->o.log, HR_LOG_ERROR, "cluster_replaced",
+		     "cluster_id=%016" PRIx64 " previous_cluster_id=%016" PRIx64 " endpoint=%s"
+		     " msg=\"etcd is another cluster now (rebuilt or restored); resyncing\"",
+		     id, known, endpoint(w));
+	return 1;
 }
 
 /* ---- full sync ------------------------------------------------------------ */
@@ -362,10 +401,15 @@ static int full_sync(hr__watcher *w)
 			     " msg=\"etcd's revision went backwards: data restored or cluster"
 			     " rebuilt; taking its current state\"",
 			     rev, confirmed, endpoint(w));
-		pthread_mutex_lock(&w->mu);
-		w->confirmed_revision = 0;
-		pthread_mutex_unlock(&w->mu);
+		confirmed = 0;
+	} else if (cluster_replaced(w, hr__etcd_cluster_id(w->etcd))) {
+		confirmed = 0;
 	}
+	/* From now on this is the cluster, and this its newest revision. */
+	pthread_mutex_lock(&w->mu);
+	w->confirmed_revision = confirmed;
+	w->cluster_id = hr__etcd_cluster_id(w->etcd);
+	pthread_mutex_unlock(&w->mu);
 
 	/* Build the new set off to the side, then replace the old one whole:
 	 * this also drops nodes deleted while we were away. */
@@ -382,7 +426,6 @@ static int full_sync(hr__watcher *w)
 		w->resyncs++;
 		pthread_mutex_unlock(&w->mu);
 	}
-	confirm(w, (uint64_t)rev);
 	rebuild(w, (uint64_t)rev);
 	w->synced_once = 1;
 	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
@@ -414,9 +457,6 @@ static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 	if (!last)
 		return;
 	w->next_rev = last + 1;
-	/* Confirmed first: whoever sees the new ring sees a confirmed
-	 * revision at least as new. */
-	confirm(w, (uint64_t)last);
 	rebuild(w, (uint64_t)last);
 }
 
@@ -457,6 +497,10 @@ static int on_line(void *ud, const char *line, size_t len)
 		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_message",
 			     "endpoint=%s bytes=%zu msg=\"%s\"", endpoint(w), len, err.message);
 		return end_stream(w, END_RECONNECT);
+	}
+	if (cluster_replaced(w, m.cluster_id)) {
+		hr__wmsg_clear(&m);
+		return end_stream(w, END_RESYNC);
 	}
 	switch (m.kind) {
 	case HR__WMSG_CREATED:
@@ -658,6 +702,11 @@ static void probe_done(hr__watcher *w, probe *pr, CURLcode rc)
 				    "revision", 0, &rev)) {
 		cJSON_Delete(root);
 		end_stream(w, END_RECONNECT);
+		return;
+	}
+	if (cluster_replaced(w, hr__json_cluster_id(root))) {
+		cJSON_Delete(root);
+		end_stream(w, END_RESYNC);
 		return;
 	}
 	cJSON_Delete(root);
@@ -986,8 +1035,13 @@ void hr__watcher_status(hr__watcher *w, hr_client_status *out)
 	pthread_mutex_lock(&w->mu);
 	since = now_ms() - w->last_confirm_ms;
 	out->confirmed_revision = w->confirmed_revision;
-	/* A quiet stream is confirmed once per probe interval. */
-	out->unconfirmed_ms = since > 2 * (int64_t)w->o.probe_interval_ms ? since : 0;
+	/* A quiet stream is confirmed once per probe interval: that long
+	 * (twice, for slack) counts as current, but never longer than the
+	 * stale warnings allow. */
+	int64_t current = 2 * (int64_t)w->o.probe_interval_ms;
+	if (current > w->o.stale_warn_ms)
+		current = w->o.stale_warn_ms;
+	out->unconfirmed_ms = since >= current ? since : 0;
 	out->rings_published = w->rings_published;
 	out->resyncs = w->resyncs;
 	out->reconnects = w->reconnects;

@@ -153,6 +153,13 @@ int hr__wmsg_parse(const char *line, size_t len, hr__wmsg *out, hr_error *err)
 		cJSON_Delete(root);
 		return hr__error_set(err, HR_EPARSE, "watch result has a malformed integer field");
 	}
+	/* Revisions near INT64_MAX would overflow the watcher's "+ 1". */
+	if (out->header_revision < 0 || out->header_revision == INT64_MAX ||
+	    out->compact_revision < 0 || out->compact_revision == INT64_MAX) {
+		cJSON_Delete(root);
+		return hr__error_set(err, HR_EPARSE, "watch result has a revision out of range");
+	}
+	out->cluster_id = hr__json_cluster_id(res);
 	out->fragment = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "fragment"));
 	events = cJSON_GetObjectItemCaseSensitive(res, "events");
 
@@ -194,8 +201,9 @@ int hr__wmsg_parse(const char *line, size_t len, hr__wmsg *out, hr_error *err)
 				break;
 			kv->deleted = deleted;
 			out->n_events++;
-			if (kv->mod_revision <= 0) {
-				rc = hr__error_set(err, HR_EPARSE, "watch event without mod_revision");
+			if (kv->mod_revision <= 0 || kv->mod_revision == INT64_MAX) {
+				rc = hr__error_set(err, HR_EPARSE,
+						   "watch event without a valid mod_revision");
 				break;
 			}
 		}

@@ -41,6 +41,7 @@ typedef enum hr__wmsg_kind {
 typedef struct hr__wmsg {
 	hr__wmsg_kind kind;
 	int64_t header_revision;   /* 0 when absent                         */
+	uint64_t cluster_id;       /* 0 when absent                         */
 	int64_t compact_revision;
 	int64_t watch_id;
 	int fragment;

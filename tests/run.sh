@@ -5,6 +5,8 @@
 #
 #   HR_TEST_SANITIZERS="address thread"   the sanitizer builds to run
 #                                          (set it empty to skip them)
+#   HR_FUZZ_SECONDS=25                     then each fuzz target runs this
+#                                          long (build-fuzz/; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,4 +35,25 @@ for s in ${HR_TEST_SANITIZERS-address thread}; do
 	*) echo "run.sh: unknown sanitizer '$s'" >&2; exit 2 ;;
 	esac
 done
+# Fuzzing: each libFuzzer target (tests/fuzz) runs for a bounded time,
+# seeded from the committed corpus; what it finds stays in build-fuzz/.
+# HR_FUZZ_SECONDS sets the time per target (0 skips the stage).
+fuzz_s=${HR_FUZZ_SECONDS-25}
+if [ "$fuzz_s" -gt 0 ]; then
+	cmake -S . -B build-fuzz -DHR_FUZZ=ON -DCMAKE_C_COMPILER=clang \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-fuzz -j"$jobs" --target hr_fuzzers
+	for t in fuzz_watch_stream fuzz_record fuzz_members; do
+		mkdir -p "build-fuzz/corpus/$t"
+		if ! "build-fuzz/tests/fuzz/$t" -max_total_time="$fuzz_s" -timeout=10 \
+			-rss_limit_mb=2048 -print_final_stats=1 -dict=tests/fuzz/json.dict \
+			-artifact_prefix="build-fuzz/$t-" "build-fuzz/corpus/$t" \
+			"tests/fuzz/corpus/$t" >"build-fuzz/$t.log" 2>&1; then
+			tail -40 "build-fuzz/$t.log"
+			echo "run.sh: $t found a crash (input saved as build-fuzz/$t-*)" >&2
+			exit 1
+		fi
+		echo "$t: $(grep -o 'number_of_executed_units: *[0-9]*' "build-fuzz/$t.log")"
+	done
+fi
 echo "all suites passed"

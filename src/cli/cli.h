@@ -23,6 +23,7 @@ enum {
 
 /* ---- commands ------------------------------------------------------------ */
 
+int cmd_diff(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 int cmd_register(int argc, char **argv);
@@ -130,7 +131,7 @@ void cli_text_string(FILE *out, const char *s, size_t len);
  * command's option table and hand each option to cli_etcd_option(). */
 #define CLI_ETCD_OPTIONS                                                       \
 	{ "endpoints", "URLS",                                                 \
-	  "comma-separated etcd endpoints; host:port means http://host:port\n" \
+	  "comma-separated etcd endpoints, host:port meaning http://host:port " \
 	  "(default: $ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379)" },       \
 	{ "prefix", "PREFIX",                                                  \
 	  "key prefix of the node records (default " CLI_DEFAULT_PREFIX ")" }, \
@@ -142,6 +143,8 @@ void cli_text_string(FILE *out, const char *s, size_t len);
 	  "do not verify the server certificate (tests only)" },              \
 	{ "api-base", "PATH", "gateway base path (default /v3)" },             \
 	{ "vnodes-per-weight", "N", "ring points per unit of weight (default 200)" }, \
+	{ "placement", "NAME",                                                 \
+	  "xxh3 (default) or ketama: libmemcached-compatible placement" },    \
 	{ "log-level", "LEVEL", "library log lines on stderr: error, warn, info, debug" }
 
 #define CLI_DEFAULT_PREFIX "/hashring/nodes/"
@@ -152,6 +155,7 @@ struct cli_etcd {
 	char *password;      /* PASSWORD part, malloc'd       */
 	int insecure;
 	unsigned long vnodes_per_weight;
+	hr_placement placement;
 	hr_log_level log_level;
 };
 
@@ -163,6 +167,9 @@ void cli_etcd_free(struct cli_etcd *e);
  * taken, 0 when not ours, -1 after printing a usage error. */
 int cli_etcd_option(struct cli_etcd *e, const char *cmd, const char *name,
 		    const char *value);
+
+/* The ring options given (--vnodes-per-weight, --placement). */
+hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e);
 
 /* Fills `cfg` (after hr_config_init) from the options and the ETCDCTL_*
  * variables; returns 0 or -1 after printing a usage error. */

@@ -73,7 +73,16 @@ int cli_etcd_option(struct cli_etcd *e, const char *cmd, const char *name,
 	else if (!strcmp(name, "vnodes-per-weight"))
 		return cli_parse_ulong(cmd, name, value, 1, 1000000,
 				       &e->vnodes_per_weight) ? -1 : 1;
-	else if (!strcmp(name, "log-level")) {
+	else if (!strcmp(name, "placement")) {
+		if (!strcmp(value, "xxh3"))
+			e->placement = HR_PLACEMENT_XXH3;
+		else if (!strcmp(value, "ketama"))
+			e->placement = HR_PLACEMENT_KETAMA;
+		else {
+			cli_usage(cmd, "--placement: '%s' is not xxh3 or ketama", value);
+			return -1;
+		}
+	} else if (!strcmp(name, "log-level")) {
 		static const char *const names[] = { "error", "warn", "info", "debug" };
 		for (int i = 0; i < 4; i++)
 			if (!strcmp(value, names[i])) {
@@ -85,6 +94,16 @@ int cli_etcd_option(struct cli_etcd *e, const char *cmd, const char *name,
 	} else
 		return 0;
 	return 1;
+}
+
+hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e)
+{
+	hr_ring_options opts = {
+		.vnodes_per_weight = (unsigned)e->vnodes_per_weight,
+		.placement = e->placement,
+	};
+
+	return opts;
 }
 
 /* An option, else its ETCDCTL_* variable (if set and not empty). */
@@ -126,7 +145,7 @@ int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg)
 		 !strcmp(getenv("ETCDCTL_INSECURE_SKIP_TLS_VERIFY"), "true"));
 	cfg->username = e->user;
 	cfg->password = e->password;
-	cfg->ring.vnodes_per_weight = (unsigned)e->vnodes_per_weight;
+	cfg->ring = cli_etcd_ring_options(e);
 	cfg->log_level = e->log_level;
 	/* A one-shot command should not sit for the library's 10 s when etcd
 	 * is down; etcdctl gives up after about as long. */

@@ -143,7 +143,7 @@ static int lookup_members(const struct lookup_args *a)
 	hr_ring *ring = NULL;
 	int rc;
 
-	hr_ring_options opts = { .vnodes_per_weight = (unsigned)a->conn.vnodes_per_weight };
+	hr_ring_options opts = cli_etcd_ring_options(&a->conn);
 
 	rc = hr_ring_load_file(a->members, &opts, &ring, &err);
 	if (rc == HR_EIO)
@@ -228,7 +228,9 @@ int cmd_lookup(int argc, char **argv)
 				rc = CLI_EXIT_USAGE;
 				goto out;
 			}
+			/* Ring options serve --members too. */
 			if (strcmp(options[opt].name, "vnodes-per-weight") &&
+			    strcmp(options[opt].name, "placement") &&
 			    strcmp(options[opt].name, "log-level"))
 				a.etcd = 1;
 		}

@@ -94,10 +94,10 @@ pc() { PKG_CONFIG_PATH=$pcdir pkg-config "$@"; }
 
 [ "$(pc --modversion hashring)" = "$version" ] || fail "pkg-config version"
 requires=$(pc --print-requires-private hashring | awk '{print $1}' | sort | xargs)
-[ "$requires" = "libcjson libcurl liburcu-bp libxxhash" ] ||
+[ "$requires" = "libcjson libcrypto libcurl liburcu-bp libxxhash" ] ||
 	fail "Requires.private is '$requires'"
 static_libs=" $(pc --static --libs hashring) "
-for l in -lhashring -lxxhash -lcjson -lcurl -lurcu-bp -lm -pthread; do
+for l in -lhashring -lxxhash -lcjson -lcurl -lurcu-bp -lcrypto -lm -pthread; do
 	[[ $static_libs == *" $l "* ]] || fail "pkg-config --static lacks $l"
 done
 # Shared linking needs nothing but the library itself.

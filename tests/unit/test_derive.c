@@ -1,0 +1,600 @@
+/*
+ * test_derive.c - a ring derived from the previous one (hr__ring_derive)
+ * must be the ring a full build makes: random change sequences (adds,
+ * removes, weight changes, state, addr and zone changes), with the real
+ * point hash and with one that forces equal positions, compared on the
+ * digest, the points, owners, preference lists and shares.
+ */
+#include "hashring.h"
+#include "ring.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* Check records every passing assertion; loops only call it on failure. */
+#define EXPECT(cond)                                                   \
+	do {                                                           \
+		if (!(cond))                                           \
+			ck_assert(cond);                               \
+	} while (0)
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static size_t below(uint64_t *rng, size_t n)
+{
+	return (size_t)(splitmix64(rng) % n);
+}
+
+static uint64_t xxh3(const void *buf, size_t len)
+{
+	return XXH3_64bits(buf, len);
+}
+
+/* Only 48 distinct positions: points of different nodes (and of one node)
+ * share positions all the time, so the tie order is exercised. */
+static uint64_t tie_hash(const void *buf, size_t len)
+{
+	return (XXH3_64bits(buf, len) % 48) * (UINT64_MAX / 48);
+}
+
+/* ---- a membership model -------------------------------------------------- */
+
+#define UNIVERSE 40
+
+struct member {
+	bool present;
+	char id[48];
+	char addr[24];
+	char zone[8];
+	double weight;
+	hr_state state;
+};
+
+struct model {
+	struct member m[UNIVERSE];
+	size_t universe;	/* ids in use: 0 .. universe - 1 */
+	hr_node nodes[UNIVERSE];
+	size_t n;
+};
+
+static const double weights[] = {
+	1, 2, 0.5, 1.5, 0.25, 3, 0.7, 1.005, 0.001, 0.125, 2.5, 0.33,
+};
+
+static double random_weight(uint64_t *rng)
+{
+	if (below(rng, 4) == 0)
+		return 0.01 + (double)(splitmix64(rng) % 400000) / 100000.0;
+	return weights[below(rng, sizeof weights / sizeof weights[0])];
+}
+
+static void member_randomize(struct member *mb, uint64_t *rng)
+{
+	snprintf(mb->addr, sizeof mb->addr, "127.0.0.1:%u",
+		 (unsigned)(1000 + below(rng, 60000)));
+	snprintf(mb->zone, sizeof mb->zone, "%s",
+		 below(rng, 4) == 0 ? "" : (const char *[]){ "z1", "z2", "z3" }[below(rng, 3)]);
+	mb->weight = random_weight(rng);
+	mb->state = (hr_state)below(rng, 3);
+	if (below(rng, 2))
+		mb->state = HR_STATE_ACTIVE;
+}
+
+static void model_init(struct model *md, size_t universe)
+{
+	memset(md, 0, sizeof *md);
+	md->universe = universe;
+	/* Ids that are prefixes of each other and contain '#' test the
+	 * bytewise order and the point names. */
+	for (size_t i = 0; i < universe; i++) {
+		if (i % 5 == 4)
+			snprintf(md->m[i].id, sizeof md->m[i].id, "n%zu#%zu", i / 2, i);
+		else
+			snprintf(md->m[i].id, sizeof md->m[i].id, "n%zu", i);
+	}
+}
+
+/* The present members as an input array, in a random order. */
+static void model_nodes(struct model *md, uint64_t *rng)
+{
+	md->n = 0;
+	for (size_t i = 0; i < md->universe; i++) {
+		const struct member *mb = &md->m[i];
+
+		if (!mb->present)
+			continue;
+		md->nodes[md->n++] = (hr_node){ .id = mb->id, .addr = mb->addr,
+						.zone = mb->zone, .weight = mb->weight,
+						.state = mb->state };
+	}
+	for (size_t i = md->n; i > 1; i--) {
+		size_t j = below(rng, i);
+		hr_node t = md->nodes[i - 1];
+
+		md->nodes[i - 1] = md->nodes[j];
+		md->nodes[j] = t;
+	}
+}
+
+/* One random change to one member. */
+static void model_change(struct model *md, uint64_t *rng)
+{
+	struct member *mb = &md->m[below(rng, md->universe)];
+
+	if (!mb->present) {
+		member_randomize(mb, rng);
+		mb->present = true;
+		return;
+	}
+	switch (below(rng, 6)) {
+	case 0:
+		mb->present = false;
+		break;
+	case 1:
+		/* Growing by whole units adds vnodes only; shrinking drops. */
+		mb->weight = below(rng, 2) ? mb->weight + 1 : random_weight(rng);
+		break;
+	case 2:
+		mb->state = (hr_state)((mb->state + 1 + below(rng, 2)) % 3);
+		break;
+	case 3:
+		snprintf(mb->addr, sizeof mb->addr, "127.0.0.1:%u",
+			 (unsigned)(1000 + below(rng, 60000)));
+		break;
+	case 4:
+		snprintf(mb->zone, sizeof mb->zone, "z%u", (unsigned)below(rng, 5));
+		break;
+	default:
+		member_randomize(mb, rng);
+		break;
+	}
+}
+
+/* ---- comparing two rings ------------------------------------------------- */
+
+static bool same_node(const hr_node *a, const hr_node *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a->id, b->id) == 0;
+}
+
+static void expect_same_at(const hr_ring *d, const hr_ring *f, uint64_t pos)
+{
+	hr_lookup ld, lf;
+	int rd = hr__ring_lookup_pos(d, pos, &ld);
+	int rf = hr__ring_lookup_pos(f, pos, &lf);
+
+	EXPECT(rd == rf);
+	EXPECT(same_node(ld.node, lf.node));
+	EXPECT(same_node(ld.read_node, lf.read_node));
+	EXPECT(ld.digest == lf.digest && ld.revision == lf.revision);
+}
+
+#define PREFLIST_MAX 128
+
+static void expect_same_preflist(const hr_ring *d, const hr_ring *f,
+				 uint64_t pos, size_t r)
+{
+	const hr_node *pd[PREFLIST_MAX], *pf[PREFLIST_MAX];
+
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+		int nd = hr__ring_preflist_pos(d, pos, (hr_view)v, pd, r);
+		int nf = hr__ring_preflist_pos(f, pos, (hr_view)v, pf, r);
+
+		EXPECT(nd == nf);
+		for (int i = 0; i < nd; i++)
+			EXPECT(same_node(pd[i], pf[i]));
+	}
+}
+
+/* d (derived) and f (full build) give the same answer to everything. */
+static void expect_same(const hr_ring *d, const hr_ring *f,
+			hr__point_hash_fn hash, uint64_t *rng)
+{
+	size_t n = hr_ring_node_count(f);
+	char name[64];
+
+	EXPECT(hr_ring_digest(d) == hr_ring_digest(f));
+	EXPECT(hr_ring_point_count(d) == hr_ring_point_count(f));
+	EXPECT(hr_ring_node_count(d) == n);
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+		EXPECT(hr__ring_view_nodes(d, (hr_view)v) ==
+		       hr__ring_view_nodes(f, (hr_view)v));
+		EXPECT(hr__ring_view_points(d, (hr_view)v) ==
+		       hr__ring_view_points(f, (hr_view)v));
+	}
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *a = hr_ring_node(d, i), *b = hr_ring_node(f, i);
+		unsigned vn = hr_ring_node_vnodes(f, b);
+
+		EXPECT(strcmp(a->id, b->id) == 0 && strcmp(a->addr, b->addr) == 0 &&
+		       strcmp(a->zone, b->zone) == 0 && a->weight == b->weight &&
+		       a->state == b->state);
+		EXPECT(hr_ring_node_vnodes(d, a) == vn);
+		EXPECT(hr_ring_node_share(d, a, HR_VIEW_WRITE) ==
+		       hr_ring_node_share(f, b, HR_VIEW_WRITE));
+		EXPECT(hr_ring_node_share(d, a, HR_VIEW_READ) ==
+		       hr_ring_node_share(f, b, HR_VIEW_READ));
+		/* Every point position and both neighbours. */
+		for (unsigned k = 0; k < vn; k++) {
+			int len = snprintf(name, sizeof name, "%s#%u", b->id, k);
+			uint64_t pos = hash(name, (size_t)len);
+
+			expect_same_at(d, f, pos - 1);
+			expect_same_at(d, f, pos);
+			expect_same_at(d, f, pos + 1);
+		}
+	}
+	for (int k = 0; k < 10000; k++)
+		expect_same_at(d, f, splitmix64(rng));
+	expect_same_at(d, f, 0);
+	expect_same_at(d, f, UINT64_MAX);
+	for (int k = 0; k < 200; k++)
+		expect_same_preflist(d, f, splitmix64(rng),
+				     1 + below(rng, n < PREFLIST_MAX ? n + 1 : PREFLIST_MAX));
+}
+
+/* ---- moved share, by the definition ---------------------------------------- */
+
+struct ref_point {
+	uint64_t pos;
+	const char *id;
+};
+
+static int cmp_ref_point(const void *x, const void *y)
+{
+	const struct ref_point *a = x, *b = y;
+
+	if (a->pos != b->pos)
+		return a->pos < b->pos ? -1 : 1;
+	return strcmp(a->id, b->id);
+}
+
+static bool ref_in_view(hr_state state, hr_view view)
+{
+	return view == HR_VIEW_WRITE ? state != HR_STATE_DRAINING :
+				       state != HR_STATE_WARMING;
+}
+
+/* The sorted points of one view, hashed from the names again. */
+static struct ref_point *ref_points(const hr_ring *ring, hr_view view,
+				    hr__point_hash_fn hash, size_t *n)
+{
+	struct ref_point *p = malloc((hr_ring_point_count(ring) + 1) * sizeof *p);
+	char name[64];
+
+	ck_assert_ptr_nonnull(p);
+	*n = 0;
+	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
+		const hr_node *nd = hr_ring_node(ring, i);
+
+		if (!ref_in_view(nd->state, view))
+			continue;
+		for (unsigned k = 0; k < hr_ring_node_vnodes(ring, nd); k++) {
+			int len = snprintf(name, sizeof name, "%s#%u", nd->id, k);
+
+			p[(*n)++] = (struct ref_point){ hash(name, (size_t)len), nd->id };
+		}
+	}
+	qsort(p, *n, sizeof *p, cmp_ref_point);
+	return p;
+}
+
+/* docs/placement.md section 6, interval by interval over the whole circle. */
+static double ref_moved_share(const hr_ring *a, const hr_ring *b, hr_view view,
+			      hr__point_hash_fn hash)
+{
+	size_t na, nb, ia = 0, ib = 0;
+	struct ref_point *pa = ref_points(a, view, hash, &na);
+	struct ref_point *pb = ref_points(b, view, hash, &nb);
+	uint64_t x = 0, hi = 0, lo = 0;
+
+	if (!na || !nb) {
+		free(pa);
+		free(pb);
+		return na != nb && (!na || !nb) ? 1.0 : 0.0;
+	}
+	for (;;) {
+		const char *oa = pa[ia < na ? ia : 0].id, *ob = pb[ib < nb ? ib : 0].id;
+		uint64_t e = UINT64_MAX;
+
+		if (ia < na && pa[ia].pos < e)
+			e = pa[ia].pos;
+		if (ib < nb && pb[ib].pos < e)
+			e = pb[ib].pos;
+		if (strcmp(oa, ob) != 0) {
+			uint64_t len = e - x;
+
+			lo += len;
+			hi += lo < len;
+			lo += 1;
+			hi += lo < 1;
+		}
+		if (e == UINT64_MAX)
+			break;
+		x = e + 1;
+		while (ia < na && pa[ia].pos < x)
+			ia++;
+		while (ib < nb && pb[ib].pos < x)
+			ib++;
+	}
+	free(pa);
+	free(pb);
+	return hi ? 1.0 : ldexp((double)lo, -64);
+}
+
+static void expect_moved_share(const hr_ring *a, const hr_ring *b,
+			       hr__point_hash_fn hash)
+{
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+		EXPECT(hr_ring_moved_share(a, b, (hr_view)v) ==
+		       ref_moved_share(a, b, (hr_view)v, hash));
+		EXPECT(hr_ring_moved_share(b, a, (hr_view)v) ==
+		       hr_ring_moved_share(a, b, (hr_view)v));
+	}
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+/* Derives a chain of rings through random changes; each must equal a full
+ * build of the same nodes.  Returns how many were derived, not rebuilt. */
+static int run_sequences(int sequences, hr__point_hash_fn hash,
+			 uint64_t seed)
+{
+	static const unsigned vpws[] = { 1, 3, 10, 40, 200 };
+	uint64_t rng = seed;
+	int derived = 0;
+
+	for (int s = 0; s < sequences; s++) {
+		struct model md;
+		hr_ring_options opts = { .vnodes_per_weight = vpws[below(&rng, 5)] };
+		hr_ring *prev = NULL, *d, *f;
+		size_t start = below(&rng, 4) == 0 ? below(&rng, 2) : below(&rng, 20);
+		int steps = 1 + (int)below(&rng, 6);
+
+		if (opts.vnodes_per_weight == 200 && below(&rng, 4))
+			opts.vnodes_per_weight = 20;
+		model_init(&md, 8 + below(&rng, UNIVERSE - 8));
+		for (size_t i = 0; i < start; i++)
+			model_change(&md, &rng);
+		model_nodes(&md, &rng);
+		ck_assert_int_eq(hr__ring_build_hashed(md.nodes, md.n, &opts, 1, hash,
+						       &prev, NULL), HR_OK);
+		for (int step = 0; step < steps; step++) {
+			int changes = 1 + (int)below(&rng, 3);
+			uint64_t rev = (uint64_t)step + 2;
+
+			/* Sometimes everything goes. */
+			if (below(&rng, 40) == 0) {
+				for (size_t i = 0; i < md.universe; i++)
+					md.m[i].present = false;
+			} else {
+				for (int c = 0; c < changes; c++)
+					model_change(&md, &rng);
+			}
+			model_nodes(&md, &rng);
+			ck_assert_int_eq(hr__ring_derive(prev, md.nodes, md.n, &opts,
+							 rev, &d, NULL), HR_OK);
+			ck_assert_int_eq(hr__ring_build_hashed(md.nodes, md.n, &opts,
+							       rev, hash, &f, NULL), HR_OK);
+			expect_same(d, f, hash, &rng);
+			for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++)
+				EXPECT(hr_ring_moved_share(prev, d, (hr_view)v) ==
+				       hr_ring_moved_share(prev, f, (hr_view)v));
+			expect_moved_share(prev, d, hash);
+			EXPECT(!hr__ring_derived(f));
+			derived += hr__ring_derived(d);
+			hr_ring_release(prev);
+			hr_ring_release(f);
+			prev = d;
+		}
+		hr_ring_release(prev);
+	}
+	return derived;
+}
+
+START_TEST(random_sequences)
+{
+	int derived = run_sequences(1500, xxh3, 42);
+
+	/* Most single changes are small next to the ring. */
+	printf("derive: %d of the random steps reused points\n", derived);
+	ck_assert_int_gt(derived, 1500);
+}
+END_TEST
+
+START_TEST(random_sequences_ties)
+{
+	int derived = run_sequences(800, tie_hash, 7);
+
+	ck_assert_int_gt(derived, 800);
+}
+END_TEST
+
+/* The figure's case: 100 nodes of weight 1 at 200 vnodes, one node's
+ * weight flipped between 1 and 2 and back, state and addr changes. */
+START_TEST(weight_flips_100_nodes)
+{
+	static char ids[100][16], addrs[100][24];
+	hr_node nodes[100];
+	hr_ring *prev, *d, *f;
+	uint64_t rng = 5;
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(ids[i], sizeof ids[i], "node-%05d", i);
+		snprintf(addrs[i], sizeof addrs[i], "127.0.0.1:%d", 20000 + i);
+		nodes[i] = (hr_node){ .id = ids[i], .addr = addrs[i], .zone = "z",
+				      .weight = 1 };
+	}
+	ck_assert_int_eq(hr_ring_build(nodes, 100, NULL, 1, &prev, NULL), HR_OK);
+	for (int step = 0; step < 30; step++) {
+		hr_node *nd = &nodes[below(&rng, 100)];
+
+		if (step % 3 == 2)
+			nd->state = (hr_state)((nd->state + 1) % 3);
+		else
+			nd->weight = nd->weight == 1 ? 2 : 1;
+		ck_assert_int_eq(hr__ring_derive(prev, nodes, 100, NULL,
+						 (uint64_t)step + 2, &d, NULL), HR_OK);
+		ck_assert_int_eq(hr_ring_build(nodes, 100, NULL, (uint64_t)step + 2,
+					       &f, NULL), HR_OK);
+		ck_assert(hr__ring_derived(d));
+		expect_same(d, f, xxh3, &rng);
+		expect_moved_share(prev, d, xxh3);
+		hr_ring_release(prev);
+		hr_ring_release(f);
+		prev = d;
+	}
+	hr_ring_release(prev);
+}
+END_TEST
+
+/* More than 65536 nodes number points with four bytes instead of two:
+ * crossing the line both ways. */
+START_TEST(wide_node_numbers)
+{
+	size_t n = UINT16_MAX + 2;
+	hr_node *nodes = calloc(n, sizeof *nodes);
+	char (*ids)[16] = calloc(n, sizeof *ids);
+	hr_ring_options opts = { .vnodes_per_weight = 1 };
+	hr_ring *small, *big, *back, *f;
+	uint64_t rng = 9;
+
+	ck_assert(nodes && ids);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(ids[i], sizeof ids[i], "w%zu", i);
+		nodes[i] = (hr_node){ .id = ids[i], .addr = "127.0.0.1:1", .weight = 1 };
+	}
+	ck_assert_int_eq(hr_ring_build(nodes, n - 1, &opts, 1, &small, NULL), HR_OK);
+	ck_assert_int_eq(hr__ring_derive(small, nodes, n, &opts, 2, &big, NULL), HR_OK);
+	ck_assert(hr__ring_derived(big));
+	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 2, &f, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(big), hr_ring_digest(f));
+	for (int k = 0; k < 10000; k++)
+		expect_same_at(big, f, splitmix64(&rng));
+	hr_ring_release(f);
+
+	nodes[0].state = HR_STATE_WARMING;
+	nodes[1].state = HR_STATE_DRAINING;
+	ck_assert_int_eq(hr__ring_derive(big, nodes + 1, n - 1, &opts, 3, &back, NULL),
+			 HR_OK);
+	ck_assert(hr__ring_derived(back));
+	ck_assert_int_eq(hr_ring_build(nodes + 1, n - 1, &opts, 3, &f, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(back), hr_ring_digest(f));
+	for (int k = 0; k < 10000; k++)
+		expect_same_at(back, f, splitmix64(&rng));
+	hr_ring_release(f);
+	hr_ring_release(back);
+	hr_ring_release(big);
+	hr_ring_release(small);
+	free(ids);
+	free(nodes);
+}
+END_TEST
+
+START_TEST(edges_and_fallbacks)
+{
+	hr_node nodes[] = {
+		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1 },
+		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1 },
+		{ .id = "c", .addr = "127.0.0.1:3", .weight = 1 },
+	};
+	hr_ring_options o10 = { .vnodes_per_weight = 10 };
+	hr_ring_options o20 = { .vnodes_per_weight = 20 };
+	hr_ring *empty, *one, *two, *d, *f;
+	hr_error err = { 0 };
+	uint64_t rng = 3;
+
+	/* No previous ring, or an empty one: a full build. */
+	ck_assert_int_eq(hr__ring_derive(NULL, nodes, 1, &o10, 1, &one, NULL), HR_OK);
+	ck_assert(!hr__ring_derived(one));
+	ck_assert_int_eq(hr__ring_derive(NULL, NULL, 0, &o10, 1, &empty, NULL), HR_OK);
+	ck_assert_int_eq(hr__ring_derive(empty, nodes, 1, &o10, 1, &d, NULL), HR_OK);
+	ck_assert(!hr__ring_derived(d));
+	expect_same(d, one, xxh3, &rng);
+	hr_ring_release(d);
+
+	/* Everything removed: derived, and empty. */
+	ck_assert_int_eq(hr__ring_derive(one, NULL, 0, &o10, 1, &d, NULL), HR_OK);
+	ck_assert(hr__ring_derived(d));
+	ck_assert_uint_eq(hr_ring_digest(d), hr_ring_digest(empty));
+	ck_assert_uint_eq(hr_ring_point_count(d), 0);
+	ck_assert_int_eq(hr_ring_lookup(d, "k", 1, &(hr_lookup){ 0 }), HR_EEMPTY);
+	hr_ring_release(d);
+
+	/* Another vnodes_per_weight or a large change: a full build. */
+	ck_assert_int_eq(hr_ring_build(nodes, 3, &o10, 1, &two, NULL), HR_OK);
+	ck_assert_int_eq(hr__ring_derive(two, nodes, 3, &o20, 1, &d, NULL), HR_OK);
+	ck_assert(!hr__ring_derived(d));
+	ck_assert_int_eq(hr_ring_build(nodes, 3, &o20, 1, &f, NULL), HR_OK);
+	expect_same(d, f, xxh3, &rng);
+	hr_ring_release(f);
+	hr_ring_release(d);
+	ck_assert_int_eq(hr__ring_derive(one, nodes, 3, &o10, 1, &d, NULL), HR_OK);
+	ck_assert(!hr__ring_derived(d));
+	expect_same(d, two, xxh3, &rng);
+	hr_ring_release(d);
+
+	/* Bad input is refused as by a full build; the previous ring is
+	 * untouched. */
+	nodes[2].id = "a";
+	ck_assert_int_eq(hr__ring_derive(two, nodes, 3, &o10, 1, &d, &err),
+			 HR_EDUPLICATE);
+	ck_assert_ptr_null(d);
+	ck_assert_ptr_nonnull(strstr(err.message, "duplicate"));
+	nodes[2].id = "c";
+	nodes[1].weight = -1;
+	ck_assert_int_eq(hr__ring_derive(two, nodes, 3, &o10, 1, &d, &err), HR_EINVAL);
+	nodes[1].weight = 1;
+	ck_assert_int_eq(hr__ring_derive(two, NULL, 2, &o10, 1, &d, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__ring_derive(two, nodes, 3, &o10, 1, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__ring_derive(two, nodes, 3, &o10, 7, &d, NULL), HR_OK);
+	ck_assert(hr__ring_derived(d));
+	ck_assert_uint_eq(hr_ring_revision(d), 7);
+	ck_assert_uint_eq(hr_ring_digest(d), hr_ring_digest(two));
+	hr_ring_release(d);
+
+	hr_ring_release(two);
+	hr_ring_release(one);
+	hr_ring_release(empty);
+}
+END_TEST
+
+static Suite *derive_suite(void)
+{
+	Suite *s = suite_create("derive");
+	TCase *tc = tcase_create("derive");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, random_sequences);
+	tcase_add_test(tc, random_sequences_ties);
+	tcase_add_test(tc, weight_flips_100_nodes);
+	tcase_add_test(tc, wide_node_numbers);
+	tcase_add_test(tc, edges_and_fallbacks);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(derive_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
