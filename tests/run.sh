@@ -12,15 +12,22 @@ cd "$(dirname "$0")/.."
 
 deploy/install-deps.sh --tests
 jobs=$(nproc)
+passed=0
+failed=0
 
 suite() {
-	local dir=$1
+	local dir=$1 summary
 	shift
 	cmake -S . -B "$dir" "$@" >/dev/null
 	cmake --build "$dir" -j"$jobs"
 	# Timing-sensitive scenarios (stale warnings, restarts) run one at a
 	# time: two cores are all there is.
-	ctest --test-dir "$dir" --output-on-failure
+	ctest --test-dir "$dir" --output-on-failure | tee "$dir/ctest.out"
+	# ctest's "N% tests passed, F tests failed out of T", for the total.
+	summary=$(grep -E 'tests failed out of [0-9]+' "$dir/ctest.out" | tail -1)
+	failed=$((failed + $(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')))
+	passed=$((passed + $(echo "$summary" | sed -E 's/.*out of ([0-9]+).*/\1/') -
+		$(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')))
 }
 
 suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -57,3 +64,4 @@ if [ "$fuzz_s" -gt 0 ]; then
 	done
 fi
 echo "all suites passed"
+echo "tests: $passed passed, $failed failed"

@@ -175,6 +175,15 @@ hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e);
  * variables; returns 0 or -1 after printing a usage error. */
 int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg);
 
+/*
+ * Follows the ring under the options' prefix: opens a client whose
+ * on_change is `fn`, then waits for SIGINT or SIGTERM (the callback raises
+ * SIGTERM itself to stop early) and closes the client.  Returns CLI_EXIT_OK
+ * or the error of cli_etcd_open().
+ */
+int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
+		    void *userdata);
+
 /* Opens a client (blocking until the first ring) into *out.  Returns
  * CLI_EXIT_OK, or CLI_EXIT_USAGE / CLI_EXIT_ERROR after one error line. */
 int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,

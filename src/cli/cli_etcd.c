@@ -2,6 +2,7 @@
  * talks to etcd, named and read from the environment as etcdctl does. */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,4 +167,32 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
 	if (rc)
 		return cli_fail(cmd, rc, &err);
 	return CLI_EXIT_OK;
+}
+
+int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
+		    void *userdata)
+{
+	hr_config cfg;
+	hr_client *client = NULL;
+	sigset_t set, old;
+	int sig, rc;
+
+	/* Signals are taken synchronously by this thread alone; the library's
+	 * threads inherit the mask.  A closed stdout is a write error, not a
+	 * signal. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	signal(SIGPIPE, SIG_IGN);
+	hr_config_init(&cfg);
+	cfg.on_change = fn;
+	cfg.on_change_userdata = userdata;
+	rc = cli_etcd_open(e, cmd, &cfg, &client);
+	if (rc == CLI_EXIT_OK) {
+		sigwait(&set, &sig);
+		hr_client_close(client);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }

@@ -184,29 +184,9 @@ static void on_ring(void *ud, const hr_ring *old, const hr_ring *ring)
 
 static int diff_etcd(struct cli_etcd *conn, struct diff_state *s)
 {
-	hr_config cfg;
-	hr_client *client = NULL;
-	sigset_t set, old;
-	int sig, rc;
+	int rc = cli_etcd_follow(conn, CMD, on_ring, s);
 
-	/* Signals are taken synchronously by this thread alone; the library's
-	 * threads inherit the mask. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	signal(SIGPIPE, SIG_IGN);
-	hr_config_init(&cfg);
-	cfg.on_change = on_ring;
-	cfg.on_change_userdata = s;
-	rc = cli_etcd_open(conn, CMD, &cfg, &client);
-	if (rc == CLI_EXIT_OK) {
-		sigwait(&set, &sig);
-		hr_client_close(client);
-		rc = s->failed ? CLI_EXIT_ERROR : CLI_EXIT_OK;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
+	return rc == CLI_EXIT_OK && s->failed ? CLI_EXIT_ERROR : rc;
 }
 
 int cmd_diff(int argc, char **argv)

@@ -65,10 +65,7 @@ int cmd_watch(int argc, char **argv)
 	struct watch_state st = { 0 };
 	struct cli_etcd conn;
 	struct cli_parser p;
-	hr_config cfg;
-	hr_client *client = NULL;
-	sigset_t set, old;
-	int opt, sig, rc = CLI_EXIT_USAGE;
+	int opt, rc = CLI_EXIT_USAGE;
 
 	cli_etcd_init(&conn, HR_LOG_INFO);
 	cli_parser_init(&p, CMD, argc, argv);
@@ -95,24 +92,9 @@ int cmd_watch(int argc, char **argv)
 			goto out;
 	}
 
-	/* Signals are taken synchronously by this thread alone; the library's
-	 * threads inherit the mask. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	signal(SIGPIPE, SIG_IGN);
-
-	hr_config_init(&cfg);
-	cfg.on_change = on_ring;
-	cfg.on_change_userdata = &st;
-	rc = cli_etcd_open(&conn, CMD, &cfg, &client);
-	if (rc == CLI_EXIT_OK) {
-		sigwait(&set, &sig);
-		hr_client_close(client);
-		rc = st.write_failed ? CLI_EXIT_ERROR : CLI_EXIT_OK;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = cli_etcd_follow(&conn, CMD, on_ring, &st);
+	if (rc == CLI_EXIT_OK && st.write_failed)
+		rc = CLI_EXIT_ERROR;
 out:
 	cli_etcd_free(&conn);
 	return rc;
