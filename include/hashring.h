@@ -320,6 +320,16 @@ typedef struct hr_client hr_client;
 typedef void (*hr_ring_change_fn)(void *userdata, const hr_ring *old_ring,
 				  const hr_ring *new_ring);
 
+/* A ring diff (see "Ring diffs" below). */
+typedef struct hr_diff hr_diff;
+
+/* Called on the watcher thread after each publication, right after
+ * on_change, with the arcs whose owner changed in the write view and in
+ * the read view (what a rebalancer copies where).  Both diffs are valid
+ * during the call only.  Same rules as hr_ring_change_fn. */
+typedef void (*hr_ring_diff_fn)(void *userdata, const hr_diff *write_diff,
+				const hr_diff *read_diff);
+
 typedef struct hr_config {
 	/* Comma-separated endpoints; "host:port" means http://host:port.
 	 * NULL: "http://127.0.0.1:2379". */
@@ -359,6 +369,8 @@ typedef struct hr_config {
 	hr_log_level log_level;     /* most verbose level passed (INFO)     */
 	hr_ring_change_fn on_change;
 	void *on_change_userdata;
+	hr_ring_diff_fn on_diff;    /* NULL: no diff is computed            */
+	void *on_diff_userdata;
 } hr_config;
 
 /* Fills `cfg` with the defaults above (all strings NULL). */
@@ -570,8 +582,8 @@ typedef struct hr_arc_total {
 	double share;    /* their part of the key space, in (0, 1]          */
 } hr_arc_total;
 
-/* The difference between two rings in one view.  Immutable once made. */
-typedef struct hr_diff hr_diff;
+/* hr_diff, declared above, is the difference between two rings in one
+ * view.  Immutable once made. */
 
 /*
  * Lists every arc whose owner in `view` differs between `old_ring` and
@@ -580,8 +592,8 @@ typedef struct hr_diff hr_diff;
  * position 0 shows as two.  A key is in an arc exactly when its owner
  * differs.  Either ring may be NULL, meaning an empty ring.  The diff holds
  * a reference to both rings until hr_diff_free(); it is the tool of a
- * rebalancer: call it from hr_config.on_change with (old_ring, new_ring)
- * to learn which keys to copy where.  Cost O(points of both views).
+ * rebalancer, which a watching client hands over ready made through
+ * hr_config.on_diff.  Cost O(points of both views).
  * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
  */
 HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,

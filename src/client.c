@@ -118,6 +118,8 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 	wo.publisher = &c->pub;
 	wo.on_change = cfg->on_change;
 	wo.on_change_userdata = cfg->on_change_userdata;
+	wo.on_diff = cfg->on_diff;
+	wo.on_diff_userdata = cfg->on_diff_userdata;
 	rc = hr__watcher_start(&wo, &c->watcher, err);
 	if (!rc && !cfg->open_nonblocking)
 		rc = hr__watcher_wait_first(c->watcher, cfg->open_timeout_ms, err);

@@ -294,11 +294,6 @@ void hr__etcd_next_endpoint(hr__etcd *e)
 	e->current = (e->current + 1) % e->n_endpoints;
 }
 
-size_t hr__etcd_endpoint_count(const hr__etcd *e)
-{
-	return e->n_endpoints;
-}
-
 /* ---- transfers ------------------------------------------------------------ */
 
 typedef struct reply_buf {

@@ -68,7 +68,6 @@ void hr__etcd_free(hr__etcd *e);
 /* The endpoint requests go to now, and a move to the next one. */
 const char *hr__etcd_endpoint(const hr__etcd *e);
 void hr__etcd_next_endpoint(hr__etcd *e);
-size_t hr__etcd_endpoint_count(const hr__etcd *e);
 
 /* Sets `end` (capacity len+1) to the end of the range holding every key
  * that starts with `prefix`; returns its length (1 and "\0" meaning "to

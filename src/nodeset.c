@@ -74,13 +74,6 @@ void hr__nodeset_clear(hr__nodeset *s)
 	memset(s, 0, sizeof *s);
 }
 
-void hr__nodeset_replace(hr__nodeset *to, hr__nodeset *from)
-{
-	hr__nodeset_clear(to);
-	*to = *from;
-	memset(from, 0, sizeof *from);
-}
-
 int hr__nodeset_build(const hr__nodeset *s, const hr_ring_options *opts,
 		      uint64_t revision, hr_ring **out, hr_error *err)
 {

@@ -20,9 +20,6 @@ int hr__nodeset_remove(hr__nodeset *s, const char *id);
 /* Empties the set. */
 void hr__nodeset_clear(hr__nodeset *s);
 
-/* Moves every record of `from` into `to` (emptying `to` first). */
-void hr__nodeset_replace(hr__nodeset *to, hr__nodeset *from);
-
 /* Builds a ring of the set's nodes at `revision` (see hr_ring_build). */
 int hr__nodeset_build(const hr__nodeset *s, const hr_ring_options *opts,
 		      uint64_t revision, hr_ring **out, hr_error *err);

@@ -270,6 +270,23 @@ static void log_ring_change(hr__watcher *w, const hr_ring *old,
  * nothing that affects placement changed. */
 static void confirm(hr__watcher *w, uint64_t revision);
 
+/* Computes both views' diffs for the on_diff callback. */
+static void hand_diffs(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
+{
+	hr_diff *dw = NULL, *dr = NULL;
+	hr_error err = { 0 };
+
+	if (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) == 0 &&
+	    hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err) == 0)
+		w->o.on_diff(w->o.on_diff_userdata, dw, dr);
+	else
+		hr__log_emit(w->o.log, HR_LOG_ERROR, "diff_failed",
+			     "revision=%" PRIu64 " msg=\"%s\"", hr_ring_revision(ring),
+			     err.message);
+	hr_diff_free(dw);
+	hr_diff_free(dr);
+}
+
 /* Builds the ring of the current set at `revision`, confirms the revision
  * (before publishing: whoever sees the new ring sees a confirmed revision
  * at least as new) and publishes the ring unless nothing that affects
@@ -306,6 +323,8 @@ static int rebuild(hr__watcher *w, uint64_t revision)
 	log_ring_change(w, old, ring);
 	if (w->o.on_change)
 		w->o.on_change(w->o.on_change_userdata, old, ring);
+	if (w->o.on_diff)
+		hand_diffs(w, old, ring);
 	hr_ring_release(old);
 	return 0;
 }

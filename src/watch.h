@@ -30,6 +30,8 @@ typedef struct hr__watch_opts {
 	hr__publisher *publisher;  /* must outlive the watcher */
 	hr_ring_change_fn on_change;
 	void *on_change_userdata;
+	hr_ring_diff_fn on_diff;
+	void *on_diff_userdata;
 } hr__watch_opts;
 
 typedef struct hr__watcher hr__watcher;

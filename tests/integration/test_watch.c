@@ -223,6 +223,82 @@ START_TEST(txn_is_one_change)
 }
 END_TEST
 
+/* on_change's moved shares and on_diff's, in publication order. */
+struct moves {
+	double change_write[16], change_read[16], diff_write[16], diff_read[16];
+	int changes, diffs;
+	int arcs_ok;
+};
+
+static void record_change(void *ud, const hr_ring *old, const hr_ring *ring)
+{
+	struct moves *m = ud;
+
+	if (m->changes < 16) {
+		m->change_write[m->changes] = hr_ring_moved_share(old, ring, HR_VIEW_WRITE);
+		m->change_read[m->changes] = hr_ring_moved_share(old, ring, HR_VIEW_READ);
+	}
+	m->changes++;
+}
+
+static void record_diff(void *ud, const hr_diff *dw, const hr_diff *dr)
+{
+	struct moves *m = ud;
+	const hr_arc *arcs = hr_diff_arcs(dw);
+
+	if (m->diffs < 16) {
+		m->diff_write[m->diffs] = hr_diff_moved_share(dw);
+		m->diff_read[m->diffs] = hr_diff_moved_share(dr);
+	}
+	/* Arcs come in ring order, each with two different owners. */
+	for (size_t i = 0; i < hr_diff_arc_count(dw); i++)
+		if ((i && arcs[i].start < arcs[i - 1].end) || arcs[i].old_node == arcs[i].new_node)
+			m->arcs_ok = 0;
+	m->diffs++;
+}
+
+START_TEST(diffs_reach_the_callback)
+{
+	struct moves m = { .arcs_ok = 1 };
+	hr_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+
+	hr_config_init(&cfg);
+	cfg.endpoints = hrt_etcd_endpoints(etcd);
+	cfg.prefix = PREFIX;
+	cfg.on_change = record_change;
+	cfg.on_change_userdata = &m;
+	cfg.on_diff = record_diff;
+	cfg.on_diff_userdata = &m;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &logbuf;
+	put_node("a", "10.0.0.1:1");
+	put_node("b", "10.0.0.2:1");
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	put_node("c", "{\"addr\":\"10.0.0.3:1\",\"state\":\"warming\"}");
+	ck_assert_int_eq(hrt_wait_nodes(c, 3, 5000), 0);
+	put_node("c", "10.0.0.3:1");
+	ck_assert_int_gt(hrt_del(url(), PREFIX "a"), 0);
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
+	hr_client_close(c);
+	/* First ring, c warming, c active, a gone: one diff per ring. */
+	ck_assert_int_eq(m.changes, 4);
+	ck_assert_int_eq(m.diffs, m.changes);
+	ck_assert(m.arcs_ok);
+	for (int i = 0; i < m.diffs; i++) {
+		ck_assert_double_eq_tol(m.diff_write[i], m.change_write[i], 1e-12);
+		ck_assert_double_eq_tol(m.diff_read[i], m.change_read[i], 1e-12);
+	}
+	/* The warming node took writes but no reads; its activation moved
+	 * reads only. */
+	ck_assert_double_gt(m.diff_write[1], 0);
+	ck_assert_double_eq(m.diff_read[1], 0);
+	ck_assert_double_eq(m.diff_write[2], 0);
+	ck_assert_double_gt(m.diff_read[2], 0);
+}
+END_TEST
+
 START_TEST(compaction_forces_resync)
 {
 	hr_client *c;
@@ -515,6 +591,7 @@ int main(void)
 	tcase_add_test(tc, first_sync_paged_2000);
 	tcase_add_test(tc, changes_propagate);
 	tcase_add_test(tc, txn_is_one_change);
+	tcase_add_test(tc, diffs_reach_the_callback);
 	tcase_add_test(tc, compaction_forces_resync);
 	tcase_add_test(tc, kill_and_restart);
 	tcase_add_test(tc, frozen_member_goes_stale_then_recovers);
