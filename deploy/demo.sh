@@ -28,7 +28,10 @@ HR_ETCD_STATE_DIR=$(mktemp -d)
 export HR_ETCD_STATE_DIR HR_ETCD_CLIENT_PORT HR_ETCD_PEER_PORT
 WATCH_OUT=$HR_ETCD_STATE_DIR/watch.out
 cleanup() {
-	[ -n "${WATCH_PID:-}" ] && kill "$WATCH_PID" 2>/dev/null && wait "$WATCH_PID" 2>/dev/null
+	if [ -n "${WATCH_PID:-}" ]; then
+		kill "$WATCH_PID" 2>/dev/null || true
+		wait "$WATCH_PID" 2>/dev/null || true
+	fi
 	deploy/etcd-local.sh stop >/dev/null 2>&1 || true
 	rm -rf "$HR_ETCD_STATE_DIR"
 }
@@ -66,7 +69,8 @@ run etcdctl put ${P}cache-b '{"addr":"10.0.0.2:11211","zone":"z2"}'
 run etcdctl put ${P}cache-c 10.0.0.3:11211
 
 # A watching client prints every ring it publishes, as a service would see it.
-hashring watch --json --log-level warn >"$WATCH_OUT" &
+# (Started directly, not through the function, so that $! is its PID.)
+build/hashring watch --prefix "$P" --json --log-level warn >"$WATCH_OUT" &
 WATCH_PID=$!
 sleep 0.5
 settle
