@@ -156,6 +156,28 @@ int hrt_wait_nodes(hr_client *c, size_t n, int timeout_ms)
 	}
 }
 
+int hrt_node_state(hr_client *c, const char *id)
+{
+	hr_ring *r = hr_client_acquire(c);
+	const hr_node *n = hr_ring_find(r, id);
+	int st = n ? (int)n->state : -1;
+
+	hr_ring_release(r);
+	return st;
+}
+
+int hrt_wait_state(hr_client *c, const char *id, int want, int timeout_ms)
+{
+	int64_t until = hrt_now_ms() + timeout_ms;
+
+	while (hrt_node_state(c, id) != want) {
+		if (hrt_now_ms() > until)
+			return -1;
+		hrt_sleep_ms(10);
+	}
+	return 0;
+}
+
 void hrt_log_init(hrt_log *l)
 {
 	memset(l, 0, sizeof *l);

@@ -26,6 +26,13 @@ hr_ring *hrt_ring_from_etcd(const char *endpoints, const char *prefix,
 int hrt_wait_converged(hr_client *c, const char *endpoints, const char *prefix,
 		       int timeout_ms);
 
+/* The state of node `id` in the client's ring, or -1 if it is absent. */
+int hrt_node_state(hr_client *c, const char *id);
+
+/* Polls until hrt_node_state() is `want` (-1: gone); 0, or -1 after
+ * `timeout_ms`. */
+int hrt_wait_state(hr_client *c, const char *id, int want, int timeout_ms);
+
 /* Polls until the client's ring holds `n` nodes; 0 or -1. */
 int hrt_wait_nodes(hr_client *c, size_t n, int timeout_ms);
 

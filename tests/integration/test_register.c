@@ -65,29 +65,6 @@ static hr_registrar *reg_node(const char *id, int ttl, hr_state state)
 	return r;
 }
 
-/* The node's state in the client's ring, or -1 if absent. */
-static int node_state(hr_client *c, const char *id)
-{
-	hr_ring *r = hr_client_acquire(c);
-	const hr_node *n = hr_ring_find(r, id);
-	int st = n ? (int)n->state : -1;
-
-	hr_ring_release(r);
-	return st;
-}
-
-static int wait_state(hr_client *c, const char *id, int want, int timeout_ms)
-{
-	int64_t until = hrt_now_ms() + timeout_ms;
-
-	while (node_state(c, id) != want) {
-		if (hrt_now_ms() > until)
-			return -1;
-		hrt_sleep_ms(10);
-	}
-	return 0;
-}
-
 static void get_key(const char *id, char *out, size_t len)
 {
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, len, "get " PREFIX "%s -w json", id), 0);
@@ -105,10 +82,10 @@ START_TEST(register_state_weight_deregister)
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "n1 --print-value-only"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"state\":\"warming\""));
 	ck_assert_ptr_nonnull(strstr(out, "\"addr\":\"10.0.0.1:11211\""));
-	ck_assert_int_eq(wait_state(c, "n1", HR_STATE_WARMING, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "n1", HR_STATE_WARMING, 5000), 0);
 
 	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), 0);
-	ck_assert_int_eq(wait_state(c, "n1", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "n1", HR_STATE_ACTIVE, 5000), 0);
 	ck_assert_int_eq(hr_registrar_set_weight(r, 2.5, &err), 0);
 	hrt_sleep_ms(300);
 	ring = hr_client_acquire(c);
@@ -126,7 +103,7 @@ START_TEST(register_state_weight_deregister)
 
 	int64_t t0 = hrt_now_ms();
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
-	ck_assert_int_eq(wait_state(c, "n1", -1, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "n1", -1, 5000), 0);
 	ck_assert_int_lt(hrt_now_ms() - t0, 1000);
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
 	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), HR_ECLOSED);
@@ -189,7 +166,7 @@ START_TEST(operator_edits_are_kept_and_lease_reattached)
 	/* A plain etcdctl put: new value, and the key loses its lease. */
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
 				     "put " PREFIX "op '{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\",\"note\":\"by hand\"}'"), 0);
-	ck_assert_int_eq(wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
 	/* Within a renewal period the lease is attached again, value kept. */
 	snprintf(want, sizeof want, "\"lease\":%lld", (long long)hr_registrar_lease(r));
 	for (int i = 0; i < 40; i++) {
@@ -201,7 +178,7 @@ START_TEST(operator_edits_are_kept_and_lease_reattached)
 	ck_assert_ptr_nonnull(strstr(out, want));
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=lease_reattached", "id=op", NULL), 1);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=record_adopted", "id=op", NULL), 1);
-	ck_assert_int_eq(node_state(c, "op"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(hrt_node_state(c, "op"), HR_STATE_ACTIVE);
 
 	/* The registrar's own change starts from the operator's value. */
 	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_DRAINING, &err), 0);
@@ -215,7 +192,7 @@ START_TEST(operator_edits_are_kept_and_lease_reattached)
 	ck_assert_int_eq(hr_node_set_weight(&cfg, "op", 3, &err), 0);
 	get_key("op", out, sizeof out);
 	ck_assert_ptr_nonnull(strstr(out, want));
-	ck_assert_int_eq(wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
 	ck_assert_int_eq(hr_node_set_state(&cfg, "nosuch", HR_STATE_ACTIVE, &err), HR_ENOTFOUND);
 	ck_assert_int_eq(hr_node_set_weight(&cfg, "op", 0, &err), HR_EINVAL);
 
@@ -230,10 +207,10 @@ START_TEST(operator_edits_are_kept_and_lease_reattached)
 	for (int i = 0; i < 50 && hr_registrar_lease(r) == old; i++)
 		hrt_sleep_ms(100);
 	ck_assert_int_ne(hr_registrar_lease(r), old);
-	ck_assert_int_eq(wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=lease_lost", "id=op", NULL), 1);
 	hr_registrar_close(r);
-	ck_assert_int_eq(wait_state(c, "op", -1, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "op", -1, 5000), 0);
 	hr_client_close(c);
 }
 END_TEST
@@ -281,31 +258,31 @@ START_TEST(sidecar_kill9_sigterm_drain)
 
 	/* kill -9: the node is gone within TTL + 1 s. */
 	pid = start_sidecar("s1", "2", "0");
-	ck_assert_int_eq(wait_state(c, "s1", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s1", HR_STATE_ACTIVE, 5000), 0);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	int64_t t0 = hrt_now_ms();
-	ck_assert_int_eq(wait_state(c, "s1", -1, 6000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s1", -1, 6000), 0);
 	int64_t gone_ms = hrt_now_ms() - t0;
 	fprintf(stderr, "kill -9: node gone after %lld ms (TTL 2 s)\n", (long long)gone_ms);
 	ck_assert_int_le(gone_ms, 3000);
 
 	/* SIGTERM: gone at once, exit 0. */
 	pid = start_sidecar("s2", "10", "0");
-	ck_assert_int_eq(wait_state(c, "s2", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s2", HR_STATE_ACTIVE, 5000), 0);
 	kill(pid, SIGTERM);
 	t0 = hrt_now_ms();
-	ck_assert_int_eq(wait_state(c, "s2", -1, 3000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s2", -1, 3000), 0);
 	ck_assert_int_lt(hrt_now_ms() - t0, 1000);
 	waitpid(pid, &status, 0);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
 	/* --drain-seconds: draining first, then gone. */
 	pid = start_sidecar("s3", "10", "1");
-	ck_assert_int_eq(wait_state(c, "s3", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s3", HR_STATE_ACTIVE, 5000), 0);
 	kill(pid, SIGINT);
-	ck_assert_int_eq(wait_state(c, "s3", HR_STATE_DRAINING, 3000), 0);
-	ck_assert_int_eq(wait_state(c, "s3", -1, 4000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s3", HR_STATE_DRAINING, 3000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "s3", -1, 4000), 0);
 	waitpid(pid, &status, 0);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	hr_client_close(c);

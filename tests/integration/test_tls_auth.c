@@ -133,29 +133,6 @@ static void tls_config(hr_config *cfg)
 	cfg->key_file = cert_path("client.key");
 }
 
-/* The node's state in the client's ring, or -1 if absent. */
-static int node_state(hr_client *c, const char *id)
-{
-	hr_ring *r = hr_client_acquire(c);
-	const hr_node *n = hr_ring_find(r, id);
-	int st = n ? (int)n->state : -1;
-
-	hr_ring_release(r);
-	return st;
-}
-
-static int wait_state(hr_client *c, const char *id, int want, int timeout_ms)
-{
-	int64_t until = hrt_now_ms() + timeout_ms;
-
-	while (node_state(c, id) != want) {
-		if (hrt_now_ms() > until)
-			return -1;
-		hrt_sleep_ms(10);
-	}
-	return 0;
-}
-
 /* Opens a client expecting failure; returns the code, and how long it
  * took in *ms.  The error must hold a message and no password. */
 static int open_fails(const hr_config *cfg, hr_error *err, int64_t *ms)
@@ -314,12 +291,12 @@ START_TEST(tls_client_syncs_watches_registers)
 	t0 = hrt_now_ms();
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
 	fprintf(stderr, "TLS open with client cert: %lld ms\n", (long long)(hrt_now_ms() - t0));
-	ck_assert_int_eq(node_state(c, "a"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 
 	/* Watching: a change made afterwards arrives. */
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
 				     "put " PREFIX "b '{\"addr\":\"10.0.0.2:11211\",\"state\":\"draining\"}'"), 0);
-	ck_assert_int_eq(wait_state(c, "b", HR_STATE_DRAINING, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_DRAINING, 5000), 0);
 
 	/* Registration over TLS: appears, changes state, leaves. */
 	hr_registration_init(&reg);
@@ -328,12 +305,12 @@ START_TEST(tls_client_syncs_watches_registers)
 	reg.ttl_s = 5;
 	ck_assert_msg(hr_register(&cfg, &reg, &r, &err) == 0, "register: %s", err.message);
 	ck_assert_int_ne(hr_registrar_lease(r), 0);
-	ck_assert_int_eq(wait_state(c, "reg1", HR_STATE_WARMING, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "reg1", HR_STATE_WARMING, 5000), 0);
 	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), 0);
-	ck_assert_int_eq(wait_state(c, "reg1", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "reg1", HR_STATE_ACTIVE, 5000), 0);
 	ck_assert_int_eq(hr_node_set_weight(&cfg, "reg1", 2, &err), 0);
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
-	ck_assert_int_eq(wait_state(c, "reg1", -1, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "reg1", -1, 5000), 0);
 	hr_registrar_close(r);
 	hr_client_close(c);
 	ck_assert_int_eq(hrt_log_count(&logbuf, "level=error", NULL), 0);
@@ -382,16 +359,16 @@ START_TEST(tls_cli_flags_and_environment)
 	side = cli_spawn((const char *const[]){ "register", "--prefix", PREFIX, "--id", "side",
 		"--addr", "10.0.0.9:1", "--zone", "z9", "--weight", "2", "--ttl", "4",
 		"--log-level", "warn", NULL }, env);
-	ck_assert_int_eq(wait_state(c, "side", HR_STATE_WARMING, 8000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "side", HR_STATE_WARMING, 8000), 0);
 	cli_run(&run, env, (const char *const[]){ "state", "--prefix", PREFIX, "--id", "side",
 		"active", NULL });
 	ck_assert_msg(run.status == 0, "state: %d %s", run.status, run.err);
-	ck_assert_int_eq(wait_state(c, "side", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "side", HR_STATE_ACTIVE, 5000), 0);
 	cli_run(&run, env, (const char *const[]){ "weight", "--prefix", PREFIX, "--id", "side",
 		"3", NULL });
 	ck_assert_msg(run.status == 0, "weight: %d %s", run.status, run.err);
 	kill(side.pid, SIGTERM);
-	ck_assert_int_eq(wait_state(c, "side", -1, 3000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "side", -1, 3000), 0);
 	cli_wait(&side, &run);
 	ck_assert_msg(run.status == 0, "register exit %d: %s", run.status, run.err);
 	hr_client_close(c);
@@ -530,9 +507,9 @@ START_TEST(auth_roles_and_errors)
 	/* The read-only watcher syncs and watches. */
 	auth_config(&cfg, "watcher", WATCH_PW);
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
-	ck_assert_int_eq(node_state(c, "a"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 	root_put("b", "{\"addr\":\"10.0.0.2:11211\",\"state\":\"warming\"}");
-	ck_assert_int_eq(wait_state(c, "b", HR_STATE_WARMING, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_WARMING, 5000), 0);
 
 	/* A read-write user registers; the watcher sees it. */
 	hr_config wcfg;
@@ -542,10 +519,10 @@ START_TEST(auth_roles_and_errors)
 	reg.addr = "10.0.0.5:11211";
 	reg.state = HR_STATE_ACTIVE;
 	ck_assert_msg(hr_register(&wcfg, &reg, &r, &err) == 0, "register: %s", err.message);
-	ck_assert_int_eq(wait_state(c, "w1", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "w1", HR_STATE_ACTIVE, 5000), 0);
 	hr_registrar_close(r);
 	r = NULL;
-	ck_assert_int_eq(wait_state(c, "w1", -1, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "w1", -1, 5000), 0);
 
 	/* The read-only user may not register: permission denied. */
 	reg.id = "ro1";
@@ -556,7 +533,7 @@ START_TEST(auth_roles_and_errors)
 	fprintf(stderr, "read-only register: %s\n", err.message);
 	assert_no_secret(err.message);
 	ck_assert_int_eq(hr_node_set_state(&cfg, "a", HR_STATE_DRAINING, &err), HR_EPERM);
-	ck_assert_int_eq(node_state(c, "a"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 	hr_client_close(c);
 
 	/* Wrong password. */
@@ -647,7 +624,7 @@ START_TEST(auth_token_expiry_reauth)
 	hrt_sleep_ms(5500);
 	t0 = hrt_now_ms();
 	root_put("b", "{\"addr\":\"10.0.0.2:11211\",\"state\":\"active\"}");
-	ck_assert_int_eq(wait_state(c, "b", HR_STATE_ACTIVE, 5000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_ACTIVE, 5000), 0);
 	arrive_ms = hrt_now_ms() - t0;
 	ck_assert_int_eq(hr_client_status_get(c, &st1), 0);
 	fprintf(stderr, "after 5.5 s idle (token TTL 2 s): event in %lld ms, reconnects %llu\n",
@@ -666,7 +643,7 @@ START_TEST(auth_token_expiry_reauth)
 	hrt_sleep_ms(2500);
 	t0 = hrt_now_ms();
 	root_put("c", "{\"addr\":\"10.0.0.3:11211\",\"state\":\"draining\"}");
-	ck_assert_int_eq(wait_state(c, "c", HR_STATE_DRAINING, 8000), 0);
+	ck_assert_int_eq(hrt_wait_state(c, "c", HR_STATE_DRAINING, 8000), 0);
 	arrive_ms = hrt_now_ms() - t0;
 	ck_assert_int_eq(hr_client_status_get(c, &st2), 0);
 	fprintf(stderr, "after a member restart: event in %lld ms, reconnects %llu\n",
@@ -675,7 +652,7 @@ START_TEST(auth_token_expiry_reauth)
 	/* While the member was down authenticating could only fail to
 	 * connect; etcd itself never refused the credentials. */
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=auth_failed", "HTTP", NULL), 0);
-	ck_assert_int_eq(node_state(c, "a"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 	assert_no_secret(logbuf.text);
 	hr_client_close(c);
 }
