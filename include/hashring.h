@@ -387,7 +387,9 @@ HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
 
 /*
  * Stops the watcher, waits for it, and frees every ring the client still
- * owns.  Rings acquired with hr_client_acquire() stay valid until released.
+ * owns.  Rings acquired with hr_client_acquire() stay valid until released;
+ * the last ring another thread's lookups used is freed when that thread
+ * exits or has since looked up four other clients.
  * Must not run concurrently with other calls on the same client (callers
  * stop their lookups first).  Accepts NULL.
  */
@@ -406,35 +408,45 @@ typedef struct hr_owner {
 } hr_owner;
 
 /*
- * Looks `key` up in the current ring and copies the owners out.  Thread safe,
- * lock free, allocation free.  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
+ * Looks `key` up in the current ring and copies the owners out.  Thread
+ * safe.  Lock free, allocation free and never blocking, except that a
+ * thread's first lookup sets up its per-thread state once.  Errors:
+ * HR_EEMPTY (no node yet), HR_EINVAL.
+ *
+ * Each calling thread keeps a counted reference to the ring it used last,
+ * for each of the last four clients it looked up, so that while the ring
+ * does not change a lookup only compares one pointer.  The thread moves to
+ * a new ring on its next lookup after it is published; a thread that stops
+ * looking up keeps its last ring alive until it looks up again, exits, or
+ * calls hr_client_close().  Not async-signal-safe.
  */
 HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
 			       hr_owner *out);
 
 /*
- * Reader handles: an optional fast path for a thread that does many
- * lookups.  hr_client_lookup() needs no set-up, but its read side reaches
- * thread-local storage inside a shared library, which costs more than the
- * lookup itself; a handle carries that state explicitly instead.  Answers
- * are the same as hr_client_lookup()'s.
+ * Reader handles: hr_client_lookup() with the per-thread reference carried
+ * in an explicit handle instead of thread-local storage, for callers that
+ * want no hidden per-thread state or want to drop the ring they hold at a
+ * time of their choosing (hr_reader_close).  Same speed and answers.
  *
  * One handle serves one thread at a time (open one per thread; passing it
  * between threads with proper synchronisation is fine).  An idle handle
- * costs nothing.  Close every handle before hr_client_close().
+ * keeps the last ring it used alive.  Close every handle before
+ * hr_client_close().
  */
 typedef struct hr_reader hr_reader;
 
 /* Opens a handle on `client`.  Errors: HR_EINVAL (NULL argument),
- * HR_ENOMEM.  Thread safe; takes a mutex, so open handles ahead of time. */
+ * HR_ENOMEM.  Thread safe. */
 HR_EXPORT int hr_reader_open(hr_client *client, hr_reader **out);
 
-/* Closes a handle (not while it is in use).  Accepts NULL.  Thread safe. */
+/* Closes a handle (not while it is in use) and drops the ring it holds.
+ * Accepts NULL.  Thread safe. */
 HR_EXPORT void hr_reader_close(hr_reader *reader);
 
 /*
- * hr_client_lookup() through a handle: lock free, allocation free, no
- * thread-local storage.  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
+ * hr_client_lookup() through a handle, with the same guarantees.  Errors:
+ * HR_EEMPTY (no node yet), HR_EINVAL.
  */
 HR_EXPORT int hr_reader_lookup(hr_reader *reader, const void *key, size_t len,
 			       hr_owner *out);
@@ -450,7 +462,8 @@ typedef struct hr_replica {
 /*
  * Copies the preference list of `key` in `view` into out[0..k) and returns
  * k (see hr_ring_preflist); `*revision` (may be NULL) gets the ring's
- * revision.  `r` is at most 64 (HR_EINVAL beyond).  Thread safe.
+ * revision.  `r` is at most 64 (HR_EINVAL beyond).  Thread safe, with the
+ * guarantees and per-thread references of hr_client_lookup().
  */
 HR_EXPORT int hr_client_replicas(hr_client *client, const void *key,
 				 size_t len, hr_view view, hr_replica *out,

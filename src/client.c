@@ -5,6 +5,7 @@
 #include "log.h"
 #include "publish.h"
 #include "ring.h"
+#include "thread_cache.h"
 #include "watch.h"
 
 #include <curl/curl.h>
@@ -136,6 +137,7 @@ void hr_client_close(hr_client *c)
 	if (!c)
 		return;
 	hr__watcher_stop(c->watcher);
+	hr__thread_cache_forget(&c->pub);
 	hr__publish_destroy(&c->pub);
 	free(c);
 	curl_global_cleanup();
@@ -154,18 +156,22 @@ static void copy_str(char *dst, size_t size, const char *src)
 
 int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 {
+	const hr_ring *ring;
 	int rc;
 
 	if (!c || !out || (!key && len))
 		return HR_EINVAL;
+	ring = hr__thread_cache_ring(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return hr__ring_lookup_owner(ring, key, len, out);
 	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
 	hr__publish_read_end(&c->pub);
 	return rc;
 }
 
 struct hr_reader {
-	hr__reader_slot slot;	/* first: the allocation is cache-line aligned */
 	hr_client *client;
+	hr_ring *held;		/* followed reference (hr__publish_follow) */
 };
 
 int hr_reader_open(hr_client *c, hr_reader **out)
@@ -177,11 +183,11 @@ int hr_reader_open(hr_client *c, hr_reader **out)
 	*out = NULL;
 	if (!c)
 		return HR_EINVAL;
-	r = aligned_alloc(_Alignof(hr__reader_slot), sizeof *r);
+	r = malloc(sizeof *r);
 	if (!r)
 		return HR_ENOMEM;
 	r->client = c;
-	hr__publish_slot_add(&c->pub, &r->slot);
+	r->held = NULL;
 	*out = r;
 	return 0;
 }
@@ -190,36 +196,27 @@ void hr_reader_close(hr_reader *r)
 {
 	if (!r)
 		return;
-	hr__publish_slot_remove(&r->client->pub, &r->slot);
+	hr_ring_release(r->held);
 	free(r);
 }
 
 int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
 {
-	int rc;
-
 	if (!r || !out || (!key && len))
 		return HR_EINVAL;
-	rc = hr__ring_lookup_owner(hr__slot_read_begin(&r->client->pub, &r->slot),
-				   key, len, out);
-	hr__slot_read_end(&r->slot);
-	return rc;
+	return hr__ring_lookup_owner(hr__publish_follow(&r->client->pub, &r->held),
+				     key, len, out);
 }
 
 #define REPLICAS_MAX 64
 
-int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
-		       hr_replica *out, size_t r, uint64_t *revision)
+static int replicas_of(const hr_ring *ring, const void *key, size_t len,
+		       hr_view view, hr_replica *out, size_t r,
+		       uint64_t *revision)
 {
 	const hr_node *nodes[REPLICAS_MAX];
-	const hr_ring *ring;
-	int k;
+	int k = hr_ring_preflist(ring, key, len, view, nodes, r);
 
-	if (!c || (!out && r) || (!key && len) || r > REPLICAS_MAX ||
-	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
-		return HR_EINVAL;
-	ring = hr__publish_read_begin(&c->pub);
-	k = hr_ring_preflist(ring, key, len, view, nodes, r);
 	for (int i = 0; i < k; i++) {
 		copy_str(out[i].node, sizeof out[i].node, nodes[i]->id);
 		copy_str(out[i].addr, sizeof out[i].addr, nodes[i]->addr);
@@ -228,6 +225,23 @@ int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
 	}
 	if (revision)
 		*revision = hr_ring_revision(ring);
+	return k;
+}
+
+int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
+		       hr_replica *out, size_t r, uint64_t *revision)
+{
+	const hr_ring *ring;
+	int k;
+
+	if (!c || (!out && r) || (!key && len) || r > REPLICAS_MAX ||
+	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
+		return HR_EINVAL;
+	ring = hr__thread_cache_ring(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return replicas_of(ring, key, len, view, out, r, revision);
+	k = replicas_of(hr__publish_read_begin(&c->pub), key, len, view, out, r,
+			revision);
 	hr__publish_read_end(&c->pub);
 	return k;
 }

@@ -1,10 +1,9 @@
-/* publish.c - RCU pointer swap and grace-period reclamation of rings. */
+/* publish.c - RCU pointer swap, grace periods, and reclamation of rings
+ * that followers still hold. */
 #include "publish.h"
+#include "ring.h"
 
-#include <linux/membarrier.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <stdlib.h>
 #include <urcu/urcu-bp.h>
 
 /*
@@ -14,6 +13,14 @@
  * the ordering a grace period guarantees.  The pointer itself is always
  * loaded and exchanged with C11-style atomics, which TSan understands.
  */
+#if defined(__SANITIZE_THREAD__)
+#define HR_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HR_TSAN 1
+#endif
+#endif
+
 #ifdef HR_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
@@ -24,73 +31,51 @@ void __tsan_release(void *addr);
 #define tsan_release(a) ((void)(a))
 #endif
 
-static long membarrier(int cmd)
-{
-	return syscall(__NR_membarrier, cmd, 0);
-}
-
 void hr__publish_init(hr__publisher *p, hr_ring *initial)
 {
 	pthread_mutex_init(&p->lock, NULL);
-	p->slots = NULL;
-	p->epoch = 1;
-	/* Registering is per process and may be repeated.  Where seccomp or
-	 * an old kernel refuses it, slot readers fall back to a fence. */
-	p->fence = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0;
+	p->retired = NULL;
+	p->nretired = p->retired_cap = 0;
 	__atomic_store_n(&p->current, initial, __ATOMIC_RELEASE);
 }
 
-void hr__publish_slot_add(hr__publisher *p, hr__reader_slot *s)
+static void reclaim_locked(hr__publisher *p)
 {
-	s->epoch = 0;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < p->nretired; i++)
+		if (!hr__ring_release_if_last(p->retired[i]))
+			p->retired[kept++] = p->retired[i];
+	p->nretired = kept;
+}
+
+void hr__publish_reclaim(hr__publisher *p)
+{
 	pthread_mutex_lock(&p->lock);
-	s->prev = NULL;
-	s->next = p->slots;
-	if (p->slots)
-		p->slots->prev = s;
-	p->slots = s;
+	reclaim_locked(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
-void hr__publish_slot_remove(hr__publisher *p, hr__reader_slot *s)
+/* Called after a grace period: no section can still see `old`, and no new
+ * reference to it can be taken, so its count only falls from here on. */
+static void retire(hr__publisher *p, hr_ring *old)
 {
-	pthread_mutex_lock(&p->lock);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		p->slots = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	pthread_mutex_unlock(&p->lock);
-}
-
-/* Waits until no slot reader can still hold a ring published before this
- * call (see hr__slot_read_begin for why this suffices). */
-static void wait_slots(hr__publisher *p)
-{
-	uint64_t e;
-
-	pthread_mutex_lock(&p->lock);
-	if (!p->slots) {
-		pthread_mutex_unlock(&p->lock);
+	if (!old || hr__ring_release_if_last(old))
 		return;
-	}
-	e = __atomic_add_fetch(&p->epoch, 1, __ATOMIC_SEQ_CST);
-#ifndef HR_TSAN
-	if (p->fence || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-	for (hr__reader_slot *s = p->slots; s; s = s->next) {
-		for (int spins = 0;; spins++) {
-			uint64_t v = __atomic_load_n(&s->epoch, __ATOMIC_SEQ_CST);
+	if (p->nretired == p->retired_cap) {
+		size_t cap = p->retired_cap ? 2 * p->retired_cap : 8;
+		hr_ring **grown = realloc(p->retired, cap * sizeof *grown);
 
-			if (!v || v >= e)
-				break;
-			if (spins > 100)
-				sched_yield();
+		if (!grown) {
+			/* Correct still: the last follower frees it, only
+			 * on its own thread. */
+			hr_ring_release(old);
+			return;
 		}
+		p->retired = grown;
+		p->retired_cap = cap;
 	}
-	pthread_mutex_unlock(&p->lock);
+	p->retired[p->nretired++] = old;
 }
 
 void hr__publish_swap(hr__publisher *p, hr_ring *ring)
@@ -98,16 +83,18 @@ void hr__publish_swap(hr__publisher *p, hr_ring *ring)
 	hr_ring *old = __atomic_exchange_n(&p->current, ring, __ATOMIC_SEQ_CST);
 
 	urcu_bp_synchronize_rcu();
-	wait_slots(p);
 	tsan_acquire(p);
-	hr_ring_release(old);
+	pthread_mutex_lock(&p->lock);
+	reclaim_locked(p);
+	retire(p, old);
+	pthread_mutex_unlock(&p->lock);
 }
 
 const hr_ring *hr__publish_read_begin(hr__publisher *p)
 {
 	urcu_bp_read_lock();
-	/* Acquire pairs with the exchange's release: the ring's contents were
-	 * written before it was published. */
+	/* Acquire pairs with the exchange: the ring's contents were written
+	 * before it was published. */
 	return __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
 }
 
@@ -123,16 +110,30 @@ hr_ring *hr__publish_acquire(hr__publisher *p)
 
 	/* Inside the section the publisher's own reference keeps the count
 	 * above zero, so taking another one is safe. */
-	hr__publish_read_begin(p);
-	ring = hr_ring_retain(__atomic_load_n(&p->current, __ATOMIC_ACQUIRE));
+	ring = hr_ring_retain((hr_ring *)hr__publish_read_begin(p));
 	hr__publish_read_end(p);
 	return ring;
 }
 
+const hr_ring *hr__publish_refresh(hr__publisher *p, hr_ring **held)
+{
+	hr_ring *fresh = hr__publish_acquire(p);
+
+	/* While the publisher lives this is not the last reference (the ring
+	 * is current or retired, and both hold one; retire() under memory
+	 * exhaustion is the exception), so lookups do not free. */
+	hr_ring_release(*held);
+	*held = fresh;
+	return fresh;
+}
+
 void hr__publish_destroy(hr__publisher *p)
 {
-	hr_ring *old = __atomic_exchange_n(&p->current, NULL, __ATOMIC_ACQ_REL);
-
-	hr_ring_release(old);
+	hr_ring_release(__atomic_exchange_n(&p->current, NULL, __ATOMIC_ACQ_REL));
+	for (size_t i = 0; i < p->nretired; i++)
+		hr_ring_release(p->retired[i]);
+	free(p->retired);
+	p->retired = NULL;
+	p->nretired = p->retired_cap = 0;
 	pthread_mutex_destroy(&p->lock);
 }

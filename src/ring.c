@@ -1059,6 +1059,16 @@ void hr_ring_release(hr_ring *ring)
 	free(ring);
 }
 
+bool hr__ring_release_if_last(hr_ring *ring)
+{
+	/* Acquire pairs with the other holders' releases, so their reads of
+	 * the ring happen before it is freed. */
+	if (atomic_load_explicit(&ring->refs, memory_order_acquire) != 1)
+		return false;
+	hr_ring_release(ring);
+	return true;
+}
+
 /* ---- accessors ----------------------------------------------------------- */
 
 uint64_t hr_ring_revision(const hr_ring *ring)

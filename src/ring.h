@@ -44,6 +44,11 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
  * and figures: the answers are the same either way). */
 bool hr__ring_derived(const hr_ring *ring);
 
+/* Releases `ring` and returns true if the caller holds its only reference;
+ * otherwise returns false and changes nothing.  Sound only when nobody can
+ * take a new reference meanwhile (a ring out of publication). */
+bool hr__ring_release_if_last(hr_ring *ring);
+
 /* Points per unit of weight the ring was built with. */
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring);
 

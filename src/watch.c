@@ -866,6 +866,8 @@ static stream_end run_stream(hr__watcher *w)
 		if (w->end != END_NONE)
 			break;
 		check_stale(w);
+		/* Lookups move to a new ring lazily; free what they left. */
+		hr__publish_reclaim(w->o.publisher);
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
 		if (!pr.h && now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)

@@ -1,0 +1,94 @@
+/* thread_cache.c - per-thread ring references behind hr_client_lookup(). */
+#include "thread_cache.h"
+
+#include <pthread.h>
+#include <string.h>
+
+__thread hr__thread_cache hr__thread_cache_tls
+	__attribute__((tls_model("initial-exec")));
+
+/* Process-wide, but written once: the key whose destructor releases a
+ * thread's references when it exits.  The shared library is linked
+ * "nodelete", so the destructor outlives any dlclose(). */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t key;
+static bool key_ok;
+
+static void release_all(void *arg)
+{
+	hr__thread_cache *tc = arg;
+
+	for (int i = 0; i < HR__THREAD_CACHE_WAYS; i++) {
+		hr_ring_release(tc->ring[i]);
+		tc->ring[i] = NULL;
+		tc->pub[i] = NULL;
+	}
+	tc->armed = false;
+}
+
+static void make_key(void)
+{
+	key_ok = pthread_key_create(&key, release_all) == 0;
+}
+
+static bool arm(hr__thread_cache *tc)
+{
+	pthread_once(&key_once, make_key);
+	if (!key_ok || pthread_setspecific(key, tc) != 0)
+		return false;
+	tc->armed = true;
+	return true;
+}
+
+/* Moves way `i` to the front, keeping the others in order. */
+static void to_front(hr__thread_cache *tc, int i)
+{
+	hr_ring *ring = tc->ring[i];
+	const hr__publisher *pub = tc->pub[i];
+
+	memmove(&tc->ring[1], &tc->ring[0], (size_t)i * sizeof tc->ring[0]);
+	memmove(&tc->pub[1], &tc->pub[0], (size_t)i * sizeof tc->pub[0]);
+	tc->ring[0] = ring;
+	tc->pub[0] = pub;
+}
+
+const hr_ring *hr__thread_cache_miss(hr__publisher *p)
+{
+	hr__thread_cache *tc = &hr__thread_cache_tls;
+	int i;
+
+	if (!tc->armed && !arm(tc))
+		return NULL;
+	for (i = 0; i < HR__THREAD_CACHE_WAYS - 1; i++)
+		if (tc->pub[i] == p)
+			break;
+	if (tc->pub[i] != p) {
+		/* Not cached: take the least recent way.  Its reference may
+		 * be the last one if its client is gone; freeing it here is
+		 * then the only choice left. */
+		hr_ring_release(tc->ring[i]);
+		tc->ring[i] = NULL;
+		tc->pub[i] = p;
+	}
+	to_front(tc, i);
+	return hr__publish_follow(p, &tc->ring[0]);
+}
+
+void hr__thread_cache_forget(const hr__publisher *p)
+{
+	hr__thread_cache *tc = &hr__thread_cache_tls;
+
+	for (int i = 0; i < HR__THREAD_CACHE_WAYS; i++) {
+		if (tc->pub[i] != p)
+			continue;
+		hr_ring_release(tc->ring[i]);
+		/* Keep the used ways first: eviction takes the last one. */
+		memmove(&tc->ring[i], &tc->ring[i + 1],
+			(size_t)(HR__THREAD_CACHE_WAYS - 1 - i) * sizeof tc->ring[0]);
+		memmove(&tc->pub[i], &tc->pub[i + 1],
+			(size_t)(HR__THREAD_CACHE_WAYS - 1 - i) * sizeof tc->pub[0]);
+		tc->ring[HR__THREAD_CACHE_WAYS - 1] = NULL;
+		tc->pub[HR__THREAD_CACHE_WAYS - 1] = NULL;
+		return;
+	}
+}

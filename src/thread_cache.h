@@ -1,0 +1,58 @@
+/* thread_cache.h - per-thread ring references behind hr_client_lookup()
+ * (internal).
+ *
+ * hr_client_lookup() takes no handle, yet a read section would reach
+ * liburcu's thread-local storage through a shared library's dynamic TLS
+ * model, which costs more than the lookup itself.  Instead each thread
+ * keeps, in one small initial-exec TLS block, a followed reference (see
+ * hr__publish_follow) for each of the last few clients it looked up, most
+ * recent first.  While a client's ring does not change, a lookup costs one
+ * pointer load and compare.  The references go when the thread exits, when
+ * a fifth client evicts the oldest, or at hr_client_close() for the closing
+ * thread; a thread that stops looking up keeps its last ring alive until
+ * then.
+ */
+#ifndef HR_THREAD_CACHE_H
+#define HR_THREAD_CACHE_H
+
+#include "publish.h"
+
+#include <stdbool.h>
+
+#define HR__THREAD_CACHE_WAYS 4
+
+typedef struct hr__thread_cache {
+	hr_ring *ring[HR__THREAD_CACHE_WAYS];		/* counted references */
+	const hr__publisher *pub[HR__THREAD_CACHE_WAYS];	/* compared only  */
+	bool armed;		/* the release at thread exit is registered */
+} hr__thread_cache;
+
+/* Small on purpose: initial-exec TLS comes from the static TLS surplus that
+ * dlopen() draws on. */
+extern __thread hr__thread_cache hr__thread_cache_tls
+	__attribute__((tls_model("initial-exec")));
+
+/* Slow half of hr__thread_cache_ring(). */
+const hr_ring *hr__thread_cache_miss(hr__publisher *p);
+
+/*
+ * The current ring of `p`, valid on this thread until its next call into
+ * the cache (for any client) or hr__thread_cache_forget().  NULL when the
+ * thread cannot keep references (no thread-exit hook could be registered):
+ * the caller then uses a read section.  Not async-signal-safe.
+ */
+static inline const hr_ring *hr__thread_cache_ring(hr__publisher *p)
+{
+	hr_ring *cur = __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
+
+	/* The reasoning of hr__publish_follow(), on the most recent way. */
+	if (__builtin_expect(cur == hr__thread_cache_tls.ring[0], 1))
+		return cur;
+	return hr__thread_cache_miss(p);
+}
+
+/* Releases the calling thread's reference for `p`, if any (before the
+ * publisher is destroyed, so its last ring is freed with it). */
+void hr__thread_cache_forget(const hr__publisher *p);
+
+#endif
