@@ -20,8 +20,8 @@
 #include "base64.h"
 #include "etcd.h"
 #include "nodeset.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -1496,8 +1496,7 @@ int main(void)
 {
 	Suite *s = suite_create("faults");
 	TCase *tc = tcase_create("faults");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	tcase_add_checked_fixture(tc, up1, down);
@@ -1517,10 +1516,7 @@ int main(void)
 	tcase_add_test(tc, wiped_data_new_cluster_overtakes);
 	tcase_add_test(tc, huge_weight_blocks_later_changes);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = hrt_run(s);
 	curl_global_cleanup();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

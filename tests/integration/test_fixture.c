@@ -7,7 +7,8 @@
  */
 #define _GNU_SOURCE
 
-#include <check.h>
+#include "hrt_check.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -625,11 +626,5 @@ static Suite *fixture_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(fixture_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(fixture_suite());
 }

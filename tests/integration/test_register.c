@@ -3,8 +3,8 @@
  * leases, operators' edits, duplicate ids. */
 #include "etcd_fixture.h"
 #include "hrt_ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,8 +293,6 @@ int main(void)
 {
 	Suite *s = suite_create("register");
 	TCase *tc = tcase_create("etcd");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, up, down);
 	tcase_set_timeout(tc, 120);
@@ -304,9 +302,5 @@ int main(void)
 	tcase_add_test(tc, etcd_restored_empty_reregisters);
 	tcase_add_test(tc, sidecar_kill9_sigterm_drain);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

@@ -14,8 +14,8 @@
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
 #include "hrt_ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -676,8 +676,6 @@ int main(void)
 	TCase *tls = tcase_create("tls");
 	TCase *auth = tcase_create("auth");
 	TCase *ttl = tcase_create("token_ttl");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_unchecked_fixture(tls, make_certs, remove_certs);
 	tcase_add_checked_fixture(tls, start_tls, stop_etcd);
@@ -697,9 +695,5 @@ int main(void)
 	tcase_add_test(ttl, auth_token_expiry_reauth);
 	suite_add_tcase(s, ttl);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

@@ -4,8 +4,8 @@
  * fresh range of what etcd holds (same digest). */
 #include "etcd_fixture.h"
 #include "hrt_ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,8 +579,6 @@ int main(void)
 {
 	Suite *s = suite_create("watch");
 	TCase *tc = tcase_create("etcd");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, up1, down);
 	tcase_set_timeout(tc, 120);
@@ -598,9 +596,5 @@ int main(void)
 	tcase_add_test(tc, bad_records_beside_good);
 	tcase_add_test(tc, three_members_lose_the_one_in_use);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

@@ -8,7 +8,7 @@
  * per-thread state; a thread exiting after dlclose() runs both.  So the
  * library is built never to be unloaded ("nodelete"), and stays mapped.
  */
-#include <check.h>
+#include "hrt_check.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -118,14 +118,8 @@ int main(void)
 {
 	Suite *s = suite_create("dlopen");
 	TCase *tc = tcase_create("dlopen");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, load_use_unload);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

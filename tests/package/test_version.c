@@ -5,7 +5,7 @@
  * libhashring.so that gets installed, not from a copy of the objects.
  */
 #define _GNU_SOURCE /* dladdr */
-#include <check.h>
+#include "hrt_check.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -123,11 +123,5 @@ static Suite *version_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(version_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(version_suite());
 }

@@ -5,8 +5,8 @@
 #define _GNU_SOURCE
 #include "client.h"
 #include "ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,16 +221,10 @@ int main(void)
 {
 	Suite *s = suite_create("alloc");
 	TCase *tc = tcase_create("lookup path");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, counters_count);
 	tcase_add_test(tc, ring_lookups_do_not_allocate);
 	tcase_add_test(tc, client_lookups_do_not_allocate);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

@@ -5,8 +5,8 @@
  * acquiring and releasing at once (run it under TSan too); bad input.
  */
 #include "hashring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -327,11 +327,5 @@ static Suite *bounded_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(bounded_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(bounded_suite());
 }

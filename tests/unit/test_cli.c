@@ -6,7 +6,8 @@
  * loaded in-process), so these tests check what the CLI prints, not the
  * placement, which test_ring covers.
  */
-#include <check.h>
+#include "hrt_check.h"
+
 #include <cjson/cJSON.h>
 #include <xxhash.h>
 
@@ -883,11 +884,5 @@ static Suite *cli_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cli_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(cli_suite());
 }

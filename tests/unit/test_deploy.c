@@ -19,7 +19,8 @@
  *     `hashring CMD --help`, and each subcommand and option is one that the
  *     integration tests (tests/integration) run against a real etcd. */
 #define _GNU_SOURCE
-#include <check.h>
+#include "hrt_check.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -890,8 +891,6 @@ int main(void)
 {
 	Suite *s = suite_create("deploy");
 	TCase *tc = tcase_create("files");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, compose_file);
@@ -899,9 +898,5 @@ int main(void)
 	tcase_add_test(tc, systemd_unit);
 	tcase_add_test(tc, checker_rejects_bad_commands);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

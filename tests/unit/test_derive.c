@@ -7,8 +7,8 @@
  */
 #include "hashring.h"
 #include "ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -590,11 +590,5 @@ static Suite *derive_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(derive_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(derive_suite());
 }

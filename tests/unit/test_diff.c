@@ -6,8 +6,8 @@
  */
 #include "hashring.h"
 #include "ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,11 +481,5 @@ static Suite *diff_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(diff_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(diff_suite());
 }

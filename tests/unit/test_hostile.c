@@ -6,8 +6,8 @@
 #include "etcd.h"
 #include "member.h"
 #include "watch_stream.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,8 +382,6 @@ int main(void)
 {
 	Suite *s = suite_create("hostile");
 	TCase *tc = tcase_create("hostile");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_of_several_megabytes);
@@ -398,9 +396,5 @@ int main(void)
 	tcase_add_test(tc, stream_huge_line_and_limit);
 	tcase_add_test(tc, null_arguments_offline);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

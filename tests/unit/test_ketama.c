@@ -8,8 +8,8 @@
 #include "hashring.h"
 #include "ketama.h"
 #include "ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <dlfcn.h>
 #include <libmemcached/memcached.h>
 #include <stdbool.h>
@@ -497,13 +497,6 @@ static Suite *ketama_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
 	load_libmemcached();
-	sr = srunner_create(ketama_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(ketama_suite());
 }

@@ -4,8 +4,8 @@
  */
 #include "hashring.h"
 #include "member.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,11 +358,5 @@ static Suite *member_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(member_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(member_suite());
 }

@@ -5,8 +5,8 @@
  * Then the reclamation of rings that followers held. */
 #include "publish.h"
 #include "thread_cache.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,8 +326,6 @@ int main(void)
 {
 	Suite *s = suite_create("publish");
 	TCase *tc = tcase_create("rcu");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, swap_under_readers);
@@ -337,9 +335,5 @@ int main(void)
 	tcase_add_test(tc, thread_cache_released_at_exit);
 	tcase_add_test(tc, thread_cache_ways);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

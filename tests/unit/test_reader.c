@@ -3,8 +3,8 @@
  * ASan and TSan too), handles come and go meanwhile, and bad input is
  * refused. */
 #include "client.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,17 +175,11 @@ int main(void)
 {
 	Suite *s = suite_create("reader");
 	TCase *tc = tcase_create("handles");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, swaps_under_handles);
 	tcase_add_test(tc, same_answers_as_client_lookup);
 	tcase_add_test(tc, bad_input);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }

@@ -6,8 +6,8 @@
  */
 #include "hashring.h"
 #include "ring.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdbool.h>
@@ -1349,11 +1349,5 @@ static Suite *ring_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ring_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(ring_suite());
 }

@@ -3,8 +3,8 @@
 #include "base64.h"
 #include "etcd.h"
 #include "watch_stream.h"
+#include "hrt_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,8 +304,6 @@ int main(void)
 {
 	Suite *s = suite_create("watch_stream");
 	TCase *tc = tcase_create("parse");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, lines_split_across_reads);
 	tcase_add_test(tc, lines_many_in_one_read);
@@ -320,9 +318,5 @@ int main(void)
 	tcase_add_test(tc, prefix_range_end);
 	tcase_add_test(tc, int64_fields);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return hrt_run(s);
 }
