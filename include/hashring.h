@@ -314,8 +314,9 @@ HR_EXPORT const char *hr_log_level_name(hr_log_level level);
  */
 typedef struct hr_client hr_client;
 
-/* Called on the watcher thread after each publication.  `old_ring` may be
- * NULL (first ring).  Both rings are valid during the call only (retain to
+/* Called on the watcher thread after each publication, with the ring it
+ * replaced: after the first sync, the client's initial empty ring
+ * (revision 0).  Both rings are valid during the call only (retain to
  * keep).  It may call any client function except hr_client_close(). */
 typedef void (*hr_ring_change_fn)(void *userdata, const hr_ring *old_ring,
 				  const hr_ring *new_ring);

@@ -39,7 +39,9 @@ struct diff_state {
 	hr_view view;
 	int json;
 	unsigned long count;
-	unsigned long printed; /* touched by the watcher thread only */
+	/* Touched by the watcher thread only. */
+	int have_baseline;
+	unsigned long printed;
 	int failed;
 };
 
@@ -167,12 +169,17 @@ static int diff_files(const char *files[2], const struct cli_etcd *conn,
 	return rc;
 }
 
-/* On the watcher thread: the first ring is the baseline. */
+/* On the watcher thread.  The first ring (the first sync, which replaces
+ * the client's initial empty ring) is the baseline, not a change. */
 static void on_ring(void *ud, const hr_ring *old, const hr_ring *ring)
 {
 	struct diff_state *s = ud;
 
-	if (!old || s->failed || s->printed >= s->count)
+	if (!s->have_baseline) {
+		s->have_baseline = 1;
+		return;
+	}
+	if (s->failed || s->printed >= s->count)
 		return;
 	if (print_diff(old, ring, s) != CLI_EXIT_OK)
 		s->failed = 1;

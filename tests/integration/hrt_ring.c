@@ -6,6 +6,7 @@
 #include "etcd_fixture.h"
 #include "nodeset.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,11 @@ void hrt_sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
-	while (nanosleep(&ts, &ts))
+	/* A deadline computed by the caller may already have passed: a
+	 * negative time makes nanosleep fail with EINVAL, forever. */
+	if (ms <= 0)
+		return;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
 

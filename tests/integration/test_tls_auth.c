@@ -13,6 +13,7 @@
  * No password ever shows in a log line, an error message or CLI output. */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
+#include "hrt_cli.h"
 #include "hrt_ring.h"
 #include "hrt_check.h"
 
@@ -25,7 +26,6 @@
 #include <unistd.h>
 
 #define PREFIX "/ring/nodes/"
-#define CLI_TIMEOUT_MS 20000
 
 /* Distinctive passwords, so a leak is easy to find in any text. */
 #define ROOT_PW "root-Pw-4d21"
@@ -154,99 +154,7 @@ static int open_fails(const hr_config *cfg, hr_error *err, int64_t *ms)
 	return rc;
 }
 
-/* ---- running the CLI ------------------------------------------------------ */
-
-struct cli_run {
-	int status;            /* exit status, or -1 (signal, timeout) */
-	char out[8192];
-	char err[4096];
-};
-
-/* Reads what a child wrote to `fd` (a file, rewound). */
-static void slurp(int fd, char *buf, size_t len)
-{
-	ssize_t n;
-	size_t got = 0;
-
-	lseek(fd, 0, SEEK_SET);
-	while (got + 1 < len && (n = read(fd, buf + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-}
-
-/* A running CLI; its stdout and stderr go to anonymous files. */
-struct child {
-	pid_t pid;
-	FILE *out, *err;
-};
-
-/* Starts `hashring` with argv (NULL-terminated, without argv[0]) and the
- * "NAME=VALUE" entries of `env` on top of the test's environment minus
- * every ETCDCTL_* variable. */
-static struct child cli_spawn(const char *const *argv, const char *const *env)
-{
-	struct child ch;
-	const char *args[64];
-	size_t n = 0;
-
-	ch.out = tmpfile();
-	ch.err = tmpfile();
-	ck_assert(ch.out && ch.err);
-	args[n++] = "hashring";
-	for (size_t i = 0; argv[i] && n < 63; i++)
-		args[n++] = argv[i];
-	args[n] = NULL;
-	ch.pid = fork();
-	ck_assert_int_ge(ch.pid, 0);
-	if (ch.pid == 0) {
-		static const char *const vars[] = { "ETCDCTL_ENDPOINTS", "ETCDCTL_CACERT",
-			"ETCDCTL_CERT", "ETCDCTL_KEY", "ETCDCTL_USER", "ETCDCTL_PASSWORD",
-			"ETCDCTL_INSECURE_SKIP_TLS_VERIFY", NULL };
-		for (int i = 0; vars[i]; i++)
-			unsetenv(vars[i]);
-		for (int i = 0; env && env[i]; i++)
-			putenv((char *)env[i]);
-		dup2(fileno(ch.out), 1);
-		dup2(fileno(ch.err), 2);
-		execv(HR_CLI_PATH, (char *const *)args);
-		_exit(127);
-	}
-	return ch;
-}
-
-/* Waits (bounded) for the child and collects its output. */
-static void cli_wait(struct child *ch, struct cli_run *r)
-{
-	int64_t until = hrt_now_ms() + CLI_TIMEOUT_MS;
-	int st;
-
-	r->status = -1;
-	for (;;) {
-		pid_t w = waitpid(ch->pid, &st, WNOHANG);
-		if (w == ch->pid) {
-			if (WIFEXITED(st))
-				r->status = WEXITSTATUS(st);
-			break;
-		}
-		if (hrt_now_ms() > until) {
-			kill(ch->pid, SIGKILL);
-			waitpid(ch->pid, &st, 0);
-			break;
-		}
-		hrt_sleep_ms(10);
-	}
-	slurp(fileno(ch->out), r->out, sizeof r->out);
-	slurp(fileno(ch->err), r->err, sizeof r->err);
-	fclose(ch->out);
-	fclose(ch->err);
-}
-
-static void cli_run(struct cli_run *r, const char *const *env, const char *const *argv)
-{
-	struct child ch = cli_spawn(argv, env);
-
-	cli_wait(&ch, r);
-}
+/* ---- the CLI's output ---------------------------------------------------- */
 
 static void assert_no_secret(const char *text)
 {
@@ -258,7 +166,7 @@ static void assert_no_secret(const char *text)
 
 /* A failed command: exit 1 and exactly one line on stderr naming the
  * command and holding `needle`. */
-static void assert_cli_error(const struct cli_run *r, const char *cmd, const char *needle)
+static void assert_cli_error(const hrt_cli_run *r, const char *cmd, const char *needle)
 {
 	char prefix[64];
 	const char *nl = strchr(r->err, '\n');
@@ -321,8 +229,8 @@ START_TEST(tls_cli_flags_and_environment)
 {
 	const char *eps = hrt_etcd_endpoints(etcd);
 	char ep_env[600], ca_env[PATH_MAX + 32], cert_env[PATH_MAX + 32], key_env[PATH_MAX + 32];
-	struct cli_run run;
-	struct child side;
+	hrt_cli_run run;
+	hrt_child side;
 	hr_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
@@ -332,7 +240,7 @@ START_TEST(tls_cli_flags_and_environment)
 				     "put " PREFIX "a '{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}'"), 0);
 
 	/* Flags. */
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cacert", cert_path("ca.crt"), "--cert", cert_path("client.crt"),
 		"--key", cert_path("client.key"), NULL });
 	ck_assert_msg(run.status == 0, "nodes: %d %s", run.status, run.err);
@@ -345,31 +253,31 @@ START_TEST(tls_cli_flags_and_environment)
 	snprintf(cert_env, sizeof cert_env, "ETCDCTL_CERT=%s", cert_path("client.crt"));
 	snprintf(key_env, sizeof key_env, "ETCDCTL_KEY=%s", cert_path("client.key"));
 	const char *const env[] = { ep_env, ca_env, cert_env, key_env, NULL };
-	cli_run(&run, env, (const char *const[]){ "nodes", "--prefix", PREFIX, "--json", NULL });
+	hrt_cli_run_cmd(&run, env, (const char *const[]){ "nodes", "--prefix", PREFIX, "--json", NULL });
 	ck_assert_msg(run.status == 0, "nodes (env): %d %s", run.status, run.err);
 	ck_assert_ptr_nonnull(strstr(run.out, "\"id\":\"a\""));
 
-	cli_run(&run, env, (const char *const[]){ "watch", "--prefix", PREFIX, "--count", "1", NULL });
+	hrt_cli_run_cmd(&run, env, (const char *const[]){ "watch", "--prefix", PREFIX, "--count", "1", NULL });
 	ck_assert_msg(run.status == 0, "watch (env): %d %s", run.status, run.err);
 	ck_assert_ptr_nonnull(strstr(run.out, "nodes=1"));
 
 	/* The sidecar over TLS, changed in place by `state`, gone on SIGTERM. */
 	tls_config(&cfg);
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
-	side = cli_spawn((const char *const[]){ "register", "--prefix", PREFIX, "--id", "side",
+	side = hrt_cli_spawn((const char *const[]){ "register", "--prefix", PREFIX, "--id", "side",
 		"--addr", "10.0.0.9:1", "--zone", "z9", "--weight", "2", "--ttl", "4",
 		"--log-level", "warn", NULL }, env);
 	ck_assert_int_eq(hrt_wait_state(c, "side", HR_STATE_WARMING, 8000), 0);
-	cli_run(&run, env, (const char *const[]){ "state", "--prefix", PREFIX, "--id", "side",
+	hrt_cli_run_cmd(&run, env, (const char *const[]){ "state", "--prefix", PREFIX, "--id", "side",
 		"active", NULL });
 	ck_assert_msg(run.status == 0, "state: %d %s", run.status, run.err);
 	ck_assert_int_eq(hrt_wait_state(c, "side", HR_STATE_ACTIVE, 5000), 0);
-	cli_run(&run, env, (const char *const[]){ "weight", "--prefix", PREFIX, "--id", "side",
+	hrt_cli_run_cmd(&run, env, (const char *const[]){ "weight", "--prefix", PREFIX, "--id", "side",
 		"3", NULL });
 	ck_assert_msg(run.status == 0, "weight: %d %s", run.status, run.err);
 	kill(side.pid, SIGTERM);
 	ck_assert_int_eq(hrt_wait_state(c, "side", -1, 3000), 0);
-	cli_wait(&side, &run);
+	hrt_cli_wait(&side, &run);
 	ck_assert_msg(run.status == 0, "register exit %d: %s", run.status, run.err);
 	hr_client_close(c);
 }
@@ -383,7 +291,7 @@ START_TEST(tls_errors)
 	hr_registrar *r = NULL;
 	hr_registration reg;
 	hr_error err;
-	struct cli_run run;
+	hrt_cli_run run;
 	int64_t ms;
 
 	/* A CA that did not sign the server's certificate. */
@@ -400,7 +308,7 @@ START_TEST(tls_errors)
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ETLS);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err.message, "TLS"));
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cacert", cert_path("other-ca.crt"), "--cert", cert_path("client.crt"),
 		"--key", cert_path("client.key"), NULL });
 	assert_cli_error(&run, "nodes", "TLS");
@@ -411,7 +319,7 @@ START_TEST(tls_errors)
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_ETLS);
 	ck_assert_ptr_nonnull(strstr(err.message, "TLS"));
 	ck_assert_int_lt(ms, 4000);
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cacert", cert_path("ca.crt"), NULL });
 	assert_cli_error(&run, "nodes", "TLS");
 	/* A certificate without its key is a configuration error. */
@@ -423,14 +331,14 @@ START_TEST(tls_errors)
 	tls_config(&cfg);
 	cfg.ca_file = NULL;
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_ETLS);
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cert", cert_path("client.crt"), "--key", cert_path("client.key"), NULL });
 	assert_cli_error(&run, "nodes", "TLS");
 	/* ...unless verification is explicitly turned off. */
 	cfg.insecure_skip_verify = 1;
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "insecure open: %s", err.message);
 	hr_client_close(c);
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cert", cert_path("client.crt"), "--key", cert_path("client.key"),
 		"--insecure-skip-tls-verify", NULL });
 	ck_assert_msg(run.status == 0, "insecure nodes: %d %s", run.status, run.err);
@@ -499,7 +407,7 @@ START_TEST(auth_roles_and_errors)
 	hr_registrar *r = NULL;
 	hr_registration reg;
 	hr_error err = { 0 };
-	struct cli_run run;
+	hrt_cli_run run;
 	int64_t ms;
 
 	root_put("a", "{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}");
@@ -556,39 +464,39 @@ START_TEST(auth_roles_and_errors)
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_EAUTH);
 
 	/* The CLI: --user, ETCDCTL_USER, and the failures as one line. */
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--user", "watcher:" WATCH_PW, NULL });
 	ck_assert_msg(run.status == 0, "nodes: %d %s", run.status, run.err);
 	ck_assert_ptr_nonnull(strstr(run.out, "# 2 nodes"));
 	assert_no_secret(run.err);
 	char ep_env[600];
 	snprintf(ep_env, sizeof ep_env, "ETCDCTL_ENDPOINTS=%s", eps);
-	cli_run(&run, (const char *const[]){ ep_env, "ETCDCTL_USER=watcher:" WATCH_PW, NULL },
+	hrt_cli_run_cmd(&run, (const char *const[]){ ep_env, "ETCDCTL_USER=watcher:" WATCH_PW, NULL },
 		(const char *const[]){ "nodes", "--prefix", PREFIX, "--json", NULL });
 	ck_assert_msg(run.status == 0, "nodes (env): %d %s", run.status, run.err);
 	ck_assert_ptr_nonnull(strstr(run.out, "\"id\":\"b\""));
 	/* etcdctl's other form: the name alone, the password apart. */
-	cli_run(&run, (const char *const[]){ ep_env, "ETCDCTL_USER=watcher",
+	hrt_cli_run_cmd(&run, (const char *const[]){ ep_env, "ETCDCTL_USER=watcher",
 		"ETCDCTL_PASSWORD=" WATCH_PW, NULL },
 		(const char *const[]){ "nodes", "--prefix", PREFIX, "--json", NULL });
 	ck_assert_msg(run.status == 0, "nodes (env, name alone): %d %s", run.status, run.err);
 	assert_no_secret(run.err);
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--user", "watcher:" WRONG_PW, NULL });
 	assert_cli_error(&run, "nodes", "authentication failed");
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		NULL });
 	assert_cli_error(&run, "nodes", "etcd requires authentication");
-	cli_run(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
 		"--prefix", PREFIX, "--user", "watcher:" WATCH_PW, "--id", "ro2",
 		"--addr", "10.0.0.7:1", NULL });
 	assert_cli_error(&run, "register", "permission denied");
-	cli_run(&run, NULL, (const char *const[]){ "state", "--endpoints", eps,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "state", "--endpoints", eps,
 		"--prefix", PREFIX, "--user", "watcher:" WATCH_PW, "--id", "a", "draining", NULL });
 	assert_cli_error(&run, "state", "permission denied");
 	/* --user without a password part is a usage error that does not echo
 	 * the value. */
-	cli_run(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
 		"--user", WATCH_PW, NULL });
 	ck_assert_int_eq(run.status, 2);
 	assert_no_secret(run.err);

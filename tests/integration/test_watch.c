@@ -3,9 +3,12 @@
  * After every scenario the client's ring must equal a ring built from a
  * fresh range of what etcd holds (same digest). */
 #include "etcd_fixture.h"
+#include "hrt_cli.h"
 #include "hrt_ring.h"
 #include "hrt_check.h"
 
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -575,6 +578,69 @@ START_TEST(open_errors)
 }
 END_TEST
 
+/* `hashring diff` following etcd: the first sync is its baseline, and the
+ * next ring is printed against it, with the moved share the library
+ * computes for the same two rings. */
+START_TEST(cli_diff_follows_etcd)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hr_ring *before, *after;
+	uint64_t rev_before, rev_after, old_rev = 0, new_rev = 0;
+	unsigned long arcs = 0, moved_arcs = 0;
+	double share = -1;
+	char err[4096], *line, *save = NULL;
+	hrt_cli_run run;
+	hrt_child ch;
+	int64_t until;
+
+	put_node("a", "10.0.0.1:1");
+	put_node("b", "10.0.0.2:1");
+	before = hrt_ring_from_etcd(eps, PREFIX, &rev_before);
+	ck_assert_ptr_nonnull(before);
+	ch = hrt_cli_spawn((const char *const[]){ "diff", "--endpoints", eps, "--prefix",
+		PREFIX, "--count", "1", "--log-level", "info", NULL }, NULL);
+	/* Change nothing before its first sync: that ring is the baseline. */
+	until = hrt_now_ms() + 10000;
+	do {
+		hrt_sleep_ms(20);
+		hrt_cli_peek_err(&ch, err, sizeof err);
+	} while (!strstr(err, "event=synced") && hrt_now_ms() < until);
+	ck_assert_msg(strstr(err, "event=synced"), "no sync: %s", err);
+	put_node("c", "10.0.0.3:1");
+	hrt_cli_wait(&ch, &run);
+	ck_assert_msg(run.status == 0, "exit %d, stderr: %s", run.status, run.err);
+	after = hrt_ring_from_etcd(eps, PREFIX, &rev_after);
+	ck_assert_ptr_nonnull(after);
+
+	for (line = strtok_r(run.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char old[64], new[64];
+
+		if (!strncmp(line, "ring\t", 5)) {
+			ck_assert_int_eq(sscanf(line, "ring\t%" SCNu64 "\t%" SCNu64, &old_rev,
+						&new_rev), 2);
+		} else if (!strncmp(line, "arc\t", 4)) {
+			/* Only keys that move to the new node move. */
+			ck_assert_int_eq(sscanf(line, "arc\t%*s\t%*s\t%63s\t%63s", old, new), 2);
+			ck_assert_msg(strcmp(old, "a") == 0 || strcmp(old, "b") == 0, "%s", line);
+			ck_assert_str_eq(new, "c");
+			arcs++;
+		} else if (!strncmp(line, "moved\t", 6)) {
+			ck_assert_int_eq(sscanf(line, "moved\t%lf\t%lu", &share, &moved_arcs), 2);
+		} else {
+			ck_assert_msg(!strncmp(line, "total\t", 6), "unexpected: %s", line);
+		}
+	}
+	ck_assert_uint_eq(old_rev, rev_before);
+	ck_assert_uint_eq(new_rev, rev_after);
+	ck_assert_uint_gt(arcs, 0);
+	ck_assert_uint_eq(moved_arcs, arcs);
+	ck_assert_double_eq_tol(share, hr_ring_moved_share(before, after, HR_VIEW_WRITE), 1e-6);
+	ck_assert(share > 0.15 && share < 0.55);
+	hr_ring_release(before);
+	hr_ring_release(after);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("watch");
@@ -595,6 +661,7 @@ int main(void)
 	tcase_add_test(tc, frozen_member_goes_stale_then_recovers);
 	tcase_add_test(tc, bad_records_beside_good);
 	tcase_add_test(tc, three_members_lose_the_one_in_use);
+	tcase_add_test(tc, cli_diff_follows_etcd);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
