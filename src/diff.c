@@ -20,28 +20,12 @@ struct hr_diff {
 	double moved;
 };
 
-/* A 128-bit sum of arc lengths (a whole circle is 2^64). */
-struct sum128 {
-	uint64_t hi, lo;
-};
-
-static void sum_add(struct sum128 *s, const hr_arc *a)
+/* Adds the length of arc `a`: end - start, an end of 0 meaning 2^64 (so
+ * the whole circle is 2^64 - 1 plus 1). */
+static void sum_add(hr__arc_sum *s, const hr_arc *a)
 {
-	/* end - start, with end 0 meaning 2^64 */
-	uint64_t len = a->end - a->start;
-
-	if (len == 0) {
-		s->hi++;
-		return;
-	}
-	s->lo += len;
-	if (s->lo < len)
-		s->hi++;
-}
-
-static double sum_share(const struct sum128 *s)
-{
-	return s->hi ? 1.0 : ldexp((double)s->lo, -64);
+	hr__arc_add(s, a->end - a->start - 1);
+	hr__arc_add(s, 1);
 }
 
 /* One view of one ring, walked in position order. */
@@ -73,13 +57,6 @@ static const hr_node *side_owner(const struct side *s)
 	return hr_ring_node(s->ring, node);
 }
 
-static bool same_owner(const hr_node *a, const hr_node *b)
-{
-	if (!a || !b)
-		return a == b;
-	return strcmp(a->id, b->id) == 0;
-}
-
 static int cmp_id(const hr_node *a, const hr_node *b)
 {
 	if (!a || !b)
@@ -97,15 +74,14 @@ static int cmp_pair(const void *x, const void *y)
 }
 
 /* Appends [x, e] (inclusive) or extends the last arc when it ends at x
- * with the same owners.  `cap` bounds the array: every arc starts at 0 or
- * right after a point of either ring. */
+ * with the same owners. */
 static void add_arc(hr_diff *d, uint64_t x, uint64_t e, const hr_node *o,
 		    const hr_node *n)
 {
 	hr_arc *last = d->narcs ? &d->arcs[d->narcs - 1] : NULL;
 
-	if (last && last->end == x && x != 0 && same_owner(last->old_node, o) &&
-	    same_owner(last->new_node, n)) {
+	if (last && last->end == x && x != 0 && !cmp_id(last->old_node, o) &&
+	    !cmp_id(last->new_node, n)) {
 		last->end = e + 1;
 		return;
 	}
@@ -131,7 +107,7 @@ static int walk(hr_diff *d, struct side *a, struct side *b)
 			e = side_pos(a, a->i);
 		if (b->i < b->n && side_pos(b, b->i) < e)
 			e = side_pos(b, b->i);
-		if (!same_owner(oa, ob))
+		if (cmp_id(oa, ob))
 			add_arc(d, x, e, oa, ob);
 		if (e == UINT64_MAX)
 			break;
@@ -147,7 +123,7 @@ static int walk(hr_diff *d, struct side *a, struct side *b)
 static int make_totals(hr_diff *d)
 {
 	const hr_arc **by_pair;
-	struct sum128 all = { 0, 0 };
+	hr__arc_sum all = { 0, 0 };
 
 	if (!d->narcs)
 		return HR_OK;
@@ -161,17 +137,17 @@ static int make_totals(hr_diff *d)
 		by_pair[i] = &d->arcs[i];
 		sum_add(&all, &d->arcs[i]);
 	}
-	d->moved = sum_share(&all);
+	d->moved = hr__arc_share(&all);
 	qsort(by_pair, d->narcs, sizeof *by_pair, cmp_pair);
 	for (size_t i = 0; i < d->narcs;) {
-		struct sum128 s = { 0, 0 };
+		hr__arc_sum s = { 0, 0 };
 		size_t j = i;
 
 		while (j < d->narcs && cmp_pair(&by_pair[i], &by_pair[j]) == 0)
 			sum_add(&s, by_pair[j++]);
 		d->totals[d->ntotals++] = (hr_arc_total){
 			by_pair[i]->old_node, by_pair[i]->new_node, j - i,
-			sum_share(&s)
+			hr__arc_share(&s)
 		};
 		i = j;
 	}

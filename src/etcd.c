@@ -456,8 +456,7 @@ int hr__etcd_transfer_error(hr__etcd *e, CURLcode rc, long status,
 		return hr__error_set(err, HR_EAUTH,
 				     "%s: etcd requires authentication: no user given", ep);
 	if (grpc == 16 || status == 401 ||
-	    (grpc == 3 && (strstr(text, "authentication failed") ||
-			   strstr(text, "user name is empty"))))
+	    (grpc == 3 && strstr(text, "authentication failed")))
 		result = HR_EAUTH;
 	else if (grpc == 7 || status == 403)
 		result = HR_EPERM;
@@ -477,6 +476,7 @@ static int post_once(hr__etcd *e, const char *path, const char *body,
 	struct curl_slist *headers = NULL;
 	reply_buf buf = { 0 };
 	long status = 0;
+	uint64_t id;
 	CURLcode rc;
 	int res;
 
@@ -508,8 +508,9 @@ static int post_once(hr__etcd *e, const char *path, const char *body,
 		return hr__error_set(err, HR_EETCD, "%s: reply is not a JSON object",
 				     hr__etcd_endpoint(e));
 	}
-	if (hr__json_cluster_id(*reply))
-		e->cluster_id = hr__json_cluster_id(*reply);
+	id = hr__json_cluster_id(*reply);
+	if (id)
+		e->cluster_id = id;
 	return 0;
 }
 

@@ -128,20 +128,31 @@ int hr__ketama_node_check(const hr_node *node, hr_error *err)
  * (156 instead of 160 for some n) agree.  The tiny addend never changes
  * the floor and is kept for fidelity.
  */
-unsigned hr__ketama_server_points(const struct hr__ketama_server *servers,
-				  size_t n, size_t i)
+static unsigned points_of(uint32_t weight, uint64_t total, size_t n)
 {
-	uint64_t total = 0;
 	float share, x;
 
-	for (size_t j = 0; j < n; j++)
-		total += (uint32_t)servers[j].weight;
-	share = (float)(uint32_t)servers[i].weight / (float)total;
+	share = (float)weight / (float)total;
 	x = share * (float)POINTS_PER_SERVER;
 	x = x / (float)POINTS_PER_DIGEST;
 	x = x * (float)(uint32_t)n;
 	x = (float)((double)x + 0.0000000001);
 	return (unsigned)(floorf(x) * (float)POINTS_PER_DIGEST);
+}
+
+static uint64_t total_weight(const struct hr__ketama_server *servers, size_t n)
+{
+	uint64_t total = 0;
+
+	for (size_t j = 0; j < n; j++)
+		total += (uint32_t)servers[j].weight;
+	return total;
+}
+
+unsigned hr__ketama_server_points(const struct hr__ketama_server *servers,
+				  size_t n, size_t i)
+{
+	return points_of((uint32_t)servers[i].weight, total_weight(servers, n), n);
 }
 
 static int cmp_point(const void *a, const void *b)
@@ -160,6 +171,7 @@ int hr__ketama_continuum(const struct hr__ketama_server *servers, size_t n,
 	struct hr__ketama_point *pts;
 	unsigned *count;
 	size_t total = 0, p = 0;
+	uint64_t weights = total_weight(servers, n);
 	/* host, ':', port, '-', index and the NUL */
 	char name[HR_ADDR_MAX + 32];
 
@@ -171,7 +183,7 @@ int hr__ketama_continuum(const struct hr__ketama_server *servers, size_t n,
 	if (!count)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		count[i] = hr__ketama_server_points(servers, n, i);
+		count[i] = points_of((uint32_t)servers[i].weight, weights, n);
 		total += count[i];
 	}
 	if (total > HR_POINTS_MAX) {

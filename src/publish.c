@@ -133,7 +133,5 @@ void hr__publish_destroy(hr__publisher *p)
 	for (size_t i = 0; i < p->nretired; i++)
 		hr_ring_release(p->retired[i]);
 	free(p->retired);
-	p->retired = NULL;
-	p->nretired = p->retired_cap = 0;
 	pthread_mutex_destroy(&p->lock);
 }

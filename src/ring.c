@@ -901,11 +901,15 @@ static int build_ketama_view(hr_ring *ring, hr_view which, hr_error *err)
 		view_index(v);
 		v->nnodes = n;
 		v->nzones = nzones;
-		for (size_t k = 0; k < n; k++) {
-			struct ring_node *rn = &ring->nodes[slot[k]];
+		/* A node's vnodes are its points in its home view. */
+		for (size_t k = 0; k < n; k++)
+			if (home_view(ring->nodes[slot[k]].pub.state) == which)
+				ring->nodes[slot[k]].vnodes = 0;
+		for (size_t j = 0; j < npoints; j++) {
+			struct ring_node *rn = &ring->nodes[slot[pts[j].server]];
 
 			if (home_view(rn->pub.state) == which)
-				rn->vnodes = hr__ketama_server_points(servers, n, k);
+				rn->vnodes++;
 		}
 	}
 	free(pts);
@@ -1167,30 +1171,12 @@ unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node)
 }
 
 /* A 128-bit sum of arc lengths, as a share of 2^64. */
-struct arc_sum {
-	uint64_t hi, lo;
-};
-
-static void arc_add(struct arc_sum *s, uint64_t len)
-{
-	s->lo += len;
-	if (s->lo < len)
-		s->hi++;
-}
-
-static double arc_share(const struct arc_sum *s)
-{
-	if (s->hi)
-		return 1.0;
-	return ldexp((double)s->lo, -64);
-}
-
 double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 			  hr_view view)
 {
 	size_t slot = node_slot(ring, node);
 	const struct view *v;
-	struct arc_sum sum = { 0, 0 };
+	hr__arc_sum sum = { 0, 0 };
 
 	if (slot == SIZE_MAX || !valid_view(view))
 		return 0;
@@ -1205,9 +1191,9 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 		uint64_t prev = v->pos[i ? i - 1 : v->npoints - 1];
 
 		if (view_node(v, i) == slot)
-			arc_add(&sum, v->pos[i] - prev);
+			hr__arc_add(&sum, v->pos[i] - prev);
 	}
-	return arc_share(&sum);
+	return hr__arc_share(&sum);
 }
 
 /* ---- lookup -------------------------------------------------------------- */
@@ -1440,7 +1426,7 @@ _Static_assert(sizeof(struct span) == RECORD, "spans sort as records");
  */
 static void moved_in(const struct view *va, const struct view *vb,
 		     const uint32_t *map, uint64_t lo, uint64_t hi,
-		     struct arc_sum *sum)
+		     hr__arc_sum *sum)
 {
 	size_t ia = view_lower_bound(va, lo), ib = view_lower_bound(vb, lo);
 	uint64_t x = lo;
@@ -1469,8 +1455,8 @@ static void moved_in(const struct view *va, const struct view *vb,
 		if (ib < vb->npoints && vb->pos[ib] < e)
 			e = vb->pos[ib];
 		if (map[na] != nb) {
-			arc_add(sum, e - x);
-			arc_add(sum, 1);
+			hr__arc_add(sum, e - x);
+			hr__arc_add(sum, 1);
 		}
 		if (e == hi)
 			return;
@@ -1600,7 +1586,7 @@ static uint32_t *slot_map(const hr_ring *a, const hr_ring *b)
 static double moved_by_id(const hr_ring *a, const hr_ring *b,
 			  const struct view *va, const struct view *vb)
 {
-	struct arc_sum sum = { 0, 0 };
+	hr__arc_sum sum = { 0, 0 };
 	size_t ia = 0, ib = 0;
 	uint64_t x = 0;
 
@@ -1614,8 +1600,8 @@ static double moved_by_id(const hr_ring *a, const hr_ring *b,
 		if (ib < vb->npoints && vb->pos[ib] < e)
 			e = vb->pos[ib];
 		if (strcmp(oa->id, ob->id) != 0) {
-			arc_add(&sum, e - x);
-			arc_add(&sum, 1);
+			hr__arc_add(&sum, e - x);
+			hr__arc_add(&sum, 1);
 		}
 		if (e == UINT64_MAX)
 			break;
@@ -1625,13 +1611,13 @@ static double moved_by_id(const hr_ring *a, const hr_ring *b,
 		while (ib < vb->npoints && vb->pos[ib] < x)
 			ib++;
 	}
-	return arc_share(&sum);
+	return hr__arc_share(&sum);
 }
 
 double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 {
 	const struct view *va, *vb;
-	struct arc_sum sum = { 0, 0 };
+	hr__arc_sum sum = { 0, 0 };
 	struct span *sp = NULL;
 	uint32_t *map;
 	size_t n = 0;
@@ -1656,7 +1642,7 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 	}
 	free(sp);
 	free(map);
-	return arc_share(&sum);
+	return hr__arc_share(&sum);
 }
 
 hr_epoch_order hr_epoch_compare(uint64_t local_revision, uint64_t local_digest,

@@ -4,6 +4,7 @@
 
 #include "hashring.h"
 
+#include <math.h>
 #include <stdbool.h>
 
 /* Position of a point name ("<id>#<i>") on the circle.  The contract uses
@@ -43,6 +44,24 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 /* Whether hr__ring_derive() reused the previous ring's points (for tests
  * and figures: the answers are the same either way). */
 bool hr__ring_derived(const hr_ring *ring);
+
+/* A sum of arc lengths on the 64-bit circle, in 128 bits (a whole circle
+ * is 2^64), and its share of the circle. */
+typedef struct hr__arc_sum {
+	uint64_t hi, lo;
+} hr__arc_sum;
+
+static inline void hr__arc_add(hr__arc_sum *s, uint64_t len)
+{
+	s->lo += len;
+	if (s->lo < len)
+		s->hi++;
+}
+
+static inline double hr__arc_share(const hr__arc_sum *s)
+{
+	return s->hi ? 1.0 : ldexp((double)s->lo, -64);
+}
 
 /* Releases `ring` and returns true if the caller holds its only reference;
  * otherwise returns false and changes nothing.  Sound only when nobody can

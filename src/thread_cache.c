@@ -18,12 +18,9 @@ static void release_all(void *arg)
 {
 	hr__thread_cache *tc = arg;
 
-	for (int i = 0; i < HR__THREAD_CACHE_WAYS; i++) {
-		hr_ring_release(tc->ring[i]);
-		tc->ring[i] = NULL;
-		tc->pub[i] = NULL;
-	}
-	tc->armed = false;
+	for (int i = 0; i < HR__THREAD_CACHE_WAYS; i++)
+		hr_ring_release(tc->way[i].ring);
+	memset(tc, 0, sizeof *tc);
 }
 
 static void make_key(void)
@@ -43,13 +40,10 @@ static bool arm(hr__thread_cache *tc)
 /* Moves way `i` to the front, keeping the others in order. */
 static void to_front(hr__thread_cache *tc, int i)
 {
-	hr_ring *ring = tc->ring[i];
-	const hr__publisher *pub = tc->pub[i];
+	hr__thread_cache_way w = tc->way[i];
 
-	memmove(&tc->ring[1], &tc->ring[0], (size_t)i * sizeof tc->ring[0]);
-	memmove(&tc->pub[1], &tc->pub[0], (size_t)i * sizeof tc->pub[0]);
-	tc->ring[0] = ring;
-	tc->pub[0] = pub;
+	memmove(&tc->way[1], &tc->way[0], (size_t)i * sizeof w);
+	tc->way[0] = w;
 }
 
 const hr_ring *hr__thread_cache_miss(hr__publisher *p)
@@ -60,35 +54,32 @@ const hr_ring *hr__thread_cache_miss(hr__publisher *p)
 	if (!tc->armed && !arm(tc))
 		return NULL;
 	for (i = 0; i < HR__THREAD_CACHE_WAYS - 1; i++)
-		if (tc->pub[i] == p)
+		if (tc->way[i].pub == p)
 			break;
-	if (tc->pub[i] != p) {
+	if (tc->way[i].pub != p) {
 		/* Not cached: take the least recent way.  Its reference may
 		 * be the last one if its client is gone; freeing it here is
 		 * then the only choice left. */
-		hr_ring_release(tc->ring[i]);
-		tc->ring[i] = NULL;
-		tc->pub[i] = p;
+		hr_ring_release(tc->way[i].ring);
+		tc->way[i] = (hr__thread_cache_way){ NULL, p };
 	}
 	to_front(tc, i);
-	return hr__publish_follow(p, &tc->ring[0]);
+	return hr__publish_follow(p, &tc->way[0].ring);
 }
 
 void hr__thread_cache_forget(const hr__publisher *p)
 {
 	hr__thread_cache *tc = &hr__thread_cache_tls;
+	int last = HR__THREAD_CACHE_WAYS - 1;
 
-	for (int i = 0; i < HR__THREAD_CACHE_WAYS; i++) {
-		if (tc->pub[i] != p)
+	for (int i = 0; i <= last; i++) {
+		if (tc->way[i].pub != p)
 			continue;
-		hr_ring_release(tc->ring[i]);
+		hr_ring_release(tc->way[i].ring);
 		/* Keep the used ways first: eviction takes the last one. */
-		memmove(&tc->ring[i], &tc->ring[i + 1],
-			(size_t)(HR__THREAD_CACHE_WAYS - 1 - i) * sizeof tc->ring[0]);
-		memmove(&tc->pub[i], &tc->pub[i + 1],
-			(size_t)(HR__THREAD_CACHE_WAYS - 1 - i) * sizeof tc->pub[0]);
-		tc->ring[HR__THREAD_CACHE_WAYS - 1] = NULL;
-		tc->pub[HR__THREAD_CACHE_WAYS - 1] = NULL;
+		memmove(&tc->way[i], &tc->way[i + 1],
+			(size_t)(last - i) * sizeof tc->way[0]);
+		tc->way[last] = (hr__thread_cache_way){ NULL, NULL };
 		return;
 	}
 }

@@ -21,9 +21,13 @@
 
 #define HR__THREAD_CACHE_WAYS 4
 
+typedef struct hr__thread_cache_way {
+	hr_ring *ring;			/* a counted reference, or NULL */
+	const hr__publisher *pub;	/* whose ring it is; compared only */
+} hr__thread_cache_way;
+
 typedef struct hr__thread_cache {
-	hr_ring *ring[HR__THREAD_CACHE_WAYS];		/* counted references */
-	const hr__publisher *pub[HR__THREAD_CACHE_WAYS];	/* compared only  */
+	hr__thread_cache_way way[HR__THREAD_CACHE_WAYS];
 	bool armed;		/* the release at thread exit is registered */
 } hr__thread_cache;
 
@@ -46,7 +50,7 @@ static inline const hr_ring *hr__thread_cache_ring(hr__publisher *p)
 	hr_ring *cur = __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
 
 	/* The reasoning of hr__publish_follow(), on the most recent way. */
-	if (__builtin_expect(cur == hr__thread_cache_tls.ring[0], 1))
+	if (__builtin_expect(cur == hr__thread_cache_tls.way[0].ring, 1))
 		return cur;
 	return hr__thread_cache_miss(p);
 }

@@ -215,7 +215,8 @@ static void list_add(char *buf, size_t size, int *count, const char *id)
 }
 
 static void log_ring_change(hr__watcher *w, const hr_ring *old,
-			    const hr_ring *ring)
+			    const hr_ring *ring, const hr_diff *dw,
+			    const hr_diff *dr)
 {
 	char added[512] = "", removed[512] = "", changed[768] = "";
 	int n_added = 0, n_removed = 0, n_changed = 0;
@@ -262,27 +263,32 @@ static void log_ring_change(hr__watcher *w, const hr_ring *old,
 		     n_added, n_added ? ":" : "", added,
 		     n_removed, n_removed ? ":" : "", removed,
 		     n_changed, n_changed ? ":" : "", changed,
-		     hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
-		     hr_ring_moved_share(old, ring, HR_VIEW_READ));
+		     dw ? hr_diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
+		     dr ? hr_diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
 }
 
-/* Builds a ring from the current set at `revision` and publishes it unless
- * nothing that affects placement changed. */
-static void confirm(hr__watcher *w, uint64_t revision);
-
-/* Computes both views' diffs for the on_diff callback. */
-static void hand_diffs(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
+/* Tells the log and the callbacks about a published ring.  When on_diff
+ * wants the diffs, the log takes its moved shares from them: the arcs are
+ * walked once. */
+static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
 {
 	hr_diff *dw = NULL, *dr = NULL;
 	hr_error err = { 0 };
 
-	if (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) == 0 &&
-	    hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err) == 0)
-		w->o.on_diff(w->o.on_diff_userdata, dw, dr);
-	else
+	if (w->o.on_diff &&
+	    (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) ||
+	     hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err))) {
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "diff_failed",
 			     "revision=%" PRIu64 " msg=\"%s\"", hr_ring_revision(ring),
 			     err.message);
+		hr_diff_free(dw);
+		dw = NULL;
+	}
+	log_ring_change(w, old, ring, dw, dr);
+	if (w->o.on_change)
+		w->o.on_change(w->o.on_change_userdata, old, ring);
+	if (dw && dr)
+		w->o.on_diff(w->o.on_diff_userdata, dw, dr);
 	hr_diff_free(dw);
 	hr_diff_free(dr);
 }
@@ -292,7 +298,7 @@ static void hand_diffs(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
  * at least as new) and publishes the ring unless nothing that affects
  * placement changed.  On failure the previous ring stays and the revision
  * is not confirmed, so the lag shows as staleness. */
-static int rebuild(hr__watcher *w, uint64_t revision)
+static void rebuild(hr__watcher *w, uint64_t revision)
 {
 	hr_ring *ring = NULL, *old = hr__publish_acquire(w->o.publisher);
 	hr_error err = { 0 };
@@ -306,7 +312,7 @@ static int rebuild(hr__watcher *w, uint64_t revision)
 			     "revision=%" PRIu64 " code=%d msg=\"%s\"", revision, rc,
 			     err.message);
 		hr_ring_release(old);
-		return rc;
+		return;
 	}
 	confirm(w, revision);
 	if (w->synced_once && old && hr_ring_digest(old) == hr_ring_digest(ring)) {
@@ -314,19 +320,14 @@ static int rebuild(hr__watcher *w, uint64_t revision)
 		hr_ring_release(old);
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
 			     "revision=%" PRIu64, revision);
-		return 0;
+		return;
 	}
 	hr__publish_swap(w->o.publisher, ring);
 	pthread_mutex_lock(&w->mu);
 	w->rings_published++;
 	pthread_mutex_unlock(&w->mu);
-	log_ring_change(w, old, ring);
-	if (w->o.on_change)
-		w->o.on_change(w->o.on_change_userdata, old, ring);
-	if (w->o.on_diff)
-		hand_diffs(w, old, ring);
+	announce(w, old, ring);
 	hr_ring_release(old);
-	return 0;
 }
 
 /* Applies one key's new value (or deletion) to the set. */

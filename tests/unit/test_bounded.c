@@ -6,6 +6,7 @@
  */
 #include "hashring.h"
 #include "hrt_check.h"
+#include "hrt_rand.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -14,22 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPECT(cond)                                                   \
-	do {                                                           \
-		if (!(cond))                                           \
-			ck_assert(cond);                               \
-	} while (0)
-
 #define NODES 10
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 static char ids[NODES][8], addrs[NODES][32];
 

@@ -8,6 +8,7 @@
 #include "hashring.h"
 #include "ring.h"
 #include "hrt_check.h"
+#include "hrt_rand.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -15,22 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-
-/* Check records every passing assertion; loops only call it on failure. */
-#define EXPECT(cond)                                                   \
-	do {                                                           \
-		if (!(cond))                                           \
-			ck_assert(cond);                               \
-	} while (0)
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 static size_t below(uint64_t *rng, size_t n)
 {

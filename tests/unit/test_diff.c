@@ -7,6 +7,7 @@
 #include "hashring.h"
 #include "ring.h"
 #include "hrt_check.h"
+#include "hrt_rand.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,21 +15,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define EXPECT(cond)                                                   \
-	do {                                                           \
-		if (!(cond))                                           \
-			ck_assert(cond);                               \
-	} while (0)
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 #define MAXN 64
 

@@ -9,6 +9,7 @@
 #include "ketama.h"
 #include "ring.h"
 #include "hrt_check.h"
+#include "hrt_rand.h"
 
 #include <dlfcn.h>
 #include <libmemcached/memcached.h>
@@ -17,12 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define EXPECT(cond)                                                   \
-	do {                                                           \
-		if (!(cond))                                           \
-			ck_assert(cond);                               \
-	} while (0)
 
 /* Keys per server count: the full figure in the plain build, fewer under
  * the sanitizers, which slow MD5 and the walk ten times or more. */
@@ -74,15 +69,6 @@ static void load_libmemcached(void)
 }
 
 /* ---- fixtures ------------------------------------------------------------ */
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 /* One server as both sides see it. */
 struct server {

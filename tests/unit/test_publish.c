@@ -313,7 +313,7 @@ START_TEST(thread_cache_ways)
 
 		hr__thread_cache_forget(&pubs[i]);
 		for (int w = 0; w < HR__THREAD_CACHE_WAYS; w++)
-			cached += hr__thread_cache_tls.pub[w] == &pubs[i];
+			cached += hr__thread_cache_tls.way[w].pub == &pubs[i];
 		ck_assert_int_eq(cached, 0);
 		hr__publish_reclaim(&pubs[i]);
 		ck_assert_uint_eq(pubs[i].nretired, 0);

@@ -7,6 +7,7 @@
 #include "hashring.h"
 #include "ring.h"
 #include "hrt_check.h"
+#include "hrt_rand.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -27,24 +28,7 @@
 
 #define VECTORS HR_TEST_DATA_DIR "/vectors/placement.json"
 
-/* Check records every passing assertion, which costs a system call in its
- * fork mode; loops over a million keys only call it on failure. */
-#define EXPECT(cond)                                                   \
-	do {                                                           \
-		if (!(cond))                                           \
-			ck_assert(cond);                               \
-	} while (0)
-
 /* ---- helpers -------------------------------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 /* A node set with its own storage for the strings. */
 struct nodeset {
