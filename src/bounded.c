@@ -32,8 +32,7 @@ static double view_weight(const hr_ring *ring, hr_view view)
 	for (size_t i = 0, n = hr_ring_node_count(ring); i < n; i++) {
 		const hr_node *nd = hr_ring_node(ring, i);
 
-		if (view == HR_VIEW_WRITE ? nd->state != HR_STATE_DRAINING :
-					    nd->state != HR_STATE_WARMING)
+		if (hr__in_view(nd->state, view))
 			w += nd->weight;
 	}
 	return w;
@@ -52,7 +51,8 @@ static uint64_t capacity(double c, uint64_t total, double w, double sum_w)
 typedef bool (*take_fn)(void *ctx, size_t slot, const hr_node *node);
 
 static int walk(const hr_ring *ring, uint64_t pos, hr_view view,
-		take_fn try_take, void *ctx, const hr_node **out)
+		take_fn try_take, void *ctx, const hr_node **out,
+		const hr_node **owner)
 {
 	size_t n = hr__ring_view_points(ring, view), i, prev = SIZE_MAX;
 
@@ -64,6 +64,8 @@ static int walk(const hr_ring *ring, uint64_t pos, hr_view view,
 		size_t slot;
 
 		hr__ring_view_point(ring, view, i, &p, &slot);
+		if (step == 0)
+			*owner = hr_ring_node(ring, slot);
 		/* A node's consecutive points give the same answer. */
 		if (slot == prev)
 			continue;
@@ -96,31 +98,27 @@ int hr_ring_lookup_bounded(const hr_ring *ring, const void *key, size_t len,
 			   const hr_node **out)
 {
 	struct given g = { loads, c, 0, 0 };
+	const hr_node *owner = NULL;
 	uint64_t pos;
 	int rc;
 
 	if (!ring || !out || !loads || (!key && len) || !valid_factor(c) ||
-	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
+	    !hr__valid_view(view))
 		return HR_EINVAL;
 	*out = NULL;
 	for (size_t i = 0, n = hr_ring_node_count(ring); i < n; i++) {
 		const hr_node *nd = hr_ring_node(ring, i);
 
-		if (view == HR_VIEW_WRITE ? nd->state != HR_STATE_DRAINING :
-					    nd->state != HR_STATE_WARMING)
+		if (hr__in_view(nd->state, view))
 			g.total += loads[i];
 	}
 	g.sum_w = view_weight(ring, view);
 	pos = hr__ring_key_pos(ring, key, len);
-	rc = walk(ring, pos, view, given_take, &g, out);
+	rc = walk(ring, pos, view, given_take, &g, out, &owner);
 	/* The capacities add up to more than the load, so some node is below
 	 * its own; only rounding at the edge could end here: take the owner. */
 	if (rc == HR_ELIMIT) {
-		size_t slot;
-
-		hr__ring_view_point(ring, view,
-				    hr__ring_view_find(ring, view, pos), &pos, &slot);
-		*out = hr_ring_node(ring, slot);
+		*out = owner;
 		rc = HR_OK;
 	}
 	return rc;
@@ -278,17 +276,18 @@ int hr_inflight_acquire(hr_inflight *f, const hr_ring *ring, const void *key,
 			size_t len, hr_view view, const hr_node **out)
 {
 	struct counted k = { f, 0, 0, false };
+	const hr_node *owner = NULL;
 	uint64_t pos;
 	int rc;
 
 	if (!f || !ring || !out || (!key && len) ||
-	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
+	    !hr__valid_view(view))
 		return HR_EINVAL;
 	*out = NULL;
 	k.total = atomic_load_explicit(&f->total, memory_order_relaxed);
 	k.sum_w = view_weight(ring, view);
 	pos = hr__ring_key_pos(ring, key, len);
-	rc = walk(ring, pos, view, counted_take, &k, out);
+	rc = walk(ring, pos, view, counted_take, &k, out, &owner);
 	if (k.full) {
 		*out = NULL;
 		return HR_ELIMIT;
@@ -296,16 +295,12 @@ int hr_inflight_acquire(hr_inflight *f, const hr_ring *ring, const void *key,
 	if (rc == HR_ELIMIT) {
 		/* Every node looked full: racing acquires, or ids that found
 		 * no slot.  The owner takes the request over its bound. */
-		struct slot *s;
-		size_t slot;
+		struct slot *s = find_slot(f, owner->id, true);
 
-		hr__ring_view_point(ring, view,
-				    hr__ring_view_find(ring, view, pos), &pos, &slot);
-		s = find_slot(f, hr_ring_node(ring, slot)->id, true);
 		if (!s)
 			return HR_ELIMIT;
 		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
-		*out = hr_ring_node(ring, slot);
+		*out = owner;
 		rc = HR_OK;
 	}
 	if (rc == HR_OK)

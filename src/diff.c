@@ -165,7 +165,7 @@ int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "diff output pointer is NULL");
 	*out = NULL;
-	if (view != HR_VIEW_WRITE && view != HR_VIEW_READ)
+	if (!hr__valid_view(view))
 		return hr__error_set(err, HR_EINVAL, "unknown view %d", (int)view);
 	d = calloc(1, sizeof *d);
 	if (!d)

@@ -105,13 +105,6 @@ int hr_state_parse(const char *name, hr_state *out)
 	return HR_EINVAL;
 }
 
-static bool in_view(hr_state state, hr_view view)
-{
-	if (view == HR_VIEW_WRITE)
-		return state != HR_STATE_DRAINING;
-	return state != HR_STATE_WARMING;
-}
-
 /* ---- views --------------------------------------------------------------- */
 
 /*
@@ -145,8 +138,11 @@ static size_t block_size(size_t bytes)
 	return (bytes + grain - 1) / grain * grain;
 }
 
-static int view_alloc(struct view *v, size_t npoints, bool wide)
+/* A view of `ring` with room for `npoints`; node numbers take 4 bytes
+ * only when the ring has more nodes than 2 bytes can number. */
+static int view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 {
+	bool wide = ring->nnodes > UINT16_MAX + 1u;
 	unsigned b = index_bits(npoints, wide);
 	size_t buckets = (size_t)1 << b;
 	size_t pos_bytes = (npoints + POS_PAD) * sizeof(uint64_t);
@@ -202,14 +198,14 @@ static void view_index(struct view *v)
 }
 
 /*
- * The first point at or after `pos`, wrapping; the view is not empty.
- * Every point after bucket k is above any position in it, and the padding
- * ends the array with UINT64_MAX, so the points below `pos` from the
- * bucket's start are a prefix: counting them among the next POS_PAD is
- * exact unless all are below, which needs a crowded bucket.  The count has
- * no branch to mispredict.
+ * The first point at or after `pos`, or v->npoints: no wrap.  Every point
+ * after bucket k is above any position in it, and the padding ends the
+ * array with UINT64_MAX, so the points below `pos` from the bucket's start
+ * are a prefix: counting them among the next POS_PAD is exact unless all
+ * are below, which needs a crowded bucket.  The count has no branch to
+ * mispredict.
  */
-static inline size_t view_find(const struct view *v, uint64_t pos)
+static inline size_t view_lower_bound(const struct view *v, uint64_t pos)
 {
 	size_t i = v->index[pos >> v->shift];
 	const uint64_t *p = v->pos + i;
@@ -221,6 +217,14 @@ static inline size_t view_find(const struct view *v, uint64_t pos)
 		while (v->pos[i] < pos)
 			i++;
 	}
+	return i;
+}
+
+/* The first point at or after `pos`, wrapping; the view is not empty. */
+static inline size_t view_find(const struct view *v, uint64_t pos)
+{
+	size_t i = view_lower_bound(v, pos);
+
 	return i == v->npoints ? 0 : i;
 }
 
@@ -465,6 +469,25 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 	return HR_OK;
 }
 
+/* Hashes vnodes `from`.. of node `j` into `p`; returns how many. */
+static size_t hash_vnodes(const struct ring_node *rn, uint32_t j,
+			  unsigned from, hr__point_hash_fn hash,
+			  struct point *p)
+{
+	char name[HR_ID_MAX + 16];
+	size_t len = rn->id_len;
+
+	memcpy(name, rn->pub.id, len);
+	name[len] = '#';
+	for (unsigned i = from; i < rn->vnodes; i++, p++) {
+		size_t dl = format_uint(name + len + 1, i);
+
+		p->pos = hash(name, len + 1 + dl);
+		p->node = j;
+	}
+	return rn->vnodes - from;
+}
+
 /* Hashes every point into `all` and sorts it: a counting sort on the top
  * bits (positions are uniform) straight into the view, then each small
  * bucket on its own.  Fresh memory is most of the cost (page faults), so
@@ -475,9 +498,8 @@ static int build_points(hr_ring *ring, struct view *all,
 	size_t n = ring->npoints, buckets, p = 0;
 	struct point *raw;
 	uint32_t *start;	/* point counts fit: HR_POINTS_MAX < 2^32 */
-	char name[HR_ID_MAX + 16];
 
-	if (view_alloc(all, n, ring->nnodes > UINT16_MAX + 1u) != HR_OK)
+	if (view_alloc(ring, all, n) != HR_OK)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	all->nnodes = ring->nnodes;
 	buckets = (size_t)1 << (64 - all->shift);
@@ -488,19 +510,8 @@ static int build_points(hr_ring *ring, struct view *all,
 		free(start);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	for (uint32_t j = 0; j < ring->nnodes; j++) {
-		const struct ring_node *rn = &ring->nodes[j];
-		size_t len = rn->id_len;
-
-		memcpy(name, rn->pub.id, len);
-		name[len] = '#';
-		for (unsigned i = 0; i < rn->vnodes; i++, p++) {
-			size_t dl = format_uint(name + len + 1, i);
-
-			raw[p].pos = hash(name, len + 1 + dl);
-			raw[p].node = j;
-		}
-	}
+	for (uint32_t j = 0; j < ring->nnodes; j++)
+		p += hash_vnodes(&ring->nodes[j], j, 0, hash, raw + p);
 
 	for (size_t i = 0; i < n; i++)
 		start[(raw[i].pos >> all->shift) + 1]++;
@@ -530,9 +541,11 @@ static int build_points(hr_ring *ring, struct view *all,
 		}
 		b = start[k];
 	}
+	/* Bucket k starts where bucket k - 1 ends: that is the index. */
+	all->index[0] = 0;
+	memcpy(all->index + 1, start, (buckets - 1) * sizeof *start);
 	free(raw);
 	free(start);
-	view_index(all);
 	return HR_OK;
 }
 
@@ -551,7 +564,7 @@ static int build_view(hr_ring *ring, const struct view *all, hr_view which,
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
 
-		if (!in_view(rn->pub.state, which))
+		if (!hr__in_view(rn->pub.state, which))
 			continue;
 		nnodes++;
 		npoints += rn->vnodes;
@@ -568,12 +581,12 @@ static int build_view(hr_ring *ring, const struct view *all, hr_view which,
 	} else {
 		size_t j = 0;
 
-		if (view_alloc(v, npoints, all->wide) != HR_OK)
+		if (view_alloc(ring, v, npoints) != HR_OK)
 			return hr__error_set(err, HR_ENOMEM, "out of memory");
 		for (size_t i = 0; i < all->npoints; i++) {
 			uint32_t nd = view_node(all, i);
 
-			if (!in_view(ring->nodes[nd].pub.state, which))
+			if (!hr__in_view(ring->nodes[nd].pub.state, which))
 				continue;
 			v->pos[j] = all->pos[i];
 			view_set_node(v, j, nd);
@@ -638,25 +651,6 @@ static void sort_records(void *base, void *tmp, size_t n)
 
 _Static_assert(sizeof(struct point) == RECORD, "points sort as records");
 
-/* Hashes vnodes `from`.. of node `j` into `p`; returns how many. */
-static size_t hash_vnodes(const struct ring_node *rn, uint32_t j,
-			  unsigned from, hr__point_hash_fn hash,
-			  struct point *p)
-{
-	char name[HR_ID_MAX + 16];
-	size_t len = rn->id_len;
-
-	memcpy(name, rn->pub.id, len);
-	name[len] = '#';
-	for (unsigned i = from; i < rn->vnodes; i++, p++) {
-		size_t dl = format_uint(name + len + 1, i);
-
-		p->pos = hash(name, len + 1 + dl);
-		p->node = j;
-	}
-	return rn->vnodes - from;
-}
-
 /*
  * The points of a ring that kept no all-points view (it has warming and
  * draining nodes): the union of both views, in order.  Points of active
@@ -668,7 +662,7 @@ static int union_points(const hr_ring *ring, struct view *u)
 	const struct view *b = &ring->views[HR_VIEW_READ];
 	size_t i = 0, j = 0, k = 0;
 
-	if (view_alloc(u, ring->npoints, a->wide) != HR_OK)
+	if (view_alloc(ring, u, ring->npoints) != HR_OK)
 		return HR_ENOMEM;
 	while (i < a->npoints || j < b->npoints) {
 		struct point pa = { UINT64_MAX, UINT32_MAX }, pb = pa;
@@ -739,7 +733,7 @@ static int derive_points(hr_ring *ring, const hr_ring *prev,
 	*done = false;
 	/* The big block first, while the block of the ring freed last is
 	 * still whole (see block_size). */
-	if (view_alloc(all, ring->npoints, ring->nnodes > UINT16_MAX + 1u))
+	if (view_alloc(ring, all, ring->npoints))
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	map = malloc((prev->nnodes ? prev->nnodes : 1) * sizeof *map);
 	kept = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *kept);
@@ -877,7 +871,7 @@ static int build_ketama_view(hr_ring *ring, hr_view which, hr_error *err)
 	for (size_t i = 0; !rc && i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
 
-		if (!in_view(rn->pub.state, which))
+		if (!hr__in_view(rn->pub.state, which))
 			continue;
 		servers[n].addr = rn->pub.addr;
 		servers[n].weight = rn->pub.weight;
@@ -889,7 +883,7 @@ static int build_ketama_view(hr_ring *ring, hr_view which, hr_error *err)
 	}
 	if (!rc)
 		rc = hr__ketama_continuum(servers, n, &pts, &npoints, err);
-	if (!rc && view_alloc(v, npoints, ring->nnodes > UINT16_MAX + 1u))
+	if (!rc && view_alloc(ring, v, npoints))
 		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
 	if (!rc) {
 		/* Continuum values become the top half of a position, keys
@@ -1105,19 +1099,14 @@ unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)
 	return ring ? ring->vnodes_per_weight : 0;
 }
 
-static bool valid_view(hr_view view)
-{
-	return view == HR_VIEW_WRITE || view == HR_VIEW_READ;
-}
-
 size_t hr__ring_view_nodes(const hr_ring *ring, hr_view view)
 {
-	return ring && valid_view(view) ? ring->views[view].nnodes : 0;
+	return ring && hr__valid_view(view) ? ring->views[view].nnodes : 0;
 }
 
 size_t hr__ring_view_points(const hr_ring *ring, hr_view view)
 {
-	return ring && valid_view(view) ? ring->views[view].npoints : 0;
+	return ring && hr__valid_view(view) ? ring->views[view].npoints : 0;
 }
 
 const hr_node *hr_ring_node(const hr_ring *ring, size_t i)
@@ -1178,7 +1167,7 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 	const struct view *v;
 	hr__arc_sum sum = { 0, 0 };
 
-	if (slot == SIZE_MAX || !valid_view(view))
+	if (slot == SIZE_MAX || !hr__valid_view(view))
 		return 0;
 	v = &ring->views[view];
 	if (!v->npoints)
@@ -1228,7 +1217,7 @@ int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 {
 	const struct view *v;
 
-	if (!ring || !valid_view(view) || i >= ring->views[view].npoints)
+	if (!ring || !hr__valid_view(view) || i >= ring->views[view].npoints)
 		return HR_EINVAL;
 	v = &ring->views[view];
 	*pos = v->pos[i];
@@ -1347,7 +1336,7 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 	const struct view *v;
 	size_t taken = 0, kept = 0, i;
 
-	if (!ring || !valid_view(view) || (!out && r))
+	if (!ring || !hr__valid_view(view) || (!out && r))
 		return HR_EINVAL;
 	v = &ring->views[view];
 	if (!r || !v->npoints)
@@ -1400,16 +1389,6 @@ int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
 }
 
 /* ---- comparing rings ----------------------------------------------------- */
-
-/* The first point at or after `pos`, or v->npoints: no wrap. */
-static size_t view_lower_bound(const struct view *v, uint64_t pos)
-{
-	size_t i = v->index[pos >> v->shift];
-
-	while (i < v->npoints && v->pos[i] < pos)
-		i++;
-	return i;
-}
 
 /* An interval [lo, hi] of positions. */
 struct span {
@@ -1491,15 +1470,15 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 	for (size_t i = 0; i < a->nnodes; i++) {
 		const struct ring_node *ra = &a->nodes[i];
 
-		if (map[i] != NO_NODE && in_view(ra->pub.state, view) &&
-		    in_view(b->nodes[map[i]].pub.state, view) &&
+		if (map[i] != NO_NODE && hr__in_view(ra->pub.state, view) &&
+		    hr__in_view(b->nodes[map[i]].pub.state, view) &&
 		    ra->vnodes == b->nodes[map[i]].vnodes)
 			same[map[i]] = true;
-		else if (in_view(ra->pub.state, view))
+		else if (hr__in_view(ra->pub.state, view))
 			changed += ra->vnodes;
 	}
 	for (size_t j = 0; j < b->nnodes; j++)
-		if (!same[j] && in_view(b->nodes[j].pub.state, view))
+		if (!same[j] && hr__in_view(b->nodes[j].pub.state, view))
 			changed += b->nodes[j].vnodes;
 	if (changed > (vs[0]->npoints + vs[1]->npoints) / 16) {
 		free(same);
@@ -1516,7 +1495,7 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 				same[i];
 			struct point p[64];
 
-			if (kept || !in_view(rn->pub.state, view))
+			if (kept || !hr__in_view(rn->pub.state, view))
 				continue;
 			for (unsigned from = 0; from < rn->vnodes; from += 64) {
 				struct ring_node part = *rn;
@@ -1622,7 +1601,7 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 	uint32_t *map;
 	size_t n = 0;
 
-	if (!valid_view(view))
+	if (!hr__valid_view(view))
 		return 0;
 	va = a ? &a->views[view] : NULL;
 	vb = b ? &b->views[view] : NULL;

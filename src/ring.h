@@ -45,6 +45,19 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
  * and figures: the answers are the same either way). */
 bool hr__ring_derived(const hr_ring *ring);
 
+/* Whether a node in `state` has points in `view`: the write view leaves
+ * draining nodes out, the read view warming ones. */
+static inline bool hr__in_view(hr_state state, hr_view view)
+{
+	return view == HR_VIEW_WRITE ? state != HR_STATE_DRAINING :
+				       state != HR_STATE_WARMING;
+}
+
+static inline bool hr__valid_view(hr_view view)
+{
+	return view == HR_VIEW_WRITE || view == HR_VIEW_READ;
+}
+
 /* A sum of arc lengths on the 64-bit circle, in 128 bits (a whole circle
  * is 2^64), and its share of the circle. */
 typedef struct hr__arc_sum {

@@ -171,6 +171,15 @@ int cli_etcd_option(struct cli_etcd *e, const char *cmd, const char *name,
 /* The ring options given (--vnodes-per-weight, --placement). */
 hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e);
 
+/* Whether option `name` of CLI_ETCD_OPTIONS is about reaching etcd, unlike
+ * the ring and log options, which serve members files too. */
+int cli_etcd_connects(const char *name);
+
+/* Loads members file `file` with the ring options given into *out;
+ * returns CLI_EXIT_OK, or an exit code after printing the error. */
+int cli_load_members(const char *cmd, const char *file,
+		     const struct cli_etcd *e, hr_ring **out);
+
 /* Fills `cfg` (after hr_config_init) from the options and the ETCDCTL_*
  * variables; returns 0 or -1 after printing a usage error. */
 int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg);

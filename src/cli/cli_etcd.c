@@ -107,6 +107,29 @@ hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e)
 	return opts;
 }
 
+int cli_etcd_connects(const char *name)
+{
+	return strcmp(name, "vnodes-per-weight") && strcmp(name, "placement") &&
+	       strcmp(name, "log-level");
+}
+
+int cli_load_members(const char *cmd, const char *file,
+		     const struct cli_etcd *e, hr_ring **out)
+{
+	hr_ring_options opts = cli_etcd_ring_options(e);
+	hr_error err = { 0 };
+	int rc = hr_ring_load_file(file, &opts, out, &err);
+
+	if (rc == HR_EIO)
+		return cli_fail(cmd, rc, &err); /* the message names the file */
+	if (rc < 0) {
+		cli_error(cmd, "%s: %s", file,
+			  err.message[0] ? err.message : hr_strerror(rc));
+		return CLI_EXIT_ERROR;
+	}
+	return CLI_EXIT_OK;
+}
+
 /* An option, else its ETCDCTL_* variable (if set and not empty). */
 static const char *or_env(const char *opt, const char *var)
 {

@@ -146,22 +146,11 @@ static int print_diff(const hr_ring *a, const hr_ring *b,
 static int diff_files(const char *files[2], const struct cli_etcd *conn,
 		      const struct diff_state *s)
 {
-	hr_ring_options opts = cli_etcd_ring_options(conn);
 	hr_ring *rings[2] = { NULL, NULL };
 	int rc = CLI_EXIT_OK;
 
-	for (int i = 0; i < 2 && rc == CLI_EXIT_OK; i++) {
-		hr_error err = { 0 };
-		int r = hr_ring_load_file(files[i], &opts, &rings[i], &err);
-
-		if (r == HR_EIO) {
-			rc = cli_fail(CMD, r, &err);
-		} else if (r < 0) {
-			cli_error(CMD, "%s: %s", files[i],
-				  err.message[0] ? err.message : hr_strerror(r));
-			rc = CLI_EXIT_ERROR;
-		}
-	}
+	for (int i = 0; i < 2 && rc == CLI_EXIT_OK; i++)
+		rc = cli_load_members(CMD, files[i], conn, &rings[i]);
 	if (rc == CLI_EXIT_OK)
 		rc = print_diff(rings[0], rings[1], s);
 	hr_ring_release(rings[0]);
@@ -251,8 +240,7 @@ int cmd_diff(int argc, char **argv)
 		} else {
 			if (cli_etcd_option(&conn, CMD, name, p.value) < 0)
 				goto out;
-			if (strcmp(name, "vnodes-per-weight") &&
-			    strcmp(name, "placement") && strcmp(name, "log-level"))
+			if (cli_etcd_connects(name))
 				etcd = 1;
 		}
 	}

@@ -139,20 +139,11 @@ static int print_answers(const struct lookup_args *a, const hr_ring *ring)
 
 static int lookup_members(const struct lookup_args *a)
 {
-	hr_error err = { 0 };
 	hr_ring *ring = NULL;
-	int rc;
+	int rc = cli_load_members(CMD, a->members, &a->conn, &ring);
 
-	hr_ring_options opts = cli_etcd_ring_options(&a->conn);
-
-	rc = hr_ring_load_file(a->members, &opts, &ring, &err);
-	if (rc == HR_EIO)
-		return cli_fail(CMD, rc, &err); /* the message names the file */
-	if (rc < 0) {
-		cli_error(CMD, "%s: %s", a->members,
-			  err.message[0] ? err.message : hr_strerror(rc));
-		return CLI_EXIT_ERROR;
-	}
+	if (rc != CLI_EXIT_OK)
+		return rc;
 	if (hr_ring_node_count(ring) == 0) {
 		cli_error(CMD, "%s: no node in the members file", a->members);
 		hr_ring_release(ring);
@@ -229,9 +220,7 @@ int cmd_lookup(int argc, char **argv)
 				goto out;
 			}
 			/* Ring options serve --members too. */
-			if (strcmp(options[opt].name, "vnodes-per-weight") &&
-			    strcmp(options[opt].name, "placement") &&
-			    strcmp(options[opt].name, "log-level"))
+			if (cli_etcd_connects(options[opt].name))
 				a.etcd = 1;
 		}
 	}
