@@ -1225,28 +1225,39 @@ int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 	return HR_OK;
 }
 
-static inline const hr_node *view_owner(const hr_ring *ring,
-					const struct view *v, uint64_t pos)
+static inline const struct ring_node *view_owner(const hr_ring *ring,
+						 const struct view *v,
+						 uint64_t pos)
 {
 	if (!v->npoints)
 		return NULL;
-	return &ring->nodes[view_node(v, view_find(v, pos))].pub;
+	return &ring->nodes[view_node(v, view_find(v, pos))];
+}
+
+/* The owners of `pos` in the write and the read view (NULL: empty view). */
+static inline void owners(const hr_ring *ring, uint64_t pos,
+			  const struct ring_node **wn, const struct ring_node **rn)
+{
+	const struct view *w = &ring->views[HR_VIEW_WRITE];
+	const struct view *r = &ring->views[HR_VIEW_READ];
+
+	*wn = view_owner(ring, w, pos);
+	/* Without warming or draining nodes both views are one array. */
+	*rn = r->pos == w->pos ? *wn : view_owner(ring, r, pos);
 }
 
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out)
 {
-	const struct view *w, *r;
+	const struct ring_node *wn, *rn;
 
 	if (!ring || !out)
 		return HR_EINVAL;
-	w = &ring->views[HR_VIEW_WRITE];
-	r = &ring->views[HR_VIEW_READ];
 	out->revision = ring->revision;
 	out->digest = ring->digest;
-	out->node = view_owner(ring, w, pos);
-	/* Without warming or draining nodes both views are one array. */
-	out->read_node = r->pos == w->pos ? out->node : view_owner(ring, r, pos);
-	return out->node || out->read_node ? HR_OK : HR_EEMPTY;
+	owners(ring, pos, &wn, &rn);
+	out->node = wn ? &wn->pub : NULL;
+	out->read_node = rn ? &rn->pub : NULL;
+	return wn || rn ? HR_OK : HR_EEMPTY;
 }
 
 int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
@@ -1284,23 +1295,13 @@ static inline void fill_owner(char *id, char *addr, hr_state *state,
 int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 			  hr_owner *out)
 {
-	const struct view *w, *r;
-	const struct ring_node *wn = NULL, *rn = NULL;
-	uint64_t pos;
+	const struct ring_node *wn, *rn;
 
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
-	pos = key_pos(ring, key, len);
-	w = &ring->views[HR_VIEW_WRITE];
-	r = &ring->views[HR_VIEW_READ];
 	out->revision = ring->revision;
 	out->digest = ring->digest;
-	if (w->npoints)
-		wn = &ring->nodes[view_node(w, view_find(w, pos))];
-	if (r->pos == w->pos)
-		rn = wn;
-	else if (r->npoints)
-		rn = &ring->nodes[view_node(r, view_find(r, pos))];
+	owners(ring, key_pos(ring, key, len), &wn, &rn);
 	if (!wn && !rn)
 		return HR_EEMPTY;
 	fill_owner(out->node, out->addr, &out->state, wn);
