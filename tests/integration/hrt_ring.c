@@ -219,7 +219,7 @@ void hrt_log_fn(void *userdata, hr_log_level level, const char *line)
 	pthread_mutex_unlock(&l->mu);
 }
 
-int hrt_log_count(hrt_log *l, ...)
+static int log_count_v(hrt_log *l, va_list needles)
 {
 	int count = 0;
 
@@ -231,7 +231,7 @@ int hrt_log_count(hrt_log *l, ...)
 		int all = 1;
 
 		*nl = '\0';
-		va_start(ap, l);
+		va_copy(ap, needles);
 		while ((needle = va_arg(ap, const char *)))
 			if (!strstr(p, needle))
 				all = 0;
@@ -242,6 +242,33 @@ int hrt_log_count(hrt_log *l, ...)
 	}
 	pthread_mutex_unlock(&l->mu);
 	return count;
+}
+
+int hrt_log_count(hrt_log *l, ...)
+{
+	va_list ap;
+	int count;
+
+	va_start(ap, l);
+	count = log_count_v(l, ap);
+	va_end(ap);
+	return count;
+}
+
+int hrt_log_wait(hrt_log *l, int at_least, int timeout_ms, int poll_ms, ...)
+{
+	int64_t until = hrt_now_ms() + timeout_ms;
+	va_list ap;
+	int count;
+
+	for (;;) {
+		va_start(ap, poll_ms);
+		count = log_count_v(l, ap);
+		va_end(ap);
+		if (count >= at_least || hrt_now_ms() >= until)
+			return count;
+		hrt_sleep_ms(poll_ms);
+	}
 }
 
 void hrt_log_clear(hrt_log *l)

@@ -49,6 +49,9 @@ void hrt_log_free(hrt_log *l);
 void hrt_log_fn(void *userdata, hr_log_level level, const char *line);
 /* Number of lines containing every one of the NULL-terminated needles. */
 int hrt_log_count(hrt_log *l, ...);
+/* Polls every `poll_ms` until at least `at_least` lines contain every
+ * needle or `timeout_ms` has passed; returns the last count. */
+int hrt_log_wait(hrt_log *l, int at_least, int timeout_ms, int poll_ms, ...);
 /* Forgets the lines so far. */
 void hrt_log_clear(hrt_log *l);
 

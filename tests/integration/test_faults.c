@@ -757,6 +757,20 @@ static void finish(hr_client *c, history *h, readers *r, const char *url)
 	ck_assert_int_eq(h->broken_chain, 0);
 }
 
+/* The common start of a scenario: stable records, a client recording
+ * every ring it publishes, and the reader threads. */
+static hr_client *scenario_start(const char *endpoints, history *h,
+				 readers *r)
+{
+	hr_client *c;
+
+	history_init(h);
+	put_stable();
+	c = open_client(endpoints, h);
+	readers_start(r, c);
+	return c;
+}
+
 /* ---- scenarios ------------------------------------------------------------------ */
 
 START_TEST(churn_every_ring_verified)
@@ -766,10 +780,7 @@ START_TEST(churn_every_ring_verified)
 	churn ch;
 	hr_client *c;
 
-	history_init(&h);
-	put_stable();
-	c = open_client(hrt_etcd_endpoints(etcd), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_etcd_endpoints(etcd), &h, &r);
 	churn_start(&ch, scaled(3000), 300);
 	churn_wait(&ch, 60000);
 	ck_assert_int_ge(ch.ops_done, ch.ops_wanted);
@@ -790,10 +801,7 @@ START_TEST(kill_restart_and_freeze_during_churn)
 	hr_client *c;
 	hr_client_status st;
 
-	history_init(&h);
-	put_stable();
-	c = open_client(hrt_etcd_endpoints(etcd), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_etcd_endpoints(etcd), &h, &r);
 	churn_start(&ch, 1000000, 200);
 	for (int i = 0; i < kills; i++) {
 		hrt_sleep_ms(800);
@@ -805,14 +813,11 @@ START_TEST(kill_restart_and_freeze_during_churn)
 	/* A hung member: frozen long enough for stale warnings. */
 	hrt_log_clear(&logbuf);
 	ck_assert_int_eq(hrt_etcd_freeze_member(etcd, 0), 0);
-	int64_t t0 = hrt_now_ms();
-	while (hrt_log_count(&logbuf, "level=warn", "event=stale", NULL) == 0 &&
-	       hrt_now_ms() - t0 < 10000)
-		hrt_sleep_ms(50);
+	hrt_log_wait(&logbuf, 1, 10000, 50, "level=warn", "event=stale", NULL);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale", "unconfirmed_ms=", NULL), 1);
 	/* The status counts a quiet stream as confirmed for two probe
 	 * intervals (2 s here), the log warns after stale_warn_ms (1.5 s). */
-	t0 = hrt_now_ms();
+	int64_t t0 = hrt_now_ms();
 	do {
 		hr_client_status_get(c, &st);
 		if (st.unconfirmed_ms == 0)
@@ -876,11 +881,8 @@ START_TEST(three_members_lose_leader_and_member_in_use)
 	hrt_etcd_destroy(etcd);
 	etcd = hrt_etcd_start(3, NULL);
 	ck_assert_ptr_nonnull(etcd);
-	history_init(&h);
 	http_init(&hc);
-	put_stable();
-	c = open_client(hrt_etcd_endpoints(etcd), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_etcd_endpoints(etcd), &h, &r);
 	churn_start(&ch, 1000000, 150);
 	for (int round = 0; round < 4; round++) {
 		hrt_sleep_ms(1500);
@@ -916,11 +918,8 @@ START_TEST(compaction_while_disconnected)
 	int64_t rev;
 
 	ck_assert_ptr_nonnull(px);
-	history_init(&h);
 	http_init(&hc);
-	put_stable();
-	c = open_client(hrt_proxy_url(px), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_proxy_url(px), &h, &r);
 	churn_start(&ch, scaled(600), 300);
 	churn_wait(&ch, 30000);
 	assert_converged(c, url, CONVERGE_MS);
@@ -1037,10 +1036,7 @@ START_TEST(proxy_cuts_mid_message)
 	hr_client *c;
 
 	ck_assert_ptr_nonnull(px);
-	history_init(&h);
-	put_stable();
-	c = open_client(hrt_proxy_url(px), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_proxy_url(px), &h, &r);
 	churn_start(&ch, 1000000, 250);
 	/* Cut every open connection after a random number of reply bytes:
 	 * inside headers, chunk sizes, messages, between them.  A cut lands
@@ -1074,17 +1070,12 @@ START_TEST(proxy_stall_stale_then_recovers)
 	int64_t t0, took;
 
 	ck_assert_ptr_nonnull(px);
-	history_init(&h);
-	put_stable();
-	c = open_client(hrt_proxy_url(px), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_proxy_url(px), &h, &r);
 	hrt_log_clear(&logbuf);
 	ck_assert_int_eq(hrt_proxy_stall(px), 0);
 	t0 = hrt_now_ms();
 	ck_assert_int_gt(hrt_put(url, PREFIX "during", "10.6.0.1:1"), 0);
-	while (hrt_log_count(&logbuf, "level=warn", "event=stale", NULL) < 2 &&
-	       hrt_now_ms() - t0 < 15000)
-		hrt_sleep_ms(50);
+	hrt_log_wait(&logbuf, 2, 15000, 50, "level=warn", "event=stale", NULL);
 	/* stale_warn_ms is 1.5 s: the first warning within it plus a probe
 	 * interval and timeout, then one per 1.5 s while it lasts. */
 	ck_assert_int_ge(hrt_log_count(&logbuf, "level=warn", "event=stale", NULL), 2);
@@ -1096,10 +1087,7 @@ START_TEST(proxy_stall_stale_then_recovers)
 	took = wait_converged(c, url, CONVERGE_MS);
 	ck_assert_int_ge(took, 0);
 	fprintf(stderr, "faults: stall: converged %" PRId64 " ms after the network came back\n", took);
-	t0 = hrt_now_ms();
-	while (hrt_log_count(&logbuf, "event=stale_recovered", NULL) == 0 &&
-	       hrt_now_ms() - t0 < 5000)
-		hrt_sleep_ms(50);
+	hrt_log_wait(&logbuf, 1, 5000, 50, "event=stale_recovered", NULL);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale_recovered", NULL), 1);
 	readers_check(&r);
 	hr_client_close(c);
@@ -1119,10 +1107,7 @@ START_TEST(proxy_trickles_bytes)
 	hr_client *c;
 
 	ck_assert_ptr_nonnull(px);
-	history_init(&h);
-	put_stable();
-	c = open_client(hrt_proxy_url(px), &h);
-	readers_start(&r, c);
+	c = scenario_start(hrt_proxy_url(px), &h, &r);
 	hrt_log_clear(&logbuf);
 	/* 20 kB/s: a watch message arrives in hundreds of reads. */
 	ck_assert_int_eq(hrt_proxy_trickle(px, 50), 0);
@@ -1141,12 +1126,9 @@ END_TEST
 /* Waits until the proxy carries a watch stream the client is using. */
 static void wait_watching(hrt_proxy *px, hr_client *c, int ms)
 {
-	int64_t t0 = hrt_now_ms();
 	(void)c;
 
-	while (hrt_log_count(&logbuf, "event=watching", NULL) == 0 &&
-	       hrt_now_ms() - t0 < ms)
-		hrt_sleep_ms(20);
+	hrt_log_wait(&logbuf, 1, ms, 20, "event=watching", NULL);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=watching", NULL), 1);
 	ck_assert_uint_ge(hrt_proxy_get_stats(px).watch_streams, 1);
 }
@@ -1157,13 +1139,10 @@ static void inject_and_recover(hrt_proxy *px, hr_client *c, const char *url,
 			       const char *body, const char *event)
 {
 	uint64_t injected = hrt_proxy_get_stats(px).injected;
-	int64_t t0;
 
 	hrt_log_clear(&logbuf);
 	ck_assert_int_ge(hrt_proxy_inject(px, body), 1);
-	t0 = hrt_now_ms();
-	while (hrt_log_count(&logbuf, event, NULL) == 0 && hrt_now_ms() - t0 < 5000)
-		hrt_sleep_ms(20);
+	hrt_log_wait(&logbuf, 1, 5000, 20, event, NULL);
 	ck_assert_msg(hrt_log_count(&logbuf, event, NULL) >= 1, "no %s after: %s", event, body);
 	ck_assert_uint_gt(hrt_proxy_get_stats(px).injected, injected);
 	wait_watching(px, c, 5000);

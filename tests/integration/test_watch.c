@@ -386,10 +386,7 @@ START_TEST(frozen_member_goes_stale_then_recovers)
 	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 0), 0);
 	put_node("b", "10.0.0.2:1");
 	assert_converged(c);
-	t0 = hrt_now_ms();
-	while (hrt_log_count(&logbuf, "event=stale_recovered", NULL) == 0 &&
-	       hrt_now_ms() - t0 < 10000)
-		hrt_sleep_ms(50);
+	hrt_log_wait(&logbuf, 1, 10000, 50, "event=stale_recovered", NULL);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale_recovered", NULL), 1);
 	hr_client_close(c);
 }
