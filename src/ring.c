@@ -469,9 +469,9 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 	return HR_OK;
 }
 
-/* Hashes vnodes `from`.. of node `j` into `p`; returns how many. */
+/* Hashes vnodes [from, to) of node `j` into `p`; returns how many. */
 static size_t hash_vnodes(const struct ring_node *rn, uint32_t j,
-			  unsigned from, hr__point_hash_fn hash,
+			  unsigned from, unsigned to, hr__point_hash_fn hash,
 			  struct point *p)
 {
 	char name[HR_ID_MAX + 16];
@@ -479,13 +479,13 @@ static size_t hash_vnodes(const struct ring_node *rn, uint32_t j,
 
 	memcpy(name, rn->pub.id, len);
 	name[len] = '#';
-	for (unsigned i = from; i < rn->vnodes; i++, p++) {
+	for (unsigned i = from; i < to; i++, p++) {
 		size_t dl = format_uint(name + len + 1, i);
 
 		p->pos = hash(name, len + 1 + dl);
 		p->node = j;
 	}
-	return rn->vnodes - from;
+	return to - from;
 }
 
 /* Hashes every point into `all` and sorts it: a counting sort on the top
@@ -510,8 +510,11 @@ static int build_points(hr_ring *ring, struct view *all,
 		free(start);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	for (uint32_t j = 0; j < ring->nnodes; j++)
-		p += hash_vnodes(&ring->nodes[j], j, 0, hash, raw + p);
+	for (uint32_t j = 0; j < ring->nnodes; j++) {
+		const struct ring_node *rn = &ring->nodes[j];
+
+		p += hash_vnodes(rn, j, 0, rn->vnodes, hash, raw + p);
+	}
 
 	for (size_t i = 0; i < n; i++)
 		start[(raw[i].pos >> all->shift) + 1]++;
@@ -715,6 +718,28 @@ static void merge_points(struct view *all, const struct view *src,
 	}
 }
 
+/* a's node slot -> b's slot of the same id, or NO_NODE: one merge walk of
+ * the id-ordered nodes, so owners compare as integers. */
+static uint32_t *slot_map(const hr_ring *a, const hr_ring *b)
+{
+	uint32_t *map = malloc((a->nnodes ? a->nnodes : 1) * sizeof *map);
+	size_t i = 0, j = 0;
+
+	if (!map)
+		return NULL;
+	while (i < a->nnodes) {
+		int c = j < b->nnodes ?
+			strcmp(a->nodes[i].pub.id, b->nodes[j].pub.id) : -1;
+
+		if (c > 0) {
+			j++;
+			continue;
+		}
+		map[i++] = c == 0 ? (uint32_t)j++ : NO_NODE;
+	}
+	return map;
+}
+
 /*
  * Fills `all` from prev's points and the hashed new ones.  Sets *done to
  * false, leaving `all` alone, when a full build is the cheaper way: over a
@@ -727,7 +752,7 @@ static int derive_points(hr_ring *ring, const hr_ring *prev,
 	struct point *fresh = NULL;
 	struct view u = { 0 };
 	const struct view *src;
-	size_t nkept = 0, nfresh, f = 0, i = 0, j = 0;
+	size_t nkept = 0, nfresh, f = 0;
 	int rc = HR_OK;
 
 	*done = false;
@@ -735,32 +760,23 @@ static int derive_points(hr_ring *ring, const hr_ring *prev,
 	 * still whole (see block_size). */
 	if (view_alloc(ring, all, ring->npoints))
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	map = malloc((prev->nnodes ? prev->nnodes : 1) * sizeof *map);
+	map = slot_map(prev, ring);
 	kept = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *kept);
 	if (!map || !kept) {
 		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* Both node arrays are in id order: one merge walk.  A node keeps
-	 * its old points unless it lost vnodes (then all are hashed again). */
-	while (i < prev->nnodes) {
-		const struct ring_node *old = &prev->nodes[i];
-		int c = j < ring->nnodes ?
-			strcmp(old->pub.id, ring->nodes[j].pub.id) : -1;
+	/* A node keeps its old points unless it lost vnodes (then all are
+	 * hashed again). */
+	for (size_t i = 0; i < prev->nnodes; i++) {
+		uint32_t j = map[i];
 
-		if (c > 0) {
-			j++;
+		if (j == NO_NODE || prev->nodes[i].vnodes > ring->nodes[j].vnodes) {
+			map[i] = NO_NODE;
 			continue;
 		}
-		map[i] = NO_NODE;
-		if (c == 0 && old->vnodes <= ring->nodes[j].vnodes) {
-			map[i] = (uint32_t)j;
-			kept[j] = old->vnodes;
-			nkept += old->vnodes;
-		}
-		if (c == 0)
-			j++;
-		i++;
+		kept[j] = prev->nodes[i].vnodes;
+		nkept += kept[j];
 	}
 	nfresh = ring->npoints - nkept;
 	if (nfresh > ring->npoints / 4)
@@ -774,8 +790,8 @@ static int derive_points(hr_ring *ring, const hr_ring *prev,
 	}
 	all->nnodes = ring->nnodes;
 	for (uint32_t n = 0; n < ring->nnodes; n++)
-		f += hash_vnodes(&ring->nodes[n], n, kept[n], prev->hash,
-				 fresh + f);
+		f += hash_vnodes(&ring->nodes[n], n, kept[n],
+				 ring->nodes[n].vnodes, prev->hash, fresh + f);
 	/* Stable: equal positions stay in node order, as hashed. */
 	sort_records(fresh, fresh + nfresh, nfresh);
 
@@ -1499,12 +1515,10 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 			if (kept || !hr__in_view(rn->pub.state, view))
 				continue;
 			for (unsigned from = 0; from < rn->vnodes; from += 64) {
-				struct ring_node part = *rn;
-				size_t got;
-
-				part.vnodes = from + 64 < rn->vnodes ? from + 64 :
+				unsigned to = from + 64 < rn->vnodes ? from + 64 :
 					rn->vnodes;
-				got = hash_vnodes(&part, 0, from, rs[r]->hash, p);
+				size_t got = hash_vnodes(rn, 0, from, to,
+							 rs[r]->hash, p);
 				for (size_t q = 0; q < got; q++) {
 					size_t at = view_lower_bound(v, p[q].pos);
 
@@ -1538,28 +1552,6 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 	*out = sp;
 	*n = m;
 	return true;
-}
-
-/* a's node slot -> b's slot of the same id, or NO_NODE: one merge walk of
- * the id-ordered nodes, so owners compare as integers. */
-static uint32_t *slot_map(const hr_ring *a, const hr_ring *b)
-{
-	uint32_t *map = malloc((a->nnodes ? a->nnodes : 1) * sizeof *map);
-	size_t i = 0, j = 0;
-
-	if (!map)
-		return NULL;
-	while (i < a->nnodes) {
-		int c = j < b->nnodes ?
-			strcmp(a->nodes[i].pub.id, b->nodes[j].pub.id) : -1;
-
-		if (c > 0) {
-			j++;
-			continue;
-		}
-		map[i++] = c == 0 ? (uint32_t)j++ : NO_NODE;
-	}
-	return map;
 }
 
 /* The slow way, without memory to spare: ids compared on every interval. */
