@@ -8,7 +8,8 @@ set -eu
 
 PACKAGES="build-essential cmake pkg-config libxxhash-dev libcjson-dev
 libcurl4-openssl-dev liburcu-dev libssl-dev etcd-server etcd-client curl"
-TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev libmemcached-dev"
+TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev libmemcached-dev
+golang-go golang-github-go-logfmt-logfmt-dev"
 
 [ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 

@@ -1,4 +1,4 @@
-/* log.h - the log callback and the key=value line format (internal). */
+/* log.h - the log callback and the logfmt line format (internal). */
 #ifndef HR_LOG_H
 #define HR_LOG_H
 
@@ -16,21 +16,20 @@ typedef struct hr__log {
 #define HR__LOG_LINE_MAX 1024
 
 /*
- * Emits `level=<level> event=<event> <fields>` where `fields` is a printf
- * format producing more key=value pairs (or "" for none).  Values that may
- * hold blanks or odd bytes go through hr__log_quote() first.
+ * Emits `level=<level> event=<event> <fields>`, a logfmt line: `fmt` is a
+ * printf format of more key=value pairs whose %s values
+ * are written bare when logfmt allows and otherwise quoted and escaped
+ * (escape.h), so that a record writer cannot forge fields: write `msg=%s`,
+ * never `msg="%s"`.  `%.*s` takes exactly that many bytes, NULs included.
+ * Conversions: d i u o x X c e E f F g G a A p s and %, with the usual
+ * flags, widths, precisions and length modifiers hh h l ll z j t L.
+ * A line longer than HR__LOG_LINE_MAX - 1 bytes is cut at a field
+ * boundary.
  */
 void hr__log_emit(const hr__log *log, hr_log_level level, const char *event,
 		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* True when `level` would be delivered; lets callers skip costly fields. */
 int hr__log_enabled(const hr__log *log, hr_log_level level);
-
-/*
- * Writes `s` (`n` bytes) into `buf` as a double-quoted value with '"', '\\'
- * and every byte outside 0x20-0x7e escaped (\xNN), cut to fit `size`.
- * Returns `buf`.
- */
-char *hr__log_quote(char *buf, size_t size, const char *s, size_t n);
 
 #endif

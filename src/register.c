@@ -271,7 +271,7 @@ static void *renew_main(void *arg)
 		rc = hr__etcd_lease_keepalive(r->etcd, r->lease, &ttl, &err);
 		if (rc) {
 			hr__log_emit(&r->log, HR_LOG_WARN, "keepalive_failed",
-				     "id=%s lease=%" PRId64 " code=%d msg=\"%s\"", r->id, r->lease,
+				     "id=%s lease=%" PRId64 " code=%d msg=%s", r->id, r->lease,
 				     rc, err.message);
 			interval = RETRY_MS;
 			continue;
@@ -281,7 +281,7 @@ static void *renew_main(void *arg)
 			rc = reregister(r, &err);
 			if (rc) {
 				hr__log_emit(&r->log, rc == HR_EEXIST ? HR_LOG_ERROR : HR_LOG_WARN,
-					     "reregister_failed", "id=%s code=%d msg=\"%s\"",
+					     "reregister_failed", "id=%s code=%d msg=%s",
 					     r->id, rc, err.message);
 				if (rc == HR_EEXIST) {
 					r->registered = 0;
@@ -478,9 +478,12 @@ static int registrar_update(hr_registrar *r, int state, double weight,
 	else
 		rc = update_record(r->etcd, r->key, r->id, state, weight, r->lease, &r->value, err);
 	pthread_mutex_unlock(&r->mu);
-	if (!rc)
-		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s%s%s", r->id,
-			     state >= 0 ? " state=" : "", state >= 0 ? hr_state_name((hr_state)state) : "");
+	if (!rc && state >= 0)
+		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
+			     hr_state_name((hr_state)state));
+	else if (!rc)
+		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s weight=%g", r->id,
+			     weight);
 	return rc;
 }
 
@@ -541,7 +544,7 @@ void hr_registrar_close(hr_registrar *r)
 		return;
 	if (hr_registrar_deregister(r, &err))
 		hr__log_emit(&r->log, HR_LOG_WARN, "deregister_failed",
-			     "id=%s msg=\"%s\" note=\"the record expires with its lease\"",
+			     "id=%s msg=%s note=\"the record expires with its lease\"",
 			     r->id, err.message);
 	pthread_mutex_lock(&r->mu);
 	r->stop = 1;

@@ -200,18 +200,21 @@ static void backoff(hr__watcher *w)
 
 /* ---- building and publishing rings -------------------------------------- */
 
-/* Appends up to LOG_IDS_MAX ids to a comma list, then "+N". */
+/* Appends up to LOG_IDS_MAX ids to a comma list (the count written before
+ * the list says how many there were). */
 static void list_add(char *buf, size_t size, int *count, const char *id)
 {
 	size_t len = strlen(buf);
 
-	if ((*count)++ < LOG_IDS_MAX) {
-		char q[96];
-		hr__log_quote(q, sizeof q, id, strlen(id));
-		/* Strip the quotes: ids are printable without blanks. */
-		q[strlen(q) - 1] = '\0';
-		snprintf(buf + len, size - len, "%s%s", len ? "," : "", q + 1);
-	}
+	if ((*count)++ < LOG_IDS_MAX)
+		snprintf(buf + len, size - len, "%s%s", len ? "," : "", id);
+}
+
+/* "N" or "N:list", the form of the added/removed/changed fields. */
+static const char *counted(char *buf, size_t size, int n, const char *list)
+{
+	snprintf(buf, size, "%d%s%s", n, n ? ":" : "", list);
+	return buf;
 }
 
 static void log_ring_change(hr__watcher *w, const hr_ring *old,
@@ -219,6 +222,7 @@ static void log_ring_change(hr__watcher *w, const hr_ring *old,
 			    const hr_diff *dr)
 {
 	char added[512] = "", removed[512] = "", changed[768] = "";
+	char ca[528], cr[528], cc[784];
 	int n_added = 0, n_removed = 0, n_changed = 0;
 	size_t i = 0, j = 0, no = old ? hr_ring_node_count(old) : 0;
 	size_t nn = hr_ring_node_count(ring);
@@ -256,13 +260,13 @@ static void log_ring_change(hr__watcher *w, const hr_ring *old,
 	}
 	hr__log_emit(w->o.log, HR_LOG_INFO, "ring",
 		     "revision=%" PRIu64 " digest=%016" PRIx64 " nodes=%zu points=%zu"
-		     " added=%d%s%s removed=%d%s%s changed=%d%s%s"
+		     " added=%s removed=%s changed=%s"
 		     " moved_write=%.4f moved_read=%.4f",
 		     hr_ring_revision(ring), hr_ring_digest(ring), nn,
 		     hr_ring_point_count(ring),
-		     n_added, n_added ? ":" : "", added,
-		     n_removed, n_removed ? ":" : "", removed,
-		     n_changed, n_changed ? ":" : "", changed,
+		     counted(ca, sizeof ca, n_added, added),
+		     counted(cr, sizeof cr, n_removed, removed),
+		     counted(cc, sizeof cc, n_changed, changed),
 		     dw ? hr_diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
 		     dr ? hr_diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
 }
@@ -279,7 +283,7 @@ static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
 	    (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) ||
 	     hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err))) {
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "diff_failed",
-			     "revision=%" PRIu64 " msg=\"%s\"", hr_ring_revision(ring),
+			     "revision=%" PRIu64 " msg=%s", hr_ring_revision(ring),
 			     err.message);
 		hr_diff_free(dw);
 		dw = NULL;
@@ -309,7 +313,7 @@ static void rebuild(hr__watcher *w, uint64_t revision)
 	if (rc) {
 		/* Keep serving the previous ring; say loudly that it lags. */
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "build_failed",
-			     "revision=%" PRIu64 " code=%d msg=\"%s\"", revision, rc,
+			     "revision=%" PRIu64 " code=%d msg=%s", revision, rc,
 			     err.message);
 		hr_ring_release(old);
 		return;
@@ -335,7 +339,6 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 {
 	const char *id = kv->key + w->prefix_len;
 	size_t id_len = kv->key_len - w->prefix_len;
-	char qkey[300];
 
 	if (kv->key_len < w->prefix_len || memcmp(kv->key, w->prefix, w->prefix_len))
 		return; /* not ours (cannot happen with a prefix range) */
@@ -364,8 +367,8 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 		if (memchr(id, '\0', id_len) == NULL)
 			hr__nodeset_remove(&w->set, id);
 		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_record",
-			     "key=%s mod_revision=%" PRId64 " msg=\"%s\"",
-			     hr__log_quote(qkey, sizeof qkey, kv->key, kv->key_len),
+			     "key=%.*s mod_revision=%" PRId64 " msg=%s",
+			     (int)(kv->key_len < 300 ? kv->key_len : 300), kv->key,
 			     kv->mod_revision, err.message);
 		hr__record_clear(&rec);
 	}
@@ -406,7 +409,7 @@ static int full_sync(hr__watcher *w)
 	if (rc) {
 		if (rc != HR_ECLOSED) {
 			hr__log_emit(w->o.log, HR_LOG_WARN, "sync_failed",
-				     "endpoint=%s code=%d msg=\"%s\"", endpoint(w), rc,
+				     "endpoint=%s code=%d msg=%s", endpoint(w), rc,
 				     err.message);
 			set_error(w, &err);
 		}
@@ -515,7 +518,7 @@ static int on_line(void *ud, const char *line, size_t len)
 	rc = hr__wmsg_parse(line, len, &m, &err);
 	if (rc) {
 		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_message",
-			     "endpoint=%s bytes=%zu msg=\"%s\"", endpoint(w), len, err.message);
+			     "endpoint=%s bytes=%zu msg=%s", endpoint(w), len, err.message);
 		return end_stream(w, END_RECONNECT);
 	}
 	if (cluster_replaced(w, m.cluster_id)) {
@@ -556,7 +559,7 @@ static int on_line(void *ud, const char *line, size_t len)
 		break;
 	case HR__WMSG_CANCELED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "watch_canceled",
-			     "endpoint=%s reason=\"%s\"", endpoint(w), m.reason);
+			     "endpoint=%s reason=%s", endpoint(w), m.reason);
 		if (strstr(m.reason, "ermission")) {
 			hr_error e2;
 			hr__error_set(&e2, HR_EPERM, "%s: watch refused: %s", endpoint(w), m.reason);
@@ -570,7 +573,7 @@ static int on_line(void *ud, const char *line, size_t len)
 		break;
 	case HR__WMSG_ERROR:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "stream_error",
-			     "endpoint=%s code=%d msg=\"%s\"", endpoint(w), m.code, m.reason);
+			     "endpoint=%s code=%d msg=%s", endpoint(w), m.code, m.reason);
 		rc = end_stream(w, END_RECONNECT);
 		break;
 	}
@@ -710,7 +713,7 @@ static void probe_done(hr__watcher *w, probe *pr, CURLcode rc)
 	if (rc != CURLE_OK || status != 200) {
 		hr__etcd_transfer_error(w->etcd, rc, status, pr->body, pr->len, &err);
 		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
-			     "endpoint=%s after_ms=%" PRId64 " msg=\"%s\"", endpoint(w),
+			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
 			     now_ms() - pr->started_ms, err.message);
 		end_stream(w, END_RECONNECT);
 		return;
@@ -859,7 +862,7 @@ static stream_end run_stream(hr__watcher *w)
 							      endpoint(w));
 					}
 					hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
-						     "endpoint=%s msg=\"%s\"", endpoint(w), err.message);
+						     "endpoint=%s msg=%s", endpoint(w), err.message);
 					w->end = END_RECONNECT;
 				}
 			}
@@ -924,7 +927,7 @@ static void *watcher_main(void *arg)
 			if (rc) {
 				if (rc != HR_ECLOSED) {
 					hr__log_emit(w->o.log, HR_LOG_WARN, "auth_failed",
-						     "endpoint=%s msg=\"%s\"", endpoint(w), err.message);
+						     "endpoint=%s msg=%s", endpoint(w), err.message);
 					set_error(w, &err);
 					backoff(w);
 					hr__etcd_next_endpoint(w->etcd);
