@@ -548,11 +548,16 @@ HR_EXPORT void hr_registration_init(hr_registration *reg);
 
 /*
  * Registers `reg` using the connection fields of `cfg` (endpoints, prefix,
- * api_base, timeouts, TLS, auth, log); its ring fields are unused.  Returns
- * once the record is in etcd.  Errors: HR_EINVAL (bad id, addr, weight,
- * TTL), HR_EEXIST (the key exists and `replace` is not set: the message
- * names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS,
- * HR_EETCD, HR_ENOMEM.  Strings are copied.  With
+ * api_base, timeouts, TLS, auth, log) and its ring options (`ring`), which
+ * must be those of the clients: the node is checked with exactly their
+ * rules, so that a record every client would refuse is never written.
+ * Returns once the record is in etcd.  Errors: HR_EINVAL (bad id, addr,
+ * zone, weight or state, for example a weight that is not whole with
+ * ketama placement; TTL out of range), HR_ELIMIT (a weight that gives more
+ * than HR_POINTS_MAX points with cfg->ring.vnodes_per_weight: the message
+ * names the limit), HR_EEXIST (the key exists and `replace` is not set:
+ * the message names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH,
+ * HR_EPERM, HR_ETLS, HR_EETCD, HR_ENOMEM.  Strings are copied.  With
  * `replace` the record is taken over whoever holds it; that registrar
  * loses the id (see above).
  */
@@ -562,9 +567,10 @@ HR_EXPORT int hr_register(const hr_config *cfg, const hr_registration *reg,
 /*
  * Changes the node's state or weight: one put that keeps the lease (and
  * attaches it again if the key was detached).  Thread safe.  Errors as for
- * hr_register, HR_ENOTFOUND (the key was deleted; the renewal puts it
- * back), HR_EEXIST once the id was taken over (the message of
- * hr_registrar_status), HR_ECLOSED after deregistration.
+ * hr_register (HR_EINVAL, HR_ELIMIT: the new record would be refused by
+ * the clients; nothing is written), HR_ENOTFOUND (the key was deleted; the
+ * renewal puts it back), HR_EEXIST once the id was taken over (the message
+ * of hr_registrar_status), HR_ECLOSED after deregistration.
  */
 HR_EXPORT int hr_registrar_set_state(hr_registrar *r, hr_state state,
 				     hr_error *err);
@@ -600,8 +606,11 @@ HR_EXPORT void hr_registrar_close(hr_registrar *r);
 /*
  * Changes the state or the weight of the node `id` registered under
  * cfg->prefix by whatever process, in place: the record's other fields and
- * its lease are kept.  Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its
- * record is not valid), and the connection errors of hr_register.
+ * its lease are kept.  The new record is checked as hr_register checks a
+ * node, with cfg->ring: one the clients would refuse is not written.
+ * Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is not
+ * valid), HR_EINVAL and HR_ELIMIT (as for hr_register), and the connection
+ * errors of hr_register.
  */
 HR_EXPORT int hr_node_set_state(const hr_config *cfg, const char *id,
 				hr_state state, hr_error *err);

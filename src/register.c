@@ -24,6 +24,7 @@
 struct hr_registrar {
 	hr__log log;
 	hr__etcd *etcd;           /* used under mu only */
+	hr_ring_options ring;     /* the clients': records are checked with them */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t thread;
@@ -178,6 +179,38 @@ static int check_cfg(const hr_config *cfg, hr_error *err)
 	if (!cfg->prefix || !cfg->prefix[0])
 		return hr__error_set(err, HR_EINVAL, "config: prefix must be set and not empty");
 	return 0;
+}
+
+/*
+ * Checks `node` with exactly the rules of the clients that will read its
+ * record: a one-node ring with their options must build.  So a weight
+ * that gives more points than a ring holds is HR_ELIMIT, and ketama
+ * placement wants a whole weight and a host:port address (HR_EINVAL).
+ */
+static int check_node(const hr_ring_options *opts, const hr_node *node,
+		      hr_error *err)
+{
+	hr_ring *ring = NULL;
+	int rc = hr_ring_build(node, 1, opts, 0, &ring, err);
+
+	hr_ring_release(ring);
+	return rc;
+}
+
+/* check_node() on record `value` of node `id`, read as the clients read it. */
+static int check_value(const hr_ring_options *opts, const char *id,
+		       const char *value, hr_error *err)
+{
+	hr__record rec;
+	hr_node node;
+	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
+
+	if (rc)
+		return rc;
+	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
+	rc = check_node(opts, &node, err);
+	hr__record_clear(&rec);
+	return rc;
 }
 
 /* ---- holding the id --------------------------------------------------- */
@@ -463,7 +496,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return hr__error_set(err, HR_EINVAL, "registration: id and addr are required");
 	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
 			  reg->state };
-	rc = hr__node_validate(&node, err);
+	rc = check_node(&cfg->ring, &node, err);
 	if (rc)
 		return rc;
 	if (reg->ttl_s < 2 || reg->ttl_s > 3600)
@@ -487,6 +520,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		pthread_condattr_destroy(&ca);
 	}
 	r->log = (hr__log){ cfg->log, cfg->log_userdata, cfg->log_level };
+	r->ring = cfg->ring;
 	r->key = make_key(cfg->prefix, reg->id);
 	r->id = strdup(reg->id);
 	r->value = record_json(reg);
@@ -536,13 +570,15 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 }
 
 /*
- * One put of a modified record, retried if the record changed in between.
- * For registrar `r` (mu held) the key must still be ours or detached, and
- * the put attaches our lease; a key another registrar holds is a loss.
- * Without a registrar (by id) the key keeps whatever lease it has.
+ * One put of a modified record, retried if the record changed in between;
+ * the new record must be one the clients accept (`opts`).  For registrar
+ * `r` (mu held) the key must still be ours or detached, and the put
+ * attaches our lease; a key another registrar holds is a loss.  Without a
+ * registrar (by id) the key keeps whatever lease it has.
  */
-static int update_record(hr__etcd *e, hr_registrar *r, const char *key,
-			 const char *id, int state, double weight, hr_error *err)
+static int update_record(hr__etcd *e, hr_registrar *r, const hr_ring_options *opts,
+			 const char *key, const char *id, int state, double weight,
+			 hr_error *err)
 {
 	for (int attempt = 0; attempt < 5; attempt++) {
 		hr__kv kv;
@@ -563,7 +599,7 @@ static int update_record(hr__etcd *e, hr_registrar *r, const char *key,
 			return rc;
 		}
 		v = record_modify(id, kv.value, kv.value_len, state, weight, err);
-		rc = v ? 0 : err ? err->code : HR_EPARSE;
+		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
 		if (!rc)
 			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, r ? r->lease : 0,
 					     r == NULL, &done, err);
@@ -590,7 +626,7 @@ static int registrar_update(hr_registrar *r, int state, double weight,
 	pthread_mutex_lock(&r->mu);
 	rc = status_error(r, err);
 	if (!rc)
-		rc = update_record(r->etcd, r, r->key, r->id, state, weight, err);
+		rc = update_record(r->etcd, r, &r->ring, r->key, r->id, state, weight, err);
 	pthread_mutex_unlock(&r->mu);
 	if (!rc && state >= 0)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
@@ -706,7 +742,7 @@ static int node_update(const hr_config *cfg, const char *id, int state,
 	eo = etcd_opts(cfg);
 	rc = hr__etcd_new(&eo, &e, err);
 	if (!rc)
-		rc = update_record(e, NULL, key, id, state, weight, err);
+		rc = update_record(e, NULL, &cfg->ring, key, id, state, weight, err);
 	hr__etcd_free(e);
 	curl_global_cleanup();
 	free(key);

@@ -365,6 +365,77 @@ START_TEST(put_under_another_lease_is_a_takeover)
 }
 END_TEST
 
+/* Weights every client refuses: nothing is written, the error names the
+ * limit; the rules are the ring options' of cfg. */
+START_TEST(weights_clients_refuse_are_refused)
+{
+	hr_registration reg;
+	hr_registrar *r = NULL;
+	hr_error err = { 0 };
+	hr_config kcfg = cfg;
+	char value[1024];
+	hrt_cli_run run;
+	const char *eps = hrt_etcd_endpoints(etcd);
+
+	hr_registration_init(&reg);
+	reg.id = "heavy";
+	reg.addr = "127.0.0.1:11211";
+	reg.weight = 90000;       /* 90000 x 200 points > 2^24 */
+	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(err.message, "16777216") != NULL, "%s", err.message);
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+	reg.weight = 1e6;
+	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
+	/* One point per unit of weight: 90000 points are fine. */
+	kcfg.ring.vnodes_per_weight = 1;
+	reg.weight = 90000;
+	ck_assert_msg(hr_register(&kcfg, &reg, &r, &err) == 0, "%s", err.message);
+	hr_registrar_close(r);
+	/* Ketama placement wants whole weights. */
+	kcfg.ring = (hr_ring_options){ .placement = HR_PLACEMENT_KETAMA };
+	reg.weight = 1.5;
+	ck_assert_int_eq(hr_register(&kcfg, &reg, &r, &err), HR_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "whole weight"));
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+
+	/* Changes in place are refused the same way, and write nothing. */
+	r = reg_node("w", 10, HR_STATE_ACTIVE);
+	ck_assert_int_eq(hr_registrar_set_weight(r, 90000, &err), HR_ELIMIT);
+	ck_assert_ptr_nonnull(strstr(err.message, "16777216"));
+	ck_assert_int_eq(hr_node_set_weight(&cfg, "w", 90000, &err), HR_ELIMIT);
+	ck_assert_int_eq(key_lease("w", value, sizeof value), hr_registrar_lease(r));
+	ck_assert_ptr_nonnull(strstr(value, "\"weight\":1,"));
+	ck_assert_int_eq(hr_registrar_set_weight(r, 3, &err), 0);
+	/* A record the clients already refuse is not written again. */
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "bad",
+				 "{\"addr\":\"127.0.0.6:6\",\"weight\":90000}"), 0);
+	ck_assert_int_eq(hr_node_set_state(&cfg, "bad", HR_STATE_DRAINING, &err), HR_ELIMIT);
+	ck_assert_int_eq(key_lease("bad", value, sizeof value), 0);
+	ck_assert_ptr_null(strstr(value, "draining"));
+	hr_registrar_close(r);
+
+	/* The CLI: exit 1, one line naming the limit, nothing in etcd. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "heavy", "--addr", "127.0.0.1:1", "--weight", "90000",
+		NULL });
+	ck_assert_msg(run.status == 1, "register --weight 90000: %d %s", run.status, run.err);
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: register: "));
+	ck_assert_ptr_nonnull(strstr(run.err, "16777216"));
+	ck_assert_ptr_null(strstr(run.out, "registered"));
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "heavy", "--addr", "127.0.0.1:1", "--weight", "1e6",
+		NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "weight", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "bad", "90000", NULL });
+	ck_assert_msg(run.status == 1, "weight: %d %s", run.status, run.err);
+	ck_assert_ptr_nonnull(strstr(run.err, "16777216"));
+}
+END_TEST
+
 /* Starts `hashring register` as a child; returns its PID once registered. */
 static pid_t start_sidecar(const char *id, const char *ttl, const char *drain)
 {
@@ -553,6 +624,7 @@ int main(void)
 	tcase_add_test(tc, replaced_registrar_stops_and_leaves_the_key);
 	tcase_add_test(tc, put_under_another_lease_is_a_takeover);
 	tcase_add_test(tc, sidecar_replaced_exits_and_key_survives);
+	tcase_add_test(tc, weights_clients_refuse_are_refused);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
