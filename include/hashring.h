@@ -523,6 +523,12 @@ HR_EXPORT int hr_client_status_get(hr_client *client, hr_client_status *out);
  * returns HR_EEXIST from then on.  It notices at its next renewal, within
  * about TTL/3.
  *
+ * While etcd is unreachable the registrar retries after 500 ms, doubling
+ * up to TTL/3, but always once more shortly before the lease would run
+ * out.  It logs the first `keepalive_failed` at once, then at most one line
+ * every 5 s (with `failures`, the count since the last line), and
+ * `keepalive_recovered` when a renewal works again.
+ *
  * Lease ids in log lines and messages are written as etcdctl writes them:
  * 16 lowercase hex digits.
  */

@@ -13,9 +13,13 @@
 #include <string.h>
 #include <time.h>
 
-/* Renewal never waits longer than this after a failure, so a lease
- * survives an etcd outage shorter than its TTL. */
+/* Renewal after a failure first waits RETRY_MS, then twice as long each
+ * time up to the renewal interval, but never so long that the lease could
+ * expire before the next try (see renewal_failed). */
 #define RETRY_MS 500
+#define RETRY_MIN_MS 100
+/* During an outage at most one failure line is logged this often. */
+#define FAILURE_LOG_MS 5000
 
 /* Lease ids as etcdctl prints and reads them: 16 lowercase hex digits. */
 #define LEASE_FMT "%016" PRIx64
@@ -43,7 +47,22 @@ struct hr_registrar {
 	int64_t lease;            /* under mu: our lease, 0 once revoked or gone */
 	int64_t held_lease;       /* atomic: the lease our record is attached to, 0 unless we hold the id */
 	int64_t ttl;              /* granted */
+	int64_t expires_ms;       /* under mu: when our lease runs out at the latest */
+
+	/* The renewal thread's current run of failures. */
+	int failures;             /* in a row */
+	int unlogged;             /* since the last failure line */
+	int64_t logged_ms;        /* when that line was logged */
+	int64_t failing_since_ms;
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int status_of(hr_registrar *r)
 {
@@ -280,7 +299,7 @@ static void adopt(hr_registrar *r, const hr__kv *kv)
  * absent or still ours.  Called with mu held. */
 static int reregister(hr_registrar *r, hr_error *err)
 {
-	int64_t lease, ttl;
+	int64_t lease, ttl, t0 = now_ms();
 	hr__kv kv = { 0 };
 	int found = 0, done, rc;
 
@@ -314,6 +333,7 @@ static int reregister(hr_registrar *r, hr_error *err)
 	r->lease = lease;
 	__atomic_store_n(&r->held_lease, lease, __ATOMIC_RELEASE);
 	r->ttl = ttl;
+	r->expires_ms = t0 + ttl * 1000;
 	return 0;
 }
 
@@ -377,6 +397,52 @@ static int64_t renew_interval_ms(const hr_registrar *r)
 	return r->ttl * 1000 / 3;
 }
 
+/*
+ * A failed renewal: the first failure of a run is logged at once, then at
+ * most one line every FAILURE_LOG_MS, counting the failures since the last
+ * line.  Returns how long to wait before the next try: RETRY_MS doubling up
+ * to the renewal interval, but while the lease still lives never past its
+ * end less a margin for the request itself.  Called with mu held.
+ */
+static int64_t renewal_failed(hr_registrar *r, const char *event, int rc,
+			      const hr_error *err)
+{
+	int64_t now = now_ms(), interval = renew_interval_ms(r);
+	int64_t margin = r->ttl * 1000 / 4 < 1000 ? r->ttl * 1000 / 4 : 1000;
+	int64_t wait = RETRY_MS, left;
+
+	if (!r->failures++)
+		r->failing_since_ms = now;
+	r->unlogged++;
+	if (r->failures == 1 || now - r->logged_ms >= FAILURE_LOG_MS) {
+		hr__log_emit(&r->log, HR_LOG_WARN, event,
+			     "id=%s lease=" LEASE_FMT " failures=%d code=%d msg=%s", r->id,
+			     LEASE_ARG(r->lease), r->unlogged, rc, err->message);
+		r->unlogged = 0;
+		r->logged_ms = now;
+	}
+	for (int i = 1; i < r->failures && wait < interval; i++)
+		wait *= 2;
+	if (wait > interval)
+		wait = interval;
+	left = r->expires_ms - margin - now;
+	if (left > 0 && wait > left)
+		wait = left;
+	return wait < RETRY_MIN_MS ? RETRY_MIN_MS : wait;
+}
+
+/* A renewal worked: ends a run of failures.  Called with mu held. */
+static void renewal_recovered(hr_registrar *r)
+{
+	if (!r->failures)
+		return;
+	hr__log_emit(&r->log, HR_LOG_INFO, "keepalive_recovered",
+		     "id=%s lease=" LEASE_FMT " failures=%d failing_ms=%" PRId64, r->id,
+		     LEASE_ARG(r->lease), r->failures, now_ms() - r->failing_since_ms);
+	r->failures = 0;
+	r->unlogged = 0;
+}
+
 static void *renew_main(void *arg)
 {
 	hr_registrar *r = arg;
@@ -386,26 +452,28 @@ static void *renew_main(void *arg)
 	for (;;) {
 		hr_error err = { 0 };
 		const char *event = "keepalive_failed";
-		int64_t ttl = 0, old = r->lease;
+		int64_t ttl = 0, sent, old = r->lease;
 		int rc;
 
 		wait_ms(r, wait ? wait : renew_interval_ms(r));
 		if (r->stop || status_of(r))
 			break;
+		sent = now_ms();
 		rc = hr__etcd_lease_keepalive(r->etcd, r->lease, &ttl, &err);
-		if (!rc && ttl <= 0) {
+		if (!rc && ttl > 0) {
+			r->expires_ms = sent + ttl * 1000;
+		} else if (!rc) {
 			event = "reregister_failed";
 			rc = reregister(r, &err);
 			if (rc == HR_EEXIST)
 				break; /* lost, and logged */
 		}
 		if (rc) {
-			hr__log_emit(&r->log, HR_LOG_WARN, event, "id=%s lease=" LEASE_FMT " code=%d msg=%s",
-				     r->id, LEASE_ARG(r->lease), rc, err.message);
-			wait = RETRY_MS;
+			wait = renewal_failed(r, event, rc, &err);
 			continue;
 		}
 		wait = 0;
+		renewal_recovered(r);
 		if (ttl > 0)
 			check_record(r);
 		else
@@ -483,7 +551,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	hr__etcd_opts eo;
 	hr_registrar *r;
 	hr_node node;
-	int64_t granted;
+	int64_t granted, t0;
 	int rc, done = 0;
 
 	if (!out || !reg)
@@ -529,6 +597,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	eo = etcd_opts(cfg);
+	t0 = now_ms();
 	rc = hr__etcd_new(&eo, &r->etcd, err);
 	if (!rc)
 		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, &granted, err);
@@ -537,6 +606,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return rc;
 	}
 	r->ttl = granted;
+	r->expires_ms = t0 + granted * 1000;
 	/* Create only if absent: two processes must not share an id. */
 	rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, err);
 	if (!rc && !done)

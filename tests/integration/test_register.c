@@ -96,6 +96,26 @@ static const char *hex(int64_t lease, char *buf)
 	return buf;
 }
 
+/* The sum of the `failures=N` fields of the log lines holding `needle`. */
+static int sum_failures(hrt_log *l, const char *needle)
+{
+	int sum = 0;
+
+	pthread_mutex_lock(&l->mu);
+	for (const char *line = l->text; line && *line;) {
+		const char *end = strchr(line, '\n'), *f;
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		char copy[1100];
+
+		snprintf(copy, sizeof copy, "%.*s", (int)n, line);
+		if (strstr(copy, needle) && (f = strstr(copy, " failures=")))
+			sum += atoi(f + 10);
+		line += n + (end != NULL);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return sum;
+}
+
 START_TEST(register_state_weight_deregister)
 {
 	hr_client *c = watcher();
@@ -436,6 +456,43 @@ START_TEST(weights_clients_refuse_are_refused)
 }
 END_TEST
 
+/* etcd gone for seconds: the registrar backs off and logs a few lines, not
+ * one every 500 ms, and says when it works again. */
+START_TEST(outage_backs_off_and_logs_sparsely)
+{
+	hr_registrar *r = reg_node("out", 3, HR_STATE_ACTIVE);
+	hr_error err = { 0 };
+	int64_t t0, down_s;
+	int lines, total;
+
+	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
+	t0 = hrt_now_ms();
+	hrt_sleep_ms(7000);
+	ck_assert_int_eq(hr_registrar_status(r, &err), 0); /* still ours: it retries */
+	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+	ck_assert_int_eq(hrt_log_wait(&logbuf, 1, 8000, 50, "event=keepalive_recovered", "id=out",
+				      NULL), 1);
+	down_s = (hrt_now_ms() - t0 + 999) / 1000;
+	lines = hrt_log_count(&logbuf, "event=keepalive_failed", NULL) +
+		hrt_log_count(&logbuf, "event=reregister_failed", NULL);
+	total = sum_failures(&logbuf, "event=keepalive_recovered");
+	fprintf(stderr, "etcd down %lld s: %d failure lines for %d failed renewals\n",
+		(long long)down_s, lines, total);
+	/* The first at once, then at most one every 5 s. */
+	ck_assert_int_ge(lines, 1);
+	ck_assert_int_le(lines, 1 + down_s / 5);
+	/* Backing off: 500 ms, then 1 s (TTL/3), so about one try a second
+	 * where every 500 ms would be twice as many. */
+	ck_assert_int_ge(total, 3);
+	ck_assert_int_le(total, down_s + 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "level=warn", "event=keepalive_failed", "id=out",
+				       "failures=1 ", NULL), 1);
+	ck_assert_int_eq(hr_registrar_status(r, &err), 0);
+	ck_assert_int_eq(key_lease("out", NULL, 0), hr_registrar_lease(r));
+	hr_registrar_close(r);
+}
+END_TEST
+
 /* Starts `hashring register` as a child; returns its PID once registered. */
 static pid_t start_sidecar(const char *id, const char *ttl, const char *drain)
 {
@@ -625,6 +682,7 @@ int main(void)
 	tcase_add_test(tc, put_under_another_lease_is_a_takeover);
 	tcase_add_test(tc, sidecar_replaced_exits_and_key_survives);
 	tcase_add_test(tc, weights_clients_refuse_are_refused);
+	tcase_add_test(tc, outage_backs_off_and_logs_sparsely);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
