@@ -511,7 +511,26 @@ HR_EXPORT int hr_client_status_get(hr_client *client, hr_client_status *out);
  * lost (expired while etcd was unreachable, revoked, etcd restored) a new
  * one is granted and the record put again.  A record changed by someone
  * else (an operator's `etcdctl put`) is adopted, not overwritten; if that
- * put detached the key from the lease, the lease is attached again.
+ * put detached the key from the lease (lease 0), the lease is attached
+ * again.  Every such put is conditional on the key being as the registrar
+ * last read it, so it never overwrites another registrar's record.
+ *
+ * Losing the id: when the key turns out to be attached to another live
+ * lease (another process registered with `replace`, or an operator put it
+ * with some other lease), the id has been taken over.  The registrar logs
+ * `event=registration_lost` (level error: id, our lease, the holder's),
+ * stops renewing and never writes the key again; hr_registrar_status()
+ * returns HR_EEXIST from then on.  It notices at its next renewal, within
+ * about TTL/3.
+ *
+ * While etcd is unreachable the registrar retries after 500 ms, doubling
+ * up to TTL/3, but always once more shortly before the lease would run
+ * out.  It logs the first `keepalive_failed` at once, then at most one line
+ * every 5 s (with `failures`, the count since the last line), and
+ * `keepalive_recovered` when a renewal works again.
+ *
+ * Lease ids in log lines and messages are written as etcdctl writes them:
+ * 16 lowercase hex digits.
  */
 typedef struct hr_registrar hr_registrar;
 
@@ -521,7 +540,12 @@ typedef struct hr_registration {
 	const char *zone;        /* NULL or "" for none                       */
 	double weight;           /* default 1                                 */
 	hr_state state;          /* default HR_STATE_WARMING (joining)        */
-	int ttl_s;               /* lease TTL in seconds (default 10, 2..3600)*/
+	int ttl_s;               /* lease TTL in seconds, 2..3600 (default 10):
+				    the node leaves every ring at most this
+				    long after its process dies; renewed every
+				    ttl_s/3.  etcd may raise a small TTL (to
+				    about 1.5 election timeouts); the granted
+				    one is used                              */
 	int replace;             /* take the id over if someone else holds it */
 } hr_registration;
 
@@ -530,40 +554,69 @@ HR_EXPORT void hr_registration_init(hr_registration *reg);
 
 /*
  * Registers `reg` using the connection fields of `cfg` (endpoints, prefix,
- * api_base, timeouts, TLS, auth, log); its ring fields are unused.  Returns
- * once the record is in etcd.  Errors: HR_EINVAL (bad id, addr, weight,
- * TTL), HR_EEXIST (the key exists and `replace` is not set: the message
- * names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS,
- * HR_EETCD, HR_ENOMEM.  Strings are copied.
+ * api_base, timeouts, TLS, auth, log) and its ring options (`ring`), which
+ * must be those of the clients: the node is checked with exactly their
+ * rules, so that a record every client would refuse is never written.
+ * Returns once the record is in etcd.  Errors: HR_EINVAL (bad id, addr,
+ * zone, weight or state, for example a weight that is not whole with
+ * ketama placement; TTL out of range), HR_ELIMIT (a weight that gives more
+ * than HR_POINTS_MAX points with cfg->ring.vnodes_per_weight: the message
+ * names the limit), HR_EEXIST (the key exists and `replace` is not set:
+ * the message names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH,
+ * HR_EPERM, HR_ETLS, HR_EETCD, HR_ENOMEM.  Strings are copied.  With
+ * `replace` the record is taken over whoever holds it; that registrar
+ * loses the id (see above).
  */
 HR_EXPORT int hr_register(const hr_config *cfg, const hr_registration *reg,
 			  hr_registrar **out, hr_error *err);
 
-/* Changes the node's state or weight: one put that keeps the lease.
- * Thread safe.  Errors as for hr_register, HR_ECLOSED after deregister. */
+/*
+ * Changes the node's state or weight: one put that keeps the lease (and
+ * attaches it again if the key was detached).  Thread safe.  Errors as for
+ * hr_register (HR_EINVAL, HR_ELIMIT: the new record would be refused by
+ * the clients; nothing is written), HR_ENOTFOUND (the key was deleted; the
+ * renewal puts it back), HR_EEXIST once the id was taken over (the message
+ * of hr_registrar_status), HR_ECLOSED after deregistration.
+ */
 HR_EXPORT int hr_registrar_set_state(hr_registrar *r, hr_state state,
 				     hr_error *err);
 HR_EXPORT int hr_registrar_set_weight(hr_registrar *r, double weight,
 				      hr_error *err);
 
 /* The lease the record is attached to now (it changes if the lease is
- * lost and granted again); 0 after deregistration. */
+ * lost and granted again); 0 after deregistration and once the id was
+ * taken over.  Thread safe. */
 HR_EXPORT int64_t hr_registrar_lease(hr_registrar *r);
 
-/* Revokes the lease: the record disappears from etcd at once and every
- * client drops the node.  The registrar stops renewing.  Thread safe;
- * a second call returns 0. */
+/*
+ * Whether the registrar still holds its registration: 0 while it does,
+ * also while it retries through an etcd outage (a lease that expired
+ * meanwhile is granted again); HR_EEXIST once another process took the id
+ * over (for good: the message names the id and the holder's lease);
+ * HR_ECLOSED after hr_registrar_deregister() (a registrar that lost its id
+ * keeps answering HR_EEXIST).  HR_EINVAL for NULL.  Never blocks; thread
+ * safe.  A sidecar polls it to exit when it is replaced.
+ */
+HR_EXPORT int hr_registrar_status(hr_registrar *r, hr_error *err);
+
+/* Revokes our lease and stops renewing.  While we hold the id the record
+ * disappears from etcd at once and every client drops the node; after a
+ * loss only our own lease is revoked, and the record, now attached to its
+ * holder's lease, stays.  Thread safe; a second call returns 0. */
 HR_EXPORT int hr_registrar_deregister(hr_registrar *r, hr_error *err);
 
-/* Deregisters (if still registered), stops the thread and frees.  Accepts
- * NULL. */
+/* Deregisters (if not done yet: the same rules), stops the thread and
+ * frees.  Accepts NULL. */
 HR_EXPORT void hr_registrar_close(hr_registrar *r);
 
 /*
  * Changes the state or the weight of the node `id` registered under
  * cfg->prefix by whatever process, in place: the record's other fields and
- * its lease are kept.  Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its
- * record is not valid), and the connection errors of hr_register.
+ * its lease are kept.  The new record is checked as hr_register checks a
+ * node, with cfg->ring: one the clients would refuse is not written.
+ * Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is not
+ * valid), HR_EINVAL and HR_ELIMIT (as for hr_register), and the connection
+ * errors of hr_register.
  */
 HR_EXPORT int hr_node_set_state(const hr_config *cfg, const char *id,
 				hr_state state, hr_error *err);

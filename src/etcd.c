@@ -811,6 +811,26 @@ int hr__etcd_lease_revoke(hr__etcd *e, int64_t id, hr_error *err)
 	return rc;
 }
 
+int hr__etcd_lease_ttl(hr__etcd *e, int64_t id, int64_t *ttl, hr_error *err)
+{
+	cJSON *body = id_body(id), *reply = NULL;
+	int rc;
+
+	if (!body)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	/* Read only, unlike a keepalive; this path exists on every gateway
+	 * version.  An unknown lease answers TTL -1. */
+	rc = hr__etcd_call(e, "/kv/lease/timetolive", body, &reply, err);
+	cJSON_Delete(body);
+	if (!rc && hr__json_int64(reply, "TTL", 0, ttl))
+		rc = hr__error_set(err, HR_EETCD, "%s: malformed timetolive reply",
+				   hr__etcd_endpoint(e));
+	if (!rc && *ttl < 0)
+		*ttl = 0;
+	cJSON_Delete(reply);
+	return rc;
+}
+
 int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 		 hr_error *err)
 {
@@ -837,39 +857,50 @@ int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 	return rc;
 }
 
+/* Appends the comparison "`key`'s `target` field EQUAL `n`" to `compare`
+ * (int64s go as strings, as the gateway reads them); 0 on out of memory. */
+static int add_compare(cJSON *compare, const char *key, const char *target,
+		       const char *field, int64_t n)
+{
+	cJSON *cmp = cJSON_CreateObject();
+	char buf[24];
+
+	if (!cmp || !cJSON_AddItemToArray(compare, cmp)) {
+		cJSON_Delete(cmp);
+		return 0;
+	}
+	snprintf(buf, sizeof buf, "%lld", (long long)n);
+	return hr__json_add_b64(cmp, "key", key, strlen(key)) &&
+	       cJSON_AddStringToObject(cmp, "result", "EQUAL") &&
+	       cJSON_AddStringToObject(cmp, "target", target) &&
+	       cJSON_AddStringToObject(cmp, field, buf);
+}
+
 int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
-		    int64_t expect_mod, int64_t lease, int ignore_lease,
-		    int *done, hr_error *err)
+		    int64_t expect_mod, int64_t expect_lease, int64_t lease,
+		    int ignore_lease, int *done, hr_error *err)
 {
 	cJSON *body = cJSON_CreateObject(), *reply = NULL;
 	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
 	cJSON *success = cJSON_AddArrayToObject(body, "success");
-	cJSON *cmp = cJSON_CreateObject(), *req = cJSON_CreateObject(), *put;
+	cJSON *req = cJSON_CreateObject(), *put;
 	char buf[24];
 	int rc, ok;
 
 	*done = 0;
 	/* Attach at once so that the body owns everything from here on. */
-	ok = compare && success && cmp && req &&
-	     cJSON_AddItemToArray(compare, cmp) && cJSON_AddItemToArray(success, req);
+	ok = compare && success && req && cJSON_AddItemToArray(success, req);
 	if (!ok) {
-		if (!compare || !cJSON_GetArraySize(compare))
-			cJSON_Delete(cmp);
 		if (!success || !cJSON_GetArraySize(success))
 			cJSON_Delete(req);
 		cJSON_Delete(body);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	ok = hr__json_add_b64(cmp, "key", key, strlen(key)) &&
-	     cJSON_AddStringToObject(cmp, "result", "EQUAL");
-	if (expect_mod < 0) {
-		ok = ok && cJSON_AddStringToObject(cmp, "target", "CREATE") &&
-		     cJSON_AddStringToObject(cmp, "create_revision", "0");
-	} else {
-		snprintf(buf, sizeof buf, "%lld", (long long)expect_mod);
-		ok = ok && cJSON_AddStringToObject(cmp, "target", "MOD") &&
-		     cJSON_AddStringToObject(cmp, "mod_revision", buf);
-	}
+	ok = expect_mod < 0 ? add_compare(compare, key, "CREATE", "create_revision", 0) :
+			      add_compare(compare, key, "MOD", "mod_revision", expect_mod);
+	/* An absent key has lease 0 too: LEASE alone never means "exists". */
+	if (ok && expect_lease >= 0)
+		ok = add_compare(compare, key, "LEASE", "lease", expect_lease);
 	put = cJSON_AddObjectToObject(req, "request_put");
 	ok = ok && put && hr__json_add_b64(put, "key", key, strlen(key)) &&
 	     hr__json_add_b64(put, "value", value, strlen(value));

@@ -117,6 +117,10 @@ int hr__etcd_lease_keepalive(hr__etcd *e, int64_t id, int64_t *ttl,
 /* Revokes lease `id` (its keys are deleted).  HR_ENOTFOUND if unknown. */
 int hr__etcd_lease_revoke(hr__etcd *e, int64_t id, hr_error *err);
 
+/* The seconds lease `id` has left, without renewing it; *ttl is 0 when
+ * the lease is gone (expired, revoked or never granted). */
+int hr__etcd_lease_ttl(hr__etcd *e, int64_t id, int64_t *ttl, hr_error *err);
+
 /* Reads one key; *found is 0 when it does not exist (out is then empty). */
 int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 		 hr_error *err);
@@ -124,13 +128,14 @@ int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 /*
  * A put that happens only if `key` is as the caller last saw it: with
  * `expect_mod` < 0 the key must not exist, otherwise its mod_revision must
- * equal `expect_mod`.  `lease` 0
- * with `ignore_lease` keeps the key's current lease.  *done is 1 when the
- * put happened, 0 when the comparison failed.
+ * equal `expect_mod`; with `expect_lease` >= 0 its lease must also be
+ * `expect_lease` (0: attached to none).  The put attaches `lease`; `lease`
+ * 0 with `ignore_lease` keeps the key's current lease.  *done is 1 when the
+ * put happened, 0 when a comparison failed.
  */
 int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
-		    int64_t expect_mod, int64_t lease, int ignore_lease,
-		    int *done, hr_error *err);
+		    int64_t expect_mod, int64_t expect_lease, int64_t lease,
+		    int ignore_lease, int *done, hr_error *err);
 
 /* Adds `name` as the padded base64 of `n` bytes; 0 on out of memory. */
 int hr__json_add_b64(cJSON *obj, const char *name, const void *data, size_t n);

@@ -13,26 +13,73 @@
 #include <string.h>
 #include <time.h>
 
-/* Renewal never waits longer than this after a failure, so a lease
- * survives an etcd outage shorter than its TTL. */
+/* Renewal after a failure first waits RETRY_MS, then twice as long each
+ * time up to the renewal interval, but never so long that the lease could
+ * expire before the next try (see renewal_failed). */
 #define RETRY_MS 500
+#define RETRY_MIN_MS 100
+/* During an outage at most one failure line is logged this often. */
+#define FAILURE_LOG_MS 5000
+
+/* Lease ids as etcdctl prints and reads them: 16 lowercase hex digits. */
+#define LEASE_FMT "%016" PRIx64
+#define LEASE_ARG(id) ((uint64_t)(id))
 
 struct hr_registrar {
 	hr__log log;
 	hr__etcd *etcd;           /* used under mu only */
+	hr_ring_options ring;     /* the clients': records are checked with them */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t thread;
 	int started;
 	int stop;                 /* under mu */
-	int registered;           /* under mu: 0 after deregistration */
+	/* 0 while we hold the id, then for good HR_EEXIST (another process
+	 * took it over) or HR_ECLOSED (deregistered).  Written under mu, read
+	 * with atomics from any thread; lost_msg is written once, before
+	 * status turns HR_EEXIST. */
+	int status;
+	char lost_msg[HR_ERROR_MSG_MAX];
 
 	char *key;
 	char *id;
-	char *value;              /* the record as we last wrote or adopted it */
-	int64_t lease;            /* atomic reads from any thread */
+	char *value;              /* under mu: the record as we last wrote or adopted it */
+	int64_t lease;            /* under mu: our lease, 0 once revoked or gone */
+	int64_t held_lease;       /* atomic: the lease our record is attached to, 0 unless we hold the id */
 	int64_t ttl;              /* granted */
+	int64_t expires_ms;       /* under mu: when our lease runs out at the latest */
+
+	/* The renewal thread's current run of failures. */
+	int failures;             /* in a row */
+	int unlogged;             /* since the last failure line */
+	int64_t logged_ms;        /* when that line was logged */
+	int64_t failing_since_ms;
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int status_of(hr_registrar *r)
+{
+	return __atomic_load_n(&r->status, __ATOMIC_ACQUIRE);
+}
+
+/* The error a registrar that no longer holds its id gives, or 0. */
+static int status_error(hr_registrar *r, hr_error *err)
+{
+	int status = status_of(r);
+
+	if (status == HR_EEXIST)
+		return hr__error_set(err, HR_EEXIST, "%s", r->lost_msg);
+	if (status)
+		return hr__error_set(err, status, "node \"%s\" is no longer registered", r->id);
+	return 0;
+}
 
 void hr_registration_init(hr_registration *reg)
 {
@@ -153,35 +200,129 @@ static int check_cfg(const hr_config *cfg, hr_error *err)
 	return 0;
 }
 
+/*
+ * Checks `node` with exactly the rules of the clients that will read its
+ * record: a one-node ring with their options must build.  So a weight
+ * that gives more points than a ring holds is HR_ELIMIT, and ketama
+ * placement wants a whole weight and a host:port address (HR_EINVAL).
+ */
+static int check_node(const hr_ring_options *opts, const hr_node *node,
+		      hr_error *err)
+{
+	hr_ring *ring = NULL;
+	int rc = hr_ring_build(node, 1, opts, 0, &ring, err);
+
+	hr_ring_release(ring);
+	return rc;
+}
+
+/* check_node() on record `value` of node `id`, read as the clients read it. */
+static int check_value(const hr_ring_options *opts, const char *id,
+		       const char *value, hr_error *err)
+{
+	hr__record rec;
+	hr_node node;
+	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
+
+	if (rc)
+		return rc;
+	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
+	rc = check_node(opts, &node, err);
+	hr__record_clear(&rec);
+	return rc;
+}
+
+/* ---- holding the id --------------------------------------------------- */
+
+/*
+ * Whether key `kv` is another registrar's: attached to a live lease that
+ * is not ours.  A key with no lease (a plain `etcdctl put` detaches it) or
+ * with a lease that is gone is still ours to attach again.  1 or 0, or an
+ * error code.  Called with mu held.
+ */
+static int held_by_other(hr_registrar *r, const hr__kv *kv, hr_error *err)
+{
+	int64_t ttl = 0;
+	int rc;
+
+	if (!kv->lease || kv->lease == r->lease)
+		return 0;
+	rc = hr__etcd_lease_ttl(r->etcd, kv->lease, &ttl, err);
+	return rc ? rc : ttl > 0;
+}
+
+/*
+ * The id was taken over: its key is attached to `holder`, another live
+ * lease (`hashring register --replace`, or an operator's put with another
+ * lease).  From now on we never write the key again and stop renewing;
+ * our own lease is left to deregistration (or expiry), whose revoke cannot
+ * touch a key attached to another lease.  Returns HR_EEXIST.  Called with
+ * mu held.
+ */
+static int lose(hr_registrar *r, int64_t holder, hr_error *err)
+{
+	snprintf(r->lost_msg, sizeof r->lost_msg,
+		 "another process took node \"%s\" over: its key is attached to lease "
+		 LEASE_FMT ", not ours (" LEASE_FMT "); no longer renewing it",
+		 r->id, LEASE_ARG(holder), LEASE_ARG(r->lease));
+	__atomic_store_n(&r->held_lease, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->status, HR_EEXIST, __ATOMIC_RELEASE);
+	hr__log_emit(&r->log, HR_LOG_ERROR, "registration_lost",
+		     "id=%s lease=" LEASE_FMT " holder_lease=" LEASE_FMT " msg=%s", r->id,
+		     LEASE_ARG(r->lease), LEASE_ARG(holder),
+		     "another process took the id over; no longer renewing it");
+	pthread_cond_broadcast(&r->cv);
+	return hr__error_set(err, HR_EEXIST, "%s", r->lost_msg);
+}
+
+/* Someone else's change to our record's value becomes ours.  Called with
+ * mu held. */
+static void adopt(hr_registrar *r, const hr__kv *kv)
+{
+	char *v;
+
+	if (kv->value_len == strlen(r->value) && !memcmp(kv->value, r->value, kv->value_len))
+		return;
+	v = strdup(kv->value);
+	if (!v)
+		return;
+	free(r->value);
+	r->value = v;
+	hr__log_emit(&r->log, HR_LOG_INFO, "record_adopted",
+		     "id=%s mod_revision=%" PRId64 " msg=%s", r->id, kv->mod_revision,
+		     "record changed by someone else; keeping their value");
+}
+
 /* ---- the renewal thread --------------------------------------------------- */
 
-/* Puts our record under a fresh lease; the key must be absent or still
- * ours.  Called with mu held. */
+/* Puts our record under a fresh lease after ours was lost; the key must be
+ * absent or still ours.  Called with mu held. */
 static int reregister(hr_registrar *r, hr_error *err)
 {
-	int64_t lease, ttl;
-	hr__kv kv;
-	int found, done, rc;
+	int64_t lease, ttl, t0 = now_ms();
+	hr__kv kv = { 0 };
+	int found = 0, done, rc;
 
 	rc = hr__etcd_lease_grant(r->etcd, (int)r->ttl, &lease, &ttl, err);
 	if (rc)
 		return rc;
 	rc = hr__etcd_get(r->etcd, r->key, &kv, &found, err);
-	if (!rc && found && kv.lease) {
-		/* Someone else registered the id while our lease was gone. */
-		int64_t ttl_left = 0;
-		if (hr__etcd_lease_keepalive(r->etcd, kv.lease, &ttl_left, NULL) == 0 &&
-		    ttl_left > 0 && kv.lease != __atomic_load_n(&r->lease, __ATOMIC_RELAXED)) {
-			hr__kv_clear(&kv);
+	if (!rc && found) {
+		/* Someone else may have registered the id while our lease was gone. */
+		rc = held_by_other(r, &kv, err);
+		if (rc == 1) {
 			hr__etcd_lease_revoke(r->etcd, lease, NULL);
-			return hr__error_set(err, HR_EEXIST,
-					     "node \"%s\" was registered by another process while our lease was lost",
-					     r->id);
+			rc = lose(r, kv.lease, err);
+			r->lease = 0; /* expired or revoked: nothing left to revoke */
+			hr__kv_clear(&kv);
+			return rc;
 		}
+		if (!rc)
+			adopt(r, &kv);
 	}
 	if (!rc)
 		rc = hr__etcd_put_if(r->etcd, r->key, r->value, found ? kv.mod_revision : -1,
-				     lease, 0, &done, err);
+				     found ? kv.lease : -1, lease, 0, &done, err);
 	hr__kv_clear(&kv);
 	if (!rc && !done)
 		rc = hr__error_set(err, HR_EETCD, "record changed during re-registration; retrying");
@@ -189,49 +330,49 @@ static int reregister(hr_registrar *r, hr_error *err)
 		hr__etcd_lease_revoke(r->etcd, lease, NULL);
 		return rc;
 	}
-	__atomic_store_n(&r->lease, lease, __ATOMIC_RELEASE);
+	r->lease = lease;
+	__atomic_store_n(&r->held_lease, lease, __ATOMIC_RELEASE);
 	r->ttl = ttl;
+	r->expires_ms = t0 + ttl * 1000;
 	return 0;
 }
 
-/* After a renewal: the record must exist, carry our lease, and any change
- * someone else made to its value becomes ours.  Called with mu held. */
+/* After a renewal: the record must exist and carry our lease, unless
+ * another registrar took it over; any change someone else made to its
+ * value becomes ours.  Every put is conditional on the key being as we
+ * read it, so none can land on a key another registrar holds.  Called
+ * with mu held. */
 static void check_record(hr_registrar *r)
 {
-	int64_t lease = __atomic_load_n(&r->lease, __ATOMIC_RELAXED);
 	hr_error err = { 0 };
 	hr__kv kv;
-	int found, done;
+	int found, done, rc;
 
 	if (hr__etcd_get(r->etcd, r->key, &kv, &found, &err))
 		return;
 	if (!found) {
-		/* Deleted by hand while we live: put it back (revoke the lease
-		 * to deregister a node, do not delete its key). */
-		if (!hr__etcd_put_if(r->etcd, r->key, r->value, -1, lease, 0, &done, &err) && done)
+		/* Deleted by hand while we live: put it back if still absent
+		 * (revoke the lease to deregister a node, do not delete its key). */
+		if (!hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, &err) &&
+		    done)
 			hr__log_emit(&r->log, HR_LOG_WARN, "record_restored",
-				     "id=%s lease=%" PRId64 " msg=\"key was deleted while the"
-				     " lease lives; put back\"", r->id, lease);
+				     "id=%s lease=" LEASE_FMT " msg=%s", r->id, LEASE_ARG(r->lease),
+				     "key was deleted while the lease lives; put back");
 		return;
 	}
-	if (kv.value_len != strlen(r->value) || memcmp(kv.value, r->value, kv.value_len)) {
-		char *v = strdup(kv.value);
-		if (v) {
-			free(r->value);
-			r->value = v;
-			hr__log_emit(&r->log, HR_LOG_INFO, "record_adopted",
-				     "id=%s mod_revision=%" PRId64 " msg=\"record changed by"
-				     " someone else; keeping their value\"", r->id, kv.mod_revision);
-		}
-	}
-	if (kv.lease != lease) {
+	rc = held_by_other(r, &kv, &err);
+	if (rc == 1) {
+		lose(r, kv.lease, NULL);
+	} else if (rc == 0) {
+		adopt(r, &kv);
 		/* A plain `etcdctl put` detaches the key from its lease; without
 		 * it the node would outlive this process. */
-		if (!hr__etcd_put_if(r->etcd, r->key, r->value, kv.mod_revision, lease, 0,
-				     &done, &err) && done)
+		if (kv.lease != r->lease &&
+		    !hr__etcd_put_if(r->etcd, r->key, r->value, kv.mod_revision, kv.lease, r->lease,
+				     0, &done, &err) && done)
 			hr__log_emit(&r->log, HR_LOG_INFO, "lease_reattached",
-				     "id=%s lease=%" PRId64 " old_lease=%" PRId64, r->id, lease,
-				     kv.lease);
+				     "id=%s lease=" LEASE_FMT " old_lease=" LEASE_FMT, r->id,
+				     LEASE_ARG(r->lease), LEASE_ARG(kv.lease));
 	}
 	hr__kv_clear(&kv);
 }
@@ -247,57 +388,99 @@ static void wait_ms(hr_registrar *r, int64_t ms)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	while (!r->stop && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
+	while (!r->stop && !status_of(r) && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
 		;
+}
+
+static int64_t renew_interval_ms(const hr_registrar *r)
+{
+	return r->ttl * 1000 / 3;
+}
+
+/*
+ * A failed renewal: the first failure of a run is logged at once, then at
+ * most one line every FAILURE_LOG_MS, counting the failures since the last
+ * line.  Returns how long to wait before the next try: RETRY_MS doubling up
+ * to the renewal interval, but while the lease still lives never past its
+ * end less a margin for the request itself.  Called with mu held.
+ */
+static int64_t renewal_failed(hr_registrar *r, const char *event, int rc,
+			      const hr_error *err)
+{
+	int64_t now = now_ms(), interval = renew_interval_ms(r);
+	int64_t margin = r->ttl * 1000 / 4 < 1000 ? r->ttl * 1000 / 4 : 1000;
+	int64_t wait = RETRY_MS, left;
+
+	if (!r->failures++)
+		r->failing_since_ms = now;
+	r->unlogged++;
+	if (r->failures == 1 || now - r->logged_ms >= FAILURE_LOG_MS) {
+		hr__log_emit(&r->log, HR_LOG_WARN, event,
+			     "id=%s lease=" LEASE_FMT " failures=%d code=%d msg=%s", r->id,
+			     LEASE_ARG(r->lease), r->unlogged, rc, err->message);
+		r->unlogged = 0;
+		r->logged_ms = now;
+	}
+	for (int i = 1; i < r->failures && wait < interval; i++)
+		wait *= 2;
+	if (wait > interval)
+		wait = interval;
+	left = r->expires_ms - margin - now;
+	if (left > 0 && wait > left)
+		wait = left;
+	return wait < RETRY_MIN_MS ? RETRY_MIN_MS : wait;
+}
+
+/* A renewal worked: ends a run of failures.  Called with mu held. */
+static void renewal_recovered(hr_registrar *r)
+{
+	if (!r->failures)
+		return;
+	hr__log_emit(&r->log, HR_LOG_INFO, "keepalive_recovered",
+		     "id=%s lease=" LEASE_FMT " failures=%d failing_ms=%" PRId64, r->id,
+		     LEASE_ARG(r->lease), r->failures, now_ms() - r->failing_since_ms);
+	r->failures = 0;
+	r->unlogged = 0;
 }
 
 static void *renew_main(void *arg)
 {
 	hr_registrar *r = arg;
-	int64_t interval = 0;
+	int64_t wait = 0;
 
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
 		hr_error err = { 0 };
-		int64_t ttl = 0;
+		const char *event = "keepalive_failed";
+		int64_t ttl = 0, sent, old = r->lease;
 		int rc;
 
-		if (!interval)
-			interval = r->ttl * 1000 / 3;
-		wait_ms(r, interval);
-		if (r->stop || !r->registered)
+		wait_ms(r, wait ? wait : renew_interval_ms(r));
+		if (r->stop || status_of(r))
 			break;
-		interval = 0;
+		sent = now_ms();
 		rc = hr__etcd_lease_keepalive(r->etcd, r->lease, &ttl, &err);
-		if (rc) {
-			hr__log_emit(&r->log, HR_LOG_WARN, "keepalive_failed",
-				     "id=%s lease=%" PRId64 " code=%d msg=%s", r->id, r->lease,
-				     rc, err.message);
-			interval = RETRY_MS;
-			continue;
-		}
-		if (ttl <= 0) {
-			int64_t old = r->lease;
+		if (!rc && ttl > 0) {
+			r->expires_ms = sent + ttl * 1000;
+		} else if (!rc) {
+			event = "reregister_failed";
 			rc = reregister(r, &err);
-			if (rc) {
-				hr__log_emit(&r->log, rc == HR_EEXIST ? HR_LOG_ERROR : HR_LOG_WARN,
-					     "reregister_failed", "id=%s code=%d msg=%s",
-					     r->id, rc, err.message);
-				if (rc == HR_EEXIST) {
-					r->registered = 0;
-					__atomic_store_n(&r->lease, 0, __ATOMIC_RELEASE);
-					break;
-				}
-				interval = RETRY_MS;
-				continue;
-			}
-			hr__log_emit(&r->log, HR_LOG_WARN, "lease_lost",
-				     "id=%s old_lease=%" PRId64 " lease=%" PRId64
-				     " msg=\"lease expired or revoked; registered again\"",
-				     r->id, old, r->lease);
+			if (rc == HR_EEXIST)
+				break; /* lost, and logged */
+		}
+		if (rc) {
+			wait = renewal_failed(r, event, rc, &err);
 			continue;
 		}
-		check_record(r);
+		wait = 0;
+		renewal_recovered(r);
+		if (ttl > 0)
+			check_record(r);
+		else
+			hr__log_emit(&r->log, HR_LOG_WARN, "lease_lost",
+				     "id=%s old_lease=" LEASE_FMT " lease=" LEASE_FMT " msg=%s",
+				     r->id, LEASE_ARG(old), LEASE_ARG(r->lease),
+				     "lease expired or revoked; registered again");
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
@@ -317,15 +500,59 @@ static void registrar_free(hr_registrar *r)
 	curl_global_cleanup();
 }
 
+/* Takes the id over from whoever holds it, if the key is still as read. */
+static int take_over(hr_registrar *r, hr_error *err)
+{
+	hr__kv kv = { 0 };
+	int found = 0, done = 0;
+	int rc = hr__etcd_get(r->etcd, r->key, &kv, &found, err);
+
+	if (!rc && found)
+		rc = hr__etcd_put_if(r->etcd, r->key, r->value, kv.mod_revision, kv.lease, r->lease,
+				     0, &done, err);
+	if (!rc && done)
+		hr__log_emit(&r->log, HR_LOG_WARN, "replaced",
+			     "id=%s old_lease=" LEASE_FMT " lease=" LEASE_FMT, r->id,
+			     LEASE_ARG(kv.lease), LEASE_ARG(r->lease));
+	else if (!rc)
+		rc = hr__error_set(err, HR_EEXIST, "node \"%s\" changed while being replaced; try again",
+				   r->id);
+	hr__kv_clear(&kv);
+	return rc;
+}
+
+/* Why the id cannot be ours: someone holds it. */
+static int already_registered(hr_registrar *r, hr_error *err)
+{
+	hr__kv kv = { 0 };
+	int found = 0;
+	char held[64];
+	int rc = hr__etcd_get(r->etcd, r->key, &kv, &found, err);
+
+	if (rc)
+		return rc;
+	if (!found)
+		return hr__error_set(err, HR_EEXIST,
+				     "node \"%s\" changed while being registered; try again", r->id);
+	if (kv.lease)
+		snprintf(held, sizeof held, "lease " LEASE_FMT, LEASE_ARG(kv.lease));
+	else
+		snprintf(held, sizeof held, "no lease: a static record");
+	hr__kv_clear(&kv);
+	return hr__error_set(err, HR_EEXIST,
+			     "node \"%s\" is already registered at %s (%s); stop that process,"
+			     " or take the id over with replace (hashring register --replace)",
+			     r->id, r->key, held);
+}
+
 int hr_register(const hr_config *cfg, const hr_registration *reg,
 		hr_registrar **out, hr_error *err)
 {
 	hr__etcd_opts eo;
 	hr_registrar *r;
 	hr_node node;
-	hr__kv kv = { 0 };
-	int64_t granted;
-	int rc, done = 0, found = 0;
+	int64_t granted, t0;
+	int rc, done = 0;
 
 	if (!out || !reg)
 		return hr__error_set(err, HR_EINVAL, "registration and out must not be NULL");
@@ -333,11 +560,11 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	rc = check_cfg(cfg, err);
 	if (rc)
 		return rc;
-	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
-			  reg->state };
 	if (!reg->id || !reg->addr)
 		return hr__error_set(err, HR_EINVAL, "registration: id and addr are required");
-	rc = hr__node_validate(&node, err);
+	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
+			  reg->state };
+	rc = check_node(&cfg->ring, &node, err);
 	if (rc)
 		return rc;
 	if (reg->ttl_s < 2 || reg->ttl_s > 3600)
@@ -361,6 +588,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		pthread_condattr_destroy(&ca);
 	}
 	r->log = (hr__log){ cfg->log, cfg->log_userdata, cfg->log_level };
+	r->ring = cfg->ring;
 	r->key = make_key(cfg->prefix, reg->id);
 	r->id = strdup(reg->id);
 	r->value = record_json(reg);
@@ -369,6 +597,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	eo = etcd_opts(cfg);
+	t0 = now_ms();
 	rc = hr__etcd_new(&eo, &r->etcd, err);
 	if (!rc)
 		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, &granted, err);
@@ -377,38 +606,21 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return rc;
 	}
 	r->ttl = granted;
+	r->expires_ms = t0 + granted * 1000;
 	/* Create only if absent: two processes must not share an id. */
-	rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, r->lease, 0, &done, err);
-	if (!rc && !done) {
-		rc = hr__etcd_get(r->etcd, r->key, &kv, &found, err);
-		if (!rc && found && reg->replace) {
-			rc = hr__etcd_put_if(r->etcd, r->key, r->value, kv.mod_revision, r->lease,
-					     0, &done, err);
-			if (!rc && done)
-				hr__log_emit(&r->log, HR_LOG_WARN, "replaced",
-					     "id=%s old_lease=%" PRId64 " lease=%" PRId64,
-					     r->id, kv.lease, r->lease);
-			else if (!rc)
-				rc = hr__error_set(err, HR_EEXIST,
-						   "node \"%s\" changed while being replaced; try again",
-						   reg->id);
-		} else if (!rc) {
-			rc = hr__error_set(err, HR_EEXIST,
-					   "node \"%s\" is already registered at %s (lease %" PRId64
-					   "%s); stop that process or use replace to take it over",
-					   reg->id, r->key, kv.lease, kv.lease ? "" : ", none: a static record");
-		}
-		hr__kv_clear(&kv);
-	}
+	rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, err);
+	if (!rc && !done)
+		rc = reg->replace ? take_over(r, err) : already_registered(r, err);
 	if (rc) {
 		hr__etcd_lease_revoke(r->etcd, r->lease, NULL);
 		registrar_free(r);
 		return rc;
 	}
-	r->registered = 1;
+	r->held_lease = r->lease;
 	hr__log_emit(&r->log, HR_LOG_INFO, "registered",
-		     "id=%s lease=%" PRId64 " ttl=%" PRId64 " state=%s endpoint=%s", r->id,
-		     r->lease, r->ttl, hr_state_name(reg->state), hr__etcd_endpoint(r->etcd));
+		     "id=%s lease=" LEASE_FMT " ttl=%" PRId64 " state=%s endpoint=%s", r->id,
+		     LEASE_ARG(r->lease), r->ttl, hr_state_name(reg->state),
+		     hr__etcd_endpoint(r->etcd));
 
 	{
 		sigset_t all, old;
@@ -427,11 +639,16 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	return 0;
 }
 
-/* One put of a modified record, keeping the lease, retried if the record
- * changed in between.  `lease` 0 keeps whatever lease the key has. */
-static int update_record(hr__etcd *e, const char *key, const char *id,
-			 int state, double weight, int64_t lease,
-			 char **value_out, hr_error *err)
+/*
+ * One put of a modified record, retried if the record changed in between;
+ * the new record must be one the clients accept (`opts`).  For registrar
+ * `r` (mu held) the key must still be ours or detached, and the put
+ * attaches our lease; a key another registrar holds is a loss.  Without a
+ * registrar (by id) the key keeps whatever lease it has.
+ */
+static int update_record(hr__etcd *e, hr_registrar *r, const hr_ring_options *opts,
+			 const char *key, const char *id, int state, double weight,
+			 hr_error *err)
 {
 	for (int attempt = 0; attempt < 5; attempt++) {
 		hr__kv kv;
@@ -444,23 +661,27 @@ static int update_record(hr__etcd *e, const char *key, const char *id,
 		if (!found)
 			return hr__error_set(err, HR_ENOTFOUND, "node \"%s\" is not registered (no key %s)",
 					     id, key);
-		v = record_modify(id, kv.value, kv.value_len, state, weight, err);
-		if (!v) {
+		rc = r ? held_by_other(r, &kv, err) : 0;
+		if (rc) {
+			if (rc == 1)
+				rc = lose(r, kv.lease, err);
 			hr__kv_clear(&kv);
-			return err ? err->code : HR_EPARSE;
-		}
-		rc = hr__etcd_put_if(e, key, v, kv.mod_revision, lease, lease == 0, &done, err);
-		hr__kv_clear(&kv);
-		if (rc || done) {
-			if (!rc && value_out) {
-				free(*value_out);
-				*value_out = v;
-			} else {
-				free(v);
-			}
 			return rc;
 		}
+		v = record_modify(id, kv.value, kv.value_len, state, weight, err);
+		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
+		if (!rc)
+			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, r ? r->lease : 0,
+					     r == NULL, &done, err);
+		hr__kv_clear(&kv);
+		if (!rc && done && r) {
+			free(r->value);
+			r->value = v;
+			return 0;
+		}
 		free(v);
+		if (rc || done)
+			return rc;
 	}
 	return hr__error_set(err, HR_EETCD, "node \"%s\": record keeps changing; try again", id);
 }
@@ -473,10 +694,9 @@ static int registrar_update(hr_registrar *r, int state, double weight,
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
 	pthread_mutex_lock(&r->mu);
-	if (!r->registered)
-		rc = hr__error_set(err, HR_ECLOSED, "node \"%s\" is no longer registered", r->id);
-	else
-		rc = update_record(r->etcd, r->key, r->id, state, weight, r->lease, &r->value, err);
+	rc = status_error(r, err);
+	if (!rc)
+		rc = update_record(r->etcd, r, &r->ring, r->key, r->id, state, weight, err);
 	pthread_mutex_unlock(&r->mu);
 	if (!rc && state >= 0)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
@@ -510,7 +730,14 @@ int hr_registrar_set_weight(hr_registrar *r, double weight, hr_error *err)
 
 int64_t hr_registrar_lease(hr_registrar *r)
 {
-	return r ? __atomic_load_n(&r->lease, __ATOMIC_ACQUIRE) : 0;
+	return r ? __atomic_load_n(&r->held_lease, __ATOMIC_ACQUIRE) : 0;
+}
+
+int hr_registrar_status(hr_registrar *r, hr_error *err)
+{
+	if (!r)
+		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
+	return status_error(r, err);
 }
 
 int hr_registrar_deregister(hr_registrar *r, hr_error *err)
@@ -520,18 +747,23 @@ int hr_registrar_deregister(hr_registrar *r, hr_error *err)
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
 	pthread_mutex_lock(&r->mu);
-	if (r->registered) {
+	if (r->lease) {
+		/* Deletes only the keys attached to our lease: after a loss the
+		 * record is attached to its new holder's and stays. */
 		rc = hr__etcd_lease_revoke(r->etcd, r->lease, err);
 		if (rc == HR_ENOTFOUND)
 			rc = 0; /* already gone: the record is too */
 		if (!rc) {
-			r->registered = 0;
-			hr__log_emit(&r->log, HR_LOG_INFO, "deregistered", "id=%s lease=%" PRId64,
-				     r->id, r->lease);
-			__atomic_store_n(&r->lease, 0, __ATOMIC_RELEASE);
+			hr__log_emit(&r->log, HR_LOG_INFO, "deregistered", "id=%s lease=" LEASE_FMT,
+				     r->id, LEASE_ARG(r->lease));
+			r->lease = 0;
 		}
-		pthread_cond_broadcast(&r->cv);
 	}
+	if (!rc && !status_of(r)) {
+		__atomic_store_n(&r->held_lease, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->status, HR_ECLOSED, __ATOMIC_RELEASE);
+	}
+	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	return rc;
 }
@@ -544,8 +776,8 @@ void hr_registrar_close(hr_registrar *r)
 		return;
 	if (hr_registrar_deregister(r, &err))
 		hr__log_emit(&r->log, HR_LOG_WARN, "deregister_failed",
-			     "id=%s msg=%s note=\"the record expires with its lease\"",
-			     r->id, err.message);
+			     "id=%s msg=%s note=%s", r->id, err.message,
+			     "the record expires with its lease");
 	pthread_mutex_lock(&r->mu);
 	r->stop = 1;
 	pthread_cond_broadcast(&r->cv);
@@ -580,7 +812,7 @@ static int node_update(const hr_config *cfg, const char *id, int state,
 	eo = etcd_opts(cfg);
 	rc = hr__etcd_new(&eo, &e, err);
 	if (!rc)
-		rc = update_record(e, key, id, state, weight, 0, NULL, err);
+		rc = update_record(e, NULL, &cfg->ring, key, id, state, weight, err);
 	hr__etcd_free(e);
 	curl_global_cleanup();
 	free(key);

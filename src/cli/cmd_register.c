@@ -47,6 +47,28 @@ static int parse_weight(const char *cmd, const char *s, double *out)
 	return 0;
 }
 
+/*
+ * Waits for SIGINT or SIGTERM (blocked in `set`) and returns it, or 0 as
+ * soon as the registrar lost its id to another process (`err` says so).
+ * The registrar notices a loss at a renewal, every TTL/3; polling its
+ * status in slices of at most half a second adds little to that.
+ */
+static int wait_signal_or_loss(hr_registrar *r, const sigset_t *set,
+			       unsigned long ttl, hr_error *err)
+{
+	long slice_ms = ttl * 1000 / 6 < 500 ? (long)(ttl * 1000 / 6) : 500;
+	struct timespec ts = { 0, slice_ms * 1000000L };
+
+	for (;;) {
+		int sig = sigtimedwait(set, NULL, &ts);
+
+		if (sig > 0)
+			return sig;
+		if (hr_registrar_status(r, err) != 0)
+			return 0;
+	}
+}
+
 int cmd_register(int argc, char **argv)
 {
 	const char *cmd = "register";
@@ -127,9 +149,16 @@ int cmd_register(int argc, char **argv)
 		rc = cli_fail(cmd, rc, &err);
 		goto unblock;
 	}
-	printf("registered %s lease=%" PRId64 " ttl=%lu\n", reg.id, hr_registrar_lease(r), ttl);
+	/* The lease as etcdctl prints it, for `etcdctl lease timetolive`. */
+	printf("registered %s lease=%016" PRIx64 " ttl=%lu\n", reg.id,
+	       (uint64_t)hr_registrar_lease(r), ttl);
 	fflush(stdout);
-	sigwait(&set, &opt);
+	if (!wait_signal_or_loss(r, &set, ttl, &err)) {
+		/* Replaced: the record is someone else's now; only our lease goes. */
+		rc = cli_fail(cmd, err.code, &err);
+		hr_registrar_close(r);
+		goto unblock;
+	}
 	rc = CLI_EXIT_OK;
 	if (drain) {
 		struct timespec ts = { (time_t)drain, 0 };

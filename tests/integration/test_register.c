@@ -2,6 +2,7 @@
  * the API and the `hashring register` sidecar, crashes, clean exits, lost
  * leases, operators' edits, duplicate ids. */
 #include "etcd_fixture.h"
+#include "hrt_cli.h"
 #include "hrt_ring.h"
 #include "hrt_check.h"
 
@@ -70,6 +71,51 @@ static void get_key(const char *id, char *out, size_t len)
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, len, "get " PREFIX "%s -w json", id), 0);
 }
 
+/* The lease node `id`'s key is attached to (0: none), -1 if it is absent;
+ * its value into `value` (may be NULL). */
+static int64_t key_lease(const char *id, char *value, size_t len)
+{
+	char out[2048];
+	const char *p;
+
+	get_key(id, out, sizeof out);
+	if (!strstr(out, "\"kvs\""))
+		return -1;
+	if (value)
+		ck_assert_int_eq(hrt_etcdctl(etcd, value, len, "get " PREFIX "%s --print-value-only",
+					     id), 0);
+	/* etcdctl prints it as a bare JSON number: read it as an integer. */
+	p = strstr(out, "\"lease\":");
+	return p ? strtoll(p + 8, NULL, 10) : 0;
+}
+
+/* A lease id as etcdctl prints it, in `buf` (17 bytes). */
+static const char *hex(int64_t lease, char *buf)
+{
+	snprintf(buf, 17, "%016llx", (unsigned long long)lease);
+	return buf;
+}
+
+/* The sum of the `failures=N` fields of the log lines holding `needle`. */
+static int sum_failures(hrt_log *l, const char *needle)
+{
+	int sum = 0;
+
+	pthread_mutex_lock(&l->mu);
+	for (const char *line = l->text; line && *line;) {
+		const char *end = strchr(line, '\n'), *f;
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		char copy[1100];
+
+		snprintf(copy, sizeof copy, "%.*s", (int)n, line);
+		if (strstr(copy, needle) && (f = strstr(copy, " failures=")))
+			sum += atoi(f + 10);
+		line += n + (end != NULL);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return sum;
+}
+
 START_TEST(register_state_weight_deregister)
 {
 	hr_client *c = watcher();
@@ -92,11 +138,12 @@ START_TEST(register_state_weight_deregister)
 	ck_assert_double_eq(hr_ring_find(ring, "n1")->weight, 2.5);
 	ck_assert_str_eq(hr_ring_find(ring, "n1")->zone, "z1");
 	hr_ring_release(ring);
-	/* Still attached to the same lease. */
-	get_key("n1", out, sizeof out);
-	char want[64];
-	snprintf(want, sizeof want, "\"lease\":%lld", (long long)hr_registrar_lease(r));
-	ck_assert_ptr_nonnull(strstr(out, want));
+	/* Still attached to the same lease, logged in etcdctl's hex. */
+	ck_assert_int_eq(key_lease("n1", NULL, 0), hr_registrar_lease(r));
+	char want[64], h[17];
+	snprintf(want, sizeof want, "lease=%s", hex(hr_registrar_lease(r), h));
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=registered", "id=n1", want, NULL), 1);
+	ck_assert_int_eq(hr_registrar_status(r, &err), 0);
 
 	ck_assert_int_eq(hr_registrar_set_weight(r, -1, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_registrar_set_state(r, (hr_state)9, &err), HR_EINVAL);
@@ -107,8 +154,12 @@ START_TEST(register_state_weight_deregister)
 	ck_assert_int_lt(hrt_now_ms() - t0, 1000);
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
 	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), HR_ECLOSED);
+	ck_assert_int_eq(hr_registrar_status(r, &err), HR_ECLOSED);
+	ck_assert_int_eq(hr_registrar_lease(r), 0);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=deregistered", "id=n1", want, NULL), 1);
 	hr_registrar_close(r);
 	hr_registrar_close(NULL);
+	ck_assert_int_eq(hr_registrar_status(NULL, &err), HR_EINVAL);
 	hr_client_close(c);
 }
 END_TEST
@@ -126,10 +177,16 @@ START_TEST(duplicate_id_and_replace)
 	ck_assert_ptr_null(r2);
 	ck_assert_ptr_nonnull(strstr(err.message, "already registered"));
 	ck_assert_ptr_nonnull(strstr(err.message, "dup"));
+	/* The holder's lease as etcdctl prints it; the way out for both
+	 * audiences. */
+	char h[17];
+	ck_assert_ptr_nonnull(strstr(err.message, hex(hr_registrar_lease(r1), h)));
+	ck_assert_ptr_nonnull(strstr(err.message, "replace (hashring register --replace)"));
 	/* A static record put by hand is protected as well. */
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "static", "10.0.0.3:1"), 0);
 	reg.id = "static";
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EEXIST);
+	ck_assert_ptr_nonnull(strstr(err.message, "no lease: a static record"));
 	/* replace takes it over explicitly. */
 	reg.id = "dup";
 	reg.replace = 1;
@@ -232,6 +289,210 @@ START_TEST(etcd_restored_empty_reregisters)
 }
 END_TEST
 
+/* The issue's two fighting registrars: O registered, N takes the id over
+ * with replace.  O must notice, stop, say so, and leave N's key alone. */
+START_TEST(replaced_registrar_stops_and_leaves_the_key)
+{
+	hr_registration reg;
+	hr_registrar *o = reg_node("svc", 3, HR_STATE_ACTIVE), *n = NULL;
+	hr_error err = { 0 };
+	char value[1024], ho[17], hn[17], want[128];
+	int64_t lo = hr_registrar_lease(o), ln, t0, noticed;
+
+	ck_assert_int_eq(hr_registrar_status(o, &err), 0);
+	hr_registration_init(&reg);
+	reg.id = "svc";
+	reg.addr = "127.0.0.2:2";
+	reg.state = HR_STATE_ACTIVE;
+	reg.ttl_s = 3;
+	reg.replace = 1;
+	ck_assert_msg(hr_register(&cfg, &reg, &n, &err) == 0, "replace: %s", err.message);
+	ln = hr_registrar_lease(n);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=replaced", "id=svc", NULL), 1);
+
+	/* O notices at its next renewal, TTL/3 = 1 s. */
+	t0 = hrt_now_ms();
+	while (hr_registrar_status(o, &err) == 0 && hrt_now_ms() - t0 < 6000)
+		hrt_sleep_ms(20);
+	noticed = hrt_now_ms() - t0;
+	fprintf(stderr, "replaced registrar noticed the loss after %lld ms (TTL 3 s)\n",
+		(long long)noticed);
+	ck_assert_int_eq(hr_registrar_status(o, &err), HR_EEXIST);
+	ck_assert_int_le(noticed, 3000);
+	ck_assert_int_eq(err.code, HR_EEXIST);
+	ck_assert_ptr_nonnull(strstr(err.message, "another process took node \"svc\" over"));
+	ck_assert_ptr_nonnull(strstr(err.message, hex(ln, hn)));
+	ck_assert_int_eq(hr_registrar_lease(o), 0);
+	snprintf(want, sizeof want, "holder_lease=%s", hn);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "level=error", "event=registration_lost", "id=svc",
+				       hex(lo, ho), want, NULL), 1);
+
+	/* It never writes the key again. */
+	ck_assert_int_eq(hr_registrar_set_state(o, HR_STATE_DRAINING, &err), HR_EEXIST);
+	ck_assert_ptr_nonnull(strstr(err.message, hn));
+	ck_assert_int_eq(hr_registrar_set_weight(o, 2, &err), HR_EEXIST);
+
+	/* For more than two renewal intervals neither fights the other. */
+	hrt_sleep_ms(2500);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=registration_lost", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=lease_reattached", NULL), 0);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=record_adopted", NULL), 0);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=record_restored", NULL), 0);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=lease_lost", NULL), 0);
+	ck_assert_int_eq(key_lease("svc", value, sizeof value), ln);
+	ck_assert_ptr_nonnull(strstr(value, "127.0.0.2:2"));
+	ck_assert_int_eq(hr_registrar_status(n, &err), 0);
+
+	/* Closing O revokes its own lease only: N's key stays. */
+	hr_registrar_close(o);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=deregistered", ho, NULL), 1);
+	ck_assert_int_eq(key_lease("svc", value, sizeof value), ln);
+	ck_assert_ptr_nonnull(strstr(value, "127.0.0.2:2"));
+
+	/* N keeps renewing: past its TTL the key is still there, untouched. */
+	hrt_sleep_ms(3500);
+	ck_assert_int_eq(key_lease("svc", value, sizeof value), ln);
+	ck_assert_ptr_nonnull(strstr(value, "127.0.0.2:2"));
+	ck_assert_int_eq(hr_registrar_status(n, &err), 0);
+	ck_assert_int_eq(hr_registrar_lease(n), ln);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=lease_reattached", NULL), 0);
+	hr_registrar_close(n);
+	ck_assert_int_eq(key_lease("svc", NULL, 0), -1);
+}
+END_TEST
+
+/* An operator's put under some other live lease takes the id over too
+ * (a plain put, which detaches the key, does not: see above). */
+START_TEST(put_under_another_lease_is_a_takeover)
+{
+	hr_registrar *r = reg_node("op2", 3, HR_STATE_ACTIVE);
+	hr_error err = { 0 };
+	char out[256], value[1024];
+	unsigned long long other;
+
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "lease grant 60"), 0);
+	ck_assert_int_eq(sscanf(out, "lease %llx", &other), 1);
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
+				     "put --lease=%llx " PREFIX "op2 127.0.0.5:5", other), 0);
+	for (int i = 0; i < 60 && hr_registrar_status(r, &err) == 0; i++)
+		hrt_sleep_ms(50);
+	ck_assert_int_eq(hr_registrar_status(r, &err), HR_EEXIST);
+	hrt_sleep_ms(1500);
+	ck_assert_int_eq(key_lease("op2", value, sizeof value), (int64_t)other);
+	ck_assert_ptr_nonnull(strstr(value, "127.0.0.5:5"));
+	hr_registrar_close(r);
+	ck_assert_int_eq(key_lease("op2", NULL, 0), (int64_t)other);
+}
+END_TEST
+
+/* Weights every client refuses: nothing is written, the error names the
+ * limit; the rules are the ring options' of cfg. */
+START_TEST(weights_clients_refuse_are_refused)
+{
+	hr_registration reg;
+	hr_registrar *r = NULL;
+	hr_error err = { 0 };
+	hr_config kcfg = cfg;
+	char value[1024];
+	hrt_cli_run run;
+	const char *eps = hrt_etcd_endpoints(etcd);
+
+	hr_registration_init(&reg);
+	reg.id = "heavy";
+	reg.addr = "127.0.0.1:11211";
+	reg.weight = 90000;       /* 90000 x 200 points > 2^24 */
+	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(err.message, "16777216") != NULL, "%s", err.message);
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+	reg.weight = 1e6;
+	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
+	/* One point per unit of weight: 90000 points are fine. */
+	kcfg.ring.vnodes_per_weight = 1;
+	reg.weight = 90000;
+	ck_assert_msg(hr_register(&kcfg, &reg, &r, &err) == 0, "%s", err.message);
+	hr_registrar_close(r);
+	/* Ketama placement wants whole weights. */
+	kcfg.ring = (hr_ring_options){ .placement = HR_PLACEMENT_KETAMA };
+	reg.weight = 1.5;
+	ck_assert_int_eq(hr_register(&kcfg, &reg, &r, &err), HR_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "whole weight"));
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+
+	/* Changes in place are refused the same way, and write nothing. */
+	r = reg_node("w", 10, HR_STATE_ACTIVE);
+	ck_assert_int_eq(hr_registrar_set_weight(r, 90000, &err), HR_ELIMIT);
+	ck_assert_ptr_nonnull(strstr(err.message, "16777216"));
+	ck_assert_int_eq(hr_node_set_weight(&cfg, "w", 90000, &err), HR_ELIMIT);
+	ck_assert_int_eq(key_lease("w", value, sizeof value), hr_registrar_lease(r));
+	ck_assert_ptr_nonnull(strstr(value, "\"weight\":1,"));
+	ck_assert_int_eq(hr_registrar_set_weight(r, 3, &err), 0);
+	/* A record the clients already refuse is not written again. */
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "bad",
+				 "{\"addr\":\"127.0.0.6:6\",\"weight\":90000}"), 0);
+	ck_assert_int_eq(hr_node_set_state(&cfg, "bad", HR_STATE_DRAINING, &err), HR_ELIMIT);
+	ck_assert_int_eq(key_lease("bad", value, sizeof value), 0);
+	ck_assert_ptr_null(strstr(value, "draining"));
+	hr_registrar_close(r);
+
+	/* The CLI: exit 1, one line naming the limit, nothing in etcd. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "heavy", "--addr", "127.0.0.1:1", "--weight", "90000",
+		NULL });
+	ck_assert_msg(run.status == 1, "register --weight 90000: %d %s", run.status, run.err);
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: register: "));
+	ck_assert_ptr_nonnull(strstr(run.err, "16777216"));
+	ck_assert_ptr_null(strstr(run.out, "registered"));
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "heavy", "--addr", "127.0.0.1:1", "--weight", "1e6",
+		NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "weight", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "bad", "90000", NULL });
+	ck_assert_msg(run.status == 1, "weight: %d %s", run.status, run.err);
+	ck_assert_ptr_nonnull(strstr(run.err, "16777216"));
+}
+END_TEST
+
+/* etcd gone for seconds: the registrar backs off and logs a few lines, not
+ * one every 500 ms, and says when it works again. */
+START_TEST(outage_backs_off_and_logs_sparsely)
+{
+	hr_registrar *r = reg_node("out", 3, HR_STATE_ACTIVE);
+	hr_error err = { 0 };
+	int64_t t0, down_s;
+	int lines, total;
+
+	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
+	t0 = hrt_now_ms();
+	hrt_sleep_ms(7000);
+	ck_assert_int_eq(hr_registrar_status(r, &err), 0); /* still ours: it retries */
+	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+	ck_assert_int_eq(hrt_log_wait(&logbuf, 1, 8000, 50, "event=keepalive_recovered", "id=out",
+				      NULL), 1);
+	down_s = (hrt_now_ms() - t0 + 999) / 1000;
+	lines = hrt_log_count(&logbuf, "event=keepalive_failed", NULL) +
+		hrt_log_count(&logbuf, "event=reregister_failed", NULL);
+	total = sum_failures(&logbuf, "event=keepalive_recovered");
+	fprintf(stderr, "etcd down %lld s: %d failure lines for %d failed renewals\n",
+		(long long)down_s, lines, total);
+	/* The first at once, then at most one every 5 s. */
+	ck_assert_int_ge(lines, 1);
+	ck_assert_int_le(lines, 1 + down_s / 5);
+	/* Backing off: 500 ms, then 1 s (TTL/3), so about one try a second
+	 * where every 500 ms would be twice as many. */
+	ck_assert_int_ge(total, 3);
+	ck_assert_int_le(total, down_s + 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "level=warn", "event=keepalive_failed", "id=out",
+				       "failures=1 ", NULL), 1);
+	ck_assert_int_eq(hr_registrar_status(r, &err), 0);
+	ck_assert_int_eq(key_lease("out", NULL, 0), hr_registrar_lease(r));
+	hr_registrar_close(r);
+}
+END_TEST
+
 /* Starts `hashring register` as a child; returns its PID once registered. */
 static pid_t start_sidecar(const char *id, const char *ttl, const char *drain)
 {
@@ -289,6 +550,122 @@ START_TEST(sidecar_kill9_sigterm_drain)
 }
 END_TEST
 
+/* Rings published without node "svc" while `armed`. */
+static int svc_armed, svc_missing;
+
+static void count_missing_svc(void *ud, const hr_ring *old_ring, const hr_ring *new_ring)
+{
+	(void)ud, (void)old_ring;
+	if (__atomic_load_n(&svc_armed, __ATOMIC_ACQUIRE) && !hr_ring_find(new_ring, "svc"))
+		__atomic_add_fetch(&svc_missing, 1, __ATOMIC_RELAXED);
+}
+
+static hrt_child sidecar(const char *addr, const char *ttl, int replace)
+{
+	return hrt_cli_spawn((const char *const[]){ "register", "--endpoints",
+		hrt_etcd_endpoints(etcd), "--prefix", PREFIX, "--id", "svc", "--addr", addr,
+		"--state", "active", "--ttl", ttl, "--log-level", "info",
+		replace ? "--replace" : NULL, NULL }, NULL);
+}
+
+/* The lease a sidecar printed on its `registered ID lease=HEX` line. */
+static int64_t printed_lease(const hrt_cli_run *run)
+{
+	const char *p = strstr(run->out, "registered svc lease=");
+
+	ck_assert_msg(p != NULL, "no registered line in: %s", run->out);
+	return (int64_t)strtoull(p + strlen("registered svc lease="), NULL, 16);
+}
+
+/* Waits until the key is attached to a lease other than `not` (and not 0). */
+static int64_t wait_key_lease_change(int64_t not)
+{
+	int64_t l = not;
+
+	for (int i = 0; i < 100 && (l == not || l <= 0); i++) {
+		hrt_sleep_ms(50);
+		l = key_lease("svc", NULL, 0);
+	}
+	ck_assert_int_ne(l, not);
+	return l;
+}
+
+/* The sidecars of the issue as two processes: the replaced one exits 1 with
+ * one line saying why, and its SIGTERM never takes the node away. */
+START_TEST(sidecar_replaced_exits_and_key_survives)
+{
+	hr_config wcfg = cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+	hrt_cli_run run_o, run_n;
+	hrt_child o, n;
+	int64_t lo, ln, t0, took;
+	int lines = 0;
+
+	wcfg.on_change = count_missing_svc;
+	ck_assert_msg(hr_client_open(&wcfg, &c, &err) == 0, "open: %s", err.message);
+
+	/* O notices within about TTL/3 and exits 1. */
+	o = sidecar("127.0.0.1:1", "3", 0);
+	ck_assert_int_eq(hrt_wait_state(c, "svc", HR_STATE_ACTIVE, 8000), 0);
+	lo = key_lease("svc", NULL, 0);
+	__atomic_store_n(&svc_armed, 1, __ATOMIC_RELEASE);
+	n = sidecar("127.0.0.2:2", "3", 1);
+	ln = wait_key_lease_change(lo);
+	t0 = hrt_now_ms();
+	hrt_cli_wait(&o, &run_o);
+	took = hrt_now_ms() - t0;
+	fprintf(stderr, "replaced sidecar exited %lld ms after the takeover (TTL 3 s)\n",
+		(long long)took);
+	ck_assert_msg(run_o.status == 1, "replaced sidecar: exit %d, %s", run_o.status, run_o.err);
+	ck_assert_int_le(took, 3000);
+	ck_assert_int_eq(printed_lease(&run_o), lo);
+	for (const char *p = run_o.err; (p = strstr(p, "hashring: register: ")); p++)
+		lines++;
+	ck_assert_msg(lines == 1, "%s", run_o.err);
+	ck_assert_ptr_nonnull(strstr(run_o.err, "hashring: register: another process took node"
+				     " \"svc\" over"));
+	ck_assert_ptr_nonnull(strstr(run_o.err, "event=registration_lost"));
+	ck_assert_ptr_null(strstr(run_o.err, "event=lease_reattached"));
+	/* N's key and node stay; N fights no one. */
+	hrt_sleep_ms(2500);
+	ck_assert_int_eq(key_lease("svc", NULL, 0), ln);
+	ck_assert_int_eq(hrt_node_state(c, "svc"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(__atomic_load_n(&svc_missing, __ATOMIC_RELAXED), 0);
+	__atomic_store_n(&svc_armed, 0, __ATOMIC_RELEASE);
+	kill(n.pid, SIGTERM);
+	hrt_cli_wait(&n, &run_n);
+	ck_assert_msg(run_n.status == 0, "replacing sidecar: exit %d, %s", run_n.status, run_n.err);
+	ck_assert_int_eq(printed_lease(&run_n), ln);
+	ck_assert_ptr_nonnull(strstr(run_n.err, "event=replaced"));
+	ck_assert_ptr_null(strstr(run_n.err, "event=lease_reattached"));
+	ck_assert_ptr_null(strstr(run_n.err, "event=record_adopted"));
+	ck_assert_int_eq(hrt_wait_state(c, "svc", -1, 3000), 0);
+
+	/* SIGTERM to O before it noticed (TTL 30: its next renewal is 10 s
+	 * away): its revoke leaves N's key. */
+	o = sidecar("127.0.0.1:1", "30", 0);
+	ck_assert_int_eq(hrt_wait_state(c, "svc", HR_STATE_ACTIVE, 8000), 0);
+	lo = key_lease("svc", NULL, 0);
+	n = sidecar("127.0.0.2:2", "30", 1);
+	ln = wait_key_lease_change(lo);
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 3000), 0);
+	__atomic_store_n(&svc_armed, 1, __ATOMIC_RELEASE);
+	kill(o.pid, SIGTERM);
+	hrt_cli_wait(&o, &run_o);
+	ck_assert_msg(run_o.status == 0, "exit %d, %s", run_o.status, run_o.err);
+	hrt_sleep_ms(500);
+	ck_assert_int_eq(key_lease("svc", NULL, 0), ln);
+	ck_assert_int_eq(hrt_node_state(c, "svc"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(__atomic_load_n(&svc_missing, __ATOMIC_RELAXED), 0);
+	__atomic_store_n(&svc_armed, 0, __ATOMIC_RELEASE);
+	kill(n.pid, SIGTERM);
+	hrt_cli_wait(&n, &run_n);
+	ck_assert_int_eq(run_n.status, 0);
+	hr_client_close(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("register");
@@ -301,6 +678,11 @@ int main(void)
 	tcase_add_test(tc, operator_edits_are_kept_and_lease_reattached);
 	tcase_add_test(tc, etcd_restored_empty_reregisters);
 	tcase_add_test(tc, sidecar_kill9_sigterm_drain);
+	tcase_add_test(tc, replaced_registrar_stops_and_leaves_the_key);
+	tcase_add_test(tc, put_under_another_lease_is_a_takeover);
+	tcase_add_test(tc, sidecar_replaced_exits_and_key_survives);
+	tcase_add_test(tc, weights_clients_refuse_are_refused);
+	tcase_add_test(tc, outage_backs_off_and_logs_sparsely);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
