@@ -333,7 +333,11 @@ typedef void (*hr_ring_diff_fn)(void *userdata, const hr_diff *write_diff,
 
 typedef struct hr_config {
 	/* Comma-separated endpoints; "host:port" means http://host:port.
-	 * NULL: "http://127.0.0.1:2379". */
+	 * NULL: "http://127.0.0.1:2379".  "http://user:password@host:port"
+	 * (percent-encoded, as curl takes it) gives the etcd user and
+	 * password when `username` is NULL; when it is set, the two must
+	 * agree (HR_EINVAL).  Endpoints appear in log lines, error messages
+	 * and hr_client_status without their "user:password@". */
 	const char *endpoints;
 	/* Key prefix, used verbatim (normally ends in '/').  Required. */
 	const char *prefix;
