@@ -333,7 +333,11 @@ typedef void (*hr_ring_diff_fn)(void *userdata, const hr_diff *write_diff,
 
 typedef struct hr_config {
 	/* Comma-separated endpoints; "host:port" means http://host:port.
-	 * NULL: "http://127.0.0.1:2379". */
+	 * NULL: "http://127.0.0.1:2379".  "http://user:password@host:port"
+	 * (percent-encoded, as curl takes it) gives the etcd user and
+	 * password when `username` is NULL; when it is set, the two must
+	 * agree (HR_EINVAL).  Endpoints appear in log lines, error messages
+	 * and hr_client_status without their "user:password@". */
 	const char *endpoints;
 	/* Key prefix, used verbatim (normally ends in '/').  Required. */
 	const char *prefix;
@@ -343,7 +347,7 @@ typedef struct hr_config {
 
 	/* hr_client_open() waits this long for the first full sync
 	 * (default 10000).  With `open_nonblocking` set it returns at once with
-	 * an empty ring at revision 0. */
+	 * an empty ring at revision 0 (hr_client_wait_synced() waits then). */
 	int open_timeout_ms;
 	int open_nonblocking;
 
@@ -385,6 +389,21 @@ HR_EXPORT void hr_config_init(hr_config *cfg);
  */
 HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
 			     hr_error *err);
+
+/*
+ * Waits up to `timeout_ms` (0: only checks) for the client's first full
+ * sync to publish a ring, as hr_client_open() does without
+ * `open_nonblocking`: a program can open with `open_nonblocking` and wait
+ * in short slices, doing something else (watching for signals) between
+ * them.  Returns 0 once the first ring is published (at once if it already
+ * is); HR_ETIMEDOUT while there is none yet, the message saying how long
+ * since hr_client_open() and the last failure (the watcher keeps trying);
+ * or the error that makes waiting pointless, as hr_client_open() would
+ * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT.  HR_EINVAL for a NULL
+ * client or a negative timeout.  Thread safe.
+ */
+HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
+				    hr_error *err);
 
 /*
  * Stops the watcher, waits for it, and frees every ring the client still

@@ -11,12 +11,22 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct hr_client {
 	hr__log log;
 	hr__publisher pub;
 	hr__watcher *watcher;
+	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
 };
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 void hr_config_init(hr_config *cfg)
 {
@@ -85,6 +95,7 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 		curl_global_cleanup();
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
+	c->opened_ms = monotonic_ms();
 	c->log.fn = cfg->log;
 	c->log.userdata = cfg->log_userdata;
 	c->log.max = cfg->log_level;
@@ -130,6 +141,52 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 	}
 	*out = c;
 	return 0;
+}
+
+/* The watcher's "no ring after N ms: CAUSE" without its first part, which
+ * names the length of one wait, not the time since open. */
+static const char *failure_cause(const char *msg)
+{
+	static const char head[] = "no ring after ";
+	const char *p = msg;
+
+	if (strncmp(p, head, sizeof head - 1))
+		return msg;
+	p += sizeof head - 1;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (strncmp(p, " ms", 3))
+		return msg;
+	p += 3;
+	return *p == ':' && p[1] == ' ' ? p + 2 : p;
+}
+
+int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
+{
+	hr_error last = { 0 };
+	const char *cause;
+	int rc;
+
+	if (!c || timeout_ms < 0)
+		return hr__error_set(err, HR_EINVAL,
+				     "wait_synced: NULL client or negative timeout");
+	rc = hr__watcher_wait_first(c->watcher, timeout_ms, &last);
+	switch (rc) {
+	case 0:
+		return 0;
+	case HR_EAUTH:
+	case HR_EPERM:
+	case HR_ETLS:
+	case HR_ELIMIT:
+		/* Fatal for the first sync: the watcher says so at once. */
+		return hr__error_copy(err, &last);
+	}
+	cause = failure_cause(last.message);
+	if (*cause)
+		return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms: %s",
+				     (long long)(monotonic_ms() - c->opened_ms), cause);
+	return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms",
+			     (long long)(monotonic_ms() - c->opened_ms));
 }
 
 void hr_client_close(hr_client *c)

@@ -155,10 +155,157 @@ size_t hr__etcd_prefix_end(const char *prefix, size_t len, char *end)
 
 /* ---- construction ------------------------------------------------------- */
 
-static int add_endpoint(hr__etcd *e, const char *s, size_t n, hr_error *err)
+static void wipe_free(char *s)
 {
-	char buf[MAX_ENDPOINT_LEN];
-	int has_scheme;
+	if (s) {
+		/* Secrets do not linger in freed memory. */
+		volatile char *p = s;
+		while (*p)
+			*p++ = 0;
+		free(s);
+	}
+}
+
+/*
+ * The user and password of endpoints written "http://user:password@host",
+ * as curl reads them.  They become the etcd user (token auth), never HTTP
+ * basic auth; the endpoints are stored, used and shown (log lines, errors,
+ * hr_client_status) without them.
+ */
+typedef struct url_creds {
+	char *user;                /* NULL: no endpoint had a user part   */
+	char *password;            /* NULL: no ":password" after the user */
+} url_creds;
+
+static void url_creds_clear(url_creds *c)
+{
+	free(c->user);
+	wipe_free(c->password);
+	memset(c, 0, sizeof *c);
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes s[0..n) into a new string.  HR_EINVAL for a malformed
+ * escape or an encoded NUL. */
+static int percent_decode(const char *s, size_t n, char **out, hr_error *err)
+{
+	char *d = malloc(n + 1);
+	size_t k = 0;
+
+	*out = NULL;
+	if (!d)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+
+		if (s[i] != '%') {
+			d[k++] = s[i];
+			continue;
+		}
+		hi = i + 1 < n ? hex_value(s[i + 1]) : -1;
+		lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+			d[k] = '\0';
+			wipe_free(d);
+			return hr__error_set(err, HR_EINVAL,
+					     "endpoints: bad %%-escape in the user:password@ part of an entry");
+		}
+		d[k++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	d[k] = '\0';
+	*out = d;
+	return 0;
+}
+
+/* Two optional strings are the same (both NULL, or equal). */
+static int same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/*
+ * Takes the "user[:password]@" of an authority s[0..n) into `creds`, which
+ * earlier endpoints may have filled (they must then agree).  *host gets
+ * the offset of the host part.
+ */
+static int take_userinfo(const char *s, size_t n, url_creds *creds,
+			 size_t *host, hr_error *err)
+{
+	const char *at = NULL, *colon;
+	url_creds c = { 0 };
+	int rc;
+
+	*host = 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '@')
+			at = s + i;
+	if (!at)
+		return 0;
+	*host = (size_t)(at - s) + 1;
+	colon = memchr(s, ':', (size_t)(at - s));
+	rc = percent_decode(s, (size_t)((colon ? colon : at) - s), &c.user, err);
+	if (!rc && colon)
+		rc = percent_decode(colon + 1, (size_t)(at - colon - 1), &c.password, err);
+	if (!rc && !c.user[0])
+		rc = hr__error_set(err, HR_EINVAL,
+				   "endpoints: empty user name before '@' in an entry");
+	if (!rc && creds->user &&
+	    (!same_text(creds->user, c.user) || !same_text(creds->password, c.password)))
+		rc = hr__error_set(err, HR_EINVAL,
+				   "endpoints: entries give different users or passwords");
+	if (rc || creds->user) {
+		url_creds_clear(&c);
+		return rc;
+	}
+	*creds = c;
+	return 0;
+}
+
+/* Copies entry s[0..n) for an error message, with the password of a
+ * "user:password@" replaced by "***". */
+static const char *shown_entry(char *buf, size_t size, const char *s, size_t n)
+{
+	const char *start = memmem(s, n, "://", 3);
+	const char *auth = start ? start + 3 : s;
+	size_t alen = (size_t)(s + n - auth), host;
+	const char *slash = memchr(auth, '/', alen);
+	const char *at = NULL, *colon;
+
+	if (slash)
+		alen = (size_t)(slash - auth);
+	for (size_t i = 0; i < alen; i++)
+		if (auth[i] == '@')
+			at = auth + i;
+	if (n > 100)
+		n = 100;
+	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (!colon || colon >= s + n) {
+		snprintf(buf, size, "%.*s", (int)n, s);
+		return buf;
+	}
+	host = (size_t)(at - s);
+	snprintf(buf, size, "%.*s***%.*s", (int)(colon + 1 - s), s,
+		 (int)(n > host ? n - host : 0), at);
+	return buf;
+}
+
+static int add_endpoint(hr__etcd *e, const char *s, size_t n, url_creds *creds,
+			hr_error *err)
+{
+	char buf[MAX_ENDPOINT_LEN], shown[160];
+	size_t scheme_len = 0, auth_len, host;
+	int has_scheme, rc;
 
 	while (n && isspace((unsigned char)*s))
 		s++, n--;
@@ -171,19 +318,37 @@ static int add_endpoint(hr__etcd *e, const char *s, size_t n, hr_error *err)
 	if (e->n_endpoints == MAX_ENDPOINTS)
 		return hr__error_set(err, HR_EINVAL,
 				     "endpoints: more than %d", MAX_ENDPOINTS);
-	has_scheme = (n > 7 && !strncmp(s, "http://", 7)) ||
-		     (n > 8 && !strncmp(s, "https://", 8));
+	if (n > 7 && !strncmp(s, "http://", 7))
+		scheme_len = 7;
+	else if (n > 8 && !strncmp(s, "https://", 8))
+		scheme_len = 8;
+	has_scheme = scheme_len > 0;
 	if (!has_scheme && memmem(s, n, "://", 3))
 		return hr__error_set(err, HR_EINVAL,
-				     "endpoints: unsupported scheme in \"%.*s\" (http or https)",
-				     (int)(n > 100 ? 100 : n), s);
+				     "endpoints: unsupported scheme in \"%s\" (http or https)",
+				     shown_entry(shown, sizeof shown, s, n));
 	if (n + 8 >= sizeof buf)
 		return hr__error_set(err, HR_EINVAL, "endpoints: entry too long");
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
 			return hr__error_set(err, HR_EINVAL,
 					     "endpoints: blank or control byte in an entry");
-	snprintf(buf, sizeof buf, "%s%.*s", has_scheme ? "" : "http://", (int)n, s);
+	/* The authority ends at the path, if any. */
+	auth_len = n - scheme_len;
+	{
+		const char *slash = memchr(s + scheme_len, '/', auth_len);
+		if (slash)
+			auth_len = (size_t)(slash - (s + scheme_len));
+	}
+	rc = take_userinfo(s + scheme_len, auth_len, creds, &host, err);
+	if (rc)
+		return rc;
+	if (host == auth_len)
+		return hr__error_set(err, HR_EINVAL,
+				     "endpoints: no host after '@' in \"%s\"",
+				     shown_entry(shown, sizeof shown, s, n));
+	snprintf(buf, sizeof buf, "%s%.*s%.*s", has_scheme ? "" : "http://",
+		 (int)scheme_len, s, (int)(n - scheme_len - host), s + scheme_len + host);
 	e->endpoints[e->n_endpoints] = strdup(buf);
 	if (!e->endpoints[e->n_endpoints])
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
@@ -191,10 +356,38 @@ static int add_endpoint(hr__etcd *e, const char *s, size_t n, hr_error *err)
 	return 0;
 }
 
+/* The user and password: the options', else the endpoints'.  Both given
+ * must agree. */
+static int pick_credentials(const hr__etcd_opts *opts, const url_creds *c,
+			    const char **user, const char **password, hr_error *err)
+{
+	*user = opts->username;
+	*password = opts->password;
+	if (!c->user)
+		return 0;
+	if (!opts->username) {
+		*user = c->user;
+		*password = c->password;
+		return 0;
+	}
+	if (strcmp(opts->username, c->user))
+		return hr__error_set(err, HR_EINVAL,
+				     "endpoints: the user \"%s\" before '@' differs from the configured user \"%s\"",
+				     c->user, opts->username);
+	if (c->password && opts->password && strcmp(c->password, opts->password))
+		return hr__error_set(err, HR_EINVAL,
+				     "endpoints: the password before '@' differs from the configured one");
+	if (!*password)
+		*password = c->password;
+	return 0;
+}
+
 int hr__etcd_new(const hr__etcd_opts *opts, hr__etcd **out, hr_error *err)
 {
 	const char *eps = opts->endpoints ? opts->endpoints : "http://127.0.0.1:2379";
 	const char *base = opts->api_base ? opts->api_base : "/v3";
+	const char *user, *password;
+	url_creds creds = { 0 };
 	hr__etcd *e;
 	int rc;
 
@@ -205,28 +398,28 @@ int hr__etcd_new(const hr__etcd_opts *opts, hr__etcd **out, hr_error *err)
 	for (const char *p = eps;;) {
 		const char *comma = strchr(p, ',');
 		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-		rc = add_endpoint(e, p, n, err);
-		if (rc) {
-			hr__etcd_free(e);
-			return rc;
-		}
+		rc = add_endpoint(e, p, n, &creds, err);
+		if (rc)
+			goto fail;
 		if (!comma)
 			break;
 		p = comma + 1;
 	}
+	rc = pick_credentials(opts, &creds, &user, &password, err);
+	if (rc)
+		goto fail;
+	rc = HR_EINVAL;
 	if (base[0] != '/' || strpbrk(base, " \t\r\n?#")) {
-		hr__etcd_free(e);
-		return hr__error_set(err, HR_EINVAL,
-				     "api_base must start with '/' and hold no blanks");
+		hr__error_set(err, rc, "api_base must start with '/' and hold no blanks");
+		goto fail;
 	}
 	if ((opts->cert_file == NULL) != (opts->key_file == NULL)) {
-		hr__etcd_free(e);
-		return hr__error_set(err, HR_EINVAL,
-				     "a client certificate needs both cert and key files");
+		hr__error_set(err, rc, "a client certificate needs both cert and key files");
+		goto fail;
 	}
-	if (opts->password && !opts->username) {
-		hr__etcd_free(e);
-		return hr__error_set(err, HR_EINVAL, "a password needs a user name");
+	if (password && !user) {
+		hr__error_set(err, rc, "a password needs a user name");
+		goto fail;
 	}
 	e->api_base = strdup(base);
 	/* Drop a trailing '/' so that base + "/kv/range" has one slash. */
@@ -239,31 +432,25 @@ int hr__etcd_new(const hr__etcd_opts *opts, hr__etcd **out, hr_error *err)
 	e->cert_file = dup_or_null(opts->cert_file);
 	e->key_file = dup_or_null(opts->key_file);
 	e->insecure = opts->insecure_skip_verify;
-	e->username = dup_or_null(opts->username);
-	e->password = dup_or_null(opts->username ? (opts->password ? opts->password : "") : NULL);
+	e->username = dup_or_null(user);
+	e->password = dup_or_null(user ? (password ? password : "") : NULL);
 	e->stop_flag = opts->stop_flag;
 	e->tick = opts->tick;
 	e->tick_userdata = opts->tick_userdata;
 	e->unary = curl_easy_init();
+	url_creds_clear(&creds);
 	if (!e->api_base || !e->unary || (opts->ca_file && !e->ca_file) ||
 	    (opts->cert_file && !e->cert_file) || (opts->key_file && !e->key_file) ||
-	    (opts->username && (!e->username || !e->password))) {
+	    (user && (!e->username || !e->password))) {
 		hr__etcd_free(e);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	*out = e;
 	return 0;
-}
-
-static void wipe_free(char *s)
-{
-	if (s) {
-		/* Secrets do not linger in freed memory. */
-		volatile char *p = s;
-		while (*p)
-			*p++ = 0;
-		free(s);
-	}
+fail:
+	url_creds_clear(&creds);
+	hr__etcd_free(e);
+	return rc;
 }
 
 void hr__etcd_free(hr__etcd *e)

@@ -14,7 +14,10 @@
 #include <stdint.h>
 
 typedef struct hr__etcd_opts {
-	const char *endpoints;     /* comma-separated; NULL: http://127.0.0.1:2379 */
+	/* Comma-separated; NULL: http://127.0.0.1:2379.  A "user:password@"
+	 * (percent-decoded) is the etcd user unless username is set, and must
+	 * then agree with it; endpoints are kept and shown without it. */
+	const char *endpoints;
 	const char *api_base;      /* NULL: "/v3" */
 	int request_timeout_ms;
 	int connect_timeout_ms;

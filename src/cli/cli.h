@@ -1,27 +1,41 @@
 /*
- * cli.h - what every `hashring` command shares: exit codes, the option
- * parser, error lines, JSON string output and the command entry points.
+ * cli.h - what every `hashring` command shares: exit statuses, the option
+ * tables and their one parser, error lines, output, and the etcd options.
  *
  * A command is one file, src/cli/cmd_<name>.c, with one entry function
  * declared below and one row in the table of main.c.  Its argv starts at the
- * command name (argv[0] is "lookup", not "hashring").
+ * command name (argv[0] is "lookup", not "hashring").  A command describes
+ * its options in a table (struct cli_option), hands the table to
+ * cli_parse(), and then only does its work.
  */
 #ifndef HR_CLI_H
 #define HR_CLI_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "hashring.h"
 
-/* Exit codes of every command. */
+/* ---- exit statuses --------------------------------------------------------- */
+
 enum {
 	CLI_EXIT_OK = 0,
 	CLI_EXIT_ERROR = 1, /* the command ran and failed (file, etcd, ring) */
 	CLI_EXIT_USAGE = 2  /* the command line itself is wrong              */
 };
 
-/* ---- commands ------------------------------------------------------------ */
+/*
+ * A command interrupted by signal `sig` returns CLI_EXIT_SIGNAL(sig) once it
+ * has cleaned up; main() then ends the process by that same signal, so the
+ * shell reports 128 + sig (130 for SIGINT, 143 for SIGTERM, 141 for a
+ * reader that went away) and a calling shell script stops as it would for
+ * any interrupted program.
+ */
+#define CLI_EXIT_SIGNAL(sig) (128 + (sig))
+#define CLI_EXIT_IS_SIGNAL(st) ((st) > 128 && (st) < 128 + 65)
+
+/* ---- commands -------------------------------------------------------------- */
 
 int cmd_diff(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
@@ -32,7 +46,7 @@ int cmd_state(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_weight(int argc, char **argv);
 
-/* ---- errors -------------------------------------------------------------- */
+/* ---- errors (cli_errors.c) ------------------------------------------------ */
 
 /*
  * Every error is one line on stderr: "hashring: <cmd>: <message>".  Control
@@ -40,6 +54,10 @@ int cmd_weight(int argc, char **argv);
  * a key or a file held.
  */
 void cli_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* "hashring: <cmd>: warning: <message>": the command goes on. */
+void cli_warn(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* A usage error: the line ends with a hint to `hashring <cmd> --help`.
@@ -51,151 +69,295 @@ int cli_usage(const char *cmd, const char *fmt, ...)
  * is empty) and returns CLI_EXIT_ERROR. */
 int cli_fail(const char *cmd, int code, const hr_error *err);
 
-/* ---- options ------------------------------------------------------------- */
+/* The same for a call whose every input came from the command line or the
+ * environment (opening a client, registering): HR_EINVAL, the library's
+ * "bad argument", is then a usage error (CLI_EXIT_USAGE). */
+int cli_fail_input(const char *cmd, int code, const hr_error *err);
 
-/* One long option of a command.  `arg` names the value in the help text
- * ("FILE"); NULL makes the option a flag that takes no value. */
-struct cli_option {
-	const char *name; /* without the leading "--" */
-	const char *arg;
-	const char *help;
+/* ---- option tables (cli_options.c) ------------------------------------------ */
+
+/* How an option's value is read and where it goes (`dest`). */
+enum cli_type {
+	CLI_FLAG,    /* int *: 1; the option takes no value                     */
+	CLI_STRING,  /* const char **: the value as given                       */
+	CLI_UINT,    /* unsigned long *: decimal, within [min, max]             */
+	CLI_UINTS,   /* struct cli_uints *: comma-separated CLI_UINTs           */
+	CLI_WEIGHT,  /* double *: a plain decimal number > 0, no sign, exponent,
+			hex or blanks (the size is cli_check_node()'s business) */
+	CLI_CHOICE,  /* int *: index of the value in `choices`                  */
+	CLI_STATE,   /* hr_state *: one of the state names in `choices`         */
+	CLI_LIST,    /* struct cli_list *: appended; the option may repeat      */
+	CLI_CALL     /* call(dest, cmd, value): 0, or -1 after a usage error    */
 };
 
-/*
- * Walks argv[1..argc) of a command.  Options are long only, given as
- * "--opt value" or "--opt=value"; "--" ends the options; anything else,
- * including "-", is a positional argument.  "--help" and "-h" are always
- * understood.
- */
-struct cli_parser {
-	const char *cmd;
-	int argc;
-	char **argv;
-	int next;              /* index of the next argv element to read */
-	int options_done;      /* "--" was seen                          */
-	const char *value;     /* the value or positional just returned  */
-};
-
+/* Flags of an option. */
 enum {
-	CLI_ARG_END = -1,        /* nothing left                            */
-	CLI_ARG_POSITIONAL = -2, /* p->value is a positional argument       */
-	CLI_ARG_HELP = -3,       /* --help or -h                            */
-	CLI_ARG_ERROR = -4       /* a usage error was printed               */
+	CLI_NONEMPTY = 1, /* "" is a usage error                               */
+	CLI_ETCD = 2      /* reaches etcd: not with an offline source (--members) */
 };
 
-void cli_parser_init(struct cli_parser *p, const char *cmd, int argc,
-		     char **argv);
+/* A repeatable option's (or the positional arguments') values. */
+struct cli_list {
+	const char **items; /* room for `max` */
+	size_t n, max;
+	const char *what;   /* "members file": names the overflow error */
+};
 
-/* Returns the index in `opts` (terminated by a NULL name) of the next
- * option, with its value in p->value (NULL for a flag), or a CLI_ARG_*. */
-int cli_parser_next(struct cli_parser *p, const struct cli_option *opts);
+/* The numbers of a CLI_UINTS option. */
+struct cli_uints {
+	unsigned long *items; /* room for `max` */
+	size_t n, max;
+};
 
 /*
- * Parses a decimal number for option `opt` within [min, max].  Signs,
- * blanks, empty strings and trailing bytes are rejected.  Prints a usage
- * error and returns -1 on failure, 0 on success.
+ * One row of a command's option table; the table ends with a row whose
+ * name is NULL.  Rows are written with designated initializers; `dest`
+ * points into the command's own variables, which hold the defaults.
  */
-int cli_parse_ulong(const char *cmd, const char *opt, const char *s,
-		    unsigned long min, unsigned long max, unsigned long *out);
+struct cli_option {
+	const char *name;      /* without "--"; for the positional row, the
+				  word error messages use ("weight")        */
+	const char *arg;       /* the value's name in the help ("FILE");
+				  NULL for a CLI_FLAG                        */
+	const char *help;      /* what it does; the parser appends the range,
+				  the choices and the default                */
+	enum cli_type type;
+	void *dest;
+	unsigned long min, max;      /* CLI_UINT(S) bounds                 */
+	const char *const *choices;  /* CLI_CHOICE, CLI_STATE: NULL-ended  */
+	const char *dflt;      /* the default as shown, when the value in
+				  `dest` does not say it ("no limit")        */
+	unsigned flags;        /* CLI_NONEMPTY, CLI_ETCD                   */
+	int (*call)(void *dest, const char *cmd, const char *value);
+	int *given;            /* if not NULL, set to 1 when given         */
+};
+
+/* A command's command line. */
+struct cli_spec {
+	const char *cmd;           /* "lookup"                               */
+	const char *usage;         /* after "Usage: hashring "               */
+	const char *description;   /* paragraphs for --help                  */
+	const struct cli_option *options;
+	/* The positional arguments: NULL when the command takes none.  A
+	 * CLI_LIST row takes them all (up to its max); any other row takes
+	 * one. */
+	const struct cli_option *positional;
+	/* Out: the first CLI_ETCD option given ("endpoints"), or NULL. */
+	const char *etcd_option;
+	/* Out: how many positional arguments were given. */
+	size_t npositional;
+};
+
+/* cli_parse() returns this when the command should run. */
+#define CLI_RUN (-1)
 
 /*
- * Parses a comma-separated list of such numbers into out[0..max_count);
- * returns the count, or -1 after a usage error (empty item, too many).
+ * The one option parser.  Walks argv[1..argc): options are long only,
+ * "--opt value" or "--opt=value", in any order and between positional
+ * arguments; each value is read and checked as it comes, the last of a
+ * repeated option wins (CLI_LIST rows collect them all).  "--" ends the
+ * options; "-" and negative numbers ("-1", "-0.5") are positional
+ * arguments.  "-h" and "--help" print the help made from the table and
+ * stop.  Option names are exact: no abbreviations, so that a new option
+ * never breaks a script.  A separate value that starts with "--" is taken
+ * for a forgotten value ("--members --json"); "--opt=--x" still works.
+ *
+ * Returns CLI_RUN, or the status to exit with: CLI_EXIT_OK after the help,
+ * CLI_EXIT_USAGE after one usage error line.
  */
-int cli_parse_ulong_list(const char *cmd, const char *opt, const char *s,
-			 unsigned long min, unsigned long max,
-			 unsigned long *out, size_t max_count);
-
-/* ---- help ---------------------------------------------------------------- */
-
-/* Prints "Usage: hashring <usage>", the description and the options. */
-void cli_print_help(FILE *out, const char *usage, const char *description,
-		    const struct cli_option *opts);
-
-/* ---- output -------------------------------------------------------------- */
+int cli_parse(struct cli_spec *spec, int argc, char **argv);
 
 /*
- * Writes `len` bytes as a JSON string, quotes included.  '"' and '\' are
- * escaped, and every control byte, DEL and byte >= 0x80 is written as
- * \u00XX, so the output is valid JSON (and ASCII) whatever the bytes are.
+ * Checks a node as the library does for any ring (id, addr, zone, weight,
+ * state) by building a one-node ring at one point per unit of weight, the
+ * fewest: a weight refused there fits no ring.  Returns 0, or
+ * CLI_EXIT_USAGE after printing the library's reason.
+ */
+int cli_check_node(const char *cmd, const hr_node *node);
+
+/* ---- output (cli_output.c) -------------------------------------------------- */
+
+/*
+ * The command's standard output: buffered, with the reason of the first
+ * failed write kept.  After a failure nothing more is written, and
+ * cli_out_error() returns its errno.  Set up by main(); every command
+ * writes its results here, never to stdout directly.
+ */
+int cli_out_open(void);
+FILE *cli_out(void);
+int cli_out_error(void);
+/* Flushes; returns cli_out_error(). */
+int cli_out_flush(void);
+
+/* LC_CTYPE from the environment (for display widths); UTF-8 if the
+ * environment's is not, since the output is UTF-8 whatever it says. */
+void cli_locale_init(void);
+
+/*
+ * Writes `len` bytes as a JSON string, quotes included: valid UTF-8 as it
+ * is, '"' and '\' escaped, control bytes as \n, \t, \u00XX..., and a byte
+ * that is not valid UTF-8 as \udcXX (PEP 383 surrogateescape, so Python and
+ * JavaScript readers get the bytes back).
  */
 void cli_json_string(FILE *out, const char *s, size_t len);
 
-/* Writes `len` bytes for a text line: '\' and control bytes are escaped
- * C-style (\t, \n, \xNN); other bytes are written as they are. */
+/*
+ * Writes `len` bytes for a text line: printable UTF-8 as it is; '\' as
+ * "\\"; \t, \n, \r; and control bytes, DEL, non-printable characters and
+ * bytes that are not valid UTF-8 as \xNN.  A line stays one line of valid
+ * UTF-8 whatever the bytes were.
+ */
 void cli_text_string(FILE *out, const char *s, size_t len);
 
-/* ---- etcd connection options (cli_etcd.c) ------------------------------- */
+/* Terminal columns cli_text_string() output takes (wcwidth). */
+size_t cli_text_width(const char *s, size_t len);
 
-/* The options every command that talks to etcd takes; put this macro in the
- * command's option table and hand each option to cli_etcd_option(). */
-#define CLI_ETCD_OPTIONS                                                       \
-	{ "endpoints", "URLS",                                                 \
-	  "comma-separated etcd endpoints, host:port meaning http://host:port " \
-	  "(default: $ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379)" },       \
-	{ "prefix", "PREFIX",                                                  \
-	  "key prefix of the node records (default " CLI_DEFAULT_PREFIX ")" }, \
-	{ "cacert", "FILE", "CA bundle for https endpoints ($ETCDCTL_CACERT)" }, \
-	{ "cert", "FILE", "client certificate ($ETCDCTL_CERT)" },             \
-	{ "key", "FILE", "client certificate's key ($ETCDCTL_KEY)" },         \
-	{ "user", "NAME:PASSWORD", "etcd user ($ETCDCTL_USER)" },             \
-	{ "insecure-skip-tls-verify", NULL,                                    \
-	  "do not verify the server certificate (tests only)" },              \
-	{ "api-base", "PATH", "gateway base path (default /v3)" },             \
-	{ "vnodes-per-weight", "N", "ring points per unit of weight (default 200)" }, \
-	{ "placement", "NAME",                                                 \
-	  "xxh3 (default) or ketama: libmemcached-compatible placement" },    \
-	{ "log-level", "LEVEL", "library log lines on stderr: error, warn, info, debug" }
+/* cli_text_string() padded with blanks to `width` columns, on the right
+ * (left-aligned) or, with `right`, on the left. */
+void cli_text_cell(FILE *out, const char *s, size_t width, int right);
+
+/* ---- etcd (cli_etcd.c) --------------------------------------------------------- */
 
 #define CLI_DEFAULT_PREFIX "/hashring/nodes/"
+#define CLI_TIMEOUT_DEFAULT 3       /* seconds: --timeout            */
+#define CLI_TIMEOUT_MAX 86400
 
+/* The options every command that talks to etcd takes, and the ring options
+ * of those that build rings. */
 struct cli_etcd {
 	const char *endpoints, *prefix, *cacert, *cert, *key, *api_base;
 	char *user;          /* NAME part of --user, malloc'd */
 	char *password;      /* PASSWORD part, malloc'd       */
 	int insecure;
+	unsigned long timeout_s;     /* 0: no limit */
+	int log_level;               /* hr_log_level */
+	int log_level_given;
+	/* A command that ends after one answer (nodes, lookup): at its
+	 * default log level it leaves out the watcher's retry lines, whose
+	 * cause its error line gives if it fails. */
+	int one_shot;
 	unsigned long vnodes_per_weight;
-	hr_placement placement;
-	hr_log_level log_level;
+	int placement;               /* hr_placement */
 };
+
+extern const char *const cli_log_levels[];
+extern const char *const cli_placements[];
+int cli_etcd_set_user(void *e, const char *cmd, const char *value);
+
+/*
+ * The etcd options, as rows of an option table, for `struct cli_etcd *e`.
+ * `timeout_help` says what --timeout bounds for the command.
+ */
+#define CLI_ETCD_OPTIONS(e, timeout_help)                                     \
+	{ .name = "endpoints", .arg = "URLS", .type = CLI_STRING,              \
+	  .dest = &(e)->endpoints, .flags = CLI_ETCD | CLI_NONEMPTY,           \
+	  .help = "comma-separated etcd endpoints; host:port means "           \
+		  "http://host:port; a user:password@ before the host is the " \
+		  "etcd user, never shown",                                    \
+	  .dflt = "$ETCDCTL_ENDPOINTS, then http://127.0.0.1:2379" },          \
+	{ .name = "prefix", .arg = "PREFIX", .type = CLI_STRING,               \
+	  .dest = &(e)->prefix, .flags = CLI_ETCD | CLI_NONEMPTY,              \
+	  .help = "key prefix of the node records, normally ending in '/'",    \
+	  .dflt = CLI_DEFAULT_PREFIX },                                        \
+	{ .name = "cacert", .arg = "FILE", .type = CLI_STRING,                 \
+	  .dest = &(e)->cacert, .flags = CLI_ETCD | CLI_NONEMPTY,              \
+	  .help = "CA bundle for https endpoints", .dflt = "$ETCDCTL_CACERT" }, \
+	{ .name = "cert", .arg = "FILE", .type = CLI_STRING,                   \
+	  .dest = &(e)->cert, .flags = CLI_ETCD | CLI_NONEMPTY,                \
+	  .help = "client certificate", .dflt = "$ETCDCTL_CERT" },             \
+	{ .name = "key", .arg = "FILE", .type = CLI_STRING, .dest = &(e)->key, \
+	  .flags = CLI_ETCD | CLI_NONEMPTY,                                    \
+	  .help = "client certificate's key", .dflt = "$ETCDCTL_KEY" },        \
+	{ .name = "user", .arg = "NAME:PASSWORD", .type = CLI_CALL, .dest = (e), \
+	  .call = cli_etcd_set_user, .flags = CLI_ETCD,                        \
+	  .help = "etcd user; NAME alone takes the password from "             \
+		  "$ETCDCTL_PASSWORD",                                         \
+	  .dflt = "$ETCDCTL_USER" },                                           \
+	{ .name = "insecure-skip-tls-verify", .type = CLI_FLAG,                \
+	  .dest = &(e)->insecure, .flags = CLI_ETCD,                           \
+	  .help = "do not verify the server certificate (tests only)" },      \
+	{ .name = "api-base", .arg = "PATH", .type = CLI_STRING,               \
+	  .dest = &(e)->api_base, .flags = CLI_ETCD | CLI_NONEMPTY,            \
+	  .help = "gateway base path", .dflt = "/v3" },                        \
+	{ .name = "timeout", .arg = "SECONDS", .type = CLI_UINT,               \
+	  .dest = &(e)->timeout_s, .min = 0, .max = CLI_TIMEOUT_MAX,           \
+	  .flags = CLI_ETCD, .help = timeout_help "; 0: no limit" },          \
+	{ .name = "log-level", .arg = "LEVEL", .type = CLI_CHOICE,             \
+	  .dest = &(e)->log_level, .choices = cli_log_levels,                  \
+	  .given = &(e)->log_level_given,                                      \
+	  .help = "library log lines on stderr" }
+
+/* The ring options: commands that build rings (from etcd or a file). */
+#define CLI_RING_OPTIONS(e)                                                    \
+	{ .name = "vnodes-per-weight", .arg = "N", .type = CLI_UINT,           \
+	  .dest = &(e)->vnodes_per_weight, .min = 1, .max = 4294967295ul,      \
+	  .help = "ring points per unit of weight; a ring holds at most "     \
+		  "16777216 points" },                                         \
+	{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,              \
+	  .dest = &(e)->placement, .choices = cli_placements,                  \
+	  .help = "ketama: libmemcached-compatible placement" }
+
+/* What --timeout bounds, for CLI_ETCD_OPTIONS. */
+#define CLI_TIMEOUT_SYNC "seconds to wait for the first full sync"
+#define CLI_TIMEOUT_RETRY "seconds to keep retrying while etcd is unreachable"
 
 /* Defaults: `log_level` is what the command logs unless told otherwise. */
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level);
 void cli_etcd_free(struct cli_etcd *e);
 
-/* Takes option `name` if it is one of CLI_ETCD_OPTIONS: returns 1 when
- * taken, 0 when not ours, -1 after printing a usage error. */
-int cli_etcd_option(struct cli_etcd *e, const char *cmd, const char *name,
-		    const char *value);
-
 /* The ring options given (--vnodes-per-weight, --placement). */
 hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e);
 
-/* Whether option `name` of CLI_ETCD_OPTIONS is about reaching etcd, unlike
- * the ring and log options, which serve members files too. */
-int cli_etcd_connects(const char *name);
-
 /* Loads members file `file` with the ring options given into *out;
- * returns CLI_EXIT_OK, or an exit code after printing the error. */
+ * returns CLI_EXIT_OK, or an exit status after printing the error. */
 int cli_load_members(const char *cmd, const char *file,
 		     const struct cli_etcd *e, hr_ring **out);
 
 /* Fills `cfg` (after hr_config_init) from the options and the ETCDCTL_*
- * variables; returns 0 or -1 after printing a usage error. */
+ * variables; warns about a prefix without a trailing '/'.  Returns 0 or
+ * -1 after printing a usage error. */
 int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg);
 
 /*
+ * Blocks SIGINT and SIGTERM, and fills `set` with them: blocked in this
+ * thread and in every thread started after, so that only the waits of this
+ * thread take them.  Call before the library starts a thread.
+ */
+void cli_signals_block(sigset_t *set);
+
+/*
+ * Opens a client and waits for its first ring, --timeout long at most.
+ * SIGINT and SIGTERM end the wait at once.  Returns CLI_EXIT_OK with
+ * *out set, CLI_EXIT_SIGNAL(sig), or CLI_EXIT_USAGE / CLI_EXIT_ERROR after
+ * one error line.
+ */
+int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
+		  hr_client **out);
+
+/*
  * Follows the ring under the options' prefix: opens a client whose
- * on_change is `fn`, then waits for SIGINT or SIGTERM (the callback raises
- * SIGTERM itself to stop early) and closes the client.  Returns CLI_EXIT_OK
+ * on_change is `fn`, then runs until SIGINT or SIGTERM, or until `fn`
+ * calls cli_etcd_follow_stop() (on the watcher thread), and closes the
+ * client.  Following ends normally on a signal: returns CLI_EXIT_OK then,
  * or the error of cli_etcd_open().
  */
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata);
+void cli_etcd_follow_stop(void);
 
-/* Opens a client (blocking until the first ring) into *out.  Returns
- * CLI_EXIT_OK, or CLI_EXIT_USAGE / CLI_EXIT_ERROR after one error line. */
-int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
-		  hr_client **out);
+/* One attempt of cli_etcd_retry(): a library call with `cfg`. */
+typedef int (*cli_attempt_fn)(void *userdata, const hr_config *cfg,
+			      hr_error *err);
+
+/*
+ * Calls `fn` until it succeeds, fails otherwise than by not reaching etcd
+ * (HR_ECONNECT, HR_ETIMEDOUT), or --timeout has passed, sleeping 100 ms
+ * doubling to 1 s in between.  With `sigs` (blocked signals) a signal ends
+ * the retries.  Returns 0, an HR_E* code with `err` filled (its message
+ * says how long etcd was unreachable), or CLI_EXIT_SIGNAL(sig).
+ */
+int cli_etcd_retry(const struct cli_etcd *e, const hr_config *cfg,
+		   const sigset_t *sigs, cli_attempt_fn fn, void *userdata,
+		   hr_error *err);
 
 #endif

@@ -1,16 +1,41 @@
-/* cli_etcd.c - the etcd connection options shared by every command that
- * talks to etcd, named and read from the environment as etcdctl does. */
+/*
+ * cli_etcd.c - the etcd connection options shared by every command that
+ * talks to etcd, named and read from the environment as etcdctl does; the
+ * waits for etcd (first sync, retries), which signals end at once.
+ */
 #include "cli.h"
 
-#include <signal.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Sent by cli_etcd_follow_stop() to the process, to wake the main thread. */
+#define CLI_WAKE_SIGNAL SIGUSR1
+
+/* The slice of a wait for the first sync between two looks for a signal. */
+#define SYNC_SLICE_MS 50
+
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS 1000
+
+const char *const cli_log_levels[] = { "error", "warn", "info", "debug", NULL };
+const char *const cli_placements[] = { "xxh3", "ketama", NULL };
+
+_Static_assert(HR_LOG_ERROR == 0 && HR_LOG_WARN == 1 && HR_LOG_INFO == 2 &&
+	       HR_LOG_DEBUG == 3, "cli_log_levels follows hr_log_level");
+_Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1,
+	       "cli_placements follows hr_placement");
+_Static_assert(HR_POINTS_MAX == 16777216u, "CLI_RING_OPTIONS names the limit");
 
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level)
 {
 	memset(e, 0, sizeof *e);
-	e->log_level = log_level;
+	e->log_level = (int)log_level;
+	e->timeout_s = CLI_TIMEOUT_DEFAULT;
 	e->vnodes_per_weight = HR_VNODES_PER_WEIGHT_DEFAULT;
+	e->placement = HR_PLACEMENT_XXH3;
 }
 
 static void wipe(char *s)
@@ -30,8 +55,9 @@ void cli_etcd_free(struct cli_etcd *e)
 	e->user = e->password = NULL;
 }
 
-static int set_user(struct cli_etcd *e, const char *cmd, const char *v)
+int cli_etcd_set_user(void *dest, const char *cmd, const char *v)
 {
+	struct cli_etcd *e = dest;
 	const char *colon = strchr(v, ':');
 	const char *env_pw = getenv("ETCDCTL_PASSWORD");
 
@@ -52,65 +78,29 @@ static int set_user(struct cli_etcd *e, const char *cmd, const char *v)
 	return 0;
 }
 
-int cli_etcd_option(struct cli_etcd *e, const char *cmd, const char *name,
-		    const char *value)
-{
-	if (!strcmp(name, "endpoints"))
-		e->endpoints = value;
-	else if (!strcmp(name, "prefix"))
-		e->prefix = value;
-	else if (!strcmp(name, "cacert"))
-		e->cacert = value;
-	else if (!strcmp(name, "cert"))
-		e->cert = value;
-	else if (!strcmp(name, "key"))
-		e->key = value;
-	else if (!strcmp(name, "api-base"))
-		e->api_base = value;
-	else if (!strcmp(name, "insecure-skip-tls-verify"))
-		e->insecure = 1;
-	else if (!strcmp(name, "user"))
-		return set_user(e, cmd, value) ? -1 : 1;
-	else if (!strcmp(name, "vnodes-per-weight"))
-		return cli_parse_ulong(cmd, name, value, 1, 1000000,
-				       &e->vnodes_per_weight) ? -1 : 1;
-	else if (!strcmp(name, "placement")) {
-		if (!strcmp(value, "xxh3"))
-			e->placement = HR_PLACEMENT_XXH3;
-		else if (!strcmp(value, "ketama"))
-			e->placement = HR_PLACEMENT_KETAMA;
-		else {
-			cli_usage(cmd, "--placement: '%s' is not xxh3 or ketama", value);
-			return -1;
-		}
-	} else if (!strcmp(name, "log-level")) {
-		static const char *const names[] = { "error", "warn", "info", "debug" };
-		for (int i = 0; i < 4; i++)
-			if (!strcmp(value, names[i])) {
-				e->log_level = (hr_log_level)i;
-				return 1;
-			}
-		cli_usage(cmd, "--log-level: '%s' is not error, warn, info or debug", value);
-		return -1;
-	} else
-		return 0;
-	return 1;
-}
-
 hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e)
 {
 	hr_ring_options opts = {
 		.vnodes_per_weight = (unsigned)e->vnodes_per_weight,
-		.placement = e->placement,
+		.placement = (hr_placement)e->placement,
 	};
 
 	return opts;
 }
 
-int cli_etcd_connects(const char *name)
+/* Whether `msg` already names `file`: "FILE: ..." or "...\"FILE\"...". */
+static int names_file(const char *msg, const char *file)
 {
-	return strcmp(name, "vnodes-per-weight") && strcmp(name, "placement") &&
-	       strcmp(name, "log-level");
+	size_t len = strlen(file);
+	const char *p;
+
+	if (!strncmp(msg, file, len) && msg[len] == ':')
+		return 1;
+	for (p = msg; (p = strchr(p, '"')); p++) {
+		if (!strncmp(p + 1, file, len) && p[len + 1] == '"')
+			return 1;
+	}
+	return 0;
 }
 
 int cli_load_members(const char *cmd, const char *file,
@@ -118,16 +108,17 @@ int cli_load_members(const char *cmd, const char *file,
 {
 	hr_ring_options opts = cli_etcd_ring_options(e);
 	hr_error err = { 0 };
+	const char *msg;
 	int rc = hr_ring_load_file(file, &opts, out, &err);
 
-	if (rc == HR_EIO)
-		return cli_fail(cmd, rc, &err); /* the message names the file */
-	if (rc < 0) {
-		cli_error(cmd, "%s: %s", file,
-			  err.message[0] ? err.message : hr_strerror(rc));
-		return CLI_EXIT_ERROR;
-	}
-	return CLI_EXIT_OK;
+	if (rc == 0)
+		return CLI_EXIT_OK;
+	msg = err.message[0] ? err.message : hr_strerror(rc);
+	if (names_file(msg, file))
+		cli_error(cmd, "%s", msg);
+	else
+		cli_error(cmd, "%s: %s", file, msg);
+	return CLI_EXIT_ERROR;
 }
 
 /* An option, else its ETCDCTL_* variable (if set and not empty). */
@@ -141,55 +132,148 @@ static const char *or_env(const char *opt, const char *var)
 	return v && *v ? v : NULL;
 }
 
+/* The events of a watcher that failed to reach etcd and tries again. */
+static const char *const retry_events[] = {
+	"sync_failed", "auth_failed", "probe_failed", "stream_ended",
+	"stream_error", "watch_canceled", NULL
+};
+
+/* The library's lines as its default logger writes them, but those of
+ * retry_events[]. */
+static void log_without_retries(void *ud, hr_log_level level, const char *line)
+{
+	const char *ev = strstr(line, " event=");
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+
+	(void)ud, (void)level;
+	for (int i = 0; ev && retry_events[i]; i++) {
+		size_t n = strlen(retry_events[i]);
+
+		if (!strncmp(ev + 7, retry_events[i], n) && (ev[7 + n] == ' ' || !ev[7 + n]))
+			return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(stderr, "ts=%s.%03ldZ %s\n", when, ts.tv_nsec / 1000000L, line);
+}
+
 int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg)
 {
 	const char *user = getenv("ETCDCTL_USER");
+	const char *insecure = getenv("ETCDCTL_INSECURE_SKIP_TLS_VERIFY");
+	size_t plen;
 
-	if (!e->user && user && *user && set_user(e, cmd, user))
+	if (!e->user && user && *user && cli_etcd_set_user(e, cmd, user))
 		return -1;
-	if (e->user && !e->password[0]) {
-		const char *pw = getenv("ETCDCTL_PASSWORD");
-		if (pw && *pw) {
-			wipe(e->password);
-			e->password = strdup(pw);
+	/* "NAME:" with the password in ETCDCTL_PASSWORD. */
+	if (e->user && !e->password[0] && or_env(NULL, "ETCDCTL_PASSWORD")) {
+		wipe(e->password);
+		e->password = strdup(getenv("ETCDCTL_PASSWORD"));
+		if (!e->password) {
+			cli_error(cmd, "out of memory");
+			return -1;
 		}
 	}
 	cfg->endpoints = or_env(e->endpoints, "ETCDCTL_ENDPOINTS");
 	cfg->prefix = e->prefix ? e->prefix : CLI_DEFAULT_PREFIX;
-	if (!cfg->prefix[0]) {
-		cli_usage(cmd, "--prefix: must not be empty");
-		return -1;
-	}
+	plen = strlen(cfg->prefix);
+	/* Allowed (a prefix is any byte string), but almost always a slip
+	 * that hides every node: the ids would start with '/'. */
+	if (plen && cfg->prefix[plen - 1] != '/')
+		cli_warn(cmd, "--prefix '%s' does not end in '/': the record %s/ID would have the id '/ID', which is invalid",
+			 cfg->prefix, cfg->prefix);
 	cfg->api_base = e->api_base;
 	cfg->ca_file = or_env(e->cacert, "ETCDCTL_CACERT");
 	cfg->cert_file = or_env(e->cert, "ETCDCTL_CERT");
 	cfg->key_file = or_env(e->key, "ETCDCTL_KEY");
-	cfg->insecure_skip_verify = e->insecure ||
-		(getenv("ETCDCTL_INSECURE_SKIP_TLS_VERIFY") &&
-		 !strcmp(getenv("ETCDCTL_INSECURE_SKIP_TLS_VERIFY"), "true"));
+	cfg->insecure_skip_verify = e->insecure || (insecure && !strcmp(insecure, "true"));
 	cfg->username = e->user;
 	cfg->password = e->password;
 	cfg->ring = cli_etcd_ring_options(e);
-	cfg->log_level = e->log_level;
-	/* A one-shot command should not sit for the library's 10 s when etcd
-	 * is down; etcdctl gives up after about as long. */
-	cfg->open_timeout_ms = 3000;
+	cfg->log_level = (hr_log_level)e->log_level;
+	if (e->one_shot && !e->log_level_given)
+		cfg->log = log_without_retries;
 	return 0;
 }
+
+/* ---- signals ----------------------------------------------------------------- */
+
+void cli_signals_block(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+/* Waits up to `ms` (< 0: forever) for a signal of `set`; returns it, or 0
+ * when the time is up. */
+static int signal_wait(const sigset_t *set, long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	int sig = ms < 0 ? sigwaitinfo(set, NULL) : sigtimedwait(set, NULL, &ts);
+
+	return sig > 0 ? sig : 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- waiting for etcd --------------------------------------------------------- */
 
 int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
 		  hr_client **out)
 {
 	hr_error err = { 0 };
+	int64_t deadline;
+	sigset_t set;
 	int rc;
 
 	*out = NULL;
+	/* Before the watcher thread starts: it inherits the mask. */
+	cli_signals_block(&set);
 	if (cli_etcd_config(e, cmd, cfg))
 		return CLI_EXIT_USAGE;
+	cfg->open_nonblocking = 1;
 	rc = hr_client_open(cfg, out, &err);
 	if (rc)
-		return cli_fail(cmd, rc, &err);
-	return CLI_EXIT_OK;
+		return cli_fail_input(cmd, rc, &err);
+	deadline = e->timeout_s ? now_ms() + (int64_t)e->timeout_s * 1000 : 0;
+	for (;;) {
+		long slice = SYNC_SLICE_MS;
+		int sig;
+
+		if (deadline && deadline - now_ms() < slice)
+			slice = deadline > now_ms() ? (long)(deadline - now_ms()) : 0;
+		rc = hr_client_wait_synced(*out, (int)slice, &err);
+		if (rc == 0)
+			return CLI_EXIT_OK;
+		sig = rc == HR_ETIMEDOUT ? signal_wait(&set, 0) : 0;
+		if (rc != HR_ETIMEDOUT || (deadline && now_ms() >= deadline) ||
+		    sig == SIGINT || sig == SIGTERM) {
+			hr_client_close(*out);
+			*out = NULL;
+			if (sig == SIGINT || sig == SIGTERM)
+				return CLI_EXIT_SIGNAL(sig);
+			return cli_fail(cmd, rc, &err);
+		}
+	}
+}
+
+static int follow_stopped;
+
+void cli_etcd_follow_stop(void)
+{
+	__atomic_store_n(&follow_stopped, 1, __ATOMIC_RELEASE);
+	kill(getpid(), CLI_WAKE_SIGNAL);
 }
 
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
@@ -197,25 +281,68 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 {
 	hr_config cfg;
 	hr_client *client = NULL;
-	sigset_t set, old;
-	int sig, rc;
+	sigset_t set;
+	int rc;
 
-	/* Signals are taken synchronously by this thread alone; the library's
-	 * threads inherit the mask.  A closed stdout is a write error, not a
-	 * signal. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	signal(SIGPIPE, SIG_IGN);
+	/* The wake-up signal too, before the watcher thread starts. */
+	cli_signals_block(&set);
+	sigaddset(&set, CLI_WAKE_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	__atomic_store_n(&follow_stopped, 0, __ATOMIC_RELEASE);
 	hr_config_init(&cfg);
 	cfg.on_change = fn;
 	cfg.on_change_userdata = userdata;
 	rc = cli_etcd_open(e, cmd, &cfg, &client);
-	if (rc == CLI_EXIT_OK) {
-		sigwait(&set, &sig);
-		hr_client_close(client);
+	if (CLI_EXIT_IS_SIGNAL(rc))
+		return CLI_EXIT_OK; /* asked to stop before the first ring */
+	if (rc)
+		return rc;
+	while (!__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
+		int sig = signal_wait(&set, -1);
+
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	hr_client_close(client);
+	return CLI_EXIT_OK;
+}
+
+int cli_etcd_retry(const struct cli_etcd *e, const hr_config *cfg,
+		   const sigset_t *sigs, cli_attempt_fn fn, void *userdata,
+		   hr_error *err)
+{
+	int64_t deadline = e->timeout_s ? now_ms() + (int64_t)e->timeout_s * 1000 : 0;
+	long backoff = RETRY_FIRST_MS;
+	char cause[HR_ERROR_MSG_MAX];
+	int rc;
+
+	for (;;) {
+		long wait = backoff;
+
+		memset(err, 0, sizeof *err);
+		rc = fn(userdata, cfg, err);
+		if (rc != HR_ECONNECT && rc != HR_ETIMEDOUT)
+			return rc;
+		if (deadline && now_ms() >= deadline)
+			break;
+		if (deadline && deadline - now_ms() < wait)
+			wait = (long)(deadline - now_ms());
+		if (sigs) {
+			int sig = signal_wait(sigs, wait);
+
+			if (sig == SIGINT || sig == SIGTERM)
+				return CLI_EXIT_SIGNAL(sig);
+		} else {
+			struct timespec ts = { wait / 1000, (wait % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+		backoff = backoff * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : backoff * 2;
+	}
+	snprintf(cause, sizeof cause, "%s", err->message[0] ? err->message : hr_strerror(rc));
+	/* A long cause is cut: the message stays one hr_error. */
+	if (snprintf(err->message, sizeof err->message, "etcd unreachable for %lu s: %.200s",
+		     e->timeout_s, cause) < 0)
+		err->message[0] = '\0';
 	return rc;
 }

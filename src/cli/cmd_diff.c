@@ -3,20 +3,10 @@
 #include "cli.h"
 
 #include <inttypes.h>
-#include <signal.h>
+#include <limits.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CMD "diff"
-
-static const struct cli_option options[] = {
-	CLI_ETCD_OPTIONS,
-	{ "members", "FILE", "a members file: give it twice, old then new (offline)" },
-	{ "view", "VIEW", "write (default) or read" },
-	{ "count", "N", "with etcd: exit after N changes (default 1)" },
-	{ "json", NULL, "print one JSON object per diff" },
-	{ NULL, NULL, NULL }
-};
 
 static const char description[] =
 	"Lists every arc [start, end) of the 64-bit key space whose owner in VIEW\n"
@@ -31,8 +21,10 @@ static const char description[] =
 	"\"moved_share\"}, positions as hex strings.\n"
 	"\n"
 	"The two rings come from OLD and NEW (members files, as for lookup), or,\n"
-	"without files, from etcd: the command follows PREFIX and prints the diff\n"
-	"of each new ring against the one before, preceded in text by\n"
+	"without files, from etcd: the command follows PREFIX, takes its first\n"
+	"ring as the baseline and prints the diff of the next ring against it\n"
+	"(of the next N rings, each against the one before, with --count N),\n"
+	"preceded in text by\n"
 	"  ring\tOLD_REVISION\tNEW_REVISION";
 
 struct diff_state {
@@ -45,86 +37,82 @@ struct diff_state {
 	int failed;
 };
 
-static void print_owner(const hr_node *n, int json)
+static void print_owner(FILE *out, const hr_node *n, int json)
 {
-	if (json) {
-		if (n)
-			cli_json_string(stdout, n->id, strlen(n->id));
-		else
-			fputs("null", stdout);
-	} else {
-		if (n)
-			cli_text_string(stdout, n->id, strlen(n->id));
-		else
-			fputc('-', stdout);
-	}
+	if (!n)
+		fputs(json ? "null" : "-", out);
+	else if (json)
+		cli_json_string(out, n->id, strlen(n->id));
+	else
+		fputs(n->id, out); /* ids are printable ASCII */
 }
 
-static void print_end(uint64_t end, const char *quote)
+static void print_end(FILE *out, uint64_t end, const char *quote)
 {
 	if (end == 0)
-		printf("%s10000000000000000%s", quote, quote);
+		fprintf(out, "%s10000000000000000%s", quote, quote);
 	else
-		printf("%s%016" PRIx64 "%s", quote, end, quote);
+		fprintf(out, "%s%016" PRIx64 "%s", quote, end, quote);
 }
 
-static void print_text(const hr_diff *d)
+static void print_text(FILE *out, const hr_diff *d)
 {
 	const hr_arc *arcs = hr_diff_arcs(d);
 	const hr_arc_total *t = hr_diff_totals(d);
 
 	for (size_t i = 0; i < hr_diff_arc_count(d); i++) {
-		printf("arc\t%016" PRIx64 "\t", arcs[i].start);
-		print_end(arcs[i].end, "");
-		fputc('\t', stdout);
-		print_owner(arcs[i].old_node, 0);
-		fputc('\t', stdout);
-		print_owner(arcs[i].new_node, 0);
-		fputc('\n', stdout);
+		fprintf(out, "arc\t%016" PRIx64 "\t", arcs[i].start);
+		print_end(out, arcs[i].end, "");
+		fputc('\t', out);
+		print_owner(out, arcs[i].old_node, 0);
+		fputc('\t', out);
+		print_owner(out, arcs[i].new_node, 0);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < hr_diff_total_count(d); i++) {
-		fputs("total\t", stdout);
-		print_owner(t[i].old_node, 0);
-		fputc('\t', stdout);
-		print_owner(t[i].new_node, 0);
-		printf("\t%zu\t%.6f\n", t[i].arcs, t[i].share);
+		fputs("total\t", out);
+		print_owner(out, t[i].old_node, 0);
+		fputc('\t', out);
+		print_owner(out, t[i].new_node, 0);
+		fprintf(out, "\t%zu\t%.6f\n", t[i].arcs, t[i].share);
 	}
-	printf("moved\t%.6f\t%zu\n", hr_diff_moved_share(d), hr_diff_arc_count(d));
+	fprintf(out, "moved\t%.6f\t%zu\n", hr_diff_moved_share(d), hr_diff_arc_count(d));
 }
 
-static void print_json(const hr_diff *d, const hr_ring *a, const hr_ring *b,
-		       hr_view view)
+static void print_json(FILE *out, const hr_diff *d, const hr_ring *a,
+		       const hr_ring *b, hr_view view)
 {
 	const hr_arc *arcs = hr_diff_arcs(d);
 	const hr_arc_total *t = hr_diff_totals(d);
 
-	printf("{\"old_revision\":%" PRIu64 ",\"new_revision\":%" PRIu64
-	       ",\"view\":\"%s\",\"arcs\":[", hr_ring_revision(a),
-	       hr_ring_revision(b), view == HR_VIEW_WRITE ? "write" : "read");
+	fprintf(out, "{\"old_revision\":%" PRIu64 ",\"new_revision\":%" PRIu64
+		",\"view\":\"%s\",\"arcs\":[", hr_ring_revision(a),
+		hr_ring_revision(b), view == HR_VIEW_WRITE ? "write" : "read");
 	for (size_t i = 0; i < hr_diff_arc_count(d); i++) {
-		printf("%s{\"start\":\"%016" PRIx64 "\",\"end\":", i ? "," : "",
-		       arcs[i].start);
-		print_end(arcs[i].end, "\"");
-		fputs(",\"old\":", stdout);
-		print_owner(arcs[i].old_node, 1);
-		fputs(",\"new\":", stdout);
-		print_owner(arcs[i].new_node, 1);
-		fputc('}', stdout);
+		fprintf(out, "%s{\"start\":\"%016" PRIx64 "\",\"end\":", i ? "," : "",
+			arcs[i].start);
+		print_end(out, arcs[i].end, "\"");
+		fputs(",\"old\":", out);
+		print_owner(out, arcs[i].old_node, 1);
+		fputs(",\"new\":", out);
+		print_owner(out, arcs[i].new_node, 1);
+		fputc('}', out);
 	}
-	fputs("],\"totals\":[", stdout);
+	fputs("],\"totals\":[", out);
 	for (size_t i = 0; i < hr_diff_total_count(d); i++) {
-		fputs(i ? ",{\"old\":" : "{\"old\":", stdout);
-		print_owner(t[i].old_node, 1);
-		fputs(",\"new\":", stdout);
-		print_owner(t[i].new_node, 1);
-		printf(",\"arcs\":%zu,\"share\":%.9g}", t[i].arcs, t[i].share);
+		fputs(i ? ",{\"old\":" : "{\"old\":", out);
+		print_owner(out, t[i].old_node, 1);
+		fputs(",\"new\":", out);
+		print_owner(out, t[i].new_node, 1);
+		fprintf(out, ",\"arcs\":%zu,\"share\":%.9g}", t[i].arcs, t[i].share);
 	}
-	printf("],\"moved_share\":%.9g}\n", hr_diff_moved_share(d));
+	fprintf(out, "],\"moved_share\":%.9g}\n", hr_diff_moved_share(d));
 }
 
 static int print_diff(const hr_ring *a, const hr_ring *b,
 		      const struct diff_state *s)
 {
+	FILE *out = cli_out();
 	hr_error err = { 0 };
 	hr_diff *d;
 	int rc = hr_ring_diff(a, b, s->view, &d, &err);
@@ -132,18 +120,20 @@ static int print_diff(const hr_ring *a, const hr_ring *b,
 	if (rc)
 		return cli_fail(CMD, rc, &err);
 	if (s->json) {
-		print_json(d, a, b, s->view);
+		print_json(out, d, a, b, s->view);
 	} else {
 		if (hr_ring_revision(a) || hr_ring_revision(b))
-			printf("ring\t%" PRIu64 "\t%" PRIu64 "\n",
-			       hr_ring_revision(a), hr_ring_revision(b));
-		print_text(d);
+			fprintf(out, "ring\t%" PRIu64 "\t%" PRIu64 "\n",
+				hr_ring_revision(a), hr_ring_revision(b));
+		print_text(out, d);
 	}
 	hr_diff_free(d);
-	return fflush(stdout) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+	/* Failed output is main()'s to report. */
+	cli_out_flush();
+	return CLI_EXIT_OK;
 }
 
-static int diff_files(const char *files[2], const struct cli_etcd *conn,
+static int diff_files(const char **files, const struct cli_etcd *conn,
 		      const struct diff_state *s)
 {
 	hr_ring *rings[2] = { NULL, NULL };
@@ -173,87 +163,71 @@ static void on_ring(void *ud, const hr_ring *old, const hr_ring *ring)
 	if (print_diff(old, ring, s) != CLI_EXIT_OK)
 		s->failed = 1;
 	s->printed++;
-	/* Wake the main thread, which waits for a signal. */
-	if (s->failed || s->printed >= s->count)
-		kill(getpid(), SIGTERM);
+	if (s->failed || cli_out_error() || s->printed >= s->count)
+		cli_etcd_follow_stop();
 }
 
-static int diff_etcd(struct cli_etcd *conn, struct diff_state *s)
+static int run(const struct cli_spec *spec, const struct cli_list *files,
+	       struct cli_etcd *conn, struct diff_state *st)
 {
-	int rc = cli_etcd_follow(conn, CMD, on_ring, s);
+	int rc;
 
-	return rc == CLI_EXIT_OK && s->failed ? CLI_EXIT_ERROR : rc;
+	if (files->n == 1)
+		return cli_usage(CMD, "two members files are needed, old and new");
+	if (files->n == 2 && spec->etcd_option)
+		return cli_usage(CMD, "members files and --%s exclude each other",
+				 spec->etcd_option);
+	if (files->n == 2)
+		return diff_files(files->items, conn, st);
+	rc = cli_etcd_follow(conn, CMD, on_ring, st);
+	return rc == CLI_EXIT_OK && st->failed ? CLI_EXIT_ERROR : rc;
 }
 
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_state st = { .view = HR_VIEW_WRITE, .count = 1 };
 	struct cli_etcd conn;
-	struct cli_parser p;
 	const char *files[2];
-	size_t nfiles = 0;
-	int opt, etcd = 0, count_given = 0, rc = CLI_EXIT_USAGE;
+	struct cli_list list = { .items = files, .max = 2, .what = "members file" };
+	int view = 0, rc;
 
-	cli_etcd_init(&conn, HR_LOG_ERROR);
-	cli_parser_init(&p, CMD, argc, argv);
-	while ((opt = cli_parser_next(&p, options)) != CLI_ARG_END) {
-		const char *name;
+	cli_etcd_init(&conn, HR_LOG_WARN);
+	conn.one_shot = 1; /* one diff unless --count says otherwise */
+	const struct cli_option options[] = {
+		{ .name = "members", .arg = "FILE", .type = CLI_LIST, .dest = &list,
+		  .flags = CLI_NONEMPTY,
+		  .help = "a members file: give it twice, old then new (offline)" },
+		{ .name = "view", .arg = "VIEW", .type = CLI_CHOICE, .dest = &view,
+		  .choices = (const char *const[]){ "write", "read", NULL },
+		  .help = "the view compared" },
+		/* Offline there is one diff: --count is an etcd option. */
+		{ .name = "count", .arg = "N", .type = CLI_UINT, .dest = &st.count,
+		  .min = 1, .max = ULONG_MAX, .flags = CLI_ETCD,
+		  .help = "with etcd: exit after N changes" },
+		{ .name = "json", .type = CLI_FLAG, .dest = &st.json,
+		  .help = "print one JSON object per diff" },
+		CLI_RING_OPTIONS(&conn),
+		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
+		{ .name = NULL }
+	};
+	const struct cli_option positional = {
+		.name = "members file", .arg = "OLD NEW", .type = CLI_LIST, .dest = &list,
+		.flags = CLI_NONEMPTY, .help = "the members files, old then new (offline)"
+	};
+	struct cli_spec spec = {
+		.cmd = CMD,
+		.usage = CMD " (OLD NEW | --members OLD --members NEW |"
+			 " [--endpoints URLS] [--prefix P] [--count N])"
+			 " [--view write|read] [--json]",
+		.description = description,
+		.options = options,
+		.positional = &positional,
+	};
 
-		if (opt == CLI_ARG_ERROR)
-			goto out;
-		if (opt == CLI_ARG_HELP) {
-			cli_print_help(stdout,
-				       CMD " (OLD NEW | --members OLD --members NEW |"
-				       " [--endpoints URLS] [--prefix P] [--count N])"
-				       " [--view write|read] [--json]",
-				       description, options);
-			rc = CLI_EXIT_OK;
-			goto out;
-		}
-		name = opt == CLI_ARG_POSITIONAL ? "members" : options[opt].name;
-		if (!strcmp(name, "members")) {
-			if (nfiles == 2) {
-				cli_usage(CMD, "more than two members files");
-				goto out;
-			}
-			if (!*p.value) {
-				cli_usage(CMD, "empty file name");
-				goto out;
-			}
-			files[nfiles++] = p.value;
-		} else if (!strcmp(name, "view")) {
-			if (!strcmp(p.value, "write"))
-				st.view = HR_VIEW_WRITE;
-			else if (!strcmp(p.value, "read"))
-				st.view = HR_VIEW_READ;
-			else {
-				cli_usage(CMD, "--view: '%s' is not write or read", p.value);
-				goto out;
-			}
-		} else if (!strcmp(name, "json")) {
-			st.json = 1;
-		} else if (!strcmp(name, "count")) {
-			if (cli_parse_ulong(CMD, "count", p.value, 1,
-					    (unsigned long)-1 / 2, &st.count))
-				goto out;
-			count_given = 1;
-		} else {
-			if (cli_etcd_option(&conn, CMD, name, p.value) < 0)
-				goto out;
-			if (cli_etcd_connects(name))
-				etcd = 1;
-		}
-	}
-	if (nfiles == 1) {
-		cli_usage(CMD, "two members files are needed, old and new");
-	} else if (nfiles == 2 && (etcd || count_given)) {
-		cli_usage(CMD, "members files and the etcd options exclude each other");
-	} else if (nfiles == 2) {
-		rc = diff_files(files, &conn, &st);
-	} else {
-		rc = diff_etcd(&conn, &st);
-	}
-out:
+	rc = cli_parse(&spec, argc, argv);
+	st.view = view ? HR_VIEW_READ : HR_VIEW_WRITE;
+	if (rc == CLI_RUN)
+		rc = run(&spec, &list, &conn, &st);
 	cli_etcd_free(&conn);
 	return rc;
 }

@@ -8,20 +8,13 @@
 #define CMD "lookup"
 #define REPLICAS_DEFAULT 3
 
-static const struct cli_option options[] = {
-	CLI_ETCD_OPTIONS,
-	{ "members", "FILE", "JSON object mapping node id to record (offline)" },
-	{ "replicas", "R", "length of the preference list (default 3)" },
-	{ "json", NULL, "print one JSON object per key" },
-	{ NULL, NULL, NULL }
-};
-
 static const char description[] =
 	"Prints, for each KEY, one line: the key, its owner in the write view\n"
 	"(node), its owner in the read view (read_node) and the preference list\n"
-	"of R replicas in the write view, where writes go.  A view with no node\n"
-	"gives '-' (null in JSON).  Text lines are tab-separated, replicas\n"
-	"comma-separated; with --json each line is\n"
+	"of R replicas in the write view, where writes go (every node of the view\n"
+	"when it has fewer than R).  A view with no node gives '-' (null in JSON).\n"
+	"Text lines are tab-separated, replicas comma-separated; with --json each\n"
+	"line is\n"
 	"  {\"key\":\"k\",\"node\":\"a\",\"read_node\":\"a\",\"replicas\":[\"a\",\"c\",\"b\"]}\n"
 	"\n"
 	"The ring comes from FILE (--members, offline) or from the records under\n"
@@ -34,69 +27,66 @@ static const char description[] =
 
 struct lookup_args {
 	struct cli_etcd conn;
-	int etcd;              /* an etcd option was given */
+	int etcd;              /* the ring comes from etcd */
 	const char *members;
 	unsigned long replicas;
 	int json;
-	const char **keys;
-	size_t nkeys;
+	struct cli_list keys;
 };
 
-static void print_owner_text(const hr_node *node)
+static void print_owner(FILE *out, const hr_node *node, int json)
 {
-	fputs(node ? node->id : "-", stdout);
-}
-
-static void print_owner_json(const hr_node *node)
-{
-	if (node)
-		cli_json_string(stdout, node->id, strlen(node->id));
+	if (!node)
+		fputs(json ? "null" : "-", out);
+	else if (json)
+		cli_json_string(out, node->id, strlen(node->id));
 	else
-		fputs("null", stdout);
+		fputs(node->id, out); /* ids are printable ASCII */
 }
 
 static void print_answer(const struct lookup_args *a, const char *key,
 			 const hr_lookup *res, const hr_node **replicas,
 			 size_t k)
 {
+	FILE *out = cli_out();
 	size_t klen = strlen(key);
 
 	if (a->json) {
-		fputs("{\"key\":", stdout);
-		cli_json_string(stdout, key, klen);
-		fputs(",\"node\":", stdout);
-		print_owner_json(res->node);
-		fputs(",\"read_node\":", stdout);
-		print_owner_json(res->read_node);
-		fputs(",\"replicas\":[", stdout);
+		fputs("{\"key\":", out);
+		cli_json_string(out, key, klen);
+		fputs(",\"node\":", out);
+		print_owner(out, res->node, 1);
+		fputs(",\"read_node\":", out);
+		print_owner(out, res->read_node, 1);
+		fputs(",\"replicas\":[", out);
 		for (size_t i = 0; i < k; i++) {
 			if (i)
-				fputc(',', stdout);
-			print_owner_json(replicas[i]);
+				fputc(',', out);
+			print_owner(out, replicas[i], 1);
 		}
-		fputc(']', stdout);
+		fputc(']', out);
 		if (a->etcd)
-			printf(",\"revision\":%" PRIu64, res->revision);
-		fputs("}\n", stdout);
+			fprintf(out, ",\"revision\":%" PRIu64, res->revision);
+		fputs("}\n", out);
 		return;
 	}
 
-	cli_text_string(stdout, key, klen);
-	fputc('\t', stdout);
-	print_owner_text(res->node);
-	fputc('\t', stdout);
-	print_owner_text(res->read_node);
-	fputc('\t', stdout);
+	cli_text_string(out, key, klen);
+	fputc('\t', out);
+	print_owner(out, res->node, 0);
+	fputc('\t', out);
+	print_owner(out, res->read_node, 0);
+	fputc('\t', out);
 	if (k == 0)
-		fputc('-', stdout);
+		fputc('-', out);
 	for (size_t i = 0; i < k; i++) {
 		if (i)
-			fputc(',', stdout);
-		print_owner_text(replicas[i]);
+			fputc(',', out);
+		print_owner(out, replicas[i], 0);
 	}
 	if (a->etcd)
-		printf("\t%" PRIu64, res->revision);
-	fputc('\n', stdout);
+		fprintf(out, "\t%" PRIu64, res->revision);
+	fputc('\n', out);
 }
 
 /* Answers every key from one ring, whatever mode produced the ring. */
@@ -115,8 +105,9 @@ static int print_answers(const struct lookup_args *a, const hr_ring *ring)
 	if (!replicas)
 		return cli_fail(CMD, HR_ENOMEM, NULL);
 
-	for (size_t i = 0; i < a->nkeys; i++) {
-		const char *key = a->keys[i];
+	/* A reader that went away stops the work, not just the output. */
+	for (size_t i = 0; i < a->keys.n && !cli_out_error(); i++) {
+		const char *key = a->keys.items[i];
 		hr_lookup res;
 		int rc, k;
 
@@ -176,61 +167,50 @@ static int lookup_etcd(struct lookup_args *a)
 int cmd_lookup(int argc, char **argv)
 {
 	struct lookup_args a = { .replicas = REPLICAS_DEFAULT };
-	struct cli_parser p;
-	int opt, rc;
+	int rc;
 
-	cli_etcd_init(&a.conn, HR_LOG_ERROR);
-	a.keys = calloc((size_t)argc + 1, sizeof *a.keys);
-	if (!a.keys)
+	cli_etcd_init(&a.conn, HR_LOG_WARN);
+	a.conn.one_shot = 1;
+	a.keys.items = calloc((size_t)argc + 1, sizeof *a.keys.items);
+	a.keys.max = (size_t)argc;
+	a.keys.what = "key";
+	if (!a.keys.items)
 		return cli_fail(CMD, HR_ENOMEM, NULL);
+	const struct cli_option options[] = {
+		{ .name = "members", .arg = "FILE", .type = CLI_STRING, .dest = &a.members,
+		  .flags = CLI_NONEMPTY,
+		  .help = "JSON object mapping node id to record (offline)" },
+		/* The ring itself gives any length up to its node count;
+		 * hr_client_replicas() stops at 64 because it copies out. */
+		{ .name = "replicas", .arg = "R", .type = CLI_UINT, .dest = &a.replicas,
+		  .min = 1, .max = HR_NODES_MAX,
+		  .help = "length of the preference list; the ring's node limit bounds it" },
+		{ .name = "json", .type = CLI_FLAG, .dest = &a.json,
+		  .help = "print one JSON object per key" },
+		CLI_RING_OPTIONS(&a.conn),
+		CLI_ETCD_OPTIONS(&a.conn, CLI_TIMEOUT_SYNC),
+		{ .name = NULL }
+	};
+	const struct cli_option keys = {
+		.name = "KEY", .arg = "KEY...", .type = CLI_LIST, .dest = &a.keys,
+		.help = "the keys to look up, any bytes"
+	};
+	struct cli_spec spec = {
+		.cmd = CMD,
+		.usage = CMD " (--members FILE | [--endpoints URLS] [--prefix P])"
+			 " [--replicas R] [--json] KEY...",
+		.description = description,
+		.options = options,
+		.positional = &keys,
+	};
 
-	cli_parser_init(&p, CMD, argc, argv);
-	while ((opt = cli_parser_next(&p, options)) != CLI_ARG_END) {
-		rc = CLI_EXIT_USAGE;
-		if (opt == CLI_ARG_ERROR)
-			goto out;
-		if (opt == CLI_ARG_HELP) {
-			cli_print_help(stdout,
-				       CMD " (--members FILE | [--endpoints URLS] [--prefix P])"
-				       " [--replicas R] [--json] KEY...",
-				       description, options);
-			rc = CLI_EXIT_OK;
-			goto out;
-		}
-		if (opt == CLI_ARG_POSITIONAL) {
-			a.keys[a.nkeys++] = p.value;
-			continue;
-		}
-		if (strcmp(options[opt].name, "members") == 0) {
-			if (!*p.value) {
-				rc = cli_usage(CMD, "--members: empty file name");
-				goto out;
-			}
-			a.members = p.value;
-		} else if (strcmp(options[opt].name, "replicas") == 0) {
-			if (cli_parse_ulong(CMD, "replicas", p.value, 1,
-					    HR_NODES_MAX, &a.replicas) < 0)
-				goto out;
-		} else if (strcmp(options[opt].name, "json") == 0) {
-			a.json = 1;
-		} else {
-			rc = cli_etcd_option(&a.conn, CMD, options[opt].name, p.value);
-			if (rc < 0) {
-				rc = CLI_EXIT_USAGE;
-				goto out;
-			}
-			/* Ring options serve --members too. */
-			if (cli_etcd_connects(options[opt].name))
-				a.etcd = 1;
-		}
-	}
-
-	if (a.nkeys == 0) {
-		rc = cli_usage(CMD, "no KEY given");
+	rc = cli_parse(&spec, argc, argv);
+	if (rc != CLI_RUN)
 		goto out;
-	}
-	if (a.members && a.etcd) {
-		rc = cli_usage(CMD, "--members and the etcd options exclude each other");
+	if (a.keys.n == 0) {
+		rc = cli_usage(CMD, "no KEY given");
+	} else if (a.members && spec.etcd_option) {
+		rc = cli_usage(CMD, "--members and --%s exclude each other", spec.etcd_option);
 	} else if (a.members) {
 		rc = lookup_members(&a);
 	} else {
@@ -239,6 +219,6 @@ int cmd_lookup(int argc, char **argv)
 	}
 out:
 	cli_etcd_free(&a.conn);
-	free(a.keys);
+	free(a.keys.items);
 	return rc;
 }

@@ -1,99 +1,188 @@
-/* cmd_nodes.c - `hashring nodes`: the members of the ring etcd holds. */
+/* cmd_nodes.c - `hashring nodes`: the members of a ring, from etcd or from a
+ * members file. */
 #include "cli.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CMD "nodes"
 
-static const struct cli_option options[] = {
-	CLI_ETCD_OPTIONS,
-	{ "json", NULL, "print one JSON object per node" },
-	{ NULL, NULL, NULL }
+static const char description[] =
+	"Lists the nodes of the ring built from the records under PREFIX (or from\n"
+	"FILE), in id order: id, addr, zone, state, weight, vnodes, and share (the\n"
+	"part of the key space the node owns: in the write view for active and\n"
+	"warming nodes, in the read view for draining ones).  Columns are as wide\n"
+	"as their widest cell; a last line sums the ring up.  With --json each\n"
+	"line is\n"
+	"  {\"id\":\"a\",\"addr\":\"10.0.0.1:11211\",\"zone\":\"\",\"state\":\"active\",\n"
+	"   \"weight\":1,\"vnodes\":200,\"share\":0.5,\"revision\":42}\n"
+	"(no revision for a members file).";
+
+enum { COL_ID, COL_ADDR, COL_ZONE, COL_STATE, COL_WEIGHT, COL_VNODES, COL_SHARE, NCOLS };
+
+static const char *const headers[NCOLS] = {
+	"ID", "ADDR", "ZONE", "STATE", "WEIGHT", "VNODES", "SHARE"
 };
 
-static const char description[] =
-	"Lists the nodes of the ring built from the records under PREFIX, in id\n"
-	"order: id, addr, zone, state, weight, vnodes, and share (the part of\n"
-	"the key space the node owns: in the write view for active and warming\n"
-	"nodes, in the read view for draining ones).  With --json each line is\n"
-	"  {\"id\":\"a\",\"addr\":\"10.0.0.1:11211\",\"zone\":\"\",\"state\":\"active\",\n"
-	"   \"weight\":1,\"vnodes\":200,\"share\":0.5,\"revision\":42}";
+/* One node's figures, worked out once: a share walks the ring's points. */
+struct row {
+	const hr_node *node;
+	unsigned vnodes;
+	double share;
+	char weight[32], vnodes_text[16], share_text[16];
+};
 
-static void print_nodes(const hr_ring *ring, int json)
+static const char *cell(const struct row *r, int col)
 {
-	size_t n = hr_ring_node_count(ring);
+	switch (col) {
+	case COL_ID:
+		return r->node->id;
+	case COL_ADDR:
+		return r->node->addr;
+	case COL_ZONE:
+		return r->node->zone[0] ? r->node->zone : "-";
+	case COL_STATE:
+		return hr_state_name(r->node->state);
+	case COL_WEIGHT:
+		return r->weight;
+	case COL_VNODES:
+		return r->vnodes_text;
+	default:
+		return r->share_text;
+	}
+}
 
-	if (!json && n)
-		printf("%-20s %-24s %-12s %-9s %8s %7s %8s\n", "ID", "ADDR", "ZONE",
-		       "STATE", "WEIGHT", "VNODES", "SHARE");
-	for (size_t i = 0; i < n; i++) {
-		const hr_node *node = hr_ring_node(ring, i);
-		hr_view view = node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
-		double share = hr_ring_node_share(ring, node, view);
-		unsigned vnodes = hr_ring_node_vnodes(ring, node);
+static void print_table(FILE *out, const struct row *rows, size_t n)
+{
+	size_t width[NCOLS];
 
-		if (json) {
-			fputs("{\"id\":", stdout);
-			cli_json_string(stdout, node->id, strlen(node->id));
-			fputs(",\"addr\":", stdout);
-			cli_json_string(stdout, node->addr, strlen(node->addr));
-			fputs(",\"zone\":", stdout);
-			cli_json_string(stdout, node->zone, strlen(node->zone));
-			printf(",\"state\":\"%s\",\"weight\":%.17g,\"vnodes\":%u,"
-			       "\"share\":%.6f,\"revision\":%" PRIu64 "}\n",
-			       hr_state_name(node->state), node->weight, vnodes, share,
-			       hr_ring_revision(ring));
-		} else {
-			printf("%-20s %-24s %-12s %-9s %8g %7u %8.4f\n", node->id,
-			       node->addr, node->zone[0] ? node->zone : "-",
-			       hr_state_name(node->state), node->weight, vnodes, share);
+	for (int c = 0; c < NCOLS; c++) {
+		width[c] = strlen(headers[c]);
+		for (size_t i = 0; i < n; i++) {
+			const char *s = cell(&rows[i], c);
+			size_t w = cli_text_width(s, strlen(s));
+
+			if (w > width[c])
+				width[c] = w;
 		}
 	}
-	if (!json)
-		printf("# %zu nodes, %zu points, revision %" PRIu64 ", digest %016" PRIx64 "\n",
-		       n, hr_ring_point_count(ring), hr_ring_revision(ring),
-		       hr_ring_digest(ring));
+	for (size_t i = 0; i <= n && !cli_out_error(); i++) {
+		for (int c = 0; c < NCOLS; c++) {
+			const char *s = i ? cell(&rows[i - 1], c) : headers[c];
+
+			if (c)
+				fputs("  ", out);
+			/* Numbers to the right; SHARE, last, ends the line. */
+			cli_text_cell(out, s, width[c], c >= COL_WEIGHT);
+		}
+		fputc('\n', out);
+	}
+}
+
+static void print_json(FILE *out, const struct row *rows, size_t n, int etcd,
+		       uint64_t revision)
+{
+	for (size_t i = 0; i < n && !cli_out_error(); i++) {
+		const hr_node *node = rows[i].node;
+
+		fputs("{\"id\":", out);
+		cli_json_string(out, node->id, strlen(node->id));
+		fputs(",\"addr\":", out);
+		cli_json_string(out, node->addr, strlen(node->addr));
+		fputs(",\"zone\":", out);
+		cli_json_string(out, node->zone, strlen(node->zone));
+		fprintf(out, ",\"state\":\"%s\",\"weight\":%.17g,\"vnodes\":%u,\"share\":%.6f",
+			hr_state_name(node->state), node->weight, rows[i].vnodes,
+			rows[i].share);
+		if (etcd)
+			fprintf(out, ",\"revision\":%" PRIu64, revision);
+		fputs("}\n", out);
+	}
+}
+
+static int print_nodes(const hr_ring *ring, int json, int etcd)
+{
+	FILE *out = cli_out();
+	size_t n = hr_ring_node_count(ring);
+	struct row *rows = calloc(n ? n : 1, sizeof *rows);
+
+	if (!rows)
+		return cli_fail(CMD, HR_ENOMEM, NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		hr_view view;
+
+		r->node = hr_ring_node(ring, i);
+		view = r->node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+		r->share = hr_ring_node_share(ring, r->node, view);
+		r->vnodes = hr_ring_node_vnodes(ring, r->node);
+		snprintf(r->weight, sizeof r->weight, "%g", r->node->weight);
+		snprintf(r->vnodes_text, sizeof r->vnodes_text, "%u", r->vnodes);
+		snprintf(r->share_text, sizeof r->share_text, "%.4f", r->share);
+	}
+	if (json) {
+		print_json(out, rows, n, etcd, hr_ring_revision(ring));
+	} else {
+		if (n)
+			print_table(out, rows, n);
+		fprintf(out, "# %zu nodes, %zu points", n, hr_ring_point_count(ring));
+		if (etcd)
+			fprintf(out, ", revision %" PRIu64, hr_ring_revision(ring));
+		fprintf(out, ", digest %016" PRIx64 "\n", hr_ring_digest(ring));
+	}
+	free(rows);
+	return CLI_EXIT_OK;
 }
 
 int cmd_nodes(int argc, char **argv)
 {
 	struct cli_etcd conn;
-	struct cli_parser p;
-	hr_config cfg;
-	hr_client *client = NULL;
-	hr_ring *ring;
-	int opt, json = 0, rc = CLI_EXIT_USAGE;
+	const char *members = NULL;
+	int json = 0, rc;
+	hr_ring *ring = NULL;
 
-	cli_etcd_init(&conn, HR_LOG_ERROR);
-	cli_parser_init(&p, CMD, argc, argv);
-	while ((opt = cli_parser_next(&p, options)) != CLI_ARG_END) {
-		if (opt == CLI_ARG_ERROR)
-			goto out;
-		if (opt == CLI_ARG_HELP) {
-			cli_print_help(stdout, CMD " [--endpoints URLS] [--prefix P] [--json]",
-				       description, options);
-			rc = CLI_EXIT_OK;
-			goto out;
-		}
-		if (opt == CLI_ARG_POSITIONAL) {
-			cli_usage(CMD, "unexpected argument '%s'", p.value);
-			goto out;
-		}
-		if (!strcmp(options[opt].name, "json"))
-			json = 1;
-		else if (cli_etcd_option(&conn, CMD, options[opt].name, p.value) < 0)
-			goto out;
-	}
-	hr_config_init(&cfg);
-	rc = cli_etcd_open(&conn, CMD, &cfg, &client);
-	if (rc)
+	cli_etcd_init(&conn, HR_LOG_WARN);
+	conn.one_shot = 1;
+	const struct cli_option options[] = {
+		{ .name = "members", .arg = "FILE", .type = CLI_STRING, .dest = &members,
+		  .flags = CLI_NONEMPTY,
+		  .help = "build the ring from this members file (offline), as for lookup" },
+		{ .name = "json", .type = CLI_FLAG, .dest = &json,
+		  .help = "print one JSON object per node" },
+		CLI_RING_OPTIONS(&conn),
+		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
+		{ .name = NULL }
+	};
+	struct cli_spec spec = {
+		.cmd = CMD,
+		.usage = CMD " (--members FILE | [--endpoints URLS] [--prefix P]) [--json]",
+		.description = description,
+		.options = options,
+	};
+
+	rc = cli_parse(&spec, argc, argv);
+	if (rc != CLI_RUN)
 		goto out;
-	ring = hr_client_acquire(client);
-	print_nodes(ring, json);
+	if (members && spec.etcd_option) {
+		rc = cli_usage(CMD, "--members and --%s exclude each other", spec.etcd_option);
+	} else if (members) {
+		rc = cli_load_members(CMD, members, &conn, &ring);
+		if (rc == CLI_EXIT_OK)
+			rc = print_nodes(ring, json, 0);
+	} else {
+		hr_config cfg;
+		hr_client *client = NULL;
+
+		hr_config_init(&cfg);
+		rc = cli_etcd_open(&conn, CMD, &cfg, &client);
+		if (rc == CLI_EXIT_OK) {
+			ring = hr_client_acquire(client);
+			rc = print_nodes(ring, json, 1);
+		}
+		hr_client_close(client);
+	}
 	hr_ring_release(ring);
-	hr_client_close(client);
-	rc = fflush(stdout) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 out:
 	cli_etcd_free(&conn);
 	return rc;

@@ -9,19 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static const struct cli_option register_options[] = {
-	CLI_ETCD_OPTIONS,
-	{ "id", "ID", "node id (required)" },
-	{ "addr", "ADDR", "address clients use, e.g. 10.0.0.7:11211 (required)" },
-	{ "weight", "W", "weight (default 1)" },
-	{ "zone", "ZONE", "zone (default none)" },
-	{ "state", "STATE", "initial state: warming (default) or active" },
-	{ "ttl", "SECONDS", "lease TTL (default 10)" },
-	{ "drain-seconds", "N", "on SIGTERM/SIGINT switch to draining, wait N s, then leave" },
-	{ "replace", NULL, "take the id over if another process holds it" },
-	{ NULL, NULL, NULL }
-};
-
 static const char register_description[] =
 	"Registers a node under PREFIX/ID with a lease of TTL seconds and stays in\n"
 	"the foreground renewing it about every TTL/3, like a sidecar.  If this\n"
@@ -31,20 +18,25 @@ static const char register_description[] =
 	"seconds.  A record changed by an operator (`hashring state`, `etcdctl\n"
 	"put`) is kept; a put that detached the key from its lease is noticed and\n"
 	"the lease attached again.  Registering an id that another process holds\n"
-	"fails unless --replace is given.";
+	"fails unless --replace is given; a process whose id is taken over that\n"
+	"way stops renewing, leaves the key to its new holder and exits 1.  A\n"
+	"weight the clients would refuse is an error and nothing is written.\n"
+	"While etcd cannot be reached the first registration is retried for\n"
+	"--timeout seconds.";
 
-/* Parses a weight: a finite decimal number > 0. */
-static int parse_weight(const char *cmd, const char *s, double *out)
+static const char *const register_states[] = { "warming", "active", NULL };
+static const char *const all_states[] = { "warming", "active", "draining", NULL };
+
+struct registering {
+	const hr_registration *reg;
+	hr_registrar **out;
+};
+
+static int attempt_register(void *ud, const hr_config *cfg, hr_error *err)
 {
-	char *end;
-	double w = strtod(s, &end);
+	const struct registering *a = ud;
 
-	if (!*s || *end || !(w > 0) || w > 1e9) {
-		cli_usage(cmd, "--weight: '%s' is not a number > 0", s);
-		return -1;
-	}
-	*out = w;
-	return 0;
+	return hr_register(cfg, a->reg, a->out, err);
 }
 
 /*
@@ -73,184 +65,182 @@ int cmd_register(int argc, char **argv)
 {
 	const char *cmd = "register";
 	struct cli_etcd conn;
-	struct cli_parser p;
 	hr_registration reg;
 	hr_registrar *r = NULL;
 	hr_config cfg;
 	hr_error err = { 0 };
-	unsigned long ttl = 10, drain = 0;
-	sigset_t set, old;
-	int opt, rc = CLI_EXIT_USAGE;
+	unsigned long ttl, drain = 0;
+	sigset_t set;
+	int rc;
 
 	hr_registration_init(&reg);
+	ttl = (unsigned long)reg.ttl_s;
 	cli_etcd_init(&conn, HR_LOG_INFO);
-	cli_parser_init(&p, cmd, argc, argv);
-	while ((opt = cli_parser_next(&p, register_options)) != CLI_ARG_END) {
-		const char *name;
+	const struct cli_option options[] = {
+		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &reg.id,
+		  .help = "node id (required): 1-255 printable ASCII bytes, no '/'" },
+		{ .name = "addr", .arg = "ADDR", .type = CLI_STRING, .dest = &reg.addr,
+		  .help = "address clients use, e.g. 10.0.0.7:11211 (required)" },
+		{ .name = "weight", .arg = "W", .type = CLI_WEIGHT, .dest = &reg.weight,
+		  .help = "weight" },
+		{ .name = "zone", .arg = "ZONE", .type = CLI_STRING, .dest = &reg.zone,
+		  .help = "zone", .dflt = "none" },
+		{ .name = "state", .arg = "STATE", .type = CLI_STATE, .dest = &reg.state,
+		  .choices = register_states, .help = "initial state" },
+		{ .name = "ttl", .arg = "SECONDS", .type = CLI_UINT, .dest = &ttl,
+		  .min = 2, .max = 3600, .help = "lease TTL" },
+		{ .name = "drain-seconds", .arg = "N", .type = CLI_UINT, .dest = &drain,
+		  .min = 0, .max = 86400,
+		  .help = "on SIGTERM/SIGINT switch to draining, wait N s, then leave" },
+		{ .name = "replace", .type = CLI_FLAG, .dest = &reg.replace,
+		  .help = "take the id over if another process holds it" },
+		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_RETRY),
+		{ .name = NULL }
+	};
+	struct cli_spec spec = {
+		.cmd = cmd,
+		.usage = "register --id ID --addr ADDR [--weight W] [--zone Z]"
+			 " [--state warming|active] [--ttl S] [--drain-seconds N] [--replace]",
+		.description = register_description,
+		.options = options,
+	};
 
-		if (opt == CLI_ARG_ERROR)
-			goto out;
-		if (opt == CLI_ARG_HELP) {
-			cli_print_help(stdout, "register --id ID --addr ADDR [--weight W] [--zone Z]"
-				       " [--state warming|active] [--ttl S] [--drain-seconds N] [--replace]",
-				       register_description, register_options);
-			rc = CLI_EXIT_OK;
-			goto out;
-		}
-		if (opt == CLI_ARG_POSITIONAL) {
-			cli_usage(cmd, "unexpected argument '%s'", p.value);
-			goto out;
-		}
-		name = register_options[opt].name;
-		if (!strcmp(name, "id"))
-			reg.id = p.value;
-		else if (!strcmp(name, "addr"))
-			reg.addr = p.value;
-		else if (!strcmp(name, "zone"))
-			reg.zone = p.value;
-		else if (!strcmp(name, "replace"))
-			reg.replace = 1;
-		else if (!strcmp(name, "weight")) {
-			if (parse_weight(cmd, p.value, &reg.weight))
-				goto out;
-		} else if (!strcmp(name, "state")) {
-			hr_state st;
-			if (hr_state_parse(p.value, &st) || st == HR_STATE_DRAINING) {
-				cli_usage(cmd, "--state: '%s' is not warming or active", p.value);
-				goto out;
-			}
-			reg.state = st;
-		} else if (!strcmp(name, "ttl")) {
-			if (cli_parse_ulong(cmd, "ttl", p.value, 2, 3600, &ttl))
-				goto out;
-		} else if (!strcmp(name, "drain-seconds")) {
-			if (cli_parse_ulong(cmd, "drain-seconds", p.value, 0, 86400, &drain))
-				goto out;
-		} else if (cli_etcd_option(&conn, cmd, name, p.value) < 0) {
-			goto out;
-		}
-	}
+	rc = cli_parse(&spec, argc, argv);
+	if (rc != CLI_RUN)
+		goto out;
 	if (!reg.id || !reg.addr) {
-		cli_usage(cmd, "--id and --addr are required");
+		rc = cli_usage(cmd, "--id and --addr are required");
 		goto out;
 	}
 	reg.ttl_s = (int)ttl;
+	rc = cli_check_node(cmd, &(hr_node){ reg.id, reg.addr, reg.zone, reg.weight,
+					     reg.state });
+	if (rc)
+		goto out;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-
+	/* Before the registrar's thread starts: it inherits the mask. */
+	cli_signals_block(&set);
 	hr_config_init(&cfg);
-	if (cli_etcd_config(&conn, cmd, &cfg))
-		goto unblock;
-	rc = hr_register(&cfg, &reg, &r, &err);
+	if (cli_etcd_config(&conn, cmd, &cfg)) {
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+	rc = cli_etcd_retry(&conn, &cfg, &set, attempt_register,
+			    &(struct registering){ &reg, &r }, &err);
+	if (CLI_EXIT_IS_SIGNAL(rc)) {
+		rc = CLI_EXIT_OK; /* stopped before it was registered */
+		goto out;
+	}
 	if (rc) {
-		rc = cli_fail(cmd, rc, &err);
-		goto unblock;
+		rc = cli_fail_input(cmd, rc, &err);
+		goto out;
 	}
 	/* The lease as etcdctl prints it, for `etcdctl lease timetolive`. */
-	printf("registered %s lease=%016" PRIx64 " ttl=%lu\n", reg.id,
-	       (uint64_t)hr_registrar_lease(r), ttl);
-	fflush(stdout);
-	if (!wait_signal_or_loss(r, &set, ttl, &err)) {
+	fprintf(cli_out(), "registered %s lease=%016" PRIx64 " ttl=%lu\n", reg.id,
+		(uint64_t)hr_registrar_lease(r), ttl);
+	/* If nobody reads the output any more, leave as on a signal; main()
+	 * then ends the process by SIGPIPE. */
+	if (cli_out_flush() == 0 && !wait_signal_or_loss(r, &set, ttl, &err)) {
 		/* Replaced: the record is someone else's now; only our lease goes. */
 		rc = cli_fail(cmd, err.code, &err);
 		hr_registrar_close(r);
-		goto unblock;
+		goto out;
 	}
 	rc = CLI_EXIT_OK;
-	if (drain) {
+	if (drain && !cli_out_error()) {
 		struct timespec ts = { (time_t)drain, 0 };
 		if (hr_registrar_set_state(r, HR_STATE_DRAINING, &err) == 0) {
-			printf("draining for %lu s\n", drain);
-			fflush(stdout);
+			fprintf(cli_out(), "draining for %lu s\n", drain);
+			cli_out_flush();
 			/* A second signal cuts the drain short. */
 			sigtimedwait(&set, NULL, &ts);
 		} else {
 			cli_error(cmd, "cannot switch to draining: %s", err.message);
 		}
 	}
-	if (hr_registrar_deregister(r, &err)) {
+	if (hr_registrar_deregister(r, &err))
 		rc = cli_fail(cmd, err.code, &err);
-	} else {
-		printf("deregistered %s\n", reg.id);
-	}
+	else
+		fprintf(cli_out(), "deregistered %s\n", reg.id);
 	hr_registrar_close(r);
-unblock:
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 out:
 	cli_etcd_free(&conn);
 	return rc;
 }
 
-static const struct cli_option change_options[] = {
-	CLI_ETCD_OPTIONS,
-	{ "id", "ID", "node id (required)" },
-	{ NULL, NULL, NULL }
+/* `state` and `weight`: one positional value, applied in place. */
+struct change {
+	const char *id;
+	int is_state;
+	hr_state state;
+	double weight;
 };
 
-/* `state` and `weight`: one positional value, applied in place. */
+static int attempt_change(void *ud, const hr_config *cfg, hr_error *err)
+{
+	const struct change *c = ud;
+
+	return c->is_state ? hr_node_set_state(cfg, c->id, c->state, err)
+			   : hr_node_set_weight(cfg, c->id, c->weight, err);
+}
+
 static int change(const char *cmd, int argc, char **argv)
 {
+	struct change c = { .is_state = !strcmp(cmd, "state"), .weight = 1 };
 	struct cli_etcd conn;
-	struct cli_parser p;
 	hr_config cfg;
 	hr_error err = { 0 };
-	const char *id = NULL, *value = NULL;
-	int opt, rc = CLI_EXIT_USAGE, is_state = !strcmp(cmd, "state");
+	int rc;
 
-	cli_etcd_init(&conn, HR_LOG_ERROR);
-	cli_parser_init(&p, cmd, argc, argv);
-	while ((opt = cli_parser_next(&p, change_options)) != CLI_ARG_END) {
-		if (opt == CLI_ARG_ERROR)
-			goto out;
-		if (opt == CLI_ARG_HELP) {
-			cli_print_help(stdout, is_state ? "state --id ID warming|active|draining"
-							: "weight --id ID W",
-				       is_state ?
-				       "Changes the state of a registered node in place: its other\n"
-				       "fields and its lease are kept, so it still disappears when\n"
-				       "its registering process dies." :
-				       "Changes the weight of a registered node in place: its other\n"
-				       "fields and its lease are kept.",
-				       change_options);
-			rc = CLI_EXIT_OK;
-			goto out;
-		}
-		if (opt == CLI_ARG_POSITIONAL) {
-			if (value) {
-				cli_usage(cmd, "unexpected argument '%s'", p.value);
-				goto out;
-			}
-			value = p.value;
-		} else if (!strcmp(change_options[opt].name, "id")) {
-			id = p.value;
-		} else if (cli_etcd_option(&conn, cmd, change_options[opt].name, p.value) < 0) {
-			goto out;
-		}
-	}
-	if (!id || !value) {
-		cli_usage(cmd, "--id and the new %s are required", is_state ? "state" : "weight");
+	cli_etcd_init(&conn, HR_LOG_WARN);
+	const struct cli_option options[] = {
+		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &c.id,
+		  .help = "node id (required)" },
+		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_RETRY),
+		{ .name = NULL }
+	};
+	const struct cli_option value = c.is_state ?
+		(struct cli_option){ .name = "STATE", .arg = "STATE", .type = CLI_STATE,
+				     .dest = &c.state, .choices = all_states,
+				     .help = "the new state" } :
+		(struct cli_option){ .name = "W", .arg = "W", .type = CLI_WEIGHT,
+				     .dest = &c.weight, .help = "the new weight" };
+	struct cli_spec spec = {
+		.cmd = cmd,
+		.usage = c.is_state ? "state --id ID warming|active|draining" : "weight --id ID W",
+		.description = c.is_state ?
+			"Changes the state of a registered node in place: its other\n"
+			"fields and its lease are kept, so it still disappears when\n"
+			"its registering process dies.  While etcd cannot be reached\n"
+			"the change is retried for --timeout seconds." :
+			"Changes the weight of a registered node in place: its other\n"
+			"fields and its lease are kept.  While etcd cannot be reached\n"
+			"the change is retried for --timeout seconds.",
+		.options = options,
+		.positional = &value,
+	};
+
+	rc = cli_parse(&spec, argc, argv);
+	if (rc != CLI_RUN)
+		goto out;
+	if (!c.id || !spec.npositional) {
+		rc = cli_usage(cmd, "--id and the new %s are required",
+			       c.is_state ? "state" : "weight");
 		goto out;
 	}
+	/* The record's addr is kept: any valid one checks the rest. */
+	rc = cli_check_node(cmd, &(hr_node){ c.id, "-", NULL, c.weight, c.state });
+	if (rc)
+		goto out;
 	hr_config_init(&cfg);
-	if (cli_etcd_config(&conn, cmd, &cfg))
+	if (cli_etcd_config(&conn, cmd, &cfg)) {
+		rc = CLI_EXIT_USAGE;
 		goto out;
-	if (is_state) {
-		hr_state st;
-		if (hr_state_parse(value, &st)) {
-			cli_usage(cmd, "'%s' is not warming, active or draining", value);
-			goto out;
-		}
-		rc = hr_node_set_state(&cfg, id, st, &err);
-	} else {
-		double w;
-		if (parse_weight(cmd, value, &w))
-			goto out;
-		rc = hr_node_set_weight(&cfg, id, w, &err);
 	}
-	rc = rc ? cli_fail(cmd, rc, &err) : CLI_EXIT_OK;
+	/* Nothing to undo if interrupted: SIGINT and SIGTERM keep their
+	 * default action and end the command at once, even mid-request. */
+	rc = cli_etcd_retry(&conn, &cfg, NULL, attempt_change, &c, &err);
+	rc = rc ? cli_fail_input(cmd, rc, &err) : CLI_EXIT_OK;
 out:
 	cli_etcd_free(&conn);
 	return rc;

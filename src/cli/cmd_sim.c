@@ -31,16 +31,7 @@
 
 enum sim_hash { SIM_XXH3, SIM_MD5, SIM_FNV1A };
 
-static const char *const hash_names[] = { "xxh3", "md5", "fnv1a" };
-
-static const struct cli_option options[] = {
-	{ "nodes", "N", "nodes before growth (default 10)" },
-	{ "keys", "K", "keys placed (default 200000, at most 10000000)" },
-	{ "vnodes", "LIST", "comma-separated vnode counts (default 1,10,100,200,500)" },
-	{ "hash", "NAME", "xxh3 (the library's ring), md5 or fnv1a (default xxh3)" },
-	{ "json", NULL, "print one JSON object" },
-	{ NULL, NULL, NULL }
-};
+static const char *const hash_names[] = { "xxh3", "md5", "fnv1a", NULL };
 
 static const char description[] =
 	"Places K keys (key-0, key-1, ...) on N nodes (node-0, ...) and prints\n"
@@ -379,37 +370,41 @@ static int modulo_moved(struct sim_ctx *c, double *out)
 static void print_json(const struct sim_args *a, double modulo,
 		       const struct sim_row *rows)
 {
-	printf("{\"nodes\":%lu,\"keys\":%lu,\"hash\":\"%s\",\"modulo_moved\":%.6g,\"rows\":[",
-	       a->nodes, a->keys, hash_names[a->hash], modulo);
+	FILE *out = cli_out();
+
+	fprintf(out, "{\"nodes\":%lu,\"keys\":%lu,\"hash\":\"%s\",\"modulo_moved\":%.6g,\"rows\":[",
+		a->nodes, a->keys, hash_names[a->hash], modulo);
 	for (size_t i = 0; i < a->nvnodes; i++) {
 		const struct sim_row *r = &rows[i];
 
-		printf("%s{\"vnodes\":%lu,\"max_mean\":%.6g,\"min_mean\":%.6g,"
-		       "\"stddev\":%.6g,\"moved\":%.6g,\"ideal_moved\":%.6g}",
-		       i ? "," : "", r->vnodes, r->max_mean, r->min_mean,
-		       r->stddev, r->moved, r->ideal_moved);
+		fprintf(out, "%s{\"vnodes\":%lu,\"max_mean\":%.6g,\"min_mean\":%.6g,"
+			"\"stddev\":%.6g,\"moved\":%.6g,\"ideal_moved\":%.6g}",
+			i ? "," : "", r->vnodes, r->max_mean, r->min_mean,
+			r->stddev, r->moved, r->ideal_moved);
 	}
-	fputs("]}\n", stdout);
+	fputs("]}\n", out);
 }
 
 static void print_table(const struct sim_args *a, double modulo,
 			const struct sim_row *rows)
 {
-	printf("%lu keys on %lu nodes, hash %s%s\n\n", a->keys, a->nodes,
-	       hash_names[a->hash],
-	       a->hash == SIM_XXH3 ? " (the library's ring)" : " (textbook ring)");
-	printf("hash %% N, %lu -> %lu nodes: %.1f%% of keys move (ideal %.1f%%)\n\n",
-	       a->nodes, a->nodes + 1, modulo * 100.0,
-	       100.0 / (double)(a->nodes + 1));
-	printf("Ring, node-%lu joins:\n", a->nodes);
-	printf("%8s  %9s  %9s  %8s  %8s  %8s\n", "vnodes", "max/mean",
-	       "min/mean", "stddev", "moved", "ideal");
+	FILE *out = cli_out();
+
+	fprintf(out, "%lu keys on %lu nodes, hash %s%s\n\n", a->keys, a->nodes,
+		hash_names[a->hash],
+		a->hash == SIM_XXH3 ? " (the library's ring)" : " (textbook ring)");
+	fprintf(out, "hash %% N, %lu -> %lu nodes: %.1f%% of keys move (ideal %.1f%%)\n\n",
+		a->nodes, a->nodes + 1, modulo * 100.0,
+		100.0 / (double)(a->nodes + 1));
+	fprintf(out, "Ring, node-%lu joins:\n", a->nodes);
+	fprintf(out, "%8s  %9s  %9s  %8s  %8s  %8s\n", "vnodes", "max/mean",
+		"min/mean", "stddev", "moved", "ideal");
 	for (size_t i = 0; i < a->nvnodes; i++) {
 		const struct sim_row *r = &rows[i];
 
-		printf("%8lu  %8.2fx  %8.2fx  %7.1f%%  %7.1f%%  %7.1f%%\n",
-		       r->vnodes, r->max_mean, r->min_mean, r->stddev * 100.0,
-		       r->moved * 100.0, r->ideal_moved * 100.0);
+		fprintf(out, "%8lu  %8.2fx  %8.2fx  %7.1f%%  %7.1f%%  %7.1f%%\n",
+			r->vnodes, r->max_mean, r->min_mean, r->stddev * 100.0,
+			r->moved * 100.0, r->ideal_moved * 100.0);
 	}
 }
 
@@ -455,18 +450,6 @@ out:
 
 /* ---- options ------------------------------------------------------------------ */
 
-static int parse_hash(const char *s, enum sim_hash *out)
-{
-	for (size_t i = 0; i < sizeof hash_names / sizeof hash_names[0]; i++) {
-		if (strcmp(s, hash_names[i]) == 0) {
-			*out = (enum sim_hash)i;
-			return 0;
-		}
-	}
-	return cli_usage(CMD, "--hash: unknown hash '%s' (xxh3, md5 or fnv1a)",
-			 s);
-}
-
 int cmd_sim(int argc, char **argv)
 {
 	static const unsigned long default_vnodes[] = { 1, 10, 100, 200, 500 };
@@ -475,51 +458,40 @@ int cmd_sim(int argc, char **argv)
 		.keys = KEYS_DEFAULT,
 		.hash = SIM_XXH3,
 	};
-	struct cli_parser p;
-	int opt, n;
+	struct cli_uints vlist = { .items = a.vnodes, .max = VNODES_LIST_MAX };
+	int hash = SIM_XXH3, rc;
 
-	a.nvnodes = sizeof default_vnodes / sizeof default_vnodes[0];
+	vlist.n = sizeof default_vnodes / sizeof default_vnodes[0];
 	memcpy(a.vnodes, default_vnodes, sizeof default_vnodes);
+	const struct cli_option options[] = {
+		/* One more node joins, and the ring caps its nodes. */
+		{ .name = "nodes", .arg = "N", .type = CLI_UINT, .dest = &a.nodes,
+		  .min = 1, .max = HR_NODES_MAX - 1, .help = "nodes before growth" },
+		{ .name = "keys", .arg = "K", .type = CLI_UINT, .dest = &a.keys,
+		  .min = 1, .max = KEYS_MAX, .help = "keys placed" },
+		{ .name = "vnodes", .arg = "LIST", .type = CLI_UINTS, .dest = &vlist,
+		  .min = 1, .max = HR_POINTS_MAX,
+		  .help = "comma-separated vnode counts; (N + 1) x each must fit the "
+			  "ring's 16777216 points" },
+		{ .name = "hash", .arg = "NAME", .type = CLI_CHOICE, .dest = &hash,
+		  .choices = hash_names,
+		  .help = "xxh3 is the library's ring; md5 and fnv1a a textbook one" },
+		{ .name = "json", .type = CLI_FLAG, .dest = &a.json,
+		  .help = "print one JSON object" },
+		{ .name = NULL }
+	};
+	struct cli_spec spec = {
+		.cmd = CMD,
+		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--hash xxh3|md5|fnv1a] [--json]",
+		.description = description,
+		.options = options,
+	};
 
-	cli_parser_init(&p, CMD, argc, argv);
-	while ((opt = cli_parser_next(&p, options)) != CLI_ARG_END) {
-		const char *name;
-
-		if (opt == CLI_ARG_ERROR)
-			return CLI_EXIT_USAGE;
-		if (opt == CLI_ARG_HELP) {
-			cli_print_help(stdout,
-				       CMD " [--nodes N] [--keys K] [--vnodes LIST] [--hash xxh3|md5|fnv1a] [--json]",
-				       description, options);
-			return CLI_EXIT_OK;
-		}
-		if (opt == CLI_ARG_POSITIONAL)
-			return cli_usage(CMD, "unexpected argument '%s'",
-					 p.value);
-		name = options[opt].name;
-		if (strcmp(name, "nodes") == 0) {
-			/* One more node joins, and the ring caps its nodes. */
-			if (cli_parse_ulong(CMD, name, p.value, 1,
-					    HR_NODES_MAX - 1, &a.nodes) < 0)
-				return CLI_EXIT_USAGE;
-		} else if (strcmp(name, "keys") == 0) {
-			if (cli_parse_ulong(CMD, name, p.value, 1, KEYS_MAX,
-					    &a.keys) < 0)
-				return CLI_EXIT_USAGE;
-		} else if (strcmp(name, "vnodes") == 0) {
-			n = cli_parse_ulong_list(CMD, name, p.value, 1,
-						 HR_POINTS_MAX, a.vnodes,
-						 VNODES_LIST_MAX);
-			if (n < 0)
-				return CLI_EXIT_USAGE;
-			a.nvnodes = (size_t)n;
-		} else if (strcmp(name, "hash") == 0) {
-			if (parse_hash(p.value, &a.hash) != 0)
-				return CLI_EXIT_USAGE;
-		} else if (strcmp(name, "json") == 0) {
-			a.json = 1;
-		}
-	}
+	rc = cli_parse(&spec, argc, argv);
+	if (rc != CLI_RUN)
+		return rc;
+	a.hash = (enum sim_hash)hash;
+	a.nvnodes = vlist.n;
 
 	/* The grown ring must fit under the library's cap on points. */
 	for (size_t i = 0; i < a.nvnodes; i++) {

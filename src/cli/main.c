@@ -1,8 +1,12 @@
-/* main.c - the `hashring` command: finds the command and runs it. */
+/* main.c - the `hashring` command: finds the command, runs it, and ends the
+ * process the way its result says. */
 #include "cli.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 struct command {
 	const char *name;
@@ -46,17 +50,45 @@ static void print_help(FILE *out)
 	      "  --version      print the version and exit\n"
 	      "\n"
 	      "Run 'hashring COMMAND --help' for the options of a command.\n"
-	      "Exit status: 0 success, 1 error, 2 usage error.\n", out);
+	      "Exit status: 0 success, 1 error, 2 usage error; 130 (SIGINT) or 143\n"
+	      "(SIGTERM) when interrupted, 141 (SIGPIPE) when the reader of the output\n"
+	      "went away: the command then ends by that signal, after cleaning up.\n", out);
 }
 
-/* Output that could not be written is an error, not a silent success
- * (a full disk, a closed pipe turned into EPIPE). */
-static int finish_output(int status)
+/* Ends the process by `sig`, as if it had never been caught, so that the
+ * shell sees 128 + sig and a calling script stops as for any interrupted
+ * program. */
+static void die_by(int sig)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error(NULL, "cannot write the output: %s", strerror(errno));
-		return status ? status : CLI_EXIT_ERROR;
+	sigset_t set;
+
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+/*
+ * Output that could not be written is an error, not a silent success,
+ * except when the reader went away (EPIPE: `hashring ... | head -1`): then
+ * the process ends by SIGPIPE, like a filter that did not ignore it, and
+ * says nothing.
+ */
+static int finish(const char *cmd, int status)
+{
+	int err = cli_out_flush();
+
+	if (err == EPIPE)
+		die_by(SIGPIPE);
+	if (err) {
+		cli_error(cmd, "cannot write the output: %s", strerror(err));
+		if (!status)
+			status = CLI_EXIT_ERROR;
 	}
+	if (CLI_EXIT_IS_SIGNAL(status))
+		die_by(status - 128);
 	return status;
 }
 
@@ -65,25 +97,34 @@ int main(int argc, char **argv)
 	const struct command *c;
 	const char *name;
 
+	/* Writes to a closed pipe fail with EPIPE, which finish() handles
+	 * after the command has cleaned up (closed its client, revoked its
+	 * lease). */
+	signal(SIGPIPE, SIG_IGN);
+	cli_locale_init();
+	if (cli_out_open()) {
+		cli_error(NULL, "cannot set up the output: %s", strerror(errno));
+		return CLI_EXIT_ERROR;
+	}
 	if (argc < 2)
 		return cli_usage(NULL, "missing command");
 	name = argv[1];
 
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-		print_help(stdout);
-		return finish_output(CLI_EXIT_OK);
+		print_help(cli_out());
+		return finish(NULL, CLI_EXIT_OK);
 	}
 	if (strcmp(name, "--version") == 0) {
-		printf("hashring %s\n", HR_VERSION_STRING);
-		return finish_output(CLI_EXIT_OK);
+		fprintf(cli_out(), "hashring %s\n", HR_VERSION_STRING);
+		return finish(NULL, CLI_EXIT_OK);
 	}
 	if (strcmp(name, "help") == 0) {
 		char help_opt[] = "--help";
 		char *help_argv[3];
 
 		if (argc < 3) {
-			print_help(stdout);
-			return finish_output(CLI_EXIT_OK);
+			print_help(cli_out());
+			return finish(NULL, CLI_EXIT_OK);
 		}
 		c = find_command(argv[2]);
 		if (!c)
@@ -91,7 +132,7 @@ int main(int argc, char **argv)
 		help_argv[0] = argv[2];
 		help_argv[1] = help_opt;
 		help_argv[2] = NULL;
-		return finish_output(c->run(2, help_argv));
+		return finish(c->name, c->run(2, help_argv));
 	}
 	if (name[0] == '-')
 		return cli_usage(NULL, "unknown option '%s' before the command",
@@ -100,5 +141,5 @@ int main(int argc, char **argv)
 	c = find_command(name);
 	if (!c)
 		return cli_usage(NULL, "unknown command '%s'", name);
-	return finish_output(c->run(argc - 1, argv + 1));
+	return finish(c->name, c->run(argc - 1, argv + 1));
 }

@@ -507,6 +507,68 @@ START_TEST(auth_roles_and_errors)
 }
 END_TEST
 
+/* "http://user:password@host:port" endpoints: the user is etcd's, as with
+ * --user, and the password never shows, in output, log lines or errors. */
+START_TEST(auth_cli_url_credentials)
+{
+	int port = hrt_etcd_client_port(etcd, 0);
+	char watch_url[256], write_url[256], wrong_url[256], user_only[256];
+	hr_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+	hrt_cli_run run;
+	hrt_child side;
+
+	root_put("a", "{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}");
+	snprintf(watch_url, sizeof watch_url, "http://watcher:%s@127.0.0.1:%d", WATCH_PW, port);
+	snprintf(write_url, sizeof write_url, "writer:%s@127.0.0.1:%d", WRITE_PW, port);
+	snprintf(wrong_url, sizeof wrong_url, "http://watcher:%s@127.0.0.1:%d", WRONG_PW, port);
+	snprintf(user_only, sizeof user_only, "http://watcher@127.0.0.1:%d", port);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", watch_url,
+		"--prefix", PREFIX, "--log-level", "debug", NULL });
+	ck_assert_msg(run.status == 0, "nodes: %d %s", run.status, run.err);
+	ck_assert_ptr_nonnull(strstr(run.out, "# 1 nodes"));
+	ck_assert_ptr_nonnull(strstr(run.err, "endpoint=http://127.0.0.1:"));
+	assert_no_secret(run.out);
+	assert_no_secret(run.err);
+
+	/* The user in the URL, its password apart, as etcdctl takes it. */
+	hrt_cli_run_cmd(&run, (const char *const[]){ "ETCDCTL_PASSWORD=" WATCH_PW, NULL },
+		(const char *const[]){ "nodes", "--endpoints", user_only, "--prefix", PREFIX,
+				       "--user", "watcher", NULL });
+	ck_assert_msg(run.status == 0, "nodes (user only): %d %s", run.status, run.err);
+
+	/* A sidecar registering with the URL's user. */
+	auth_config(&cfg, "watcher", WATCH_PW);
+	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	side = hrt_cli_spawn((const char *const[]){ "register", "--endpoints", write_url,
+		"--prefix", PREFIX, "--id", "u1", "--addr", "10.0.0.8:1", "--log-level", "debug",
+		NULL }, NULL);
+	ck_assert_int_eq(hrt_wait_state(c, "u1", HR_STATE_WARMING, 8000), 0);
+	kill(side.pid, SIGTERM);
+	ck_assert_int_eq(hrt_wait_state(c, "u1", -1, 3000), 0);
+	hrt_cli_wait(&side, &run);
+	ck_assert_msg(run.status == 0, "register: %d %s", run.status, run.err);
+	assert_no_secret(run.out);
+	assert_no_secret(run.err);
+	hr_client_close(c);
+
+	/* Failures say who, never with what. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", wrong_url,
+		"--prefix", PREFIX, NULL });
+	assert_cli_error(&run, "nodes", "authentication failed for user \"watcher\"");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "state", "--endpoints", watch_url,
+		"--prefix", PREFIX, "--id", "a", "draining", NULL });
+	assert_cli_error(&run, "state", "permission denied");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", watch_url,
+		"--prefix", PREFIX, "--user", "writer:" WRITE_PW, NULL });
+	ck_assert_int_eq(run.status, 2);
+	ck_assert_ptr_nonnull(strstr(run.err, "differs from the configured user"));
+	assert_no_secret(run.err);
+}
+END_TEST
+
 /* Sliding simple tokens of 2 s: the watcher idles past the TTL more than
  * once and reconnects after a member restart, so it must authenticate
  * again each time its token is gone. */
@@ -596,6 +658,7 @@ int main(void)
 	tcase_add_checked_fixture(auth, start_auth_default, stop_etcd);
 	tcase_set_timeout(auth, 120);
 	tcase_add_test(auth, auth_roles_and_errors);
+	tcase_add_test(auth, auth_cli_url_credentials);
 	suite_add_tcase(s, auth);
 
 	tcase_add_checked_fixture(ttl, start_auth_short_token, stop_etcd);

@@ -8,8 +8,8 @@
 - For each command, the subsection title is the usage line of
   `hashring CMD --help`, and the options listed by `hashring CMD --help`
   are exactly those the man page documents for it: the subsection's own,
-  the ETCD CONNECTION OPTIONS when the subsection says it takes them, and
-  -h/--help, which every command accepts.
+  the RING OPTIONS and the ETCD CONNECTION OPTIONS when the subsection
+  says it takes them, and -h/--help, which every command accepts.
 - The title line names the version `hashring --version` prints.
 - The page renders without groff warnings.
 """
@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 ETCD_SENTENCE = "Takes the etcd connection options."
+RING_SENTENCE = "Takes the ring options."
 OPTION = re.compile(r"(?:^|[\s\"])(--?[A-Za-z0-9][A-Za-z0-9-]*)")
 
 
@@ -118,6 +119,7 @@ def main():
         failures.append("the man page documents '%s', unknown to --help" % cmd)
 
     etcd = man.get("ETCD CONNECTION OPTIONS", {}).get("terms", set())
+    ring = man.get("RING OPTIONS", {}).get("terms", set())
     for cmd in commands:
         usage, opts, _ = parse_help(run([cli, cmd, "--help"]))
         sub = by_command.get(cmd)
@@ -128,8 +130,11 @@ def main():
             failures.append("%s: usage differs:\n  --help: %s\n  man:    %s"
                             % (cmd, usage, sub["title"]))
         documented = set(sub["terms"]) | {"-h", "--help"}
-        if ETCD_SENTENCE in " ".join(sub["body"].split()):
+        body = " ".join(sub["body"].split())
+        if ETCD_SENTENCE in body:
             documented |= etcd
+        if RING_SENTENCE in body:
+            documented |= ring
         compare(cmd, opts, documented, failures)
         print("%s: %d options" % (cmd, len(opts)))
 

@@ -1,18 +1,25 @@
 /*
  * test_cli.c - the `hashring` command line, run as a program: exit codes,
- * one-line errors, `sim` figures and `lookup --members` answers.
+ * one-line errors, `sim` figures, `lookup --members` answers, output of any
+ * bytes, closed pipes, signals and time limits against an etcd that is not
+ * there (a closed loopback port), and --help against the man page and the
+ * README.
  *
  * Expected lookups come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the
  * placement, which test_ring covers.
  */
+#define _GNU_SOURCE
 #include "hrt_check.h"
 
 #include <cjson/cJSON.h>
 #include <xxhash.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <locale.h>
+#include <signal.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +30,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "hashring.h"
 
@@ -105,14 +113,16 @@ static char *write_file(const char *name, const char *text)
 	return path;
 }
 
-/* Runs the CLI with argv[1..] from the NULL-terminated list; stdout and
- * stderr go to files so that neither can fill a pipe and block. */
-static struct run run_argv(const char *const *args)
+/*
+ * Starts the CLI with argv[1..] from the NULL-terminated list.  stdout goes
+ * to `out_fd` (closed in the parent), or to a file when it is -1, and
+ * stderr to a file, so that neither can fill a pipe and block.
+ */
+static pid_t spawn_argv(const char *const *args, int out_fd)
 {
 	char out_path[PATH_MAX + 64], err_path[PATH_MAX + 64];
 	char *argv[MAX_ARGS + 2];
-	struct run r = { .status = -1 };
-	int n = 0, wstatus;
+	int n = 0;
 	pid_t pid;
 
 	argv[n++] = (char *)"hashring";
@@ -129,20 +139,56 @@ static struct run run_argv(const char *const *args)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		int in = open("/dev/null", O_RDONLY);
-		int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int out = out_fd >= 0 ? out_fd :
+			  open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
 		if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 ||
 		    dup2(out, 1) < 0 || dup2(err, 2) < 0)
 			_exit(126);
+		/* Each test's child starts from the defaults a shell gives. */
+		signal(SIGPIPE, SIG_DFL);
+		unsetenv("ETCDCTL_ENDPOINTS");
+		unsetenv("ETCDCTL_USER");
+		unsetenv("ETCDCTL_PASSWORD");
 		execv(HR_CLI_PATH, argv);
 		_exit(127);
 	}
-	ck_assert_int_eq(waitpid(pid, &wstatus, 0), pid);
+	if (out_fd >= 0)
+		close(out_fd);
+	return pid;
+}
+
+/* Waits for `pid` (killing it after `timeout_ms`); returns its wait status. */
+static int wait_child(pid_t pid, int timeout_ms)
+{
+	int wstatus;
+
+	for (int waited = 0;; waited += 5) {
+		pid_t w = waitpid(pid, &wstatus, WNOHANG);
+
+		ck_assert_int_ge(w, 0);
+		if (w == pid)
+			return wstatus;
+		if (waited >= timeout_ms) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &wstatus, 0);
+			ck_abort_msg("the command ran longer than %d ms", timeout_ms);
+		}
+		usleep(5000);
+	}
+}
+
+/* Runs the CLI to its end; stdout and stderr are read from their files. */
+static struct run run_argv(const char *const *args)
+{
+	struct run r = { .status = -1 };
+	int wstatus = wait_child(spawn_argv(args, -1), 60000);
+
 	if (WIFEXITED(wstatus))
 		r.status = WEXITSTATUS(wstatus);
-	r.out = read_all(out_path);
-	r.err = read_all(err_path);
+	r.out = read_all(path_in_tmp("stdout"));
+	r.err = read_all(path_in_tmp("stderr"));
 	return r;
 }
 
@@ -756,9 +802,10 @@ START_TEST(test_lookup_escaping)
 	cJSON_Delete(obj);
 	run_free(&r);
 
+	/* Valid UTF-8 stays as it is. */
 	r = RUN("lookup", "--json", "--members", path, utf8);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "{\"key\":\"caf\\u00c3\\u00a9\","));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"key\":\"caf\xc3\xa9\","));
 	obj = cJSON_Parse(r.out);
 	ck_assert_ptr_nonnull(obj);
 	cJSON_Delete(obj);
@@ -848,6 +895,749 @@ START_TEST(test_lookup_usage_errors)
 }
 END_TEST
 
+/* ---- JSON and text output of any bytes ------------------------------------ */
+
+/*
+ * Reads JSON lines back with Python's json module (the reader the man page
+ * promises losslessness to) and prints, one per line, the hex of the bytes
+ * of field `field` of each object, strings encoded back with
+ * surrogateescape.
+ */
+static char *python_fields(const char *json_path, const char *field)
+{
+	char script[PATH_MAX + 64];
+	FILE *f;
+	pid_t pid;
+	int st;
+
+	snprintf(script, sizeof script, "%s/read.py", tmpdir);
+	f = fopen(script, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("import json, sys\n"
+	      "for line in open(sys.argv[1], 'rb'):\n"
+	      "    obj = json.loads(line.decode('utf-8'))\n"
+	      "    print(obj[sys.argv[2]].encode('utf-8', 'surrogateescape').hex())\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	/* Not the CLI: run_argv only knows that one, so fork by hand. */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int out = open(path_in_tmp("py.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (out < 0 || dup2(out, 1) < 0)
+			_exit(126);
+		execl("/usr/bin/python3", "python3", script, json_path, field, (char *)NULL);
+		_exit(127);
+	}
+	st = wait_child(pid, 60000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "python3 failed (%#x)", st);
+	return read_all(path_in_tmp("py.out"));
+}
+
+static void hex_of(const char *s, char *out)
+{
+	for (; *s; s++, out += 2)
+		sprintf(out, "%02x", (unsigned char)*s);
+	*out = '\0';
+}
+
+/* Every byte string, valid UTF-8 or not, comes back exactly. */
+START_TEST(test_json_utf8_roundtrip)
+{
+	static const char *const zones[] = {
+		"z\xc3\xbcrich", "\xe6\x97\xa5\xe6\x9c\xac", "bad\xff\xfe", "\xf0\x9f\x98\x80",
+		"blank \"q\" \\", "\xed\xa0\x80surrogate", "\xc0\xafoverlong",
+	};
+	const size_t n = sizeof zones / sizeof zones[0];
+	char members[4096] = "{", expect[4096] = "", hex[256], *got, *path;
+	char out_path[PATH_MAX + 64];
+	struct run r;
+
+	for (size_t i = 0; i < n; i++) {
+		char zone[128], *z = zone;
+
+		/* JSON needs the quote and the backslash escaped. */
+		for (const char *c = zones[i]; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				z += sprintf(z, "\\%c", *c);
+			else
+				*z++ = *c;
+		}
+		*z = '\0';
+		snprintf(members + strlen(members), sizeof members - strlen(members),
+			 "%s\"n%zu\":{\"addr\":\"127.0.0.1:%zu\",\"zone\":\"%s\"}",
+			 i ? "," : "", i, i + 1, zone);
+		hex_of(zones[i], hex);
+		strcat(expect, hex);
+		strcat(expect, "\n");
+	}
+	strcat(members, "}");
+	path = write_file("members.json", members);
+
+	r = RUN("nodes", "--members", path, "--json");
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_ptr_null(strstr(r.out, "\\u00c3")); /* the old, broken form */
+	ck_assert_ptr_nonnull(strstr(r.out, "\"zone\":\"z\xc3\xbcrich\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"zone\":\"bad\\udcff\\udcfe\""));
+	snprintf(out_path, sizeof out_path, "%s", path_in_tmp("nodes.json"));
+	free(write_file("nodes.json", r.out));
+	got = python_fields(out_path, "zone");
+	ck_assert_str_eq(got, expect);
+	free(got);
+	run_free(&r);
+
+	/* Keys too. */
+	r = RUN("lookup", "--members", path, "--json", "caf\xc3\xa9", "k\xff", "\xe2\x82",
+		"\x01\x7f");
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	free(write_file("lookup.json", r.out));
+	snprintf(out_path, sizeof out_path, "%s", path_in_tmp("lookup.json"));
+	got = python_fields(out_path, "key");
+	ck_assert_str_eq(got, "636166c3a9\n6bff\ne282\n017f\n");
+	free(got);
+	run_free(&r);
+	free(path);
+}
+END_TEST
+
+/* Display columns of a UTF-8 line up to byte `len`. */
+static int columns(const char *s, size_t len)
+{
+	wchar_t wide[512];
+	char buf[1024];
+	size_t n;
+
+	ck_assert_uint_lt(len, sizeof buf);
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	n = mbstowcs(wide, buf, 512);
+	ck_assert_uint_ne(n, (size_t)-1);
+	return wcswidth(wide, n);
+}
+
+/* Columns line up whatever the ids and zones, counted in display width:
+ * text columns start, number columns end, at the same place on every
+ * line. */
+START_TEST(test_nodes_table_columns)
+{
+	char *path = write_file("members.json",
+		"{\"a\":{\"addr\":\"127.0.0.1:1\",\"zone\":\"z\xc3\xbcrich\"},"
+		" \"a-very-long-node-identifier-of-40-bytes\":{\"addr\":\"127.0.0.1:2\",\"zone\":\"\xe6\x97\xa5\xe6\x9c\xac\"},"
+		" \"c\":{\"addr\":\"[::1]:11211\",\"zone\":\"x\xffy\",\"state\":\"draining\",\"weight\":2.5},"
+		" \"d\":{\"addr\":\"127.0.0.1:4\"}}");
+	struct run r = RUN("nodes", "--members", path);
+	int edge[7] = { 0 }, lines = 0;
+	char *line, *save = NULL;
+
+	ck_assert(setlocale(LC_CTYPE, "C.UTF-8"));
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	/* A byte that is not UTF-8 is shown escaped, and counted so. */
+	ck_assert_ptr_nonnull(strstr(r.out, "x\\xffy"));
+	for (line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *p = line;
+
+		if (line[0] == '#') {
+			ck_assert_ptr_nonnull(strstr(line, "# 4 nodes, 1100 points, digest "));
+			ck_assert_ptr_null(strstr(line, "revision"));
+			continue;
+		}
+		/* Cells are separated by two blanks at least; none holds one. */
+		for (int c = 0; c < 7; c++) {
+			const char *start, *end;
+			int at;
+
+			while (*p == ' ')
+				p++;
+			start = p;
+			end = strstr(p, "  ");
+			if (!end)
+				end = p + strlen(p);
+			ck_assert_msg(end > start, "line %d: no column %d: %s", lines, c, line);
+			at = columns(line, (size_t)((c < 4 ? start : end) - line));
+			if (lines == 0)
+				edge[c] = at;
+			ck_assert_msg(at == edge[c], "line %d, column %d at %d, not %d: %s", lines,
+				      c, at, edge[c], line);
+			p = end;
+		}
+		ck_assert_str_eq(p, "");
+		lines++;
+	}
+	ck_assert_int_eq(lines, 5);
+	run_free(&r);
+	free(path);
+}
+END_TEST
+
+/* ---- nodes --members -------------------------------------------------------- */
+
+START_TEST(test_nodes_members)
+{
+	char *path = write_file("members.json", members_states);
+	hr_ring *ring = load_ring(path);
+	struct run r = RUN("nodes", "--json", "--members", path);
+	char *line, *save = NULL;
+	size_t i = 0;
+
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.err, "");
+	for (line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+		hr_view view = node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+		cJSON *obj = cJSON_Parse(line);
+
+		ck_assert_ptr_nonnull(obj);
+		ck_assert_str_eq(cJSON_GetObjectItem(obj, "id")->valuestring, node->id);
+		ck_assert_str_eq(cJSON_GetObjectItem(obj, "state")->valuestring,
+				 hr_state_name(node->state));
+		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq(num(obj, "vnodes"), hr_ring_node_vnodes(ring, node));
+		/* An offline ring has no revision. */
+		ck_assert_ptr_null(cJSON_GetObjectItem(obj, "revision"));
+		cJSON_Delete(obj);
+	}
+	ck_assert_uint_eq(i, hr_ring_node_count(ring));
+	run_free(&r);
+
+	assert_usage_error((const char *const[]){ "nodes", "--members", path, "--prefix", "/x/", NULL },
+			   "nodes", "--members and --prefix");
+	assert_usage_error((const char *const[]){ "nodes", "--members=", NULL }, "nodes", "--members");
+	assert_usage_error((const char *const[]){ "nodes", "extra", NULL }, "nodes", "extra");
+	hr_ring_release(ring);
+	free(path);
+}
+END_TEST
+
+/* A load error names the file once, whatever the library's message. */
+START_TEST(test_members_errors_name_the_file_once)
+{
+	static const char *const bad[] = {
+		"{\"a\": ", "{\"a\":{\"addr\":\"127.0.0.1:1\",\"weight\":-1}}", "[1]",
+	};
+	struct run r;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char name[32], *path, *first;
+
+		snprintf(name, sizeof name, "bad-%zu.json", i);
+		path = write_file(name, bad[i]);
+		r = RUN("nodes", "--members", path);
+		ck_assert_int_eq(r.status, 1);
+		assert_one_error_line(&r, "nodes");
+		first = strstr(r.err, name);
+		ck_assert_msg(first && !strstr(first + 1, name), "%s", r.err);
+		run_free(&r);
+		free(path);
+	}
+#ifndef HR_SANITIZED
+	/* Larger than the library reads (256 MiB): the library's message
+	 * names the file already. */
+	r = RUN("lookup", "--members", "/dev/zero", "k");
+	ck_assert_int_eq(r.status, 1);
+	assert_one_error_line(&r, "lookup");
+	ck_assert_ptr_nonnull(strstr(r.err, "larger than"));
+	ck_assert_msg(!strstr(strstr(r.err, "/dev/zero") + 1, "/dev/zero"), "%s", r.err);
+	run_free(&r);
+#endif
+}
+END_TEST
+
+/* ---- writing the output ------------------------------------------------------ */
+
+/* A reader that went away: no message, and the end SIGPIPE would give. */
+static void assert_pipe_end(const char *const *args, int read_one_line)
+{
+	int p[2], wstatus;
+	pid_t pid;
+	char *err;
+
+	/* Close-on-exec: the command must not hold the reader's end. */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = spawn_argv(args, p[1]);
+	if (read_one_line) {
+		char c;
+
+		while (read(p[0], &c, 1) == 1 && c != '\n')
+			;
+	}
+	close(p[0]);
+	wstatus = wait_child(pid, 60000);
+	err = read_all(path_in_tmp("stderr"));
+	ck_assert_msg(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGPIPE,
+		      "%s: wait status %#x, stderr: %s", args[0], wstatus, err);
+	ck_assert_str_eq(err, "");
+	free(err);
+}
+
+START_TEST(test_broken_pipe_offline)
+{
+	char members[65536] = "{", *path;
+	const char *args[MAX_ARGS];
+	int m = 0;
+
+	/* 2000 nodes and every one a replica: lines far larger than a pipe
+	 * holds, so the writer is still at work when the reader leaves. */
+	for (int i = 0; i < 2000; i++)
+		snprintf(members + strlen(members), sizeof members - strlen(members),
+			 "%s\"n%04d\":\"127.0.0.1:%d\"", i ? "," : "", i, i + 1);
+	strcat(members, "}");
+	path = write_file("members.json", members);
+	args[m++] = "lookup";
+	args[m++] = "--members";
+	args[m++] = path;
+	args[m++] = "--replicas";
+	args[m++] = "2000";
+	while (m < MAX_ARGS - 2)
+		args[m++] = "some-key";
+	args[m] = NULL;
+	assert_pipe_end(args, 1);
+	assert_pipe_end(args, 0);
+	free(path);
+	path = write_file("small.json", members_zones);
+	assert_pipe_end((const char *const[]){ "nodes", "--members", path, NULL }, 0);
+	assert_pipe_end((const char *const[]){ "sim", "--keys", "1000", NULL }, 0);
+	assert_pipe_end((const char *const[]){ "--help", NULL }, 0);
+	assert_pipe_end((const char *const[]){ "lookup", "--help", NULL }, 0);
+	free(path);
+}
+END_TEST
+
+/* Any other write error is one line with its errno's text, and exit 1. */
+START_TEST(test_output_error)
+{
+	char *path = write_file("members.json", members_zones);
+	int fd = open("/dev/full", O_WRONLY);
+	int wstatus;
+	char *err;
+
+	ck_assert_int_ge(fd, 0);
+	wstatus = wait_child(spawn_argv((const char *const[]){ "lookup", "--members", path,
+							       "k1", "k2", NULL }, fd), 60000);
+	err = read_all(path_in_tmp("stderr"));
+	ck_assert_msg(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1, "status %#x", wstatus);
+	ck_assert_str_eq(err, "hashring: lookup: cannot write the output: No space left on device\n");
+	free(err);
+	free(path);
+}
+END_TEST
+
+/* ---- signals and time limits, etcd unreachable (a closed port) ------------- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts `args`, sends `sig` after `after_ms`, and returns the wait status;
+ * *took gets the time from the signal to the end. */
+static int signal_after(const char *const *args, int sig, int after_ms, int64_t *took)
+{
+	pid_t pid = spawn_argv(args, -1);
+	int64_t t0;
+	int wstatus;
+
+	usleep((useconds_t)after_ms * 1000);
+	ck_assert_int_eq(waitpid(pid, &wstatus, WNOHANG), 0); /* still at work */
+	t0 = mono_ms();
+	kill(pid, sig);
+	wstatus = wait_child(pid, 20000);
+	*took = mono_ms() - t0;
+	return wstatus;
+}
+
+START_TEST(test_signal_ends_the_wait)
+{
+	char *err;
+	int64_t took;
+	int st;
+
+	/* One-shot commands end by the signal, at once, without a word. */
+	st = signal_after((const char *const[]){ "nodes", "--endpoints", "127.0.0.1:1",
+						 "--timeout", "10", NULL }, SIGINT, 1000, &took);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT, "status %#x", st);
+	ck_assert_int_lt(took, 500);
+	err = read_all(path_in_tmp("stderr"));
+	ck_assert_str_eq(err, "");
+	free(err);
+	st = signal_after((const char *const[]){ "lookup", "--endpoints", "127.0.0.1:1",
+						 "--timeout", "10", "k", NULL }, SIGTERM, 300, &took);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %#x", st);
+	ck_assert_int_lt(took, 500);
+	st = signal_after((const char *const[]){ "state", "--endpoints", "127.0.0.1:1",
+						 "--timeout", "10", "--id", "x", "active", NULL },
+			  SIGINT, 300, &took);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT, "status %#x", st);
+	ck_assert_int_lt(took, 500);
+
+	/* Commands that run until stopped exit 0, even before they start. */
+	st = signal_after((const char *const[]){ "watch", "--endpoints", "127.0.0.1:1",
+						 "--timeout", "10", NULL }, SIGINT, 300, &took);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	ck_assert_int_lt(took, 500);
+	st = signal_after((const char *const[]){ "register", "--endpoints", "127.0.0.1:1",
+						 "--timeout", "10", "--id", "x", "--addr", "a:1",
+						 "--log-level", "error", NULL }, SIGTERM, 300, &took);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	ck_assert_int_lt(took, 500);
+	st = signal_after((const char *const[]){ "diff", "--endpoints", "127.0.0.1:1",
+						 "--timeout", "0", NULL }, SIGTERM, 300, &took);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+}
+END_TEST
+
+/* --timeout bounds the wait of every etcd command, retries included. */
+START_TEST(test_timeout)
+{
+	static const char *const cases[][12] = {
+		{ "nodes", "no ring after 1", NULL },
+		{ "lookup", "no ring after 1", "k", NULL },
+		{ "watch", "no ring after 1", NULL },
+		{ "diff", "no ring after 1", NULL },
+		{ "state", "etcd unreachable for 1 s: http://127.0.0.1:1: ", "--id", "x", "active", NULL },
+		{ "weight", "etcd unreachable for 1 s: http://127.0.0.1:1: ", "--id", "x", "2", NULL },
+		{ "register", "etcd unreachable for 1 s: http://127.0.0.1:1: ", "--id", "x",
+		  "--addr", "a:1", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *args[MAX_ARGS] = { cases[i][0], "--endpoints", "127.0.0.1:1",
+					       "--timeout", "1" };
+		int m = 5;
+		int64_t t0 = mono_ms(), ms;
+		struct run r;
+
+		for (int k = 2; cases[i][k]; k++)
+			args[m++] = cases[i][k];
+		if (!strcmp(cases[i][0], "register")) {
+			args[m++] = "--log-level";
+			args[m++] = "error";
+		}
+		args[m] = NULL;
+		r = run_argv(args);
+		ms = mono_ms() - t0;
+		ck_assert_msg(r.status == 1, "%s: exit %d, %s", cases[i][0], r.status, r.err);
+		/* watch logs at info: its error is the last line. */
+		if (strcmp(cases[i][0], "watch"))
+			assert_one_error_line(&r, cases[i][0]);
+		ck_assert_msg(strstr(r.err, cases[i][1]), "%s: %s", cases[i][0], r.err);
+		ck_assert_msg(ms >= 950 && ms < 2900, "%s took %lld ms", cases[i][0], (long long)ms);
+		run_free(&r);
+	}
+	assert_usage_error((const char *const[]){ "nodes", "--timeout", "86401", NULL },
+			   "nodes", "at most 86400");
+	assert_usage_error((const char *const[]){ "state", "--timeout", "-1", "--id", "x", "active", NULL },
+			   "state", "--timeout");
+}
+END_TEST
+
+/* ---- credentials in an endpoint URL -------------------------------------------- */
+
+#define URL_PW "url-Pw-7f3e"
+
+START_TEST(test_endpoint_password_never_shown)
+{
+	static const char *const cmds[][8] = {
+		{ "nodes", NULL },
+		{ "lookup", "k", NULL },
+		{ "watch", NULL },
+		{ "state", "--id", "x", "draining", NULL },
+		{ "register", "--id", "x", "--addr", "a:1", NULL },
+	};
+	struct run r;
+
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		const char *args[MAX_ARGS] = { cmds[i][0], "--endpoints",
+					       "http://ring-user:" URL_PW "@127.0.0.1:1",
+					       "--timeout", "1", "--log-level", "debug" };
+		int m = 7;
+
+		for (int k = 1; cmds[i][k]; k++)
+			args[m++] = cmds[i][k];
+		args[m] = NULL;
+		r = run_argv(args);
+		ck_assert_int_eq(r.status, 1);
+		ck_assert_msg(!strstr(r.err, URL_PW) && !strstr(r.out, URL_PW), "%s leaks: %s",
+			      cmds[i][0], r.err);
+		ck_assert_msg(strstr(r.err, "http://127.0.0.1:1"), "%s: %s", cmds[i][0], r.err);
+		run_free(&r);
+	}
+	/* Two different users: a usage error that shows neither password. */
+	r = RUN("nodes", "--endpoints", "http://ring-user:" URL_PW "@127.0.0.1:1", "--user",
+		"other:pw-2");
+	ck_assert_int_eq(r.status, 2);
+	assert_one_error_line(&r, "nodes");
+	ck_assert_ptr_nonnull(strstr(r.err, "differs from the configured user"));
+	ck_assert_ptr_null(strstr(r.err, URL_PW));
+	ck_assert_ptr_null(strstr(r.err, "pw-2"));
+	run_free(&r);
+	r = RUN("state", "--endpoints", "ftp://ring-user:" URL_PW "@127.0.0.1:1", "--id", "x",
+		"active");
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "ftp://ring-user:***@127.0.0.1:1"));
+	ck_assert_ptr_null(strstr(r.err, URL_PW));
+	run_free(&r);
+}
+END_TEST
+
+/* ---- the command line ------------------------------------------------------------ */
+
+START_TEST(test_prefix_without_slash)
+{
+	struct run r = RUN("nodes", "--endpoints", "127.0.0.1:1", "--timeout", "1", "--prefix",
+			   "/hashring/nodes");
+	const char *nl = strchr(r.err, '\n');
+
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(!strncmp(r.err, "hashring: nodes: warning: --prefix '/hashring/nodes' does not end in '/'",
+			       71), "%s", r.err);
+	/* The warning, then the error: two lines. */
+	ck_assert_ptr_nonnull(nl);
+	ck_assert_uint_eq(count_lines(r.err), 2);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_weights_and_ids)
+{
+	static const struct {
+		const char *args[10];
+		const char *needle;
+	} cases[] = {
+		{ { "weight", "--id", "x", "0x10" }, "'0x10' is not a plain decimal number" },
+		{ { "weight", "--id", "x", "-1" }, "-1 is not > 0" },
+		{ { "weight", "--id", "x", "-0.5" }, "-0.5 is not > 0" },
+		{ { "weight", "--id", "x", "0" }, "0 is not > 0" },
+		{ { "weight", "--id", "x", "0.000" }, "0.000 is not > 0" },
+		{ { "weight", "--id", "x", "1e308" }, "'1e308' is not a plain decimal number" },
+		{ { "weight", "--id", "x", "inf" }, "'inf' is not a plain decimal number" },
+		{ { "weight", "--id", "x", " 2" }, "' 2' is not a plain decimal number" },
+		{ { "weight", "--id", "x", "2." }, "'2.' is not a plain decimal number" },
+		{ { "weight", "--id", "x", "" }, "empty value" },
+		{ { "weight", "--id", "x", "16777217" }, "more than 16777216 points" },
+		{ { "weight", "--id", "x", "99999999999999999999999999" }, "more than 16777216 points" },
+		{ { "weight", "--id", "x", "1", "2" }, "unexpected argument '2'" },
+		{ { "weight", "--id", "", "1" }, "node id is empty" },
+		{ { "weight", "--id", "a/b", "1" }, "must not contain '/'" },
+		{ { "weight", "--id", "a b", "1" }, "printable ASCII" },
+		{ { "weight", "1" }, "--id and the new weight are required" },
+		{ { "state", "--id", "x", "-1" }, "'-1' is not warming, active or draining" },
+		{ { "state", "--id", "x", "gone" }, "'gone' is not warming, active or draining" },
+		{ { "state", "--id", "", "active" }, "node id is empty" },
+		{ { "register", "--id", "a/b", "--addr", "a:1" }, "must not contain '/'" },
+		{ { "register", "--id", "x", "--addr", "" }, "addr is empty" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--weight", "1e308" },
+		  "'1e308' is not a plain decimal number" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--weight", "20000000" },
+		  "more than 16777216 points" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--state", "draining" },
+		  "'draining' is not warming or active" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--ttl", "1" }, "at least 2" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--ttl", "3601" }, "at most 3600" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--vnodes-per-weight", "1" },
+		  "unknown option '--vnodes-per-weight'" },
+		{ { "state", "--id", "x", "--placement", "ketama", "active" },
+		  "unknown option '--placement'" },
+		{ { "lookup", "--members", "m.json", "--rep", "2", "k" }, "unknown option '--rep'" },
+		{ { "lookup", "--members", "m.json", "--vnodes-per-weight", "4294967296", "k" },
+		  "at most 4294967295" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_usage_error(cases[i].args, cases[i].args[0], cases[i].needle);
+
+	/* A weight that fits passes the checks (and then meets no etcd). */
+	struct run r = RUN("weight", "--endpoints", "127.0.0.1:1", "--timeout", "1", "--id",
+			   "x", "16777216");
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "etcd unreachable"));
+	run_free(&r);
+}
+END_TEST
+
+/* ---- help, man page and README agree --------------------------------------------- */
+
+static const char *const all_commands[] = {
+	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "sim", NULL
+};
+
+static char *read_source(const char *rel)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof path, "%s/../%s", HR_TEST_DATA_DIR, rel);
+	return read_all(path);
+}
+
+/* The man page with roff's escapes for '-' undone. */
+static char *man_text(void)
+{
+	char *man = read_source("docs/hashring.1"), *w = man;
+
+	for (const char *r = man; *r; r++) {
+		if (r[0] == '\\' && r[1] == '-')
+			r++;
+		*w++ = *r;
+	}
+	*w = '\0';
+	return man;
+}
+
+/*
+ * The man page's text for option `opt` (".B --opt" or ".BI --opt ..." after
+ * a .TP) in section `from` up to the next .SS/.SH, or NULL.
+ */
+static char *man_entry(const char *man, const char *section, const char *opt)
+{
+	const char *sec = strstr(man, section), *end, *p;
+	char needle[96];
+
+	if (!sec)
+		return NULL;
+	end = strstr(sec + 1, "\n.SS");
+	if (!end || (strstr(sec + 1, "\n.SH") && strstr(sec + 1, "\n.SH") < end))
+		end = strstr(sec + 1, "\n.SH");
+	for (p = sec; (p = strstr(p, ".TP\n")) && (!end || p < end); p += 4) {
+		const char *term = p + 4, *stop;
+
+		snprintf(needle, sizeof needle, "%s", opt);
+		if (strncmp(term, ".B ", 3) && strncmp(term, ".BI ", 4) && strncmp(term, ".BR ", 4))
+			continue;
+		term = strchr(term, ' ') + 1;
+		if (strncmp(term, needle, strlen(needle)) ||
+		    (term[strlen(needle)] != ' ' && term[strlen(needle)] != '\n' &&
+		     term[strlen(needle)] != '"'))
+			continue;
+		stop = strstr(term, "\n.TP");
+		if (!stop || (end && stop > end))
+			stop = end ? end : term + strlen(term);
+		return strndup(p, (size_t)(stop - p));
+	}
+	return NULL;
+}
+
+/* Every option of every command's --help is in the man page, in the
+ * command's subsection or a section it takes, and every number its help
+ * names (limits, defaults) is in that entry too. */
+START_TEST(test_help_matches_man_page)
+{
+	char *man = man_text();
+
+	for (int c = 0; all_commands[c]; c++) {
+		struct run r = RUN(all_commands[c], "--help");
+		char section[64], *line, *save = NULL, current[64] = "", text[2048] = "";
+		int options = 0, in_options = 0;
+
+		ck_assert_int_eq(r.status, 0);
+		snprintf(section, sizeof section, ".SS \"hashring %s ", all_commands[c]);
+		ck_assert_msg(strstr(man, section), "no subsection for %s", all_commands[c]);
+		/* An option's help, joined over its lines, ends at the next
+		 * option: hence one step past the last line. */
+		for (line = strtok_r(r.out, "\n", &save);; line = strtok_r(NULL, "\n", &save)) {
+			int starts = line && !strncmp(line, "  --", 4);
+
+			if ((starts || !line || !strncmp(line, "  -h", 4)) && current[0]) {
+				char *entry = man_entry(man, section, current);
+				const char *sections[] = { ".SH \"ETCD CONNECTION OPTIONS\"",
+							   ".SH \"RING OPTIONS\"" };
+
+				for (int s = 0; !entry && s < 2; s++)
+					entry = man_entry(man, sections[s], current);
+				ck_assert_msg(entry, "%s %s: not in the man page", all_commands[c],
+					      current);
+				for (const char *d = text; *d; d++) {
+					char number[32];
+					size_t n = strspn(d, "0123456789");
+
+					if (!n || (d > text && (isalnum((unsigned char)d[-1]) || d[-1] == '$')))
+						continue;
+					snprintf(number, sizeof number, "%.*s", (int)n, d);
+					ck_assert_msg(strstr(entry, number),
+						      "%s %s: --help says %s, the man page does not: %s",
+						      all_commands[c], current, number, entry);
+					d += n - 1;
+				}
+				free(entry);
+				current[0] = '\0';
+				options++;
+			}
+			if (!line)
+				break;
+			if (!strcmp(line, "Options:"))
+				in_options = 1;
+			else if (!in_options)
+				continue;
+			if (starts) {
+				size_t n = strcspn(line + 2, " ");
+				const char *rest = line + 2 + n;
+
+				snprintf(current, sizeof current, "%.*s", (int)n, line + 2);
+				snprintf(text, sizeof text, "%s", rest);
+			} else if (current[0]) {
+				strncat(text, line, sizeof text - strlen(text) - 1);
+			}
+		}
+		ck_assert_int_gt(options, 0);
+		run_free(&r);
+	}
+	free(man);
+}
+END_TEST
+
+START_TEST(test_help_matches_readme)
+{
+	char *readme = read_source("README.md"), *w = readme;
+
+	/* The command table escapes '|' inside code. */
+	for (const char *p = readme; *p; p++) {
+		if (p[0] == '\\' && p[1] == '|')
+			continue;
+		*w++ = *p;
+	}
+	*w = '\0';
+	for (int c = 0; all_commands[c]; c++) {
+		struct run r = RUN(all_commands[c], "--help");
+		char usage[512];
+
+		ck_assert_int_eq(strncmp(r.out, "Usage: ", 7), 0);
+		snprintf(usage, sizeof usage, "`%.*s`", (int)strcspn(r.out + 7, "\n"), r.out + 7);
+		ck_assert_msg(strstr(readme, usage), "README.md lacks %s", usage);
+		run_free(&r);
+	}
+	free(readme);
+}
+END_TEST
+
+/* Ring options only where rings are built. */
+START_TEST(test_ring_options_where_rings_are_built)
+{
+	static const struct {
+		const char *cmd;
+		int rings;
+	} cmds[] = {
+		{ "lookup", 1 }, { "nodes", 1 }, { "watch", 1 }, { "diff", 1 },
+		{ "register", 0 }, { "state", 0 }, { "weight", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		struct run r = RUN(cmds[i].cmd, "--help");
+
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_int_eq(!!strstr(r.out, "  --vnodes-per-weight N"), cmds[i].rings);
+		ck_assert_int_eq(!!strstr(r.out, "  --placement NAME"), cmds[i].rings);
+		ck_assert_ptr_nonnull(strstr(r.out, "  --timeout SECONDS"));
+		ck_assert_ptr_nonnull(strstr(r.out, "  --endpoints URLS"));
+		run_free(&r);
+	}
+	/* The defaults shown are the defaults, whatever came before --help. */
+	struct run r = RUN("register", "--ttl", "5", "--help");
+	ck_assert_ptr_nonnull(strstr(r.out, "(2-3600; default 10)"));
+	run_free(&r);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -878,6 +1668,33 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_lookup_escaping);
 	tcase_add_test(tc, test_lookup_runtime_errors);
 	tcase_add_test(tc, test_lookup_usage_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("output");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_json_utf8_roundtrip);
+	tcase_add_test(tc, test_nodes_table_columns);
+	tcase_add_test(tc, test_nodes_members);
+	tcase_add_test(tc, test_members_errors_name_the_file_once);
+	tcase_add_test(tc, test_broken_pipe_offline);
+	tcase_add_test(tc, test_output_error);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("etcd_unreachable");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_signal_ends_the_wait);
+	tcase_add_test(tc, test_timeout);
+	tcase_add_test(tc, test_endpoint_password_never_shown);
+	tcase_add_test(tc, test_prefix_without_slash);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("command_line");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_weights_and_ids);
+	tcase_add_test(tc, test_help_matches_man_page);
+	tcase_add_test(tc, test_help_matches_readme);
+	tcase_add_test(tc, test_ring_options_where_rings_are_built);
 	suite_add_tcase(s, tc);
 	return s;
 }

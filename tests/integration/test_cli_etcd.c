@@ -1,0 +1,271 @@
+/*
+ * test_cli_etcd.c - the `hashring` command against a real etcd: a reader
+ * that goes away, write errors, what one-shot commands log, retries while
+ * etcd is down, lease ids in hex.
+ */
+#define _GNU_SOURCE
+#include "etcd_fixture.h"
+#include "hrt_cli.h"
+#include "hrt_ring.h"
+#include "hrt_check.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef HR_CLI_PATH
+#error "HR_CLI_PATH comes from the build"
+#endif
+
+#define PREFIX "/cli/nodes/"
+
+static hrt_etcd_cluster *etcd;
+
+static void up(void)
+{
+	etcd = hrt_etcd_start(1, NULL);
+	ck_assert_msg(etcd != NULL, "etcd did not start");
+}
+
+static void down(void)
+{
+	hrt_etcd_destroy(etcd);
+	etcd = NULL;
+}
+
+static void put(const char *id, const char *value)
+{
+	char key[256];
+
+	snprintf(key, sizeof key, PREFIX "%s", id);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), key, value), 0);
+}
+
+/* Starts the CLI with stdout on `out_fd` (closed here) and stderr in a
+ * temporary file, returned in *err. */
+static pid_t spawn_to(const char *const *argv, int out_fd, FILE **err)
+{
+	const char *args[32];
+	size_t n = 0;
+	pid_t pid;
+
+	*err = tmpfile();
+	ck_assert_ptr_nonnull(*err);
+	args[n++] = "hashring";
+	for (size_t i = 0; argv[i] && n < 31; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		unsetenv("ETCDCTL_ENDPOINTS");
+		unsetenv("ETCDCTL_USER");
+		dup2(out_fd, 1);
+		dup2(fileno(*err), 2);
+		execv(HR_CLI_PATH, (char *const *)args);
+		_exit(127);
+	}
+	close(out_fd);
+	return pid;
+}
+
+static int wait_for(pid_t pid, int timeout_ms)
+{
+	int64_t until = hrt_now_ms() + timeout_ms;
+	int st;
+
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (hrt_now_ms() > until) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			ck_abort_msg("the command did not end in %d ms", timeout_ms);
+		}
+		hrt_sleep_ms(10);
+	}
+	return st;
+}
+
+static void read_file(FILE *f, char *buf, size_t len)
+{
+	size_t n;
+
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+}
+
+/* `watch | head -1`, then a change: the watch ends by SIGPIPE, silently,
+ * once the line of that change finds no reader. */
+START_TEST(watch_reader_goes_away)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	char errtext[4096], c;
+	int p[2], st;
+	FILE *err;
+	pid_t pid;
+
+	put("a", "10.0.0.1:1");
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix", PREFIX,
+					      "--log-level", "warn", NULL }, p[1], &err);
+	while (read(p[0], &c, 1) == 1 && c != '\n')
+		;
+	close(p[0]);
+	put("b", "10.0.0.2:1");
+	st = wait_for(pid, 10000);
+	read_file(err, errtext, sizeof errtext);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %#x, stderr: %s", st,
+		      errtext);
+	ck_assert_str_eq(errtext, "");
+	fclose(err);
+
+	/* A one-shot command whose reader is gone before it writes. */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	close(p[0]);
+	pid = spawn_to((const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
+					      NULL }, p[1], &err);
+	st = wait_for(pid, 10000);
+	read_file(err, errtext, sizeof errtext);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %#x, stderr: %s", st,
+		      errtext);
+	ck_assert_str_eq(errtext, "");
+	fclose(err);
+}
+END_TEST
+
+/* A write error other than a closed pipe: its own errno, exit 1. */
+START_TEST(watch_write_error)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	char errtext[4096];
+	FILE *err;
+	int st;
+	pid_t pid;
+
+	put("a", "10.0.0.1:1");
+	pid = spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix", PREFIX,
+					      "--log-level", "error", NULL },
+		       open("/dev/full", O_WRONLY), &err);
+	st = wait_for(pid, 10000);
+	read_file(err, errtext, sizeof errtext);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %#x", st);
+	ck_assert_str_eq(errtext, "hashring: watch: cannot write the output: No space left on device\n");
+	fclose(err);
+}
+END_TEST
+
+/* One-shot commands log at warn: a skipped record says why. */
+START_TEST(one_shot_commands_show_bad_records)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hrt_cli_run run;
+
+	put("good", "{\"addr\":\"10.0.0.1:1\",\"zone\":\"z\xc3\xbcrich\"}");
+	put("bad", "{\"addr\":");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
+		"--prefix", PREFIX, "--json", NULL });
+	ck_assert_msg(run.status == 0, "nodes: %d %s", run.status, run.err);
+	ck_assert_ptr_nonnull(strstr(run.out, "\"zone\":\"z\xc3\xbcrich\""));
+	ck_assert_ptr_nonnull(strstr(run.err, "event=bad_record key=" PREFIX "bad"));
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "lookup", "--endpoints", eps,
+		"--prefix", PREFIX, "k", NULL });
+	ck_assert_int_eq(run.status, 0);
+	ck_assert_ptr_nonnull(strstr(run.err, "event=bad_record"));
+
+	/* The classic slip: every record is bad, and both the warning and
+	 * the reasons show. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
+		"--prefix", "/cli/nodes", NULL });
+	ck_assert_int_eq(run.status, 0);
+	ck_assert_ptr_nonnull(strstr(run.out, "# 0 nodes"));
+	ck_assert_ptr_nonnull(strstr(run.err, "warning: --prefix '/cli/nodes' does not end in '/'"));
+	ck_assert_ptr_nonnull(strstr(run.err, "id must not contain '/'"));
+	fprintf(stderr, "%s", run.err);
+}
+END_TEST
+
+/* The lease etcdctl lists for the key (hex, as it prints leases). */
+static void etcd_lease_of(const char *id, char *hex, size_t len)
+{
+	char out[4096], *p;
+	long long lease = 0;
+
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "%s -w json", id), 0);
+	p = strstr(out, "\"lease\":");
+	ck_assert_msg(p, "no lease in %s", out);
+	lease = strtoll(p + 8, NULL, 10);
+	snprintf(hex, len, "%016llx", (unsigned long long)lease);
+}
+
+/* etcd is down when `register` and `state` start; they retry within
+ * --timeout and succeed once it is back.  `register` prints its lease in
+ * hex, as etcdctl does. */
+START_TEST(register_and_state_wait_for_etcd)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	char out[4096], lease[32], expect[64];
+	hrt_cli_run run, state_run;
+	hrt_child side, state;
+	int64_t t0;
+
+	put("s", "{\"addr\":\"10.0.0.5:1\",\"state\":\"warming\"}");
+	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
+	t0 = hrt_now_ms();
+	side = hrt_cli_spawn((const char *const[]){ "register", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "r1", "--addr", "10.0.0.9:1", "--ttl", "5", "--timeout", "30",
+		"--log-level", "warn", NULL }, NULL);
+	state = hrt_cli_spawn((const char *const[]){ "state", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "s", "active", "--timeout", "30", NULL }, NULL);
+	hrt_sleep_ms(1500);
+	/* Still trying: not failed at once. */
+	ck_assert_int_eq(waitpid(side.pid, NULL, WNOHANG), 0);
+	ck_assert_int_eq(waitpid(state.pid, NULL, WNOHANG), 0);
+	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+
+	hrt_cli_wait(&state, &state_run);
+	ck_assert_msg(state_run.status == 0, "state: %d %s", state_run.status, state_run.err);
+	fprintf(stderr, "state done %lld ms after it started against a dead etcd\n",
+		(long long)(hrt_now_ms() - t0));
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "s --print-value-only"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"active\""));
+
+	/* Registered: the record is there, under the lease it printed. */
+	for (int i = 0; i < 200; i++) {
+		if (hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "r1 --print-value-only") == 0 &&
+		    strstr(out, "10.0.0.9:1"))
+			break;
+		hrt_sleep_ms(50);
+	}
+	etcd_lease_of("r1", lease, sizeof lease);
+	kill(side.pid, SIGTERM);
+	hrt_cli_wait(&side, &run);
+	ck_assert_msg(run.status == 0, "register: %d %s", run.status, run.err);
+	snprintf(expect, sizeof expect, "registered r1 lease=%s ttl=5\n", lease);
+	ck_assert_msg(!strncmp(run.out, expect, strlen(expect)), "stdout: %s, lease %s", run.out,
+		      lease);
+	ck_assert_ptr_nonnull(strstr(run.out, "deregistered r1\n"));
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "r1 --print-value-only"), 0);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cli_etcd");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_checked_fixture(tc, up, down);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, watch_reader_goes_away);
+	tcase_add_test(tc, watch_write_error);
+	tcase_add_test(tc, one_shot_commands_show_bad_records);
+	tcase_add_test(tc, register_and_state_wait_for_etcd);
+	suite_add_tcase(s, tc);
+	return hrt_run(s);
+}
