@@ -22,7 +22,9 @@ problems=() # one line per failed test, build or fuzz target, for the end
 suite() {
 	local dir=$1 rc=0 summary total bad
 	shift
-	if ! cmake -S . -B "$dir" "$@" >/dev/null ||
+	# HR_BUILD_TESTS is explicit: the demo configures build/ without the
+	# tests, and CMake would keep that cached value.
+	if ! cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON "$@" >/dev/null ||
 		! cmake --build "$dir" -j"$jobs"; then
 		problems+=("$dir: the build failed")
 		return
@@ -70,8 +72,8 @@ done
 # this sanitized build; a hang still trips it.
 fuzz_s=${HR_FUZZ_SECONDS-25}
 if [ "$fuzz_s" -gt 0 ]; then
-	if cmake -S . -B build-fuzz -DHR_FUZZ=ON -DCMAKE_C_COMPILER=clang \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+	if cmake -S . -B build-fuzz -DHR_BUILD_TESTS=ON -DHR_FUZZ=ON \
+		-DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
 		cmake --build build-fuzz -j"$jobs" --target hr_fuzzers; then
 		for t in fuzz_watch_stream fuzz_record fuzz_members; do
 			mkdir -p "build-fuzz/corpus/$t"
