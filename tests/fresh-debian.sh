@@ -20,10 +20,14 @@
 #   HR_TEST_SANITIZERS, HR_FUZZ_SECONDS
 #                     passed on to tests/run.sh in the root when set
 #   TMPDIR            where the root is built (default /var/tmp); the root
-#                     with all four build trees takes about 4 GB
+#                     with all four build trees takes about 2 GB
 #   http_proxy, https_proxy, no_proxy
 #                     passed on when set, as a user behind a proxy would set
 #                     them
+#
+# Nothing is cached: debootstrap takes under a minute and the packages
+# the two commands install about as long, against some 12 minutes of
+# tests, and every run starts from what a new machine downloads.
 #
 # Isolation: the root lives in its own mount and PID namespaces (unshare).
 # Its mounts (/proc, /sys, /dev and what debootstrap mounts) can never show
