@@ -8,7 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 deploy/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Only the library and the CLI: the test suite needs packages the demo does
+# not install (deploy/install-deps.sh --tests).  tests/run.sh turns the
+# tests on again in the same build directory.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHR_BUILD_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target hashring >/dev/null
 
 # A port nobody listens on (a connect to it fails), below the kernel's
@@ -47,12 +50,29 @@ for attempt in 1 2 3; do
 	fi
 	[ "$attempt" = 3 ] && { cat "$HR_ETCD_STATE_DIR/start.out" >&2; exit 1; }
 done
-export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=127.0.0.1:$HR_ETCD_CLIENT_PORT
 P=/demo/nodes/
-hashring() { build/hashring "$1" --prefix "$P" "${@:2}"; }
 KEYS=(user:1 user:2 user:3 user:4 user:5 user:6 user:7 user:8)
 step() { printf '\n== %s\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+# Prints a word so that a shell reads it back unchanged: as it is if no
+# character in it means anything to the shell, else in single quotes.
+quote() {
+	case $1 in
+	'' | *[!A-Za-z0-9_./:=@%+,-]*) printf "'%s'" "${1//\'/\'\\\'\'}" ;;
+	*) printf '%s' "$1" ;;
+	esac
+}
+# Prints the command exactly as it runs, quoted, so that it can be pasted
+# into another shell (with the export printed first), then runs it.
+run() {
+	local w line=
+	for w in "$@"; do
+		line="$line${line:+ }$(quote "$w")"
+	done
+	printf '$ %s\n' "$line"
+	"$@"
+}
+# The CLI on the demo's prefix.
+run_hashring() { run build/hashring "$1" --prefix "$P" "${@:2}"; }
 # Waits until the watcher has printed a ring at etcd's current revision.
 settle() {
 	local rev
@@ -63,10 +83,13 @@ settle() {
 	done
 }
 
+step "etcdctl and hashring find this etcd through the environment"
+run export ETCDCTL_API=3 ETCDCTL_ENDPOINTS="127.0.0.1:$HR_ETCD_CLIENT_PORT"
+
 step "three cache nodes register by hand with etcdctl"
-run etcdctl put ${P}cache-a '{"addr":"10.0.0.1:11211","zone":"z1"}'
-run etcdctl put ${P}cache-b '{"addr":"10.0.0.2:11211","zone":"z2"}'
-run etcdctl put ${P}cache-c 10.0.0.3:11211
+run etcdctl put "${P}cache-a" '{"addr":"127.0.0.1:11211","zone":"z1"}'
+run etcdctl put "${P}cache-b" '{"addr":"127.0.0.1:11212","zone":"z2"}'
+run etcdctl put "${P}cache-c" 127.0.0.1:11213
 
 # A watching client prints every ring it publishes, as a service would see it.
 # (Started directly, not through the function, so that $! is its PID.)
@@ -76,31 +99,31 @@ sleep 0.5
 settle
 
 step "the ring: each node's share of the key space"
-run hashring nodes
+run_hashring nodes
 step "who owns which key (node, read_node, 3 replicas, revision)"
-run hashring lookup "${KEYS[@]}"
+run_hashring lookup "${KEYS[@]}"
 
 step "cache-d joins as warming: writes go to it, reads stay with the old owner"
-run etcdctl put ${P}cache-d '{"addr":"10.0.0.4:11211","zone":"z1","state":"warming"}'
+run etcdctl put "${P}cache-d" '{"addr":"127.0.0.1:11214","zone":"z1","state":"warming"}'
 settle
-hashring lookup --json "${KEYS[@]}" | grep -v '"node":"\([^"]*\)","read_node":"\1"' |
+build/hashring lookup --prefix "$P" --json "${KEYS[@]}" | grep -v '"node":"\([^"]*\)","read_node":"\1"' |
 	sed 's/^/  moving: /' || echo "  (none of these keys moves)"
-run hashring lookup "${KEYS[@]}"
+run_hashring lookup "${KEYS[@]}"
 
 step "cache-d is filled: it becomes active and takes reads too"
-run etcdctl put ${P}cache-d '{"addr":"10.0.0.4:11211","zone":"z1","state":"active"}'
+run etcdctl put "${P}cache-d" '{"addr":"127.0.0.1:11214","zone":"z1","state":"active"}'
 settle
-run hashring lookup "${KEYS[@]}"
+run_hashring lookup "${KEYS[@]}"
 
 step "cache-b drains: writes leave it, reads still find its data"
-run etcdctl put ${P}cache-b '{"addr":"10.0.0.2:11211","zone":"z2","state":"draining"}'
+run etcdctl put "${P}cache-b" '{"addr":"127.0.0.1:11212","zone":"z2","state":"draining"}'
 settle
-run hashring lookup "${KEYS[@]}"
+run_hashring lookup "${KEYS[@]}"
 
 step "cache-b leaves"
-run etcdctl del ${P}cache-b
+run etcdctl del "${P}cache-b"
 settle
-run hashring nodes
+run_hashring nodes
 
 step "every ring the watching client published (one line each)"
 cat "$WATCH_OUT"

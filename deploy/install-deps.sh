@@ -4,12 +4,23 @@
 #
 #   deploy/install-deps.sh            build + run (library, CLI, demo)
 #   deploy/install-deps.sh --tests    also what the test suite needs
+#
+# The lists are complete for a minimal Debian 12 (debootstrap --variant=
+# minbase): tests/fresh-debian.sh runs the README's commands on one.
+# Recommended packages are not installed, so nothing here may rely on them.
 set -eu
 
+# The build (compiler, CMake, the libraries' -dev packages) and the demo
+# (etcd and etcdctl; curl for deploy/etcd-local.sh's health check).
 PACKAGES="build-essential cmake pkg-config libxxhash-dev libcjson-dev
 libcurl4-openssl-dev liburcu-dev libssl-dev etcd-server etcd-client curl"
-TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev libmemcached-dev
-golang-go golang-github-go-logfmt-logfmt-dev"
+# The suites: Check; python3 with xxhash and yaml for the placement
+# vectors and the compose file; clang and its runtime for the fuzzers;
+# libmemcached for ketama; openssl for the TLS suite's certificates;
+# groff-base (groff) and man-db (man) for the man page checks; Go and
+# go-logfmt, the reference logfmt parser the log tests read lines back with.
+TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev
+libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev"
 
 [ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 

@@ -7,6 +7,9 @@
 #                                          (set it empty to skip them)
 #   HR_FUZZ_SECONDS=25                     then each fuzz target runs this
 #                                          long (build-fuzz/; 0 skips)
+#
+# A failing suite does not stop the run: every stage runs, the total is
+# printed at the end and the exit status is 1 if anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,20 +17,39 @@ deploy/install-deps.sh --tests
 jobs=$(nproc)
 passed=0
 failed=0
+problems=() # one line per failed test, build or fuzz target, for the end
 
 suite() {
-	local dir=$1 summary
+	local dir=$1 rc=0 summary total bad
 	shift
-	cmake -S . -B "$dir" "$@" >/dev/null
-	cmake --build "$dir" -j"$jobs"
+	# HR_BUILD_TESTS is explicit: the demo configures build/ without the
+	# tests, and CMake would keep that cached value.
+	if ! cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON "$@" >/dev/null ||
+		! cmake --build "$dir" -j"$jobs"; then
+		problems+=("$dir: the build failed")
+		return
+	fi
 	# Timing-sensitive scenarios (stale warnings, restarts) run one at a
-	# time: two cores are all there is.
-	ctest --test-dir "$dir" --output-on-failure | tee "$dir/ctest.out"
+	# time: two cores are all there is.  ctest's status is kept, not fatal
+	# (set -e would end the run before the total).
+	ctest --test-dir "$dir" --output-on-failure | tee "$dir/ctest.out" || rc=$?
 	# ctest's "N% tests passed, F tests failed out of T", for the total.
-	summary=$(grep -E 'tests failed out of [0-9]+' "$dir/ctest.out" | tail -1)
-	failed=$((failed + $(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')))
-	passed=$((passed + $(echo "$summary" | sed -E 's/.*out of ([0-9]+).*/\1/') -
-		$(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')))
+	summary=$(grep -E 'tests failed out of [0-9]+' "$dir/ctest.out" | tail -1 || true)
+	if [ -z "$summary" ]; then
+		problems+=("$dir: ctest exited $rc without a summary")
+		return
+	fi
+	bad=$(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')
+	total=$(echo "$summary" | sed -E 's/.*out of ([0-9]+).*/\1/')
+	failed=$((failed + bad))
+	passed=$((passed + total - bad))
+	# The names under "The following tests FAILED:", e.g. "  7 - unit.x (Failed)".
+	while read -r line; do
+		problems+=("$dir: $line")
+	done < <(sed -n '/The following tests FAILED:/,$ s/^[[:space:]]*[0-9]* - //p' "$dir/ctest.out")
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		problems+=("$dir: ctest exited $rc")
+	fi
 }
 
 suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -50,21 +72,30 @@ done
 # this sanitized build; a hang still trips it.
 fuzz_s=${HR_FUZZ_SECONDS-25}
 if [ "$fuzz_s" -gt 0 ]; then
-	cmake -S . -B build-fuzz -DHR_FUZZ=ON -DCMAKE_C_COMPILER=clang \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build build-fuzz -j"$jobs" --target hr_fuzzers
-	for t in fuzz_watch_stream fuzz_record fuzz_members; do
-		mkdir -p "build-fuzz/corpus/$t"
-		if ! "build-fuzz/tests/fuzz/$t" -max_total_time="$fuzz_s" -timeout=60 \
-			-rss_limit_mb=2048 -print_final_stats=1 -dict=tests/fuzz/json.dict \
-			-artifact_prefix="build-fuzz/$t-" "build-fuzz/corpus/$t" \
-			"tests/fuzz/corpus/$t" >"build-fuzz/$t.log" 2>&1; then
-			tail -40 "build-fuzz/$t.log"
-			echo "run.sh: $t found a crash (input saved as build-fuzz/$t-*)" >&2
-			exit 1
-		fi
-		echo "$t: $(grep -o 'number_of_executed_units: *[0-9]*' "build-fuzz/$t.log")"
-	done
+	if cmake -S . -B build-fuzz -DHR_BUILD_TESTS=ON -DHR_FUZZ=ON \
+		-DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+		cmake --build build-fuzz -j"$jobs" --target hr_fuzzers; then
+		for t in fuzz_watch_stream fuzz_record fuzz_members; do
+			mkdir -p "build-fuzz/corpus/$t"
+			if ! "build-fuzz/tests/fuzz/$t" -max_total_time="$fuzz_s" -timeout=60 \
+				-rss_limit_mb=2048 -print_final_stats=1 -dict=tests/fuzz/json.dict \
+				-artifact_prefix="build-fuzz/$t-" "build-fuzz/corpus/$t" \
+				"tests/fuzz/corpus/$t" >"build-fuzz/$t.log" 2>&1; then
+				tail -40 "build-fuzz/$t.log"
+				problems+=("build-fuzz: $t found a crash (input saved as build-fuzz/$t-*)")
+				continue
+			fi
+			echo "$t: $(grep -o 'number_of_executed_units: *[0-9]*' "build-fuzz/$t.log")"
+		done
+	else
+		problems+=("build-fuzz: the build failed")
+	fi
+fi
+
+echo
+echo "tests: $passed passed, $failed failed"
+if [ ${#problems[@]} -gt 0 ]; then
+	printf 'FAILED: %s\n' "${problems[@]}"
+	exit 1
 fi
 echo "all suites passed"
-echo "tests: $passed passed, $failed failed"

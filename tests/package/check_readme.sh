@@ -1,0 +1,66 @@
+#!/bin/bash
+# check_readme.sh - what the README's Quick start says, checked:
+#
+# - the offline example (the sh block after "Offline, with no etcd at
+#   all:") runs exactly as written, one line at a time: each line must
+#   exit 0 and print something.  The lines run in a stand-in for the
+#   repository root, a temporary directory where build/hashring is the CLI
+#   under test and deploy/ is the source tree's: the README's relative
+#   paths then hold in every build directory, and nothing is written into
+#   the sources;
+# - the packages it says each command installs are deploy/install-deps.sh's
+#   lists.
+#
+#   check_readme.sh SOURCE_DIR HASHRING_BINARY
+set -euo pipefail
+
+src=$1 cli=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/hashring-readme.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# The first fenced block after the marker line, without its fences.
+block=$(awk '/^Offline, with no etcd at all:/ { found = 1; next }
+	     found && /^```/ { if (inside) exit; inside = 1; next }
+	     inside { print }' "$src/README.md")
+[ -n "$block" ] || fail "no offline example in README.md"
+
+mkdir "$work/root" "$work/root/build"
+ln -s "$cli" "$work/root/build/hashring"
+ln -s "$src/deploy" "$work/root/deploy"
+cd "$work/root"
+while IFS= read -r line; do
+	[ -n "${line//[[:space:]]/}" ] || continue
+	rc=0
+	bash -o pipefail -c "$line" >"$work/out" 2>"$work/err" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		cat "$work/err" >&2
+		fail "exit status $rc from the README's: $line"
+	fi
+	[ -s "$work/out" ] || fail "no output from the README's: $line"
+	echo "ok: $line"
+done <<<"$block"
+
+# One package name a line, sorted: install-deps.sh's list $1 (a quoted
+# assignment over one or more lines) ...
+deps_list() {
+	sed -n "/^$1=\"/,/\"/p" "$src/deploy/install-deps.sh" |
+		sed "s/^$1=//; s/\"//g" | tr -s ' \n' '\n' | grep . | sort
+}
+# ... and the README's bullet for command $1 ("- `CMD`: a, b, c;" over one
+# or more lines), without the words joining the names.
+readme_list() {
+	awk -v item="- \`$1\`:" 'index($0, item) == 1 { on = 1; sub(/^[^:]*:/, "") }
+				 on && (/^$/ || (/^- / && index($0, item) != 1)) { exit }
+				 on { print }' "$src/README.md" |
+		tr -s ',;. \n' '\n' | grep -vxE 'the|same|and|' | sort
+}
+[ "$(readme_list deploy/demo.sh)" = "$(deps_list PACKAGES)" ] ||
+	fail "the README's packages for deploy/demo.sh are not install-deps.sh's PACKAGES"
+[ "$(readme_list tests/run.sh)" = "$(deps_list TEST_PACKAGES)" ] ||
+	fail "the README's packages for tests/run.sh are not install-deps.sh's TEST_PACKAGES"
+echo "ok: the Quick start's package lists are install-deps.sh's"
