@@ -88,14 +88,18 @@ HR_EXPORT const char *hr_strerror(int code);
 /* Nodes                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Limits, documented in docs/placement.md.  Exceeding one is HR_ELIMIT
- * (or HR_EPARSE for a record that is not valid in the first place). */
+/*
+ * Limits, documented in docs/placement.md.  Exceeding one is HR_ELIMIT
+ * (or HR_EPARSE for a record that is not valid in the first place).
+ * HR_NODES_MAX nodes of weight 1 at the default 200 points per weight are
+ * 20,000,000 points: they fit under HR_POINTS_MAX (2^25 = 33,554,432).
+ */
 #define HR_ID_MAX 255           /* bytes in a node id                        */
 #define HR_ADDR_MAX 255         /* bytes in an address                       */
 #define HR_ZONE_MAX 255         /* bytes in a zone                           */
 #define HR_RECORD_MAX 65536     /* bytes in one record value                 */
 #define HR_NODES_MAX 100000     /* nodes in one ring                         */
-#define HR_POINTS_MAX (1u << 24) /* points (all vnodes) in one ring          */
+#define HR_POINTS_MAX (1u << 25) /* points (all vnodes) in one ring          */
 #define HR_VNODES_PER_WEIGHT_DEFAULT 200
 
 typedef enum hr_state {
@@ -222,9 +226,21 @@ HR_EXPORT const hr_node *hr_ring_find(const hr_ring *ring, const char *id);
 /* Points owned by `node` (a pointer from this ring). */
 HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node);
 /* Share of the 64-bit key space `node` owns in `view`, in [0, 1]; 0 if the
- * node is not in that view. */
+ * node is not in that view.  O(points of the view): for every node at
+ * once, hr_ring_node_shares() costs the same as one call of this. */
 HR_EXPORT double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 				    hr_view view);
+
+/*
+ * Every node's share of `view` in one pass over the view's points: out[i]
+ * gets hr_ring_node_share() of hr_ring_node(ring, i), exactly the same
+ * value.  Returns the number of nodes, and writes out[0..that) only when
+ * `n` is at least that number (so hr_ring_node_shares(ring, view, NULL, 0)
+ * asks for it).  An invalid view gives zeros; a NULL ring has no node.
+ * Never allocates or locks.
+ */
+HR_EXPORT size_t hr_ring_node_shares(const hr_ring *ring, hr_view view,
+				     double *out, size_t n);
 
 /* The answer of a lookup.  Node pointers belong to the ring. */
 typedef struct hr_lookup {

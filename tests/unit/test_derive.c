@@ -3,7 +3,8 @@
  * must be the ring a full build makes: random change sequences (adds,
  * removes, weight changes, state, addr and zone changes), with the real
  * point hash and with one that forces equal positions, compared on the
- * digest, the points, owners, preference lists and shares.
+ * digest, the points, owners, preference lists and shares (one by one and
+ * all at once).
  */
 #include "hashring.h"
 #include "ring.h"
@@ -222,6 +223,19 @@ static void expect_same(const hr_ring *d, const hr_ring *f,
 			expect_same_at(d, f, pos);
 			expect_same_at(d, f, pos + 1);
 		}
+	}
+	/* All shares at once: the same values, exactly. */
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+		double *sd = calloc(n + 1, sizeof *sd), *sf = calloc(n + 1, sizeof *sf);
+
+		ck_assert(sd && sf);
+		EXPECT(hr_ring_node_shares(d, (hr_view)v, sd, n) == n);
+		EXPECT(hr_ring_node_shares(f, (hr_view)v, sf, n) == n);
+		for (size_t i = 0; i < n; i++)
+			EXPECT(sd[i] == sf[i] &&
+			       sf[i] == hr_ring_node_share(f, hr_ring_node(f, i), (hr_view)v));
+		free(sd);
+		free(sf);
 	}
 	for (int k = 0; k < 10000; k++)
 		expect_same_at(d, f, splitmix64(rng));
