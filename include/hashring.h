@@ -90,7 +90,10 @@ HR_EXPORT const char *hr_strerror(int code);
 
 /*
  * Limits, documented in docs/placement.md.  Exceeding one is HR_ELIMIT
- * (or HR_EPARSE for a record that is not valid in the first place).
+ * (or HR_EPARSE for a record that is not valid in the first place) when a
+ * ring is built from nodes given at once (hr_ring_build, members
+ * documents).  A client following etcd never fails on them: it leaves out
+ * the records that do not fit, oldest kept first (see hr_client_open).
  * HR_NODES_MAX nodes of weight 1 at the default 200 points per weight are
  * 20,000,000 points: they fit under HR_POINTS_MAX (2^25 = 33,554,432).
  */
@@ -176,7 +179,8 @@ typedef struct hr_ring_options {
  * etcd revision it reflects; 0 when offline).  `opts` may be NULL.
  * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
  * addr, zone, weight or state; names the node), HR_EDUPLICATE, HR_ELIMIT
- * (too many nodes or points), HR_ENOMEM.  Thread safe.
+ * (too many nodes or points: the caller gives the whole set, so nothing is
+ * left out), HR_ENOMEM.  Thread safe.
  */
 HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
 			    const hr_ring_options *opts, uint64_t revision,
@@ -399,9 +403,17 @@ HR_EXPORT void hr_config_init(hr_config *cfg);
 
 /*
  * Opens a client and starts its watcher thread.  Returns once the first full
- * sync has produced a ring (or at once with `open_nonblocking`).  Errors:
- * HR_EINVAL (bad config: message names the field), HR_ECONNECT, HR_ETIMEDOUT,
- * HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD, HR_ENOMEM.  `cfg` is not kept.
+ * sync has produced a ring (or at once with `open_nonblocking`, with an
+ * empty ring at revision 0 until then).  The ring holds every valid record
+ * under the prefix; records that would take it over HR_NODES_MAX or
+ * HR_POINTS_MAX are left out, newest first by their key's create_revision,
+ * and logged (event=bad_record), the same way at every later revision, so
+ * every client derives the same ring (docs/placement.md section 9).  If the
+ * first sync's ring cannot be built (HR_ENOMEM), open fails with that error
+ * rather than return an empty ring; a non-blocking client keeps trying.
+ * Errors: HR_EINVAL (bad config: message names the field), HR_ECONNECT,
+ * HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD, HR_ELIMIT (more than
+ * HR_NODES_MAX keys under the prefix), HR_ENOMEM.  `cfg` is not kept.
  */
 HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
 			     hr_error *err);
@@ -415,7 +427,8 @@ HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
  * is); HR_ETIMEDOUT while there is none yet, the message saying how long
  * since hr_client_open() and the last failure (the watcher keeps trying);
  * or the error that makes waiting pointless, as hr_client_open() would
- * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT.  HR_EINVAL for a NULL
+ * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first
+ * ring could not be built; the watcher retries).  HR_EINVAL for a NULL
  * client or a negative timeout.  Thread safe.
  */
 HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,

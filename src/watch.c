@@ -297,26 +297,35 @@ static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
 	hr_diff_free(dr);
 }
 
+/* A record the ring cannot hold (a limit): a bad record while it lasts. */
+static void log_left_out(void *ud, const hr__member *m, const hr_error *why)
+{
+	hr__watcher *w = ud;
+
+	hr__log_emit(w->o.log, HR_LOG_WARN, "bad_record",
+		     "key=%s%s mod_revision=%" PRId64 " msg=%s", w->prefix,
+		     m->rec.id, m->mod_revision, why->message);
+}
+
 /* Builds the ring of the current set at `revision`, confirms the revision
  * (before publishing: whoever sees the new ring sees a confirmed revision
  * at least as new) and publishes the ring unless nothing that affects
  * placement changed.  On failure the previous ring stays and the revision
- * is not confirmed, so the lag shows as staleness. */
-static void rebuild(hr__watcher *w, uint64_t revision)
+ * is not confirmed, so the lag shows as staleness; the error is returned. */
+static int rebuild(hr__watcher *w, uint64_t revision, hr_error *err)
 {
 	hr_ring *ring = NULL, *old = hr__publish_acquire(w->o.publisher);
-	hr_error err = { 0 };
 	/* Derived from the ring in use: only what changed is hashed again. */
-	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision, &ring,
-				    &err);
+	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision,
+				    log_left_out, w, &ring, err);
 
 	if (rc) {
 		/* Keep serving the previous ring; say loudly that it lags. */
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "build_failed",
 			     "revision=%" PRIu64 " code=%d msg=%s", revision, rc,
-			     err.message);
+			     err->message);
 		hr_ring_release(old);
-		return;
+		return rc;
 	}
 	confirm(w, revision);
 	if (w->synced_once && old && hr_ring_digest(old) == hr_ring_digest(ring)) {
@@ -324,7 +333,7 @@ static void rebuild(hr__watcher *w, uint64_t revision)
 		hr_ring_release(old);
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
 			     "revision=%" PRIu64, revision);
-		return;
+		return 0;
 	}
 	hr__publish_swap(w->o.publisher, ring);
 	pthread_mutex_lock(&w->mu);
@@ -332,6 +341,7 @@ static void rebuild(hr__watcher *w, uint64_t revision)
 	pthread_mutex_unlock(&w->mu);
 	announce(w, old, ring);
 	hr_ring_release(old);
+	return 0;
 }
 
 /* Applies one key's new value (or deletion) to the set. */
@@ -351,16 +361,10 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 	hr__record rec;
 	hr_error err = { 0 };
 	int rc = hr__record_parse(id, id_len, kv->value, kv->value_len, &rec, &err);
-	unsigned vpw = w->o.ring.vnodes_per_weight ? w->o.ring.vnodes_per_weight :
-			HR_VNODES_PER_WEIGHT_DEFAULT;
-	/* A weight that alone exceeds the ring's point limit would make every
-	 * later build fail: it is a bad record like any other. */
-	if (!rc && rec.weight * (double)vpw > (double)HR_POINTS_MAX)
-		rc = hr__error_set(&err, HR_ELIMIT,
-				   "node \"%s\": weight %g gives more than %u points",
-				   rec.id, rec.weight, HR_POINTS_MAX);
-	if (!rc)
-		rc = hr__nodeset_put(&w->set, &rec) ? hr__error_set(&err, HR_ENOMEM, "out of memory") : 0;
+
+	if (!rc && hr__nodeset_put(&w->set, &rec, kv->create_revision,
+				   kv->mod_revision))
+		rc = hr__error_set(&err, HR_ENOMEM, "out of memory");
 	if (rc) {
 		/* The ring follows etcd's records alone: a key whose value
 		 * turned bad leaves the ring. */
@@ -444,12 +448,25 @@ static int full_sync(hr__watcher *w)
 	hr__nodeset_clear(&old);
 
 	w->next_rev = rev + 1;
+	rc = rebuild(w, (uint64_t)rev, &err);
+	if (rc && !w->synced_once) {
+		/* No ring to open with: hr_client_open() returns the error
+		 * rather than an empty ring (a blocking open gives up; with
+		 * open_nonblocking the watcher retries). */
+		pthread_mutex_lock(&w->mu);
+		w->last_err = err;
+		if (!w->first_done) {
+			w->first_fatal = rc;
+			pthread_cond_broadcast(&w->cv);
+		}
+		pthread_mutex_unlock(&w->mu);
+		return rc;
+	}
 	if (w->synced_once) {
 		pthread_mutex_lock(&w->mu);
 		w->resyncs++;
 		pthread_mutex_unlock(&w->mu);
 	}
-	rebuild(w, (uint64_t)rev);
 	w->synced_once = 1;
 	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
 		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s", rev, n,
@@ -468,6 +485,7 @@ static int full_sync(hr__watcher *w)
 
 static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 {
+	hr_error err = { 0 };
 	int64_t last = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -480,7 +498,7 @@ static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 	if (!last)
 		return;
 	w->next_rev = last + 1;
-	rebuild(w, (uint64_t)last);
+	rebuild(w, (uint64_t)last, &err);
 }
 
 static int take_fragment(hr__watcher *w, hr__wmsg *m)
