@@ -336,8 +336,12 @@ typedef struct hr_client hr_client;
 
 /* Called on the watcher thread after each publication, with the ring it
  * replaced: after the first sync, the client's initial empty ring
- * (revision 0).  Both rings are valid during the call only (retain to
- * keep).  It may call any client function except hr_client_close(). */
+ * (revision 0).  A ring is published when its digest differs from the
+ * published ring's, and after a resync that found etcd's data replaced
+ * (another cluster id, or its revision below the ring's) even with the same
+ * digest: then the new ring's revision may be lower than the old one's.
+ * Both rings are valid during the call only (retain to keep).  It may call
+ * any client function except hr_client_close(). */
 typedef void (*hr_ring_change_fn)(void *userdata, const hr_ring *old_ring,
 				  const hr_ring *new_ring);
 

@@ -989,7 +989,11 @@ START_TEST(wiped_data_new_cluster)
 	ck_assert_int_gt(hrt_put(url, PREFIX "fresh", "10.7.0.2:1"), 0);
 	assert_converged(c, url, CONVERGE_MS);
 	ck_assert_int_eq(hrt_wait_nodes(c, STABLE_KEYS + 1, 1000), 0);
-	ck_assert_int_ge(hrt_log_count(&logbuf, "level=error", "event=revision_backwards", NULL), 1);
+	/* One line says so, and how it was seen: the new cluster id. */
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=cluster_replaced", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "level=error", "event=cluster_replaced",
+				       "detected_by=cluster_id", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "revision_backwards", NULL), 0);
 	readers_check(&r);
 	hr_client_close(c);
 	ck_assert_int_eq(verify(&h, before, history_len(&h), url), 0);
@@ -1019,9 +1023,96 @@ START_TEST(wiped_data_new_cluster_overtakes)
 		ck_assert_int_gt(hrt_put(url, key, "10.7.0.1:1"), 0);
 	}
 	assert_converged(c, url, CONVERGE_MS);
-	ck_assert_int_ge(hrt_log_count(&logbuf, "level=error", "event=cluster_replaced", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=cluster_replaced", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "level=error", "event=cluster_replaced",
+				       "detected_by=cluster_id", NULL), 1);
 	hr_client_close(c);
 	history_free(&h);
+}
+END_TEST
+
+/*
+ * A wiped etcd given back the same records: the membership, and so the
+ * digest, is what it was, but the data is new and its revisions started
+ * again.  The client must say so in one line, saying how it saw it, and
+ * publish a ring at the new cluster's revision at once (watchers and
+ * on_change see the new epoch), not wait for the next change.
+ */
+static void wipe_with_same_records(int same_cluster_id)
+{
+	const char *url = hrt_etcd_client_url(etcd, 0);
+	const char *how = same_cluster_id ? "detected_by=revision" : "detected_by=cluster_id";
+	history h;
+	hr_client *c;
+	size_t before;
+	uint64_t old_rev, old_digest;
+	int64_t new_rev, t0;
+
+	history_init(&h);
+	put_stable();
+	/* Churn that ends where it began: the old data's revision is past
+	 * what the new data will reach. */
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_gt(hrt_put(url, PREFIX "s0", i % 2 ? "{\"addr\":\"10.8.0.0:11211\",\"zone\":\"z0\"}" :
+					 "10.8.0.99:1"), 0);
+	c = open_client(hrt_etcd_endpoints(etcd), &h);
+	pthread_mutex_lock(&h.mu);
+	h.backwards_ok = 1;
+	before = h.n;
+	old_rev = h.e[before - 1].revision;
+	old_digest = h.e[before - 1].digest;
+	pthread_mutex_unlock(&h.mu);
+	ck_assert_int_eq(same_cluster_id ? hrt_etcd_wipe_and_restart_same_id(etcd) :
+			 hrt_etcd_wipe_and_restart(etcd), 0);
+	totals.restarts++;
+	put_stable();
+	{
+		http hc;
+
+		http_init(&hc);
+		new_rev = current_revision(&hc, url);
+		http_free(&hc);
+	}
+	ck_assert_int_gt(new_rev, 0);
+	ck_assert_uint_lt((uint64_t)new_rev, old_rev);
+	/* Published at once: within the probe interval and a resync. */
+	t0 = hrt_now_ms();
+	while (history_len(&h) == before && hrt_now_ms() - t0 < CONVERGE_MS)
+		hrt_sleep_ms(20);
+	ck_assert_msg(history_len(&h) > before, "no ring published after the wipe");
+	fprintf(stderr, "faults: wiped (%s): new epoch published %" PRId64 " ms after the data came back\n",
+		how, hrt_now_ms() - t0);
+	pthread_mutex_lock(&h.mu);
+	ck_assert_uint_eq(h.e[before].revision, (uint64_t)new_rev);
+	ck_assert_uint_eq(h.e[before].digest, old_digest);
+	pthread_mutex_unlock(&h.mu);
+	hrt_log_wait(&logbuf, 1, 1000, 20, "event=cluster_replaced", NULL);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=cluster_replaced", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "level=error", "event=cluster_replaced", how,
+				       NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "revision_backwards", NULL), 0);
+	{
+		hr_client_status st;
+
+		ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+		ck_assert_uint_eq(st.revision, (uint64_t)new_rev);
+		ck_assert_uint_ge(st.confirmed_revision, (uint64_t)new_rev);
+		ck_assert_uint_lt(st.confirmed_revision, old_rev);
+	}
+	hr_client_close(c);
+	ck_assert_int_eq(verify(&h, before, history_len(&h), url), 0);
+	history_free(&h);
+}
+
+START_TEST(wiped_data_same_records_new_cluster_id)
+{
+	wipe_with_same_records(0);
+}
+END_TEST
+
+START_TEST(wiped_data_same_records_same_cluster_id)
+{
+	wipe_with_same_records(1);
 }
 END_TEST
 
@@ -1609,6 +1700,8 @@ int main(void)
 	tcase_add_test(tc, proxy_injects_errors_and_hostile_messages);
 	tcase_add_test(tc, hostile_records_beside_good);
 	tcase_add_test(tc, wiped_data_new_cluster_overtakes);
+	tcase_add_test(tc, wiped_data_same_records_new_cluster_id);
+	tcase_add_test(tc, wiped_data_same_records_same_cluster_id);
 	tcase_add_test(tc, huge_weight_blocks_later_changes);
 #ifndef __SANITIZE_THREAD__
 	tcase_add_test(tc, over_point_limit_keeps_following);
