@@ -103,6 +103,8 @@ HR_EXPORT const char *hr_strerror(int code);
 #define HR_RECORD_MAX 65536     /* bytes in one record value                 */
 #define HR_NODES_MAX 100000     /* nodes in one ring                         */
 #define HR_POINTS_MAX (1u << 25) /* points (all vnodes) in one ring          */
+#define HR_JSON_DEPTH_MAX 1000  /* arrays and objects nested in one record or
+				   members document (HR_EPARSE beyond)       */
 #define HR_VNODES_PER_WEIGHT_DEFAULT 200
 
 typedef enum hr_state {
@@ -190,15 +192,20 @@ HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
  * Builds a ring from a members document: a JSON object mapping node id to
  * record, where a record is an object {"addr":..,"weight":..,"zone":..,
  * "state":..} (only addr required, unknown fields ignored) or a JSON string
- * holding a bare address (an active node of weight 1).  Errors as for
- * hr_ring_build plus HR_EPARSE (invalid JSON, wrong types, duplicate id).
+ * holding a bare address (an active node of weight 1).  Ids and strings are
+ * the decoded JSON strings (docs/placement.md section 8).  Errors as for
+ * hr_ring_build (HR_EDUPLICATE for an id given twice, naming it) plus
+ * HR_EPARSE (invalid JSON, wrong types, nesting deeper than
+ * HR_JSON_DEPTH_MAX; the message gives the byte, and says when the document
+ * ends too early).
  */
 HR_EXPORT int hr_ring_from_json(const char *json, size_t len,
 				const hr_ring_options *opts, hr_ring **out,
 				hr_error *err);
 
 /* hr_ring_from_json() on the contents of file `path`.  HR_EIO if it cannot
- * be read; the message names the path. */
+ * be read, HR_ELIMIT over 256 MiB.  Every message starts with the path,
+ * once: `members.json: node "a": duplicate node id`, ready to print. */
 HR_EXPORT int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 				hr_ring **out, hr_error *err);
 

@@ -62,17 +62,58 @@ START_TEST(record_deeply_nested)
 	strcpy(v, "{\"addr\":\"a:1\",\"x\":");
 	memset(v + strlen(v), '[', n - strlen(v));
 	v[n] = '\0';
-	/* Over the record limit first; under it, cJSON's depth limit. */
+	/* Over the record limit first; under it, the depth limit, where the
+	 * bracket opening level 1001 is (the record's object is level 1, its
+	 * first '[' at byte 18 level 2). */
 	ck_assert_int_eq(record("deep", v, n, &rec, &err), HR_ELIMIT);
 	ck_assert_int_eq(record("deep", v, 60000, &rec, &err), HR_EPARSE);
-	ck_assert_ptr_nonnull(strstr(err.message, "deep"));
+	ck_assert_str_eq(err.message, "node \"deep\": nested deeper than 1000 levels"
+			 " of arrays and objects (byte 1017)");
 	assert_clean_message(&err);
 	/* A members document has no record limit: depth still stops it. */
 	v[0] = '{';
 	ck_assert_int_eq(hr_ring_from_json(v, n, NULL, &ring, &err), HR_EPARSE);
 	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, "members document: nested deeper than 1000 levels"
+			 " of arrays and objects (byte 1017)");
 	assert_clean_message(&err);
 	free(v);
+}
+END_TEST
+
+/* Exactly the limit is fine, inside an unknown field too (ignored whatever
+ * its type); one level more is the depth error, not "malformed JSON". */
+START_TEST(record_nesting_at_the_limit)
+{
+	static char v[4096];
+	hr__record rec;
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+	size_t o;
+
+	for (int extra = 0; extra <= 1; extra++) {
+		/* A record: its object plus 999 arrays (plus one). */
+		o = (size_t)sprintf(v, "{\"addr\":\"a:1\",\"x\":");
+		memset(v + o, '[', 999 + extra);
+		memset(v + o + 999 + extra, ']', 999 + extra);
+		strcpy(v + o + 2 * (999 + extra), "}");
+		ck_assert_int_eq(record("n", v, strlen(v), &rec, &err),
+				 extra ? HR_EPARSE : HR_OK);
+		if (extra)
+			ck_assert_ptr_nonnull(strstr(err.message, "nested deeper than 1000"));
+		hr__record_clear(&rec);
+		/* A members document: its object, the record's, 998 arrays. */
+		o = (size_t)sprintf(v, "{\"n\":{\"addr\":\"a:1\",\"x\":");
+		memset(v + o, '[', 998 + extra);
+		memset(v + o + 998 + extra, ']', 998 + extra);
+		strcpy(v + o + 2 * (998 + extra), "}}");
+		ck_assert_int_eq(hr_ring_from_json(v, strlen(v), NULL, &ring, &err),
+				 extra ? HR_EPARSE : HR_OK);
+		if (extra)
+			ck_assert_ptr_nonnull(strstr(err.message, "nested deeper than 1000"));
+		hr_ring_release(ring);
+		ring = NULL;
+	}
 }
 END_TEST
 
@@ -151,8 +192,10 @@ START_TEST(record_duplicate_fields_and_ids)
 
 	ck_assert_int_eq(record("n", dup_field, strlen(dup_field), &rec, &err), HR_EPARSE);
 	ck_assert_ptr_nonnull(strstr(err.message, "twice"));
-	ck_assert_int_eq(hr_ring_from_json(dup_id, strlen(dup_id), NULL, &ring, &err), HR_EPARSE);
+	ck_assert_int_eq(hr_ring_from_json(dup_id, strlen(dup_id), NULL, &ring, &err),
+			 HR_EDUPLICATE);
 	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, "node \"a\": duplicate node id");
 	assert_clean_message(&err);
 }
 END_TEST
@@ -434,6 +477,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_of_several_megabytes);
 	tcase_add_test(tc, record_deeply_nested);
+	tcase_add_test(tc, record_nesting_at_the_limit);
 	tcase_add_test(tc, record_invalid_utf8_and_control_bytes);
 	tcase_add_test(tc, record_numbers_out_of_range);
 	tcase_add_test(tc, record_duplicate_fields_and_ids);
