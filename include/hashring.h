@@ -88,14 +88,23 @@ HR_EXPORT const char *hr_strerror(int code);
 /* Nodes                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Limits, documented in docs/placement.md.  Exceeding one is HR_ELIMIT
- * (or HR_EPARSE for a record that is not valid in the first place). */
+/*
+ * Limits, documented in docs/placement.md.  Exceeding one is HR_ELIMIT
+ * (or HR_EPARSE for a record that is not valid in the first place) when a
+ * ring is built from nodes given at once (hr_ring_build, members
+ * documents).  A client following etcd never fails on them: it leaves out
+ * the records that do not fit, oldest kept first (see hr_client_open).
+ * HR_NODES_MAX nodes of weight 1 at the default 200 points per weight are
+ * 20,000,000 points: they fit under HR_POINTS_MAX (2^25 = 33,554,432).
+ */
 #define HR_ID_MAX 255           /* bytes in a node id                        */
 #define HR_ADDR_MAX 255         /* bytes in an address                       */
 #define HR_ZONE_MAX 255         /* bytes in a zone                           */
 #define HR_RECORD_MAX 65536     /* bytes in one record value                 */
 #define HR_NODES_MAX 100000     /* nodes in one ring                         */
-#define HR_POINTS_MAX (1u << 24) /* points (all vnodes) in one ring          */
+#define HR_POINTS_MAX (1u << 25) /* points (all vnodes) in one ring          */
+#define HR_JSON_DEPTH_MAX 1000  /* arrays and objects nested in one record or
+				   members document (HR_EPARSE beyond)       */
 #define HR_VNODES_PER_WEIGHT_DEFAULT 200
 
 typedef enum hr_state {
@@ -172,7 +181,8 @@ typedef struct hr_ring_options {
  * etcd revision it reflects; 0 when offline).  `opts` may be NULL.
  * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
  * addr, zone, weight or state; names the node), HR_EDUPLICATE, HR_ELIMIT
- * (too many nodes or points), HR_ENOMEM.  Thread safe.
+ * (too many nodes or points: the caller gives the whole set, so nothing is
+ * left out), HR_ENOMEM.  Thread safe.
  */
 HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
 			    const hr_ring_options *opts, uint64_t revision,
@@ -182,15 +192,20 @@ HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
  * Builds a ring from a members document: a JSON object mapping node id to
  * record, where a record is an object {"addr":..,"weight":..,"zone":..,
  * "state":..} (only addr required, unknown fields ignored) or a JSON string
- * holding a bare address (an active node of weight 1).  Errors as for
- * hr_ring_build plus HR_EPARSE (invalid JSON, wrong types, duplicate id).
+ * holding a bare address (an active node of weight 1).  Ids and strings are
+ * the decoded JSON strings (docs/placement.md section 8).  Errors as for
+ * hr_ring_build (HR_EDUPLICATE for an id given twice, naming it) plus
+ * HR_EPARSE (invalid JSON, wrong types, nesting deeper than
+ * HR_JSON_DEPTH_MAX; the message gives the byte, and says when the document
+ * ends too early).
  */
 HR_EXPORT int hr_ring_from_json(const char *json, size_t len,
 				const hr_ring_options *opts, hr_ring **out,
 				hr_error *err);
 
 /* hr_ring_from_json() on the contents of file `path`.  HR_EIO if it cannot
- * be read; the message names the path. */
+ * be read, HR_ELIMIT over 256 MiB.  Every message starts with the path,
+ * once: `members.json: node "a": duplicate node id`, ready to print. */
 HR_EXPORT int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 				hr_ring **out, hr_error *err);
 
@@ -222,9 +237,21 @@ HR_EXPORT const hr_node *hr_ring_find(const hr_ring *ring, const char *id);
 /* Points owned by `node` (a pointer from this ring). */
 HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node);
 /* Share of the 64-bit key space `node` owns in `view`, in [0, 1]; 0 if the
- * node is not in that view. */
+ * node is not in that view.  O(points of the view): for every node at
+ * once, hr_ring_node_shares() costs the same as one call of this. */
 HR_EXPORT double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 				    hr_view view);
+
+/*
+ * Every node's share of `view` in one pass over the view's points: out[i]
+ * gets hr_ring_node_share() of hr_ring_node(ring, i), exactly the same
+ * value.  Returns the number of nodes, and writes out[0..that) only when
+ * `n` is at least that number (so hr_ring_node_shares(ring, view, NULL, 0)
+ * asks for it).  An invalid view gives zeros; a NULL ring has no node.
+ * Never allocates or locks.
+ */
+HR_EXPORT size_t hr_ring_node_shares(const hr_ring *ring, hr_view view,
+				     double *out, size_t n);
 
 /* The answer of a lookup.  Node pointers belong to the ring. */
 typedef struct hr_lookup {
@@ -316,8 +343,12 @@ typedef struct hr_client hr_client;
 
 /* Called on the watcher thread after each publication, with the ring it
  * replaced: after the first sync, the client's initial empty ring
- * (revision 0).  Both rings are valid during the call only (retain to
- * keep).  It may call any client function except hr_client_close(). */
+ * (revision 0).  A ring is published when its digest differs from the
+ * published ring's, and after a resync that found etcd's data replaced
+ * (another cluster id, or its revision below the ring's) even with the same
+ * digest: then the new ring's revision may be lower than the old one's.
+ * Both rings are valid during the call only (retain to keep).  It may call
+ * any client function except hr_client_close(). */
 typedef void (*hr_ring_change_fn)(void *userdata, const hr_ring *old_ring,
 				  const hr_ring *new_ring);
 
@@ -383,9 +414,17 @@ HR_EXPORT void hr_config_init(hr_config *cfg);
 
 /*
  * Opens a client and starts its watcher thread.  Returns once the first full
- * sync has produced a ring (or at once with `open_nonblocking`).  Errors:
- * HR_EINVAL (bad config: message names the field), HR_ECONNECT, HR_ETIMEDOUT,
- * HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD, HR_ENOMEM.  `cfg` is not kept.
+ * sync has produced a ring (or at once with `open_nonblocking`, with an
+ * empty ring at revision 0 until then).  The ring holds every valid record
+ * under the prefix; records that would take it over HR_NODES_MAX or
+ * HR_POINTS_MAX are left out, newest first by their key's create_revision,
+ * and logged (event=bad_record), the same way at every later revision, so
+ * every client derives the same ring (docs/placement.md section 9).  If the
+ * first sync's ring cannot be built (HR_ENOMEM), open fails with that error
+ * rather than return an empty ring; a non-blocking client keeps trying.
+ * Errors: HR_EINVAL (bad config: message names the field), HR_ECONNECT,
+ * HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD, HR_ELIMIT (more than
+ * HR_NODES_MAX keys under the prefix), HR_ENOMEM.  `cfg` is not kept.
  */
 HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
 			     hr_error *err);
@@ -399,7 +438,8 @@ HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
  * is); HR_ETIMEDOUT while there is none yet, the message saying how long
  * since hr_client_open() and the last failure (the watcher keeps trying);
  * or the error that makes waiting pointless, as hr_client_open() would
- * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT.  HR_EINVAL for a NULL
+ * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first
+ * ring could not be built; the watcher retries).  HR_EINVAL for a NULL
  * client or a negative timeout.  Thread safe.
  */
 HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,

@@ -178,6 +178,7 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 	case HR_EPERM:
 	case HR_ETLS:
 	case HR_ELIMIT:
+	case HR_ENOMEM:
 		/* Fatal for the first sync: the watcher says so at once. */
 		return hr__error_copy(err, &last);
 	}

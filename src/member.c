@@ -298,30 +298,96 @@ static int record_finish(hr__record *rec, hr_error *err)
 	return hr__node_validate(&node, err);
 }
 
-/*
- * cJSON turns a \u0000 escape into a NUL that silently cuts the string, so
- * a document holding one is refused before parsing.  Scans JSON strings
- * only; returns the offset of the escape or `len` if there is none.
- */
-static size_t find_nul_escape(const char *s, size_t len)
-{
-	bool in_string = false;
+#if CJSON_NESTING_LIMIT != HR_JSON_DEPTH_MAX
+#error "cJSON's nesting limit is not the documented HR_JSON_DEPTH_MAX"
+#endif
 
+/* What one pass over a JSON text outside cJSON tells. */
+struct scan {
+	size_t nul;		/* offset of the first \u0000 escape, or
+				   SIZE_MAX                                 */
+	size_t deep;		/* offset of the bracket opening level
+				   HR_JSON_DEPTH_MAX + 1, or SIZE_MAX       */
+	size_t string_start;	/* of the string the text ends in, if any   */
+	bool in_string;		/* the text ends inside a string            */
+	bool blank;		/* nothing but blanks                       */
+	size_t depth;		/* arrays and objects open at the end       */
+};
+
+/*
+ * cJSON turns a \u0000 escape into a NUL that silently cuts the string, so a
+ * document holding one is refused before parsing; and its errors give a
+ * position only, which this pass turns into a reason: too deep, or cut off.
+ */
+static void scan_json(const char *s, size_t len, struct scan *sc)
+{
+	*sc = (struct scan){ .nul = SIZE_MAX, .deep = SIZE_MAX, .blank = true };
 	for (size_t i = 0; i < len; i++) {
-		if (!in_string) {
-			in_string = s[i] == '"';
+		char c = s[i];
+
+		if (sc->in_string) {
+			if (c == '"') {
+				sc->in_string = false;
+			} else if (c == '\\' && i + 1 < len) {
+				if (s[i + 1] == 'u' && i + 5 < len &&
+				    memcmp(s + i + 2, "0000", 4) == 0 && sc->nul == SIZE_MAX)
+					sc->nul = i;
+				i++;
+			}
 			continue;
 		}
-		if (s[i] == '"') {
-			in_string = false;
-		} else if (s[i] == '\\' && i + 1 < len) {
-			if (s[i + 1] == 'u' && i + 5 < len &&
-			    memcmp(s + i + 2, "0000", 4) == 0)
-				return i;
-			i++;
+		sc->blank = sc->blank && is_blank(c);
+		if (c == '"') {
+			sc->in_string = true;
+			sc->string_start = i;
+		} else if (c == '{' || c == '[') {
+			if (++sc->depth > HR_JSON_DEPTH_MAX && sc->deep == SIZE_MAX)
+				sc->deep = i;
+		} else if ((c == '}' || c == ']') && sc->depth) {
+			sc->depth--;
 		}
 	}
-	return len;
+}
+
+/* Whether cJSON, given one more byte, fails past the end of `s`: then what
+ * it refused was the end itself (a document cut short), not a byte in it. */
+static bool cut_short(const char *s, size_t len)
+{
+	char *more = malloc(len + 1);
+	const char *end = NULL;
+	cJSON *json;
+	bool cut;
+
+	if (!more)
+		return false;
+	memcpy(more, s, len);
+	more[len] = 'x';
+	json = cJSON_ParseWithLengthOpts(more, len + 1, &end, 0);
+	cut = !json && end && end >= more + len;
+	cJSON_Delete(json);
+	free(more);
+	return cut;
+}
+
+/* The reason cJSON refused s[0..len), the position it gave being `at`. */
+static void parse_error(const char *s, size_t len, size_t at,
+			const struct scan *sc, const char *what, hr_error *err)
+{
+	if (sc->deep <= at)
+		hr__error_set(err, HR_EPARSE,
+			      "%s: nested deeper than %d levels of arrays and objects (byte %zu)",
+			      what, HR_JSON_DEPTH_MAX, sc->deep);
+	else if (sc->blank)
+		hr__error_set(err, HR_EPARSE, "%s: no JSON value (%zu bytes of blanks)",
+			      what, len);
+	else if (sc->in_string ? sc->string_start <= at :
+		 sc->depth && at + 1 >= len && cut_short(s, len))
+		hr__error_set(err, HR_EPARSE,
+			      "%s: unexpected end of the document at byte %zu%s", what,
+			      len, sc->in_string ? " (inside a string)" : "");
+	else
+		hr__error_set(err, HR_EPARSE, "%s: malformed JSON near byte %zu",
+			      what, at);
 }
 
 /* Parses exactly one JSON value from s[0..len), blanks around allowed. */
@@ -329,21 +395,21 @@ static cJSON *parse_json(const char *s, size_t len, const char *what,
 			 hr_error *err)
 {
 	const char *end = NULL;
-	size_t nul = find_nul_escape(s, len);
+	struct scan sc;
 	cJSON *json;
 
-	if (nul < len) {
+	scan_json(s, len, &sc);
+	if (sc.nul != SIZE_MAX) {
 		hr__error_set(err, HR_EPARSE,
 			      "%s: \\u0000 is not allowed in a string (byte %zu)",
-			      what, nul);
+			      what, sc.nul);
 		return NULL;
 	}
 	json = cJSON_ParseWithLengthOpts(s, len, &end, 0);
 	if (!json) {
 		size_t at = end && end >= s && end <= s + len ? (size_t)(end - s) : 0;
 
-		hr__error_set(err, HR_EPARSE, "%s: malformed JSON near byte %zu",
-			      what, at);
+		parse_error(s, len, at, &sc, what, err);
 		return NULL;
 	}
 	for (; end < s + len; end++) {
@@ -436,8 +502,10 @@ static int record_from_item(const cJSON *item, hr__record *rec, hr_error *err)
 	return rc;
 }
 
-int hr_ring_from_json(const char *json, size_t len, const hr_ring_options *opts,
-		      hr_ring **out, hr_error *err)
+/* A members document, `what` naming it in messages about the document. */
+static int members_parse(const char *json, size_t len, const char *what,
+			 const hr_ring_options *opts, hr_ring **out,
+			 hr_error *err)
 {
 	hr__record *recs = NULL;
 	hr_node *nodes = NULL;
@@ -446,25 +514,20 @@ int hr_ring_from_json(const char *json, size_t len, const hr_ring_options *opts,
 	size_t n = 0, i = 0;
 	int rc;
 
-	if (!out)
-		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
-	*out = NULL;
-	if (!json)
-		return hr__error_set(err, HR_EINVAL, "members document is NULL");
-	doc = parse_json(json, len, "members document", err);
+	doc = parse_json(json, len, what, err);
 	if (!doc)
 		return HR_EPARSE;
 	if (!cJSON_IsObject(doc)) {
 		cJSON_Delete(doc);
 		return hr__error_set(err, HR_EPARSE,
-				     "members document: must be a JSON object mapping node id to record");
+				     "%s: must be a JSON object mapping node id to record",
+				     what);
 	}
 	cJSON_ArrayForEach(item, doc)
 		n++;
 	if (n > HR_NODES_MAX) {
-		rc = hr__error_set(err, HR_ELIMIT,
-				   "members document: %zu nodes exceed the limit of %d",
-				   n, HR_NODES_MAX);
+		rc = hr__error_set(err, HR_ELIMIT, "%s: %zu nodes exceed the limit of %d",
+				   what, n, HR_NODES_MAX);
 		goto out;
 	}
 	recs = calloc(n ? n : 1, sizeof *recs);
@@ -486,13 +549,9 @@ int hr_ring_from_json(const char *json, size_t len, const hr_ring_options *opts,
 		};
 		i++;
 	}
+	/* cJSON keeps both entries of an id given twice: the build refuses
+	 * them with HR_EDUPLICATE, naming the id. */
 	rc = hr_ring_build(nodes, n, opts, 0, out, err);
-	/* A key given twice is a flaw of the document. */
-	if (rc == HR_EDUPLICATE) {
-		rc = HR_EPARSE;
-		if (err)
-			err->code = rc;
-	}
 out:
 	for (size_t j = 0; recs && j < n; j++)
 		hr__record_clear(&recs[j]);
@@ -502,9 +561,61 @@ out:
 	return rc;
 }
 
+int hr_ring_from_json(const char *json, size_t len, const hr_ring_options *opts,
+		      hr_ring **out, hr_error *err)
+{
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	if (!json)
+		return hr__error_set(err, HR_EINVAL, "members document is NULL");
+	return members_parse(json, len, "members document", opts, out, err);
+}
+
+/* Bytes of a path shown in a message: its end, where the file name is. */
+#define PATH_SHOWN 120
+
+/* `path` for a message: control bytes as \xNN, a long one cut at the front. */
+static const char *show_path(char *buf, size_t size, const char *path)
+{
+	size_t len = strlen(path), o = 0, i = 0;
+
+	if (len > PATH_SHOWN) {
+		memcpy(buf, "...", 3);
+		o = 3;
+		i = len - PATH_SHOWN;
+	}
+	for (; i < len && o + 5 < size; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (is_control(c))
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Every message of hr_ring_load_file() starts with the path, once. */
+static int name_the_file(hr_error *err, const char *shown, int rc)
+{
+	size_t n = strlen(shown);
+	char msg[HR_ERROR_MSG_MAX + PATH_SHOWN * 4 + 16];
+
+	if (!err || !rc || (strncmp(err->message, shown, n) == 0 &&
+			    err->message[n] == ':'))
+		return rc;
+	snprintf(msg, sizeof msg, "%s: %s", shown, err->message);
+	memcpy(err->message, msg, sizeof err->message - 1);
+	err->message[sizeof err->message - 1] = '\0';
+	return rc;
+}
+
 int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 		      hr_ring **out, hr_error *err)
 {
+	char shown[PATH_SHOWN * 4 + 8];
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	FILE *f;
@@ -515,9 +626,10 @@ int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 	*out = NULL;
 	if (!path)
 		return hr__error_set(err, HR_EINVAL, "members file path is NULL");
+	show_path(shown, sizeof shown, path);
 	f = fopen(path, "rb");
 	if (!f)
-		return hr__error_set(err, HR_EIO, "cannot open \"%s\": %s", path,
+		return hr__error_set(err, HR_EIO, "%s: cannot open: %s", shown,
 				     strerror(errno));
 	for (;;) {
 		size_t got;
@@ -526,15 +638,14 @@ int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 			char *bigger;
 
 			if (cap >= MEMBERS_FILE_MAX) {
-				rc = hr__error_set(err, HR_ELIMIT,
-						   "\"%s\": larger than %zu bytes",
-						   path, MEMBERS_FILE_MAX);
+				rc = hr__error_set(err, HR_ELIMIT, "%s: larger than %zu bytes",
+						   shown, MEMBERS_FILE_MAX);
 				goto out;
 			}
 			cap = cap ? cap * 2 : 65536;
 			bigger = realloc(buf, cap + 1);
 			if (!bigger) {
-				rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+				rc = hr__error_set(err, HR_ENOMEM, "%s: out of memory", shown);
 				goto out;
 			}
 			buf = bigger;
@@ -545,11 +656,12 @@ int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 			break;
 	}
 	if (ferror(f)) {
-		rc = hr__error_set(err, HR_EIO, "cannot read \"%s\": %s", path,
+		rc = hr__error_set(err, HR_EIO, "%s: cannot read: %s", shown,
 				   strerror(errno));
 		goto out;
 	}
-	rc = hr_ring_from_json(buf ? buf : "", len, opts, out, err);
+	rc = name_the_file(err, shown,
+			   members_parse(buf ? buf : "", len, shown, opts, out, err));
 out:
 	free(buf);
 	fclose(f);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ID_SHOWN 80	/* bytes of an id shown in a message */
+
 /* Index of `id`, or of where it would go (with *found = 0). */
 static size_t find(const hr__nodeset *s, const char *id, int *found)
 {
@@ -16,7 +18,7 @@ static size_t find(const hr__nodeset *s, const char *id, int *found)
 	*found = 0;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->recs[mid].id, id);
+		int c = strcmp(s->m[mid].rec.id, id);
 		if (c == 0) {
 			*found = 1;
 			return mid;
@@ -29,26 +31,27 @@ static size_t find(const hr__nodeset *s, const char *id, int *found)
 	return lo;
 }
 
-int hr__nodeset_put(hr__nodeset *s, hr__record *rec)
+int hr__nodeset_put(hr__nodeset *s, hr__record *rec, int64_t create_revision,
+		    int64_t mod_revision)
 {
 	int found;
 	size_t i = find(s, rec->id, &found);
 
 	if (found) {
-		hr__record_clear(&s->recs[i]);
+		hr__record_clear(&s->m[i].rec);
 	} else {
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 16;
-			hr__record *r = realloc(s->recs, cap * sizeof *r);
-			if (!r)
+			hr__member *m = realloc(s->m, cap * sizeof *m);
+			if (!m)
 				return HR_ENOMEM;
-			s->recs = r;
+			s->m = m;
 			s->cap = cap;
 		}
-		memmove(&s->recs[i + 1], &s->recs[i], (s->n - i) * sizeof *s->recs);
+		memmove(&s->m[i + 1], &s->m[i], (s->n - i) * sizeof *s->m);
 		s->n++;
 	}
-	s->recs[i] = *rec;
+	s->m[i] = (hr__member){ *rec, create_revision, mod_revision, false };
 	memset(rec, 0, sizeof *rec);
 	return 0;
 }
@@ -60,8 +63,8 @@ int hr__nodeset_remove(hr__nodeset *s, const char *id)
 
 	if (!found)
 		return 0;
-	hr__record_clear(&s->recs[i]);
-	memmove(&s->recs[i], &s->recs[i + 1], (s->n - i - 1) * sizeof *s->recs);
+	hr__record_clear(&s->m[i].rec);
+	memmove(&s->m[i], &s->m[i + 1], (s->n - i - 1) * sizeof *s->m);
 	s->n--;
 	return 1;
 }
@@ -69,34 +72,149 @@ int hr__nodeset_remove(hr__nodeset *s, const char *id)
 void hr__nodeset_clear(hr__nodeset *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		hr__record_clear(&s->recs[i]);
-	free(s->recs);
-	memset(s, 0, sizeof *s);
+		hr__record_clear(&s->m[i].rec);
+	free(s->m);
+	s->m = NULL;
+	s->n = s->cap = 0;
 }
 
-int hr__nodeset_build(const hr__nodeset *s, const hr_ring_options *opts,
-		      uint64_t revision, hr_ring **out, hr_error *err)
+/* ---- admission ------------------------------------------------------------ */
+
+/* Why a member is not in the ring. */
+enum verdict { TAKEN = 0, OWN_POINTS, RING_POINTS, RING_NODES };
+
+static hr_node node_of(const hr__member *m)
 {
-	return hr__nodeset_derive(s, NULL, opts, revision, out, err);
+	return (hr_node){ m->rec.id, m->rec.addr, m->rec.zone, m->rec.weight,
+			  m->rec.state };
 }
 
-int hr__nodeset_derive(const hr__nodeset *s, const hr_ring *prev,
+/* Members in admission order: oldest key first, ties (one transaction
+ * creates several keys at one revision) by id. */
+static int cmp_age(const void *a, const void *b)
+{
+	const hr__member *x = *(const hr__member *const *)a;
+	const hr__member *y = *(const hr__member *const *)b;
+
+	if (x->create_revision != y->create_revision)
+		return x->create_revision < y->create_revision ? -1 : 1;
+	return strcmp(x->rec.id, y->rec.id);
+}
+
+/*
+ * Fills verdict[] for the members: each one's own points first, then, only
+ * when the others do not all fit, the order of age.  `points` is scratch
+ * for n counts.
+ */
+static int admit(const hr__nodeset *s, const hr_ring_options *opts,
+		 unsigned *points, unsigned char *verdict, hr_error *err)
+{
+	size_t max_nodes = s->max_nodes ? s->max_nodes : HR_NODES_MAX;
+	size_t max_points = s->max_points ? s->max_points : HR_POINTS_MAX;
+	size_t nodes = 0, total = 0;
+	const hr__member **order;
+
+	for (size_t i = 0; i < s->n; i++) {
+		hr_node nd = node_of(&s->m[i]);
+
+		verdict[i] = hr__ring_node_points(&nd, opts, &points[i], NULL) ?
+			OWN_POINTS : TAKEN;
+		if (verdict[i] == TAKEN) {
+			nodes++;
+			total += points[i];
+		}
+	}
+	if (nodes <= max_nodes && total <= max_points)
+		return HR_OK;
+
+	order = malloc(s->n * sizeof *order);
+	if (!order)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->n; i++)
+		order[i] = &s->m[i];
+	qsort(order, s->n, sizeof *order, cmp_age);
+	nodes = total = 0;
+	for (size_t k = 0; k < s->n; k++) {
+		size_t i = (size_t)(order[k] - s->m);
+
+		if (verdict[i] != TAKEN)
+			continue;
+		if (nodes == max_nodes) {
+			verdict[i] = RING_NODES;
+		} else if (points[i] > max_points - total) {
+			verdict[i] = RING_POINTS;
+		} else {
+			nodes++;
+			total += points[i];
+		}
+	}
+	free(order);
+	return HR_OK;
+}
+
+/* Tells `left_out` why member i is not in the ring. */
+static void report(const hr__nodeset *s, size_t i, enum verdict v,
+		   unsigned points, const hr_ring_options *opts,
+		   hr__left_out_fn left_out, void *userdata)
+{
+	const hr__member *m = &s->m[i];
+	hr_node nd = node_of(m);
+	hr_error why = { 0 };
+
+	if (v == OWN_POINTS)
+		hr__ring_node_points(&nd, opts, &points, &why);
+	else if (v == RING_POINTS)
+		hr__error_set(&why, HR_ELIMIT,
+			      "node \"%.*s\": left out: its %u points would take the ring over its limit of %zu points; records are taken oldest first (by create_revision)",
+			      ID_SHOWN, nd.id, points,
+			      s->max_points ? s->max_points : (size_t)HR_POINTS_MAX);
+	else
+		hr__error_set(&why, HR_ELIMIT,
+			      "node \"%.*s\": left out: the ring is at its limit of %zu nodes; records are taken oldest first (by create_revision)",
+			      ID_SHOWN, nd.id,
+			      s->max_nodes ? s->max_nodes : (size_t)HR_NODES_MAX);
+	left_out(userdata, m, &why);
+}
+
+int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 		       const hr_ring_options *opts, uint64_t revision,
-		       hr_ring **out, hr_error *err)
+		       hr__left_out_fn left_out, void *userdata, hr_ring **out,
+		       hr_error *err)
 {
-	hr_node *nodes = malloc((s->n ? s->n : 1) * sizeof *nodes);
+	size_t n = s->n ? s->n : 1, k = 0;
+	hr_node *nodes = malloc(n * sizeof *nodes);
+	unsigned *points = malloc(n * sizeof *points);
+	unsigned char *verdict = malloc(n);
 	int rc;
 
-	if (!nodes)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (out)
+		*out = NULL;
+	rc = nodes && points && verdict ? admit(s, opts, points, verdict, err) :
+		hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (rc)
+		goto done;
+	for (size_t i = 0; i < s->n; i++)
+		if (verdict[i] == TAKEN)
+			nodes[k++] = node_of(&s->m[i]);
+	rc = hr__ring_derive(prev, nodes, k, opts, revision, out, err);
+	if (rc)
+		goto done;
 	for (size_t i = 0; i < s->n; i++) {
-		nodes[i].id = s->recs[i].id;
-		nodes[i].addr = s->recs[i].addr;
-		nodes[i].zone = s->recs[i].zone;
-		nodes[i].weight = s->recs[i].weight;
-		nodes[i].state = s->recs[i].state;
+		bool was = s->m[i].left_out;
+
+		s->m[i].left_out = verdict[i] != TAKEN;
+		if (s->m[i].left_out && !was && left_out)
+			report(s, i, verdict[i], points[i], opts, left_out, userdata);
 	}
-	rc = hr__ring_derive(prev, nodes, s->n, opts, revision, out, err);
+done:
+	free(verdict);
+	free(points);
 	free(nodes);
 	return rc;
+}
+
+int hr__nodeset_build(hr__nodeset *s, const hr_ring_options *opts,
+		      uint64_t revision, hr_ring **out, hr_error *err)
+{
+	return hr__nodeset_derive(s, NULL, opts, revision, NULL, NULL, out, err);
 }

@@ -362,33 +362,47 @@ out:
 	return rc;
 }
 
-/* Points per node, checked against the cap in double arithmetic first so
- * that no weight, however large, overflows a conversion. */
+int hr__ring_node_points(const hr_node *node, const hr_ring_options *opts,
+			 unsigned *points, hr_error *err)
+{
+	unsigned vpw = opts && opts->vnodes_per_weight ? opts->vnodes_per_weight :
+		HR_VNODES_PER_WEIGHT_DEFAULT;
+	double x, v;
+
+	*points = 0;
+	if (opts && opts->placement == HR_PLACEMENT_KETAMA)
+		return hr__ketama_node_check(node, err);
+	/* Compared in double arithmetic before any conversion, so that no
+	 * weight, however large, overflows one. */
+	x = node->weight * (double)vpw;
+	if (!(x <= (double)HR_POINTS_MAX))
+		return hr__error_set(err, HR_ELIMIT,
+				     "node \"%.*s\": weight %g gives more than %u points, the limit of a ring",
+				     ID_SHOWN, node->id, node->weight, HR_POINTS_MAX);
+	v = round(x);
+	*points = v < 1 ? 1 : (unsigned)v;
+	return HR_OK;
+}
+
+/* Points per node, and their total against the ring's limit. */
 static int count_points(hr_ring *ring, hr_error *err)
 {
-	double total = 0;
+	hr_ring_options opts = { ring->vnodes_per_weight, ring->placement };
+	size_t total = 0;
 
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		struct ring_node *rn = &ring->nodes[i];
-		double x = rn->pub.weight * (double)ring->vnodes_per_weight;
-		double v;
+		int rc = hr__ring_node_points(&rn->pub, &opts, &rn->vnodes, err);
 
-		if (!(x <= (double)HR_POINTS_MAX))
-			return hr__error_set(err, HR_ELIMIT,
-					     "node \"%.*s\": weight %g gives more than %u points",
-					     ID_SHOWN, rn->pub.id, rn->pub.weight,
-					     HR_POINTS_MAX);
-		v = round(x);
-		if (v < 1)
-			v = 1;
-		rn->vnodes = (unsigned)v;
-		total += v;
-		if (total > (double)HR_POINTS_MAX)
+		if (rc)
+			return rc;
+		total += rn->vnodes;
+		if (total > HR_POINTS_MAX)
 			return hr__error_set(err, HR_ELIMIT,
 					     "the ring would have more than %u points (node \"%.*s\")",
 					     HR_POINTS_MAX, ID_SHOWN, rn->pub.id);
 	}
-	ring->npoints = (size_t)total;
+	ring->npoints = total;
 	return HR_OK;
 }
 
@@ -843,22 +857,13 @@ static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
 
 /* ---- ketama placement ---------------------------------------------------- */
 
-static int check_placement(const hr_ring_options *opts, const hr_node *nodes,
-			   size_t n, hr_error *err)
+static int check_placement(const hr_ring_options *opts, hr_error *err)
 {
 	hr_placement pl = opts ? opts->placement : HR_PLACEMENT_XXH3;
 
-	if (pl == HR_PLACEMENT_XXH3)
-		return HR_OK;
-	if (pl != HR_PLACEMENT_KETAMA)
+	if (pl != HR_PLACEMENT_XXH3 && pl != HR_PLACEMENT_KETAMA)
 		return hr__error_set(err, HR_EINVAL, "unknown placement %d",
 				     (int)pl);
-	for (size_t i = 0; i < n; i++) {
-		int rc = hr__ketama_node_check(&nodes[i], err);
-
-		if (rc)
-			return rc;
-	}
 	return HR_OK;
 }
 
@@ -985,7 +990,7 @@ static int build_ring(const hr_ring *prev, const hr_node *nodes, size_t n,
 		if (rc)
 			return rc;
 	}
-	rc = check_placement(opts, nodes, n, err);
+	rc = check_placement(opts, err);
 	if (rc)
 		return rc;
 
@@ -1001,10 +1006,10 @@ static int build_ring(const hr_ring *prev, const hr_node *nodes, size_t n,
 	ring->hash = hash;
 
 	rc = build_nodes(ring, nodes, n, err);
-	if (!rc && ring->placement == HR_PLACEMENT_KETAMA)
-		return finish_ketama(ring, out, err);
 	if (!rc)
 		rc = count_points(ring, err);
+	if (!rc && ring->placement == HR_PLACEMENT_KETAMA)
+		return finish_ketama(ring, out, err);
 	if (!rc)
 		rc = number_zones(ring, err);
 	if (!rc)
@@ -1200,6 +1205,64 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 	}
 	return hr__arc_share(&sum);
 }
+
+/*
+ * The arcs of every node summed in one pass, in `out` itself (a sum is as
+ * wide as a double) modulo 2^64: no node's sum reaches 2^64 unless it owns
+ * the whole circle, which leaves every sum 0, so the sums are exact.
+ */
+static inline void add_arc_at(double *out, uint32_t node, uint64_t len)
+{
+	uint64_t s;
+
+	memcpy(&s, &out[node], sizeof s);
+	s += len;
+	memcpy(&out[node], &s, sizeof s);
+}
+
+#define SUM_ARCS(type) do {						\
+		const type *nd = v->node;					\
+									\
+		for (size_t i = 0; i < v->npoints; i++) {			\
+			add_arc_at(out, nd[i], v->pos[i] - prev);		\
+			prev = v->pos[i];					\
+		}							\
+	} while (0)
+
+size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
+			   size_t n)
+{
+	size_t count = hr_ring_node_count(ring);
+	const struct view *v;
+	bool any = false;
+	uint64_t prev;
+
+	if (!count || !out || n < count)
+		return count;
+	memset(out, 0, count * sizeof *out);	/* 0.0 and sums of 0 alike */
+	if (!hr__valid_view(view) || !ring->views[view].npoints)
+		return count;
+	v = &ring->views[view];
+	prev = v->pos[v->npoints - 1];
+	if (v->wide)
+		SUM_ARCS(uint32_t);
+	else
+		SUM_ARCS(uint16_t);
+	for (size_t j = 0; j < count; j++) {
+		uint64_t s;
+
+		memcpy(&s, &out[j], sizeof s);
+		any = any || s;
+		out[j] = ldexp((double)s, -64);	/* rounded once */
+	}
+	/* One node owns everything (all points at one position, or every
+	 * other arc empty): the node of point 0, whose arc is the circle. */
+	if (!any)
+		out[view_node(v, 0)] = 1.0;
+	return count;
+}
+
+#undef SUM_ARCS
 
 /* ---- lookup -------------------------------------------------------------- */
 

@@ -28,6 +28,17 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 		    const hr_ring_options *opts, uint64_t revision,
 		    hr_ring **out, hr_error *err);
 
+/*
+ * The points `node` has in a ring built with `opts` (may be NULL): section
+ * 3 of docs/placement.md.  HR_ELIMIT when that alone is over HR_POINTS_MAX,
+ * the message naming the node and the limit.  In ketama mode the continuum
+ * decides the count (*points is 0) and the node is only checked to be
+ * placeable (HR_EINVAL).  The one per-node check of ring builds and of the
+ * records a watcher follows.
+ */
+int hr__ring_node_points(const hr_node *node, const hr_ring_options *opts,
+			 unsigned *points, hr_error *err);
+
 /* hr_ring_lookup() for a position already hashed.  Same results. */
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out);
 

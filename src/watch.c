@@ -61,6 +61,8 @@ struct hr__watcher {
 	int64_t next_rev;
 	int need_sync;
 	int synced_once;
+	int replaced;               /* etcd's data was replaced: logged, and
+				       the next full sync publishes */
 	int backoff_ms;
 	uint64_t rng;
 	int stale_warned;
@@ -297,41 +299,55 @@ static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
 	hr_diff_free(dr);
 }
 
+/* A record the ring cannot hold (a limit): a bad record while it lasts. */
+static void log_left_out(void *ud, const hr__member *m, const hr_error *why)
+{
+	hr__watcher *w = ud;
+
+	hr__log_emit(w->o.log, HR_LOG_WARN, "bad_record",
+		     "key=%s%s mod_revision=%" PRId64 " msg=%s", w->prefix,
+		     m->rec.id, m->mod_revision, why->message);
+}
+
 /* Builds the ring of the current set at `revision`, confirms the revision
  * (before publishing: whoever sees the new ring sees a confirmed revision
  * at least as new) and publishes the ring unless nothing that affects
- * placement changed.  On failure the previous ring stays and the revision
- * is not confirmed, so the lag shows as staleness. */
-static void rebuild(hr__watcher *w, uint64_t revision)
+ * placement changed: the first ring after etcd's data was replaced is
+ * published whatever its digest, for its new epoch.  On failure the
+ * previous ring stays and the revision is not confirmed, so the lag shows
+ * as staleness; the error is returned. */
+static int rebuild(hr__watcher *w, uint64_t revision, hr_error *err)
 {
 	hr_ring *ring = NULL, *old = hr__publish_acquire(w->o.publisher);
-	hr_error err = { 0 };
 	/* Derived from the ring in use: only what changed is hashed again. */
-	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision, &ring,
-				    &err);
+	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision,
+				    log_left_out, w, &ring, err);
 
 	if (rc) {
 		/* Keep serving the previous ring; say loudly that it lags. */
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "build_failed",
 			     "revision=%" PRIu64 " code=%d msg=%s", revision, rc,
-			     err.message);
+			     err->message);
 		hr_ring_release(old);
-		return;
+		return rc;
 	}
 	confirm(w, revision);
-	if (w->synced_once && old && hr_ring_digest(old) == hr_ring_digest(ring)) {
+	if (w->synced_once && !w->replaced && old &&
+	    hr_ring_digest(old) == hr_ring_digest(ring)) {
 		hr_ring_release(ring);
 		hr_ring_release(old);
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
 			     "revision=%" PRIu64, revision);
-		return;
+		return 0;
 	}
+	w->replaced = 0;
 	hr__publish_swap(w->o.publisher, ring);
 	pthread_mutex_lock(&w->mu);
 	w->rings_published++;
 	pthread_mutex_unlock(&w->mu);
 	announce(w, old, ring);
 	hr_ring_release(old);
+	return 0;
 }
 
 /* Applies one key's new value (or deletion) to the set. */
@@ -351,16 +367,10 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 	hr__record rec;
 	hr_error err = { 0 };
 	int rc = hr__record_parse(id, id_len, kv->value, kv->value_len, &rec, &err);
-	unsigned vpw = w->o.ring.vnodes_per_weight ? w->o.ring.vnodes_per_weight :
-			HR_VNODES_PER_WEIGHT_DEFAULT;
-	/* A weight that alone exceeds the ring's point limit would make every
-	 * later build fail: it is a bad record like any other. */
-	if (!rc && rec.weight * (double)vpw > (double)HR_POINTS_MAX)
-		rc = hr__error_set(&err, HR_ELIMIT,
-				   "node \"%s\": weight %g gives more than %u points",
-				   rec.id, rec.weight, HR_POINTS_MAX);
-	if (!rc)
-		rc = hr__nodeset_put(&w->set, &rec) ? hr__error_set(&err, HR_ENOMEM, "out of memory") : 0;
+
+	if (!rc && hr__nodeset_put(&w->set, &rec, kv->create_revision,
+				   kv->mod_revision))
+		rc = hr__error_set(&err, HR_ENOMEM, "out of memory");
 	if (rc) {
 		/* The ring follows etcd's records alone: a key whose value
 		 * turned bad leaves the ring. */
@@ -374,23 +384,62 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 	}
 }
 
-/* True (after logging it) when `id` shows that etcd is no longer the
- * cluster of the last full sync: wiped and rebuilt, or restored.  Its
- * revision may even be ahead of ours, so revisions alone cannot tell. */
-static int cluster_replaced(hr__watcher *w, uint64_t id)
+/*
+ * etcd holds other data than the ring followed: wiped and rebuilt, or
+ * restored from a backup.  Seen as another cluster id (its revision may even
+ * be ahead of ours, so revisions alone cannot tell) or, when the cluster id
+ * stayed (a data dir wiped under the same configuration), as a linearizable
+ * read below the revision the ring reflects.  Logged once, whoever sees it
+ * first; the full sync that follows publishes the new data's ring even if
+ * its membership is the same, so that everyone sees the new epoch.
+ */
+static void data_replaced(hr__watcher *w, int by_cluster_id,
+			  uint64_t cluster_id, int64_t revision)
+{
+	uint64_t known, confirmed;
+
+	if (w->replaced)
+		return;
+	w->replaced = 1;
+	pthread_mutex_lock(&w->mu);
+	known = w->cluster_id;
+	confirmed = w->confirmed_revision;
+	pthread_mutex_unlock(&w->mu);
+	hr__log_emit(w->o.log, HR_LOG_ERROR, "cluster_replaced",
+		     "detected_by=%s cluster_id=%016" PRIx64
+		     " previous_cluster_id=%016" PRIx64 " revision=%" PRId64
+		     " confirmed_revision=%" PRIu64 " endpoint=%s msg=%s",
+		     by_cluster_id ? "cluster_id" : "revision", cluster_id, known,
+		     revision, confirmed, endpoint(w),
+		     by_cluster_id ?
+		     "etcd answers with another cluster id: its data was wiped"
+		     " and rebuilt or restored; resyncing" :
+		     "etcd's revision went below the ring's: its data was wiped"
+		     " or restored; resyncing");
+}
+
+/* Whether a reply's cluster id shows another cluster than the last full
+ * sync's (0: unknown, no evidence either way). */
+static int other_cluster(hr__watcher *w, uint64_t id)
 {
 	uint64_t known;
 
 	pthread_mutex_lock(&w->mu);
 	known = w->cluster_id;
 	pthread_mutex_unlock(&w->mu);
-	if (!id || !known || id == known)
-		return 0;
-	hr__log_emit(w->o.log, HR_LOG_ERROR, "cluster_replaced",
-		     "cluster_id=%016" PRIx64 " previous_cluster_id=%016" PRIx64 " endpoint=%s"
-		     " msg=\"etcd is another cluster now (rebuilt or restored); resyncing\"",
-		     id, known, endpoint(w));
-	return 1;
+	return id && known && id != known;
+}
+
+/* Whether a linearizable read at `revision` is below what the ring
+ * reflects. */
+static int revision_backwards(hr__watcher *w, int64_t revision)
+{
+	uint64_t confirmed;
+
+	pthread_mutex_lock(&w->mu);
+	confirmed = w->confirmed_revision;
+	pthread_mutex_unlock(&w->mu);
+	return (uint64_t)revision < confirmed;
 }
 
 /* ---- full sync ------------------------------------------------------------ */
@@ -415,23 +464,16 @@ static int full_sync(hr__watcher *w)
 		}
 		return rc;
 	}
-	pthread_mutex_lock(&w->mu);
-	uint64_t confirmed = w->confirmed_revision;
-	pthread_mutex_unlock(&w->mu);
-	if ((uint64_t)rev < confirmed) {
-		hr__log_emit(w->o.log, HR_LOG_ERROR, "revision_backwards",
-			     "revision=%" PRId64 " confirmed_revision=%" PRIu64 " endpoint=%s"
-			     " msg=\"etcd's revision went backwards: data restored or cluster"
-			     " rebuilt; taking its current state\"",
-			     rev, confirmed, endpoint(w));
-		confirmed = 0;
-	} else if (cluster_replaced(w, hr__etcd_cluster_id(w->etcd))) {
-		confirmed = 0;
-	}
+	uint64_t id = hr__etcd_cluster_id(w->etcd);
+	if (other_cluster(w, id))
+		data_replaced(w, 1, id, rev);
+	else if (revision_backwards(w, rev))
+		data_replaced(w, 0, id, rev);
 	/* From now on this is the cluster, and this its newest revision. */
 	pthread_mutex_lock(&w->mu);
-	w->confirmed_revision = confirmed;
-	w->cluster_id = hr__etcd_cluster_id(w->etcd);
+	if (w->replaced)
+		w->confirmed_revision = 0;
+	w->cluster_id = id;
 	pthread_mutex_unlock(&w->mu);
 
 	/* Build the new set off to the side, then replace the old one whole:
@@ -444,12 +486,25 @@ static int full_sync(hr__watcher *w)
 	hr__nodeset_clear(&old);
 
 	w->next_rev = rev + 1;
+	rc = rebuild(w, (uint64_t)rev, &err);
+	if (rc && !w->synced_once) {
+		/* No ring to open with: hr_client_open() returns the error
+		 * rather than an empty ring (a blocking open gives up; with
+		 * open_nonblocking the watcher retries). */
+		pthread_mutex_lock(&w->mu);
+		w->last_err = err;
+		if (!w->first_done) {
+			w->first_fatal = rc;
+			pthread_cond_broadcast(&w->cv);
+		}
+		pthread_mutex_unlock(&w->mu);
+		return rc;
+	}
 	if (w->synced_once) {
 		pthread_mutex_lock(&w->mu);
 		w->resyncs++;
 		pthread_mutex_unlock(&w->mu);
 	}
-	rebuild(w, (uint64_t)rev);
 	w->synced_once = 1;
 	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
 		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s", rev, n,
@@ -468,6 +523,7 @@ static int full_sync(hr__watcher *w)
 
 static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 {
+	hr_error err = { 0 };
 	int64_t last = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -480,7 +536,7 @@ static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 	if (!last)
 		return;
 	w->next_rev = last + 1;
-	rebuild(w, (uint64_t)last);
+	rebuild(w, (uint64_t)last, &err);
 }
 
 static int take_fragment(hr__watcher *w, hr__wmsg *m)
@@ -521,7 +577,8 @@ static int on_line(void *ud, const char *line, size_t len)
 			     "endpoint=%s bytes=%zu msg=%s", endpoint(w), len, err.message);
 		return end_stream(w, END_RECONNECT);
 	}
-	if (cluster_replaced(w, m.cluster_id)) {
+	if (other_cluster(w, m.cluster_id)) {
+		data_replaced(w, 1, m.cluster_id, m.header_revision);
 		hr__wmsg_clear(&m);
 		return end_stream(w, END_RESYNC);
 	}
@@ -727,24 +784,14 @@ static void probe_done(hr__watcher *w, probe *pr, CURLcode rc)
 		end_stream(w, END_RECONNECT);
 		return;
 	}
-	if (cluster_replaced(w, hr__json_cluster_id(root))) {
-		cJSON_Delete(root);
-		end_stream(w, END_RESYNC);
-		return;
-	}
+	uint64_t id = hr__json_cluster_id(root);
+	int other = other_cluster(w, id);
 	cJSON_Delete(root);
 	w->last_activity_ms = now_ms();
-	pthread_mutex_lock(&w->mu);
-	uint64_t confirmed = w->confirmed_revision;
-	pthread_mutex_unlock(&w->mu);
-	if ((uint64_t)rev < confirmed) {
-		/* A linearizable read below what we applied: the data was
-		 * restored or the cluster rebuilt.  A watch at our next
-		 * revision would wait forever. */
-		hr__log_emit(w->o.log, HR_LOG_ERROR, "revision_backwards",
-			     "revision=%" PRId64 " confirmed_revision=%" PRIu64
-			     " endpoint=%s msg=\"etcd's revision went backwards; resyncing\"",
-			     rev, confirmed, endpoint(w));
+	/* Another cluster, or a linearizable read below what we applied: a
+	 * watch at our next revision would wait forever. */
+	if (other || revision_backwards(w, rev)) {
+		data_replaced(w, other, id, rev);
 		end_stream(w, END_RESYNC);
 		return;
 	}

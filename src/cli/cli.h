@@ -292,7 +292,7 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	{ .name = "vnodes-per-weight", .arg = "N", .type = CLI_UINT,           \
 	  .dest = &(e)->vnodes_per_weight, .min = 1, .max = 4294967295ul,      \
 	  .help = "ring points per unit of weight; a ring holds at most "     \
-		  "16777216 points" },                                         \
+		  "33554432 points" },                                         \
 	{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,              \
 	  .dest = &(e)->placement, .choices = cli_placements,                  \
 	  .help = "ketama: libmemcached-compatible placement" }

@@ -27,7 +27,7 @@ _Static_assert(HR_LOG_ERROR == 0 && HR_LOG_WARN == 1 && HR_LOG_INFO == 2 &&
 	       HR_LOG_DEBUG == 3, "cli_log_levels follows hr_log_level");
 _Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1,
 	       "cli_placements follows hr_placement");
-_Static_assert(HR_POINTS_MAX == 16777216u, "CLI_RING_OPTIONS names the limit");
+_Static_assert(HR_POINTS_MAX == 33554432u, "CLI_RING_OPTIONS names the limit");
 
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level)
 {

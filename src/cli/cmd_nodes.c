@@ -106,16 +106,23 @@ static int print_nodes(const hr_ring *ring, int json, int etcd)
 	FILE *out = cli_out();
 	size_t n = hr_ring_node_count(ring);
 	struct row *rows = calloc(n ? n : 1, sizeof *rows);
+	/* Every node's share of both views: one pass over the points each. */
+	double *shares = calloc(2 * (n ? n : 1), sizeof *shares);
 
-	if (!rows)
+	if (!rows || !shares) {
+		free(rows);
+		free(shares);
 		return cli_fail(CMD, HR_ENOMEM, NULL);
+	}
+	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
+	hr_ring_node_shares(ring, HR_VIEW_READ, shares + n, n);
 	for (size_t i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 		hr_view view;
 
 		r->node = hr_ring_node(ring, i);
 		view = r->node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
-		r->share = hr_ring_node_share(ring, r->node, view);
+		r->share = shares[(size_t)view * n + i];
 		r->vnodes = hr_ring_node_vnodes(ring, r->node);
 		snprintf(r->weight, sizeof r->weight, "%g", r->node->weight);
 		snprintf(r->vnodes_text, sizeof r->vnodes_text, "%u", r->vnodes);
@@ -131,6 +138,7 @@ static int print_nodes(const hr_ring *ring, int json, int etcd)
 			fprintf(out, ", revision %" PRIu64, hr_ring_revision(ring));
 		fprintf(out, ", digest %016" PRIx64 "\n", hr_ring_digest(ring));
 	}
+	free(shares);
 	free(rows);
 	return CLI_EXIT_OK;
 }

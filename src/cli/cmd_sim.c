@@ -472,7 +472,7 @@ int cmd_sim(int argc, char **argv)
 		{ .name = "vnodes", .arg = "LIST", .type = CLI_UINTS, .dest = &vlist,
 		  .min = 1, .max = HR_POINTS_MAX,
 		  .help = "comma-separated vnode counts; (N + 1) x each must fit the "
-			  "ring's 16777216 points" },
+			  "ring's 33554432 points" },
 		{ .name = "hash", .arg = "NAME", .type = CLI_CHOICE, .dest = &hash,
 		  .choices = hash_names,
 		  .help = "xxh3 is the library's ring; md5 and fnv1a a textbook one" },

@@ -1182,7 +1182,7 @@ int hrt_etcd_thaw_member(hrt_etcd_cluster *c, int i)
 	return m ? signal_and_check(m, SIGCONT, false) : -1;
 }
 
-int hrt_etcd_wipe_and_restart(hrt_etcd_cluster *c)
+static int wipe_and_restart(hrt_etcd_cluster *c, bool new_id)
 {
 	enum wait_result r;
 
@@ -1192,11 +1192,22 @@ int hrt_etcd_wipe_and_restart(hrt_etcd_cluster *c)
 		if (kill_and_reap(&c->m[i]) < 0)
 			return -1;
 	}
-	c->generation++;
+	if (new_id)
+		c->generation++;
 	r = start_all(c);
 	if (r == WAIT_PORT_TAKEN)
 		fprintf(stderr, "hrt-etcd: wipe: a port was taken meanwhile\n");
 	return r == WAIT_OK ? 0 : -1;
+}
+
+int hrt_etcd_wipe_and_restart(hrt_etcd_cluster *c)
+{
+	return wipe_and_restart(c, true);
+}
+
+int hrt_etcd_wipe_and_restart_same_id(hrt_etcd_cluster *c)
+{
+	return wipe_and_restart(c, false);
 }
 
 /* ------------------------------------------------------------------ */

@@ -145,6 +145,10 @@ int hrt_etcd_thaw_member(hrt_etcd_cluster *c, int i);
  * new cluster (new cluster id, revision 1, no leases) on the same ports,
  * as after a restore from nothing.  Waits until it is healthy. */
 int hrt_etcd_wipe_and_restart(hrt_etcd_cluster *c);
+/* The same, keeping the cluster's configuration and so its cluster id, as
+ * when an operator empties a data dir and starts etcd again as before:
+ * only the revisions, starting again at 1, show that the data is new. */
+int hrt_etcd_wipe_and_restart_same_id(hrt_etcd_cluster *c);
 
 /* True when member i answers GET /health with {"health":"true"}
  * within one second. */

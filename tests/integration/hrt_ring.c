@@ -105,7 +105,8 @@ hr_ring *hrt_ring_from_etcd(const char *endpoints, const char *prefix,
 		hr__record rec;
 		if (hr__record_parse(kvs[i].key + plen, kvs[i].key_len - plen,
 				     kvs[i].value, kvs[i].value_len, &rec, NULL) == 0)
-			hr__nodeset_put(&set, &rec);
+			hr__nodeset_put(&set, &rec, kvs[i].create_revision,
+					kvs[i].mod_revision);
 	}
 	if (hr__nodeset_build(&set, NULL, (uint64_t)rev, &ring, &err))
 		fprintf(stderr, "hrt: build failed: %s\n", err.message);

@@ -400,16 +400,16 @@ START_TEST(weights_clients_refuse_are_refused)
 	hr_registration_init(&reg);
 	reg.id = "heavy";
 	reg.addr = "127.0.0.1:11211";
-	reg.weight = 90000;       /* 90000 x 200 points > 2^24 */
+	reg.weight = 170000;      /* 170000 x 200 points > 2^25 */
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
 	ck_assert_ptr_null(r);
-	ck_assert_msg(strstr(err.message, "16777216") != NULL, "%s", err.message);
+	ck_assert_msg(strstr(err.message, "33554432") != NULL, "%s", err.message);
 	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
 	reg.weight = 1e6;
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
-	/* One point per unit of weight: 90000 points are fine. */
+	/* One point per unit of weight: 170000 points are fine. */
 	kcfg.ring.vnodes_per_weight = 1;
-	reg.weight = 90000;
+	reg.weight = 170000;
 	ck_assert_msg(hr_register(&kcfg, &reg, &r, &err) == 0, "%s", err.message);
 	hr_registrar_close(r);
 	/* Ketama placement wants whole weights. */
@@ -421,15 +421,15 @@ START_TEST(weights_clients_refuse_are_refused)
 
 	/* Changes in place are refused the same way, and write nothing. */
 	r = reg_node("w", 10, HR_STATE_ACTIVE);
-	ck_assert_int_eq(hr_registrar_set_weight(r, 90000, &err), HR_ELIMIT);
-	ck_assert_ptr_nonnull(strstr(err.message, "16777216"));
-	ck_assert_int_eq(hr_node_set_weight(&cfg, "w", 90000, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_registrar_set_weight(r, 170000, &err), HR_ELIMIT);
+	ck_assert_ptr_nonnull(strstr(err.message, "33554432"));
+	ck_assert_int_eq(hr_node_set_weight(&cfg, "w", 170000, &err), HR_ELIMIT);
 	ck_assert_int_eq(key_lease("w", value, sizeof value), hr_registrar_lease(r));
 	ck_assert_ptr_nonnull(strstr(value, "\"weight\":1,"));
 	ck_assert_int_eq(hr_registrar_set_weight(r, 3, &err), 0);
 	/* A record the clients already refuse is not written again. */
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "bad",
-				 "{\"addr\":\"127.0.0.6:6\",\"weight\":90000}"), 0);
+				 "{\"addr\":\"127.0.0.6:6\",\"weight\":170000}"), 0);
 	ck_assert_int_eq(hr_node_set_state(&cfg, "bad", HR_STATE_DRAINING, &err), HR_ELIMIT);
 	ck_assert_int_eq(key_lease("bad", value, sizeof value), 0);
 	ck_assert_ptr_null(strstr(value, "draining"));
@@ -437,11 +437,11 @@ START_TEST(weights_clients_refuse_are_refused)
 
 	/* The CLI: exit 1, one line naming the limit, nothing in etcd. */
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
-		"--prefix", PREFIX, "--id", "heavy", "--addr", "127.0.0.1:1", "--weight", "90000",
+		"--prefix", PREFIX, "--id", "heavy", "--addr", "127.0.0.1:1", "--weight", "170000",
 		NULL });
-	ck_assert_msg(run.status == 1, "register --weight 90000: %d %s", run.status, run.err);
+	ck_assert_msg(run.status == 1, "register --weight 170000: %d %s", run.status, run.err);
 	ck_assert_ptr_nonnull(strstr(run.err, "hashring: register: "));
-	ck_assert_ptr_nonnull(strstr(run.err, "16777216"));
+	ck_assert_ptr_nonnull(strstr(run.err, "33554432"));
 	ck_assert_ptr_null(strstr(run.out, "registered"));
 	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
@@ -451,9 +451,9 @@ START_TEST(weights_clients_refuse_are_refused)
 	ck_assert_int_eq(run.status, 2);
 	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "weight", "--endpoints", eps,
-		"--prefix", PREFIX, "--id", "bad", "90000", NULL });
+		"--prefix", PREFIX, "--id", "bad", "170000", NULL });
 	ck_assert_msg(run.status == 1, "weight: %d %s", run.status, run.err);
-	ck_assert_ptr_nonnull(strstr(run.err, "16777216"));
+	ck_assert_ptr_nonnull(strstr(run.err, "33554432"));
 }
 END_TEST
 

@@ -575,6 +575,80 @@ START_TEST(open_errors)
 }
 END_TEST
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/* Allocations of at least this many bytes fail while it is not 0: a ring
+ * too big for the memory left, and nothing else (replies and records are
+ * far smaller).  The sanitizers bring their own allocator. */
+static size_t fail_from;
+
+void *__libc_malloc(size_t size);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+
+static int too_big(size_t size)
+{
+	size_t limit = __atomic_load_n(&fail_from, __ATOMIC_RELAXED);
+
+	return limit && size >= limit;
+}
+
+void *malloc(size_t size)
+{
+	return too_big(size) ? NULL : __libc_malloc(size);
+}
+
+void *calloc(size_t n, size_t size)
+{
+	return n && size && too_big(n * size) ? NULL : __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t size)
+{
+	return too_big(size) ? NULL : __libc_realloc(p, size);
+}
+
+/* The first sync's ring cannot be built: open fails with the error instead
+ * of returning an empty ring; a non-blocking client keeps trying and has
+ * its ring once memory is back. */
+START_TEST(first_ring_out_of_memory)
+{
+	hr_config cfg;
+	hr_client *c = (hr_client *)1;
+	hr_error err = { 0 };
+	hr_client_status st;
+
+	put_node("a", "10.0.0.1:1");
+	/* 10 M points: blocks of over 64 MiB. */
+	put_node("big", "{\"addr\":\"10.0.0.2:1\",\"weight\":50000}");
+	hr_config_init(&cfg);
+	cfg.endpoints = hrt_etcd_endpoints(etcd);
+	cfg.prefix = PREFIX;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &logbuf;
+	cfg.backoff_max_ms = 200;
+	__atomic_store_n(&fail_from, (size_t)64 << 20, __ATOMIC_RELAXED);
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), HR_ENOMEM);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(err.code, HR_ENOMEM);
+	ck_assert_ptr_nonnull(strstr(err.message, "out of memory"));
+	ck_assert_int_ge(hrt_log_count(&logbuf, "level=error", "event=build_failed", NULL), 1);
+
+	cfg.open_nonblocking = 1;
+	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	hrt_sleep_ms(500);
+	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_uint_eq(st.rings_published, 0);
+	/* The error of the last try, at once; the watcher tries again. */
+	ck_assert_int_eq(hr_client_wait_synced(c, 100, &err), HR_ENOMEM);
+	__atomic_store_n(&fail_from, 0, __ATOMIC_RELAXED);
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	ck_assert_int_eq(hr_client_wait_synced(c, 0, &err), 0);
+	assert_converged(c);
+	hr_client_close(c);
+}
+END_TEST
+#endif
+
 /* `hashring diff` following etcd: the first sync is its baseline, and the
  * next ring is printed against it, with the moved share the library
  * computes for the same two rings. */
@@ -659,6 +733,9 @@ int main(void)
 	tcase_add_test(tc, bad_records_beside_good);
 	tcase_add_test(tc, three_members_lose_the_one_in_use);
 	tcase_add_test(tc, cli_diff_follows_etcd);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	tcase_add_test(tc, first_ring_out_of_memory);
+#endif
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

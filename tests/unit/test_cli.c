@@ -548,7 +548,7 @@ START_TEST(test_sim_bad_options)
 		{ "sim", "--vnodes", "0" },
 		{ "sim", "--vnodes", "10,-5" },
 		{ "sim", "--vnodes", "x" },
-		{ "sim", "--nodes", "99999", "--vnodes", "200" },
+		{ "sim", "--nodes", "99999", "--vnodes", "400" },
 		{ "sim", "--hash", "sha1" },
 		{ "sim", "--hash", "XXH3" },
 		{ "sim", "--json=yes" },
@@ -1416,8 +1416,8 @@ START_TEST(test_weights_and_ids)
 		{ { "weight", "--id", "x", " 2" }, "' 2' is not a plain decimal number" },
 		{ { "weight", "--id", "x", "2." }, "'2.' is not a plain decimal number" },
 		{ { "weight", "--id", "x", "" }, "empty value" },
-		{ { "weight", "--id", "x", "16777217" }, "more than 16777216 points" },
-		{ { "weight", "--id", "x", "99999999999999999999999999" }, "more than 16777216 points" },
+		{ { "weight", "--id", "x", "33554433" }, "more than 33554432 points" },
+		{ { "weight", "--id", "x", "99999999999999999999999999" }, "more than 33554432 points" },
 		{ { "weight", "--id", "x", "1", "2" }, "unexpected argument '2'" },
 		{ { "weight", "--id", "", "1" }, "node id is empty" },
 		{ { "weight", "--id", "a/b", "1" }, "must not contain '/'" },
@@ -1430,8 +1430,8 @@ START_TEST(test_weights_and_ids)
 		{ { "register", "--id", "x", "--addr", "" }, "addr is empty" },
 		{ { "register", "--id", "x", "--addr", "a:1", "--weight", "1e308" },
 		  "'1e308' is not a plain decimal number" },
-		{ { "register", "--id", "x", "--addr", "a:1", "--weight", "20000000" },
-		  "more than 16777216 points" },
+		{ { "register", "--id", "x", "--addr", "a:1", "--weight", "40000000" },
+		  "more than 33554432 points" },
 		{ { "register", "--id", "x", "--addr", "a:1", "--state", "draining" },
 		  "'draining' is not warming or active" },
 		{ { "register", "--id", "x", "--addr", "a:1", "--ttl", "1" }, "at least 2" },
@@ -1450,7 +1450,7 @@ START_TEST(test_weights_and_ids)
 
 	/* A weight that fits passes the checks (and then meets no etcd). */
 	struct run r = RUN("weight", "--endpoints", "127.0.0.1:1", "--timeout", "1", "--id",
-			   "x", "16777216");
+			   "x", "33554432");
 	ck_assert_int_eq(r.status, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "etcd unreachable"));
 	run_free(&r);

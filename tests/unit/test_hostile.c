@@ -5,6 +5,7 @@
  * everything else as it was. */
 #include "etcd.h"
 #include "member.h"
+#include "ring.h"
 #include "watch_stream.h"
 #include "hrt_check.h"
 
@@ -61,17 +62,58 @@ START_TEST(record_deeply_nested)
 	strcpy(v, "{\"addr\":\"a:1\",\"x\":");
 	memset(v + strlen(v), '[', n - strlen(v));
 	v[n] = '\0';
-	/* Over the record limit first; under it, cJSON's depth limit. */
+	/* Over the record limit first; under it, the depth limit, where the
+	 * bracket opening level 1001 is (the record's object is level 1, its
+	 * first '[' at byte 18 level 2). */
 	ck_assert_int_eq(record("deep", v, n, &rec, &err), HR_ELIMIT);
 	ck_assert_int_eq(record("deep", v, 60000, &rec, &err), HR_EPARSE);
-	ck_assert_ptr_nonnull(strstr(err.message, "deep"));
+	ck_assert_str_eq(err.message, "node \"deep\": nested deeper than 1000 levels"
+			 " of arrays and objects (byte 1017)");
 	assert_clean_message(&err);
 	/* A members document has no record limit: depth still stops it. */
 	v[0] = '{';
 	ck_assert_int_eq(hr_ring_from_json(v, n, NULL, &ring, &err), HR_EPARSE);
 	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, "members document: nested deeper than 1000 levels"
+			 " of arrays and objects (byte 1017)");
 	assert_clean_message(&err);
 	free(v);
+}
+END_TEST
+
+/* Exactly the limit is fine, inside an unknown field too (ignored whatever
+ * its type); one level more is the depth error, not "malformed JSON". */
+START_TEST(record_nesting_at_the_limit)
+{
+	static char v[4096];
+	hr__record rec;
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+	size_t o;
+
+	for (int extra = 0; extra <= 1; extra++) {
+		/* A record: its object plus 999 arrays (plus one). */
+		o = (size_t)sprintf(v, "{\"addr\":\"a:1\",\"x\":");
+		memset(v + o, '[', 999 + extra);
+		memset(v + o + 999 + extra, ']', 999 + extra);
+		strcpy(v + o + 2 * (999 + extra), "}");
+		ck_assert_int_eq(record("n", v, strlen(v), &rec, &err),
+				 extra ? HR_EPARSE : HR_OK);
+		if (extra)
+			ck_assert_ptr_nonnull(strstr(err.message, "nested deeper than 1000"));
+		hr__record_clear(&rec);
+		/* A members document: its object, the record's, 998 arrays. */
+		o = (size_t)sprintf(v, "{\"n\":{\"addr\":\"a:1\",\"x\":");
+		memset(v + o, '[', 998 + extra);
+		memset(v + o + 998 + extra, ']', 998 + extra);
+		strcpy(v + o + 2 * (998 + extra), "}}");
+		ck_assert_int_eq(hr_ring_from_json(v, strlen(v), NULL, &ring, &err),
+				 extra ? HR_EPARSE : HR_OK);
+		if (extra)
+			ck_assert_ptr_nonnull(strstr(err.message, "nested deeper than 1000"));
+		hr_ring_release(ring);
+		ring = NULL;
+	}
 }
 END_TEST
 
@@ -150,8 +192,10 @@ START_TEST(record_duplicate_fields_and_ids)
 
 	ck_assert_int_eq(record("n", dup_field, strlen(dup_field), &rec, &err), HR_EPARSE);
 	ck_assert_ptr_nonnull(strstr(err.message, "twice"));
-	ck_assert_int_eq(hr_ring_from_json(dup_id, strlen(dup_id), NULL, &ring, &err), HR_EPARSE);
+	ck_assert_int_eq(hr_ring_from_json(dup_id, strlen(dup_id), NULL, &ring, &err),
+			 HR_EDUPLICATE);
 	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, "node \"a\": duplicate node id");
 	assert_clean_message(&err);
 }
 END_TEST
@@ -185,9 +229,56 @@ START_TEST(ring_of_100000_nodes)
 	ck_assert_ptr_null(ring);
 	assert_clean_message(&err);
 	/* Within the node limit, over the point limit. */
-	opts.vnodes_per_weight = 200;
+	opts.vnodes_per_weight = 400;
 	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), HR_ELIMIT);
 	ck_assert_ptr_null(ring);
+	ck_assert_ptr_nonnull(strstr(err.message, "more than 33554432 points"));
+	free(ids);
+	free(nodes);
+}
+END_TEST
+
+/* The largest ring the limits promise to hold: 100,000 nodes at the
+ * default 200 points per weight, 20 M points (past 2^24, and four-byte
+ * node numbers); every share at once in one pass; a one-node change
+ * derived from it equal to a full build. */
+START_TEST(ring_of_100000_nodes_default_vnodes)
+{
+	size_t n = HR_NODES_MAX + 1;
+	hr_node *nodes = calloc(n, sizeof *nodes);
+	char (*ids)[16] = calloc(n, sizeof *ids);
+	double *shares = calloc(HR_NODES_MAX, sizeof *shares);
+	hr_ring *ring = NULL, *full = NULL, *derived = NULL;
+	hr_error err = { 0 };
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(ids[i], sizeof ids[i], "n%06zu", i);
+		nodes[i] = (hr_node){ ids[i], "10.0.0.1:1", "", 1, HR_STATE_ACTIVE };
+	}
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, NULL, 7, &ring, &err), 0);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 200u * HR_NODES_MAX);
+	ck_assert_uint_gt(hr_ring_point_count(ring), 1u << 24);
+	ck_assert_uint_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, HR_NODES_MAX),
+			  HR_NODES_MAX);
+	for (size_t i = 0; i < HR_NODES_MAX; i++)
+		sum += shares[i];
+	ck_assert_double_eq_tol(sum, 1.0, 1e-9);
+	for (size_t i = 0; i < HR_NODES_MAX; i += 33333)
+		ck_assert(shares[i] == hr_ring_node_share(ring, hr_ring_node(ring, i),
+							  HR_VIEW_WRITE));
+	/* n000000 leaves, n100000 joins. */
+	ck_assert_int_eq(hr__ring_derive(ring, nodes + 1, HR_NODES_MAX, NULL, 8,
+					 &derived, &err), 0);
+	ck_assert(hr__ring_derived(derived));
+	ck_assert_int_eq(hr_ring_build(nodes + 1, HR_NODES_MAX, NULL, 8, &full, &err), 0);
+	ck_assert_uint_eq(hr_ring_digest(derived), hr_ring_digest(full));
+	ck_assert_double_eq(hr_ring_moved_share(derived, full, HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hr_ring_moved_share(derived, full, HR_VIEW_READ), 0);
+	hr_ring_release(full);
+	hr_ring_release(derived);
+	hr_ring_release(ring);
+	free(shares);
 	free(ids);
 	free(nodes);
 }
@@ -386,10 +477,12 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, record_of_several_megabytes);
 	tcase_add_test(tc, record_deeply_nested);
+	tcase_add_test(tc, record_nesting_at_the_limit);
 	tcase_add_test(tc, record_invalid_utf8_and_control_bytes);
 	tcase_add_test(tc, record_numbers_out_of_range);
 	tcase_add_test(tc, record_duplicate_fields_and_ids);
 	tcase_add_test(tc, ring_of_100000_nodes);
+	tcase_add_test(tc, ring_of_100000_nodes_default_vnodes);
 	tcase_add_test(tc, message_bad_base64_and_numbers);
 	tcase_add_test(tc, message_duplicate_keys_in_one_batch);
 	tcase_add_test(tc, message_truncated_at_every_byte);

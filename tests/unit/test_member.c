@@ -119,8 +119,17 @@ END_TEST
 
 START_TEST(record_malformed)
 {
-	expect_bad("n", "{", HR_EPARSE, "node \"n\": malformed JSON");
-	expect_bad("n", "{\"addr\":\"a\",}", HR_EPARSE, "malformed JSON");
+	/* A value cut short says so, at its end. */
+	expect_bad("n", "{", HR_EPARSE, "node \"n\": unexpected end of the document at byte 1");
+	expect_bad("n", " {  ", HR_EPARSE, "unexpected end of the document at byte 4");
+	expect_bad("n", "{\"addr\":\"a\"", HR_EPARSE, "unexpected end of the document at byte 11");
+	expect_bad("n", "{\"addr\":\"a", HR_EPARSE,
+		   "unexpected end of the document at byte 10 (inside a string)");
+	expect_bad("n", "{\"addr\":[1,", HR_EPARSE, "unexpected end of the document at byte 11");
+	/* A wrong byte is shown where it is, even at the end. */
+	expect_bad("n", "{\"addr\" x", HR_EPARSE, "malformed JSON near byte 8");
+	expect_bad("n", "{\"addr\":\"a\",}", HR_EPARSE, "malformed JSON near byte 12");
+	expect_bad("n", "{\"addr\":tru", HR_EPARSE, "malformed JSON near byte 8");
 	expect_bad("n", "{\"addr\":\"a\"} x", HR_EPARSE, "unexpected data after the JSON value");
 	expect_bad("n", "{\"addr\":\"a\"}{}", HR_EPARSE, "unexpected data");
 	expect_bad("n", "{\"weight\":1}", HR_EPARSE, "node \"n\": field \"addr\" is missing");
@@ -277,12 +286,18 @@ START_TEST(members_bad)
 	hr_ring *ring;
 	hr_error err;
 
-	expect_bad_doc("{\"a\":\"127.0.0.1:1\",\"a\":\"127.0.0.1:2\"}", HR_EPARSE,
+	/* An id given twice, as hr_ring_build() says it. */
+	expect_bad_doc("{\"a\":\"127.0.0.1:1\",\"a\":\"127.0.0.1:2\"}", HR_EDUPLICATE,
+		       "node \"a\": duplicate node id");
+	expect_bad_doc("{\"a\":\"127.0.0.1:1\",\"\\u0061\":\"127.0.0.1:2\"}", HR_EDUPLICATE,
 		       "node \"a\": duplicate node id");
 	expect_bad_doc("[]", HR_EPARSE, "must be a JSON object");
 	expect_bad_doc("\"127.0.0.1:1\"", HR_EPARSE, "must be a JSON object");
-	expect_bad_doc("", HR_EPARSE, "members document: malformed JSON");
-	expect_bad_doc("{\"a\":\"x:1\"", HR_EPARSE, "malformed JSON");
+	expect_bad_doc("", HR_EPARSE, "members document: no JSON value");
+	expect_bad_doc(" \n", HR_EPARSE, "members document: no JSON value (2 bytes of blanks)");
+	expect_bad_doc("{", HR_EPARSE, "members document: unexpected end of the document at byte 1");
+	expect_bad_doc("{\"a\":\"x:1\"", HR_EPARSE, "unexpected end of the document at byte 10");
+	expect_bad_doc("{\"a\" \"x:1\"}", HR_EPARSE, "members document: malformed JSON near byte 5");
 	expect_bad_doc("{\"a\":\"x:1\"} {}", HR_EPARSE, "unexpected data");
 	expect_bad_doc("{\"a\":1}", HR_EPARSE, "node \"a\": record must be an object or a string");
 	expect_bad_doc("{\"a\":null}", HR_EPARSE, "record must be an object or a string");
@@ -298,6 +313,18 @@ START_TEST(members_bad)
 		       "node \"a\": weight 1e+300 gives more than");
 	expect_bad_doc("{\"a\":{\"addr\":\"x:1\",\"state\":\"gone\"}}", HR_EINVAL, "state \"gone\"");
 	expect_bad_doc("{\"a\":\"\"}", HR_EINVAL, "addr is empty");
+	/* Ids are the decoded strings: an escape is the character it names. */
+	expect_bad_doc("{\"a\\u002fb\":\"x:1\"}", HR_EINVAL, "id must not contain '/'");
+	expect_bad_doc("{\"caf\\u00e9\":\"x:1\"}", HR_EINVAL, "byte 0xc3 at offset 3");
+	expect_bad_doc("{\"\\ud800\":\"x:1\"}", HR_EPARSE, "malformed JSON near byte 2");
+	{
+		hr_ring *r;
+		hr_error e;
+
+		ck_assert_int_eq(from_json("{\"\\u0041\\\"\\\\\":\"x:1\"}", &r, &e), HR_OK);
+		ck_assert_ptr_nonnull(hr_ring_find(r, "A\"\\"));
+		hr_ring_release(r);
+	}
 
 	ck_assert_int_eq(hr_ring_from_json("{}", 2, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_ring_from_json(NULL, 2, NULL, &ring, &err), HR_EINVAL);
@@ -319,18 +346,51 @@ START_TEST(members_file)
 	ck_assert_uint_eq(hr_ring_node_count(ring), 2);
 	hr_ring_release(ring);
 
+	/* Every message starts with the path, which it names once, so that
+	 * a caller prints it as it is. */
 	f = fopen(MEMBERS_FILE, "wb");
 	fputs("{\"a\":", f);
 	fclose(f);
 	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, &ring, &err), HR_EPARSE);
 	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, MEMBERS_FILE ": unexpected end of the document at byte 5");
+	f = fopen(MEMBERS_FILE, "wb");
+	fputs("{\"a/b\":\"x:1\"}", f);
+	fclose(f);
+	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, &ring, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, MEMBERS_FILE ": node \"a/b\": id must not contain '/'");
+	f = fopen(MEMBERS_FILE, "wb");
+	fputs("[]", f);
+	fclose(f);
+	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, &ring, &err), HR_EPARSE);
+	ck_assert_str_eq(err.message, MEMBERS_FILE ": must be a JSON object mapping node id to record");
+	f = fopen(MEMBERS_FILE, "wb");
+	fputs("{\"a\":\"x:1\",\"a\":\"y:1\"}", f);
+	fclose(f);
+	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, &ring, &err), HR_EDUPLICATE);
+	ck_assert_str_eq(err.message, MEMBERS_FILE ": node \"a\": duplicate node id");
 	remove(MEMBERS_FILE);
 
 	ck_assert_int_eq(hr_ring_load_file("no-such-dir/members.json", NULL, &ring, &err),
 			 HR_EIO);
-	ck_assert_ptr_nonnull(strstr(err.message, "\"no-such-dir/members.json\""));
+	ck_assert_str_eq(err.message, "no-such-dir/members.json: cannot open: No such file or directory");
 	ck_assert_int_eq(hr_ring_load_file(".", NULL, &ring, &err), HR_EIO);
+	ck_assert_str_eq(err.message, ".: cannot read: Is a directory");
 	ck_assert_ptr_null(ring);
+	/* A control byte is shown escaped; a long path by its end. */
+	ck_assert_int_eq(hr_ring_load_file("no\nsuch", NULL, &ring, &err), HR_EIO);
+	ck_assert_str_eq(err.message, "no\\x0asuch: cannot open: No such file or directory");
+	{
+		char path[400];
+
+		memset(path, 'd', sizeof path - 1);
+		path[sizeof path - 1] = '\0';
+		memcpy(path + sizeof path - 11, "/last.json", 10);
+		ck_assert_int_eq(hr_ring_load_file(path, NULL, &ring, &err), HR_EIO);
+		ck_assert_msg(strncmp(err.message, "...ddd", 6) == 0 &&
+			      strstr(err.message, "dd/last.json: cannot open: "), "%s",
+			      err.message);
+	}
 	ck_assert_int_eq(hr_ring_load_file(NULL, NULL, &ring, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_ring_load_file(MEMBERS_FILE, NULL, NULL, &err), HR_EINVAL);
 }

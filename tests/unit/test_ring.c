@@ -1245,7 +1245,7 @@ START_TEST(bad_nodes)
 	/* each node under the cap, the ring over it */
 	nd->weight = (double)HR_POINTS_MAX / 200 * 0.6;
 	s->nodes[2].weight = nd->weight;
-	expect_bad(s->nodes, 3, HR_ELIMIT, "the ring would have more than 16777216 points");
+	expect_bad(s->nodes, 3, HR_ELIMIT, "the ring would have more than 33554432 points");
 	nd->weight = 1;
 	s->nodes[2].weight = 1;
 
