@@ -177,6 +177,19 @@ typedef struct hr_ring_options {
 } hr_ring_options;
 
 /*
+ * Checks one node with exactly the rules a ring built with `opts` (NULL:
+ * the defaults) applies to it, and that every watching client with those
+ * options applies to a record: the rules of hr_node above, a weight whose
+ * points alone stay within HR_POINTS_MAX, and in ketama mode a whole weight
+ * and an address ketama can name.  For writers of records (registrars,
+ * tools) that must not write what clients would skip.  Cheap: builds
+ * nothing.  Errors: HR_EINVAL, HR_ELIMIT, with a message naming the node.
+ * Thread safe.
+ */
+HR_EXPORT int hr_node_check(const hr_node *node, const hr_ring_options *opts,
+			    hr_error *err);
+
+/*
  * Builds a ring from `n` nodes (order does not matter) at `revision` (the
  * etcd revision it reflects; 0 when offline).  `opts` may be NULL.
  * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,

@@ -200,23 +200,8 @@ static int check_cfg(const hr_config *cfg, hr_error *err)
 	return 0;
 }
 
-/*
- * Checks `node` with exactly the rules of the clients that will read its
- * record: a one-node ring with their options must build.  So a weight
- * that gives more points than a ring holds is HR_ELIMIT, and ketama
- * placement wants a whole weight and a host:port address (HR_EINVAL).
- */
-static int check_node(const hr_ring_options *opts, const hr_node *node,
-		      hr_error *err)
-{
-	hr_ring *ring = NULL;
-	int rc = hr_ring_build(node, 1, opts, 0, &ring, err);
-
-	hr_ring_release(ring);
-	return rc;
-}
-
-/* check_node() on record `value` of node `id`, read as the clients read it. */
+/* hr_node_check() on record `value` of node `id`, read as the clients
+ * read it. */
 static int check_value(const hr_ring_options *opts, const char *id,
 		       const char *value, hr_error *err)
 {
@@ -227,7 +212,7 @@ static int check_value(const hr_ring_options *opts, const char *id,
 	if (rc)
 		return rc;
 	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
-	rc = check_node(opts, &node, err);
+	rc = hr_node_check(&node, opts, err);
 	hr__record_clear(&rec);
 	return rc;
 }
@@ -564,7 +549,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		return hr__error_set(err, HR_EINVAL, "registration: id and addr are required");
 	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
 			  reg->state };
-	rc = check_node(&cfg->ring, &node, err);
+	rc = hr_node_check(&node, &cfg->ring, err);
 	if (rc)
 		return rc;
 	if (reg->ttl_s < 2 || reg->ttl_s > 3600)

@@ -377,8 +377,9 @@ int hr__ring_node_points(const hr_node *node, const hr_ring_options *opts,
 	x = node->weight * (double)vpw;
 	if (!(x <= (double)HR_POINTS_MAX))
 		return hr__error_set(err, HR_ELIMIT,
-				     "node \"%.*s\": weight %g gives more than %u points, the limit of a ring",
-				     ID_SHOWN, node->id, node->weight, HR_POINTS_MAX);
+				     "node \"%.*s\": weight %.15g gives %.15g points at %u per unit of weight,"
+				     " more than %u points, a ring's limit",
+				     ID_SHOWN, node->id, node->weight, x, vpw, HR_POINTS_MAX);
 	v = round(x);
 	*points = v < 1 ? 1 : (unsigned)v;
 	return HR_OK;
@@ -1053,6 +1054,19 @@ int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 {
 	return hr__ring_build_hashed(nodes, n, opts, revision, xxh3_hash, out,
 				     err);
+}
+
+int hr_node_check(const hr_node *node, const hr_ring_options *opts,
+		  hr_error *err)
+{
+	unsigned points;
+	int rc = hr__node_validate(node, err);
+
+	if (!rc)
+		rc = check_placement(opts, err);
+	if (!rc)
+		rc = hr__ring_node_points(node, opts, &points, err);
+	return rc;
 }
 
 /* ---- references ---------------------------------------------------------- */

@@ -169,8 +169,8 @@ int cli_parse(struct cli_spec *spec, int argc, char **argv);
 
 /*
  * Checks a node as the library does for any ring (id, addr, zone, weight,
- * state) by building a one-node ring at one point per unit of weight, the
- * fewest: a weight refused there fits no ring.  Returns 0, or
+ * state) at one point per unit of weight, the fewest (hr_node_check): a
+ * weight refused there fits no ring.  Returns 0, or
  * CLI_EXIT_USAGE after printing the library's reason.
  */
 int cli_check_node(const char *cmd, const hr_node *node);

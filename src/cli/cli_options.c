@@ -182,10 +182,8 @@ int cli_check_node(const char *cmd, const hr_node *node)
 {
 	hr_ring_options opts = { .vnodes_per_weight = 1 };
 	hr_error err = { 0 };
-	hr_ring *ring = NULL;
-	int rc = hr_ring_build(node, 1, &opts, 0, &ring, &err);
+	int rc = hr_node_check(node, &opts, &err);
 
-	hr_ring_release(ring);
 	if (rc == 0)
 		return 0;
 	if (rc == HR_ELIMIT && strstr(err.message, "weight"))

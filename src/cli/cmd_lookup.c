@@ -22,8 +22,8 @@ static const char description[] =
 	"tab-separated column, or \"revision\" in JSON).\n"
 	"\n"
 	"FILE maps node id to record, e.g.\n"
-	"  {\"a\":\"10.0.0.1:11211\",\n"
-	"   \"b\":{\"addr\":\"10.0.0.2:11211\",\"weight\":2,\"zone\":\"z1\",\"state\":\"warming\"}}";
+	"  {\"a\":\"127.0.0.1:11211\",\n"
+	"   \"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2,\"zone\":\"z1\",\"state\":\"warming\"}}";
 
 struct lookup_args {
 	struct cli_etcd conn;

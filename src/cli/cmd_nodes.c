@@ -15,7 +15,7 @@ static const char description[] =
 	"warming nodes, in the read view for draining ones).  Columns are as wide\n"
 	"as their widest cell; a last line sums the ring up.  With --json each\n"
 	"line is\n"
-	"  {\"id\":\"a\",\"addr\":\"10.0.0.1:11211\",\"zone\":\"\",\"state\":\"active\",\n"
+	"  {\"id\":\"a\",\"addr\":\"127.0.0.1:11211\",\"zone\":\"\",\"state\":\"active\",\n"
 	"   \"weight\":1,\"vnodes\":200,\"share\":0.5,\"revision\":42}\n"
 	"(no revision for a members file).";
 
@@ -25,7 +25,7 @@ static const char *const headers[NCOLS] = {
 	"ID", "ADDR", "ZONE", "STATE", "WEIGHT", "VNODES", "SHARE"
 };
 
-/* One node's figures, worked out once: a share walks the ring's points. */
+/* One node's figures and the texts of its cells, worked out once. */
 struct row {
 	const hr_node *node;
 	unsigned vnodes;

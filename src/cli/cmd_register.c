@@ -80,7 +80,7 @@ int cmd_register(int argc, char **argv)
 		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &reg.id,
 		  .help = "node id (required): 1-255 printable ASCII bytes, no '/'" },
 		{ .name = "addr", .arg = "ADDR", .type = CLI_STRING, .dest = &reg.addr,
-		  .help = "address clients use, e.g. 10.0.0.7:11211 (required)" },
+		  .help = "address clients use, e.g. 127.0.0.7:11211 (required)" },
 		{ .name = "weight", .arg = "W", .type = CLI_WEIGHT, .dest = &reg.weight,
 		  .help = "weight" },
 		{ .name = "zone", .arg = "ZONE", .type = CLI_STRING, .dest = &reg.zone,

@@ -161,7 +161,7 @@ static memcached_st *mc_create(int servers, double *build_ms)
 	for (int i = 0; i < servers; i++) {
 		char host[32];
 
-		snprintf(host, sizeof host, "10.%d.%d.%d", i >> 16, (i >> 8) & 255,
+		snprintf(host, sizeof host, "127.%d.%d.%d", i >> 16, (i >> 8) & 255,
 			 i & 255);
 		list = memcached_server_list_append_with_weight(list, host, 11211, 1,
 								&rc);
@@ -399,7 +399,7 @@ static int nodes_make(struct nodes *ns, int n)
 		return -1;
 	for (int i = 0; i < n; i++) {
 		snprintf(ns->ids[i], sizeof ns->ids[i], "cache-%04d", i);
-		snprintf(ns->addrs[i], sizeof ns->addrs[i], "10.%d.%d.%d:11211",
+		snprintf(ns->addrs[i], sizeof ns->addrs[i], "127.%d.%d.%d:11211",
 			 i >> 16, (i >> 8) & 255, i & 255);
 		ns->v[i] = (hr_node){ ns->ids[i], ns->addrs[i], NULL, 1.0,
 				      HR_STATE_ACTIVE };

@@ -110,14 +110,14 @@ START_TEST(watch_reader_goes_away)
 	FILE *err;
 	pid_t pid;
 
-	put("a", "10.0.0.1:1");
+	put("a", "127.0.0.1:1");
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	pid = spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix", PREFIX,
 					      "--log-level", "warn", NULL }, p[1], &err);
 	while (read(p[0], &c, 1) == 1 && c != '\n')
 		;
 	close(p[0]);
-	put("b", "10.0.0.2:1");
+	put("b", "127.0.0.2:1");
 	st = wait_for(pid, 10000);
 	read_file(err, errtext, sizeof errtext);
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %#x, stderr: %s", st,
@@ -148,7 +148,7 @@ START_TEST(watch_write_error)
 	int st;
 	pid_t pid;
 
-	put("a", "10.0.0.1:1");
+	put("a", "127.0.0.1:1");
 	pid = spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix", PREFIX,
 					      "--log-level", "error", NULL },
 		       open("/dev/full", O_WRONLY), &err);
@@ -166,7 +166,7 @@ START_TEST(one_shot_commands_show_bad_records)
 	const char *eps = hrt_etcd_endpoints(etcd);
 	hrt_cli_run run;
 
-	put("good", "{\"addr\":\"10.0.0.1:1\",\"zone\":\"z\xc3\xbcrich\"}");
+	put("good", "{\"addr\":\"127.0.0.1:1\",\"zone\":\"z\xc3\xbcrich\"}");
 	put("bad", "{\"addr\":");
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
 		"--prefix", PREFIX, "--json", NULL });
@@ -214,11 +214,11 @@ START_TEST(register_and_state_wait_for_etcd)
 	hrt_child side, state;
 	int64_t t0;
 
-	put("s", "{\"addr\":\"10.0.0.5:1\",\"state\":\"warming\"}");
+	put("s", "{\"addr\":\"127.0.0.5:1\",\"state\":\"warming\"}");
 	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
 	t0 = hrt_now_ms();
 	side = hrt_cli_spawn((const char *const[]){ "register", "--endpoints", eps, "--prefix",
-		PREFIX, "--id", "r1", "--addr", "10.0.0.9:1", "--ttl", "5", "--timeout", "30",
+		PREFIX, "--id", "r1", "--addr", "127.0.0.9:1", "--ttl", "5", "--timeout", "30",
 		"--log-level", "warn", NULL }, NULL);
 	state = hrt_cli_spawn((const char *const[]){ "state", "--endpoints", eps, "--prefix",
 		PREFIX, "--id", "s", "active", "--timeout", "30", NULL }, NULL);
@@ -238,7 +238,7 @@ START_TEST(register_and_state_wait_for_etcd)
 	/* Registered: the record is there, under the lease it printed. */
 	for (int i = 0; i < 200; i++) {
 		if (hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "r1 --print-value-only") == 0 &&
-		    strstr(out, "10.0.0.9:1"))
+		    strstr(out, "127.0.0.9:1"))
 			break;
 		hrt_sleep_ms(50);
 	}

@@ -335,17 +335,17 @@ static void record_json(char *out, size_t size, uint64_t *r, int key)
 	switch (rnd(r) % 8) {
 	case 0:
 		/* A bare address. */
-		snprintf(out, size, "10.9.%d.%d:11211", key, (int)(rnd(r) % 250));
+		snprintf(out, size, "127.9.%d.%d:11211", key, (int)(rnd(r) % 250));
 		break;
 	case 1:
 		/* Bad records: they must leave the ring, as they leave etcd's
 		 * ring built by ring_at(). */
 		snprintf(out, size, rnd(r) % 2 ? "{\"addr\":" :
-			 "{\"addr\":\"10.9.0.1:1\",\"weight\":-3}");
+			 "{\"addr\":\"127.9.0.1:1\",\"weight\":-3}");
 		break;
 	default:
 		snprintf(out, size,
-			 "{\"addr\":\"10.9.%d.%d:11211\",\"weight\":%g,\"zone\":\"z%d\",\"state\":\"%s\"}",
+			 "{\"addr\":\"127.9.%d.%d:11211\",\"weight\":%g,\"zone\":\"z%d\",\"state\":\"%s\"}",
 			 key, (int)(rnd(r) % 250), (double)(1 + rnd(r) % 6) / 2,
 			 (int)(rnd(r) % 3), STATES[rnd(r) % 3]);
 	}
@@ -666,7 +666,7 @@ static void put_stable(void)
 
 	for (int i = 0; i < STABLE_KEYS; i++) {
 		snprintf(key, sizeof key, PREFIX "s%d", i);
-		snprintf(val, sizeof val, "{\"addr\":\"10.8.0.%d:11211\",\"zone\":\"z%d\"}", i, i % 3);
+		snprintf(val, sizeof val, "{\"addr\":\"127.8.0.%d:11211\",\"zone\":\"z%d\"}", i, i % 3);
 		ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), key, val), 0);
 	}
 }
@@ -973,7 +973,7 @@ START_TEST(wiped_data_new_cluster)
 	put_stable();
 	for (int i = 0; i < 30; i++) {
 		key_of(key, sizeof key, i);
-		ck_assert_int_gt(hrt_put(url, key, "10.7.0.1:1"), 0);
+		ck_assert_int_gt(hrt_put(url, key, "127.7.0.1:1"), 0);
 	}
 	c = open_client(hrt_etcd_endpoints(etcd), &h);
 	ck_assert_int_eq(hrt_wait_nodes(c, 30 + STABLE_KEYS, 5000), 0);
@@ -986,7 +986,7 @@ START_TEST(wiped_data_new_cluster)
 	ck_assert_int_eq(hrt_etcd_wipe_and_restart(etcd), 0);
 	totals.restarts++;
 	put_stable();
-	ck_assert_int_gt(hrt_put(url, PREFIX "fresh", "10.7.0.2:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "fresh", "127.7.0.2:1"), 0);
 	assert_converged(c, url, CONVERGE_MS);
 	ck_assert_int_eq(hrt_wait_nodes(c, STABLE_KEYS + 1, 1000), 0);
 	/* One line says so, and how it was seen: the new cluster id. */
@@ -1013,14 +1013,14 @@ START_TEST(wiped_data_new_cluster_overtakes)
 
 	history_init(&h);
 	put_stable();
-	ck_assert_int_gt(hrt_put(url, PREFIX "old-only", "10.7.0.9:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "old-only", "127.7.0.9:1"), 0);
 	c = open_client(hrt_etcd_endpoints(etcd), &h);
 	h.backwards_ok = 1;
 	ck_assert_int_eq(hrt_etcd_wipe_and_restart(etcd), 0);
 	put_stable();
 	for (int i = 0; i < 20; i++) {
 		key_of(key, sizeof key, i);
-		ck_assert_int_gt(hrt_put(url, key, "10.7.0.1:1"), 0);
+		ck_assert_int_gt(hrt_put(url, key, "127.7.0.1:1"), 0);
 	}
 	assert_converged(c, url, CONVERGE_MS);
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=cluster_replaced", NULL), 1);
@@ -1053,8 +1053,8 @@ static void wipe_with_same_records(int same_cluster_id)
 	/* Churn that ends where it began: the old data's revision is past
 	 * what the new data will reach. */
 	for (int i = 0; i < 6; i++)
-		ck_assert_int_gt(hrt_put(url, PREFIX "s0", i % 2 ? "{\"addr\":\"10.8.0.0:11211\",\"zone\":\"z0\"}" :
-					 "10.8.0.99:1"), 0);
+		ck_assert_int_gt(hrt_put(url, PREFIX "s0", i % 2 ? "{\"addr\":\"127.8.0.0:11211\",\"zone\":\"z0\"}" :
+					 "127.8.0.99:1"), 0);
 	c = open_client(hrt_etcd_endpoints(etcd), &h);
 	pthread_mutex_lock(&h.mu);
 	h.backwards_ok = 1;
@@ -1167,7 +1167,7 @@ START_TEST(proxy_stall_stale_then_recovers)
 	hrt_log_clear(&logbuf);
 	ck_assert_int_eq(hrt_proxy_stall(px), 0);
 	t0 = hrt_now_ms();
-	ck_assert_int_gt(hrt_put(url, PREFIX "during", "10.6.0.1:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "during", "127.6.0.1:1"), 0);
 	hrt_log_wait(&logbuf, 2, 15000, 50, "level=warn", "event=stale", NULL);
 	/* stale_warn_ms is 1.5 s: the first warning within it plus a probe
 	 * interval and timeout, then one per 1.5 s while it lasts. */
@@ -1284,14 +1284,14 @@ START_TEST(proxy_injects_errors_and_hostile_messages)
 	 * even): at or below the applied revision, it must be ignored. */
 	hrt_log_clear(&logbuf);
 	b64(k64, sizeof k64, PREFIX "ghost", strlen(PREFIX "ghost"));
-	b64(v64, sizeof v64, "10.6.6.6:1", 10);
+	b64(v64, sizeof v64, "127.6.6.6:1", 10);
 	snprintf(ghost, sizeof ghost,
 		 "{\"result\":{\"header\":{\"revision\":\"2\"},\"events\":["
 		 "{\"kv\":{\"key\":\"%s\",\"mod_revision\":\"2\",\"value\":\"%s\"}},"
 		 "{\"kv\":{\"key\":\"%s\",\"mod_revision\":\"2\",\"value\":\"%s\"}}]}}",
 		 k64, v64, k64, v64);
 	ck_assert_int_ge(hrt_proxy_inject(px, ghost), 1);
-	ck_assert_int_gt(hrt_put(url, PREFIX "after-ghost", "10.6.0.2:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "after-ghost", "127.6.0.2:1"), 0);
 	assert_converged(c, url, CONVERGE_MS);
 	hr_ring *ring = hr_client_acquire(c);
 	ck_assert_ptr_null(hr_ring_find(ring, "ghost"));
@@ -1384,20 +1384,20 @@ START_TEST(hostile_records_beside_good)
 	ck_assert_int_gt(hrt_put(url, PREFIX "huge", huge), 0);
 	free(huge);
 	/* Ids with a control character, invalid UTF-8, a blank. */
-	ck_assert_int_gt(hrt_put(url, PREFIX "ctl\x01id", "10.5.0.1:1"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "caf\xc3", "10.5.0.2:1"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "two words", "10.5.0.3:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "ctl\x01id", "127.5.0.1:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "caf\xc3", "127.5.0.2:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "two words", "127.5.0.3:1"), 0);
 	/* A key made to look like more fields of its log line. */
-	ck_assert_int_gt(hrt_put(url, PREFIX INJECTED_ID, "10.5.0.3:2"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX INJECTED_ID, "127.5.0.3:2"), 0);
 	/* Numbers out of range, invalid UTF-8 and control bytes in fields. */
-	ck_assert_int_gt(hrt_put(url, PREFIX "w-inf", "{\"addr\":\"10.5.0.4:1\",\"weight\":1e400}"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "w-neg", "{\"addr\":\"10.5.0.5:1\",\"weight\":-1e308}"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "zone-ctl", "{\"addr\":\"10.5.0.6:1\",\"zone\":\"a\\u0007b\"}"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "nul", "{\"addr\":\"10.5.0.7:1\\u0000evil\"}"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "w-inf", "{\"addr\":\"127.5.0.4:1\",\"weight\":1e400}"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "w-neg", "{\"addr\":\"127.5.0.5:1\",\"weight\":-1e308}"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "zone-ctl", "{\"addr\":\"127.5.0.6:1\",\"zone\":\"a\\u0007b\"}"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "nul", "{\"addr\":\"127.5.0.7:1\\u0000evil\"}"), 0);
 	/* Deeply nested JSON. */
 	{
 		char deep[20010];
-		strcpy(deep, "{\"addr\":\"10.5.0.8:1\",\"x\":");
+		strcpy(deep, "{\"addr\":\"127.5.0.8:1\",\"x\":");
 		size_t o = strlen(deep);
 		memset(deep + o, '[', 20000 - o);
 		deep[20000] = '\0';
@@ -1411,7 +1411,7 @@ START_TEST(hostile_records_beside_good)
 	ck_assert_int_eq(http_post(&hc, url, "/kv/txn", body), 400);
 	ck_assert_ptr_nonnull(strstr(hc.body, "duplicate key"));
 	/* And good records after all of it. */
-	ck_assert_int_gt(hrt_put(url, PREFIX "good-after", "{\"addr\":\"10.5.1.1:1\",\"zone\":\"z9\"}"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "good-after", "{\"addr\":\"127.5.1.1:1\",\"zone\":\"z9\"}"), 0);
 	ck_assert_int_gt(hrt_put(url, PREFIX "utf8-addr", "{\"addr\":\"h\xc3\xa9te:1\"}"), 0);
 
 	assert_converged(c, url, CONVERGE_MS);
@@ -1456,8 +1456,8 @@ START_TEST(huge_weight_blocks_later_changes)
 	history_init(&h);
 	put_stable();
 	c = open_client(hrt_etcd_endpoints(etcd), &h);
-	ck_assert_int_gt(hrt_put(url, PREFIX "heavy", "{\"addr\":\"10.5.0.9:1\",\"weight\":1e300}"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "later", "10.5.0.10:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "heavy", "{\"addr\":\"127.5.0.9:1\",\"weight\":1e300}"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "later", "127.5.0.10:1"), 0);
 	hrt_sleep_ms(2000);
 	ring = hr_client_acquire(c);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "later"));
@@ -1491,16 +1491,16 @@ START_TEST(over_point_limit_keeps_following)
 	hr_ring *ring;
 	int64_t rev;
 
-	snprintf(heavy, sizeof heavy, "{\"addr\":\"10.5.1.1:1\",\"weight\":%u}",
+	snprintf(heavy, sizeof heavy, "{\"addr\":\"127.5.1.1:1\",\"weight\":%u}",
 		 HR_POINTS_MAX / 2 / VNODES + 1);
 	history_init(&h);
 	put_stable();
-	ck_assert_int_gt(hrt_put(url, PREFIX "good", "10.5.0.1:1"), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "good2", "10.5.0.2:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "good", "127.5.0.1:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "good2", "127.5.0.2:1"), 0);
 	c = open_client(hrt_etcd_endpoints(etcd), &h);
 	ck_assert_int_gt(hrt_put(url, PREFIX "heavy1", heavy), 0);
 	ck_assert_int_gt(hrt_put(url, PREFIX "heavy2", heavy), 0);
-	ck_assert_int_gt(hrt_put(url, PREFIX "good3", "10.5.0.3:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "good3", "127.5.0.3:1"), 0);
 	ck_assert_int_gt(hrt_del(url, PREFIX "good"), 0);
 	assert_converged(c, url, 30000);
 	ring = hr_client_acquire(c);
@@ -1606,7 +1606,7 @@ START_TEST(callbacks_call_back_into_the_library)
 	for (int i = 0; i < 20; i++) {
 		char key[32];
 		snprintf(key, sizeof key, PREFIX "r%d", i);
-		ck_assert_int_gt(hrt_put(url, key, "10.4.0.1:1"), 0);
+		ck_assert_int_gt(hrt_put(url, key, "127.4.0.1:1"), 0);
 	}
 	ck_assert_int_eq(hrt_wait_nodes(c, STABLE_KEYS + 20, 5000), 0);
 	hrt_sleep_ms(200);

@@ -239,12 +239,12 @@ START_TEST(test_single_member)
 	/* put/get, with words quoted the way a shell would take them. */
 	ck_assert_int_eq(hrt_etcdctl(c, out, sizeof(out),
 				     "put /ring/nodes/a '%s'",
-				     "{\"addr\": \"10.0.0.1:11211\", \"weight\": 100}"),
+				     "{\"addr\": \"127.0.0.1:11211\", \"weight\": 100}"),
 			 0);
 	ck_assert_str_eq(out, "OK\n");
 	ck_assert_int_eq(hrt_etcdctl(c, out, sizeof(out),
 				     "get --print-value-only /ring/nodes/a"), 0);
-	ck_assert_str_eq(out, "{\"addr\": \"10.0.0.1:11211\", \"weight\": 100}\n");
+	ck_assert_str_eq(out, "{\"addr\": \"127.0.0.1:11211\", \"weight\": 100}\n");
 	ck_assert_int_eq(hrt_etcdctl(c, out, sizeof(out),
 				     "put \"/k 2\" \"say \\\"hi\\\"\""), 0);
 	ck_assert_int_eq(hrt_etcdctl(c, out, sizeof(out), "get /k\\ 2"), 0);

@@ -58,7 +58,7 @@ static hr_registrar *reg_node(const char *id, int ttl, hr_state state)
 
 	hr_registration_init(&reg);
 	reg.id = id;
-	reg.addr = "10.0.0.1:11211";
+	reg.addr = "127.0.0.1:11211";
 	reg.zone = "z1";
 	reg.ttl_s = ttl;
 	reg.state = state;
@@ -127,7 +127,7 @@ START_TEST(register_state_weight_deregister)
 	/* In etcd as soon as hr_register returns: one round trip. */
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "n1 --print-value-only"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"state\":\"warming\""));
-	ck_assert_ptr_nonnull(strstr(out, "\"addr\":\"10.0.0.1:11211\""));
+	ck_assert_ptr_nonnull(strstr(out, "\"addr\":\"127.0.0.1:11211\""));
 	ck_assert_int_eq(hrt_wait_state(c, "n1", HR_STATE_WARMING, 5000), 0);
 
 	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), 0);
@@ -172,7 +172,7 @@ START_TEST(duplicate_id_and_replace)
 
 	hr_registration_init(&reg);
 	reg.id = "dup";
-	reg.addr = "10.0.0.2:1";
+	reg.addr = "127.0.0.2:1";
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EEXIST);
 	ck_assert_ptr_null(r2);
 	ck_assert_ptr_nonnull(strstr(err.message, "already registered"));
@@ -183,7 +183,7 @@ START_TEST(duplicate_id_and_replace)
 	ck_assert_ptr_nonnull(strstr(err.message, hex(hr_registrar_lease(r1), h)));
 	ck_assert_ptr_nonnull(strstr(err.message, "replace (hashring register --replace)"));
 	/* A static record put by hand is protected as well. */
-	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "static", "10.0.0.3:1"), 0);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "static", "127.0.0.3:1"), 0);
 	reg.id = "static";
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EEXIST);
 	ck_assert_ptr_nonnull(strstr(err.message, "no lease: a static record"));
@@ -193,7 +193,7 @@ START_TEST(duplicate_id_and_replace)
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), 0);
 	char out[1024];
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "dup --print-value-only"), 0);
-	ck_assert_ptr_nonnull(strstr(out, "10.0.0.2:1"));
+	ck_assert_ptr_nonnull(strstr(out, "127.0.0.2:1"));
 	hr_registrar_close(r2);
 	hr_registrar_close(r1);
 
@@ -222,7 +222,7 @@ START_TEST(operator_edits_are_kept_and_lease_reattached)
 
 	/* A plain etcdctl put: new value, and the key loses its lease. */
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
-				     "put " PREFIX "op '{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\",\"note\":\"by hand\"}'"), 0);
+				     "put " PREFIX "op '{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\",\"note\":\"by hand\"}'"), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
 	/* Within a renewal period the lease is attached again, value kept. */
 	snprintf(want, sizeof want, "\"lease\":%lld", (long long)hr_registrar_lease(r));
@@ -284,7 +284,7 @@ START_TEST(etcd_restored_empty_reregisters)
 		hrt_sleep_ms(100);
 	ck_assert_int_ne(hr_registrar_lease(r), old);
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "rr --print-value-only"), 0);
-	ck_assert_ptr_nonnull(strstr(out, "10.0.0.1:11211"));
+	ck_assert_ptr_nonnull(strstr(out, "127.0.0.1:11211"));
 	hr_registrar_close(r);
 }
 END_TEST
@@ -505,7 +505,7 @@ static pid_t start_sidecar(const char *id, const char *ttl, const char *drain)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		execl(HR_CLI_PATH, "hashring", "register", "--endpoints", endpoints,
-		      "--prefix", PREFIX, "--id", id, "--addr", "10.0.0.9:1", "--state", "active",
+		      "--prefix", PREFIX, "--id", id, "--addr", "127.0.0.9:1", "--state", "active",
 		      "--ttl", ttl, "--drain-seconds", drain, "--log-level", "warn", (char *)NULL);
 		_exit(127);
 	}

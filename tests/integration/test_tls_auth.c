@@ -194,7 +194,7 @@ START_TEST(tls_client_syncs_watches_registers)
 	int64_t t0;
 
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
-				     "put " PREFIX "a '{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}'"), 0);
+				     "put " PREFIX "a '{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\"}'"), 0);
 	tls_config(&cfg);
 	t0 = hrt_now_ms();
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
@@ -203,13 +203,13 @@ START_TEST(tls_client_syncs_watches_registers)
 
 	/* Watching: a change made afterwards arrives. */
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
-				     "put " PREFIX "b '{\"addr\":\"10.0.0.2:11211\",\"state\":\"draining\"}'"), 0);
+				     "put " PREFIX "b '{\"addr\":\"127.0.0.2:11211\",\"state\":\"draining\"}'"), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_DRAINING, 5000), 0);
 
 	/* Registration over TLS: appears, changes state, leaves. */
 	hr_registration_init(&reg);
 	reg.id = "reg1";
-	reg.addr = "10.0.0.3:11211";
+	reg.addr = "127.0.0.3:11211";
 	reg.ttl_s = 5;
 	ck_assert_msg(hr_register(&cfg, &reg, &r, &err) == 0, "register: %s", err.message);
 	ck_assert_int_ne(hr_registrar_lease(r), 0);
@@ -237,14 +237,14 @@ START_TEST(tls_cli_flags_and_environment)
 	char out[1024];
 
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out,
-				     "put " PREFIX "a '{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}'"), 0);
+				     "put " PREFIX "a '{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\"}'"), 0);
 
 	/* Flags. */
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cacert", cert_path("ca.crt"), "--cert", cert_path("client.crt"),
 		"--key", cert_path("client.key"), NULL });
 	ck_assert_msg(run.status == 0, "nodes: %d %s", run.status, run.err);
-	ck_assert_ptr_nonnull(strstr(run.out, "10.0.0.1:11211"));
+	ck_assert_ptr_nonnull(strstr(run.out, "127.0.0.1:11211"));
 	ck_assert_ptr_nonnull(strstr(run.out, "# 1 nodes"));
 
 	/* The same through etcdctl's variables. */
@@ -265,7 +265,7 @@ START_TEST(tls_cli_flags_and_environment)
 	tls_config(&cfg);
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
 	side = hrt_cli_spawn((const char *const[]){ "register", "--prefix", PREFIX, "--id", "side",
-		"--addr", "10.0.0.9:1", "--zone", "z9", "--weight", "2", "--ttl", "4",
+		"--addr", "127.0.0.9:1", "--zone", "z9", "--weight", "2", "--ttl", "4",
 		"--log-level", "warn", NULL }, env);
 	ck_assert_int_eq(hrt_wait_state(c, "side", HR_STATE_WARMING, 8000), 0);
 	hrt_cli_run_cmd(&run, env, (const char *const[]){ "state", "--prefix", PREFIX, "--id", "side",
@@ -303,7 +303,7 @@ START_TEST(tls_errors)
 	ck_assert_int_lt(ms, 4000);
 	hr_registration_init(&reg);
 	reg.id = "x";
-	reg.addr = "10.0.0.1:1";
+	reg.addr = "127.0.0.1:1";
 	memset(&err, 0, sizeof err);
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ETLS);
 	ck_assert_ptr_null(r);
@@ -410,13 +410,13 @@ START_TEST(auth_roles_and_errors)
 	hrt_cli_run run;
 	int64_t ms;
 
-	root_put("a", "{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}");
+	root_put("a", "{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\"}");
 
 	/* The read-only watcher syncs and watches. */
 	auth_config(&cfg, "watcher", WATCH_PW);
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
 	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
-	root_put("b", "{\"addr\":\"10.0.0.2:11211\",\"state\":\"warming\"}");
+	root_put("b", "{\"addr\":\"127.0.0.2:11211\",\"state\":\"warming\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_WARMING, 5000), 0);
 
 	/* A read-write user registers; the watcher sees it. */
@@ -424,7 +424,7 @@ START_TEST(auth_roles_and_errors)
 	auth_config(&wcfg, "writer", WRITE_PW);
 	hr_registration_init(&reg);
 	reg.id = "w1";
-	reg.addr = "10.0.0.5:11211";
+	reg.addr = "127.0.0.5:11211";
 	reg.state = HR_STATE_ACTIVE;
 	ck_assert_msg(hr_register(&wcfg, &reg, &r, &err) == 0, "register: %s", err.message);
 	ck_assert_int_eq(hrt_wait_state(c, "w1", HR_STATE_ACTIVE, 5000), 0);
@@ -489,7 +489,7 @@ START_TEST(auth_roles_and_errors)
 	assert_cli_error(&run, "nodes", "etcd requires authentication");
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
 		"--prefix", PREFIX, "--user", "watcher:" WATCH_PW, "--id", "ro2",
-		"--addr", "10.0.0.7:1", NULL });
+		"--addr", "127.0.0.7:1", NULL });
 	assert_cli_error(&run, "register", "permission denied");
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "state", "--endpoints", eps,
 		"--prefix", PREFIX, "--user", "watcher:" WATCH_PW, "--id", "a", "draining", NULL });
@@ -519,7 +519,7 @@ START_TEST(auth_cli_url_credentials)
 	hrt_cli_run run;
 	hrt_child side;
 
-	root_put("a", "{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}");
+	root_put("a", "{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\"}");
 	snprintf(watch_url, sizeof watch_url, "http://watcher:%s@127.0.0.1:%d", WATCH_PW, port);
 	snprintf(write_url, sizeof write_url, "writer:%s@127.0.0.1:%d", WRITE_PW, port);
 	snprintf(wrong_url, sizeof wrong_url, "http://watcher:%s@127.0.0.1:%d", WRONG_PW, port);
@@ -543,7 +543,7 @@ START_TEST(auth_cli_url_credentials)
 	auth_config(&cfg, "watcher", WATCH_PW);
 	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
 	side = hrt_cli_spawn((const char *const[]){ "register", "--endpoints", write_url,
-		"--prefix", PREFIX, "--id", "u1", "--addr", "10.0.0.8:1", "--log-level", "debug",
+		"--prefix", PREFIX, "--id", "u1", "--addr", "127.0.0.8:1", "--log-level", "debug",
 		NULL }, NULL);
 	ck_assert_int_eq(hrt_wait_state(c, "u1", HR_STATE_WARMING, 8000), 0);
 	kill(side.pid, SIGTERM);
@@ -580,7 +580,7 @@ START_TEST(auth_token_expiry_reauth)
 	hr_error err = { 0 };
 	int64_t t0, arrive_ms;
 
-	root_put("a", "{\"addr\":\"10.0.0.1:11211\",\"state\":\"active\"}");
+	root_put("a", "{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\"}");
 	auth_config(&cfg, "watcher", WATCH_PW);
 	/* Probes further apart than the token TTL (etcd drops an unused
 	 * token 2 to 3 s after its last use), so the first one finds it
@@ -593,7 +593,7 @@ START_TEST(auth_token_expiry_reauth)
 	/* Idle for more than twice the TTL. */
 	hrt_sleep_ms(5500);
 	t0 = hrt_now_ms();
-	root_put("b", "{\"addr\":\"10.0.0.2:11211\",\"state\":\"active\"}");
+	root_put("b", "{\"addr\":\"127.0.0.2:11211\",\"state\":\"active\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_ACTIVE, 5000), 0);
 	arrive_ms = hrt_now_ms() - t0;
 	ck_assert_int_eq(hr_client_status_get(c, &st1), 0);
@@ -612,7 +612,7 @@ START_TEST(auth_token_expiry_reauth)
 	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
 	hrt_sleep_ms(2500);
 	t0 = hrt_now_ms();
-	root_put("c", "{\"addr\":\"10.0.0.3:11211\",\"state\":\"draining\"}");
+	root_put("c", "{\"addr\":\"127.0.0.3:11211\",\"state\":\"draining\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "c", HR_STATE_DRAINING, 8000), 0);
 	arrive_ms = hrt_now_ms() - t0;
 	ck_assert_int_eq(hr_client_status_get(c, &st2), 0);

@@ -99,12 +99,12 @@ START_TEST(first_sync_one)
 	hr_client *c;
 	hr_owner o;
 
-	put_node("a", "{\"addr\":\"10.0.0.1:11211\"}");
+	put_node("a", "{\"addr\":\"127.0.0.1:11211\"}");
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
 	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
 	ck_assert_str_eq(o.node, "a");
 	ck_assert_str_eq(o.read_node, "a");
-	ck_assert_str_eq(o.addr, "10.0.0.1:11211");
+	ck_assert_str_eq(o.addr, "127.0.0.1:11211");
 	ck_assert_uint_gt(o.revision, 0);
 	assert_converged(c);
 	hr_client_close(c);
@@ -119,7 +119,7 @@ START_TEST(first_sync_paged_2000)
 
 	for (int i = 0; i < 2000; i++) {
 		snprintf(id, sizeof id, "n%04d", i);
-		snprintf(val, sizeof val, "{\"addr\":\"10.1.%d.%d:80\",\"zone\":\"z%d\"}",
+		snprintf(val, sizeof val, "{\"addr\":\"127.1.%d.%d:80\",\"zone\":\"z%d\"}",
 			 i / 250, i % 250, i % 3);
 		put_node(id, val);
 	}
@@ -142,12 +142,12 @@ START_TEST(changes_propagate)
 	uint64_t published;
 	hr_client_status st;
 
-	put_node("a", "10.0.0.1:1");
-	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"zone\":\"z1\"}");
+	put_node("a", "127.0.0.1:1");
+	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"zone\":\"z1\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
 	assert_converged(c);
 
-	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"state\":\"warming\"}");
+	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"state\":\"warming\"}");
 	assert_converged(c);
 	r = hr_client_acquire(c);
 	n = hr_ring_find(r, "b");
@@ -155,7 +155,7 @@ START_TEST(changes_propagate)
 	ck_assert_int_eq(n->state, HR_STATE_WARMING);
 	hr_ring_release(r);
 
-	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"weight\":3}");
+	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"weight\":3}");
 	assert_converged(c);
 	r = hr_client_acquire(c);
 	n = hr_ring_find(r, "b");
@@ -171,7 +171,7 @@ START_TEST(changes_propagate)
 	 * revision is confirmed. */
 	hr_client_status_get(c, &st);
 	published = st.rings_published;
-	int64_t rev = hrt_put(url(), PREFIX "b", "{\"addr\":\"10.0.0.2:1\",\"weight\":3}");
+	int64_t rev = hrt_put(url(), PREFIX "b", "{\"addr\":\"127.0.0.2:1\",\"weight\":3}");
 	for (int i = 0; i < 100; i++) {
 		hr_client_status_get(c, &st);
 		if (st.confirmed_revision >= (uint64_t)rev)
@@ -208,13 +208,13 @@ START_TEST(txn_is_one_change)
 	cfg.log = hrt_log_fn;
 	cfg.log_userdata = &logbuf;
 	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
-	put_node("x", "10.0.0.9:1");
+	put_node("x", "127.0.0.9:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	int before = __atomic_load_n(&changes_seen, __ATOMIC_RELAXED);
 	ck_assert_int_eq(hrt_etcdctl_stdin(etcd,
 		"\n"
-		"put " PREFIX "t1 10.0.0.11:1\n"
-		"put " PREFIX "t2 10.0.0.12:1\n"
+		"put " PREFIX "t1 127.0.0.11:1\n"
+		"put " PREFIX "t2 127.0.0.12:1\n"
 		"del " PREFIX "x\n"
 		"\n"
 		"\n", out, sizeof out, "txn"), 0);
@@ -276,12 +276,12 @@ START_TEST(diffs_reach_the_callback)
 	cfg.on_diff_userdata = &m;
 	cfg.log = hrt_log_fn;
 	cfg.log_userdata = &logbuf;
-	put_node("a", "10.0.0.1:1");
-	put_node("b", "10.0.0.2:1");
+	put_node("a", "127.0.0.1:1");
+	put_node("b", "127.0.0.2:1");
 	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
-	put_node("c", "{\"addr\":\"10.0.0.3:1\",\"state\":\"warming\"}");
+	put_node("c", "{\"addr\":\"127.0.0.3:1\",\"state\":\"warming\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 5000), 0);
-	put_node("c", "10.0.0.3:1");
+	put_node("c", "127.0.0.3:1");
 	ck_assert_int_gt(hrt_del(url(), PREFIX "a"), 0);
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
 	hr_client_close(c);
@@ -313,14 +313,14 @@ START_TEST(compaction_forces_resync)
 	 * compact before the client comes back. */
 	fixed_backoff_ms = 4000;
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
-	put_node("a", "10.0.0.1:1");
+	put_node("a", "127.0.0.1:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
 	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
 	for (int i = 0; i < 5; i++)
-		put_node("b", i % 2 ? "10.0.0.2:1" : "10.0.0.2:2");
+		put_node("b", i % 2 ? "127.0.0.2:1" : "127.0.0.2:2");
 	hrt_del(url(), PREFIX "a");
-	rev = hrt_put(url(), PREFIX "c", "10.0.0.3:1");
+	rev = hrt_put(url(), PREFIX "c", "127.0.0.3:1");
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "compact %lld", (long long)rev), 0);
 	assert_converged(c);
 	hr_client_status_get(c, &st);
@@ -337,7 +337,7 @@ START_TEST(kill_and_restart)
 	hr_client *c = open_client(hrt_etcd_endpoints(etcd), 0);
 	hr_owner o;
 
-	put_node("a", "10.0.0.1:1");
+	put_node("a", "127.0.0.1:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	for (int round = 0; round < 3; round++) {
 		ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
@@ -347,7 +347,7 @@ START_TEST(kill_and_restart)
 		ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
 		char id[8];
 		snprintf(id, sizeof id, "r%d", round);
-		put_node(id, "10.0.0.5:1");
+		put_node(id, "127.0.0.5:1");
 		int64_t t0 = hrt_now_ms();
 		assert_converged(c);
 		/* Backoff is capped at 1 s in this test: converged well
@@ -365,7 +365,7 @@ START_TEST(frozen_member_goes_stale_then_recovers)
 	hr_client_status st;
 	hr_owner o;
 
-	put_node("a", "10.0.0.1:1");
+	put_node("a", "127.0.0.1:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	hrt_log_clear(&logbuf);
 	ck_assert_int_eq(hrt_etcd_freeze_member(etcd, 0), 0);
@@ -384,7 +384,7 @@ START_TEST(frozen_member_goes_stale_then_recovers)
 	ck_assert_int_gt(st.unconfirmed_ms, 0);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=probe_failed", NULL), 1);
 	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 0), 0);
-	put_node("b", "10.0.0.2:1");
+	put_node("b", "127.0.0.2:1");
 	assert_converged(c);
 	hrt_log_wait(&logbuf, 1, 10000, 50, "event=stale_recovered", NULL);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale_recovered", NULL), 1);
@@ -398,11 +398,11 @@ START_TEST(bad_records_beside_good)
 	hr_ring *r;
 	char big[HR_RECORD_MAX + 64];
 
-	put_node("good1", "10.0.0.1:1");
+	put_node("good1", "127.0.0.1:1");
 	put_node("badjson", "{\"addr\":");
-	put_node("badweight", "{\"addr\":\"10.0.0.3:1\",\"weight\":-1}");
+	put_node("badweight", "{\"addr\":\"127.0.0.3:1\",\"weight\":-1}");
 	put_node("badtype", "{\"addr\":7}");
-	put_node("sub/dir", "10.0.0.4:1");
+	put_node("sub/dir", "127.0.0.4:1");
 	memset(big, 'x', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
 	put_node("huge", big);
@@ -417,9 +417,9 @@ START_TEST(bad_records_beside_good)
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "huge", NULL), 1);
 
 	/* A later good value is taken; a value turning bad leaves the ring. */
-	put_node("badjson", "{\"addr\":\"10.0.0.2:1\"}");
+	put_node("badjson", "{\"addr\":\"127.0.0.2:1\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
-	put_node("good1", "{\"addr\":\"10.0.0.1:1\",\"state\":\"sleeping\"}");
+	put_node("good1", "{\"addr\":\"127.0.0.1:1\",\"state\":\"sleeping\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	r = hr_client_acquire(c);
 	ck_assert_ptr_nonnull(hr_ring_find(r, "badjson"));
@@ -437,7 +437,7 @@ START_TEST(three_members_lose_the_one_in_use)
 	hrt_etcd_destroy(etcd);
 	etcd = hrt_etcd_start(3, NULL);
 	ck_assert_ptr_nonnull(etcd);
-	put_node("a", "10.0.0.1:1");
+	put_node("a", "127.0.0.1:1");
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	hr_client_status_get(c, &st);
@@ -455,7 +455,7 @@ START_TEST(three_members_lose_the_one_in_use)
 	snprintf(key, sizeof key, PREFIX "b");
 	int64_t rev = -1;
 	for (int i = 0; i < 50 && rev < 0; i++) {
-		rev = hrt_put(hrt_etcd_client_url(etcd, other), key, "10.0.0.2:1");
+		rev = hrt_put(hrt_etcd_client_url(etcd, other), key, "127.0.0.2:1");
 		if (rev < 0)
 			hrt_sleep_ms(200);
 	}
@@ -474,9 +474,9 @@ START_TEST(lookup_forms_agree)
 	uint64_t rev = 0;
 	char key[32];
 
-	put_node("a", "{\"addr\":\"10.0.0.1:1\",\"zone\":\"z1\"}");
-	put_node("b", "{\"addr\":\"10.0.0.2:1\",\"zone\":\"z2\",\"state\":\"warming\"}");
-	put_node("c", "{\"addr\":\"10.0.0.3:1\",\"zone\":\"z1\",\"state\":\"draining\"}");
+	put_node("a", "{\"addr\":\"127.0.0.1:1\",\"zone\":\"z1\"}");
+	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"zone\":\"z2\",\"state\":\"warming\"}");
+	put_node("c", "{\"addr\":\"127.0.0.3:1\",\"zone\":\"z1\",\"state\":\"draining\"}");
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
 	for (int i = 0; i < 500; i++) {
 		hr_owner o;
@@ -518,7 +518,7 @@ START_TEST(lookup_forms_agree)
 
 	/* Epochs: a held snapshot is stale once a change lands. */
 	hr_ring *before = hr_client_acquire(c);
-	put_node("d", "10.0.0.4:1");
+	put_node("d", "127.0.0.4:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 4, 5000), 0);
 	hr_ring *after = hr_client_acquire(c);
 	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(before), hr_ring_digest(before),
@@ -617,9 +617,9 @@ START_TEST(first_ring_out_of_memory)
 	hr_error err = { 0 };
 	hr_client_status st;
 
-	put_node("a", "10.0.0.1:1");
+	put_node("a", "127.0.0.1:1");
 	/* 10 M points: blocks of over 64 MiB. */
-	put_node("big", "{\"addr\":\"10.0.0.2:1\",\"weight\":50000}");
+	put_node("big", "{\"addr\":\"127.0.0.2:1\",\"weight\":50000}");
 	hr_config_init(&cfg);
 	cfg.endpoints = hrt_etcd_endpoints(etcd);
 	cfg.prefix = PREFIX;
@@ -664,8 +664,8 @@ START_TEST(cli_diff_follows_etcd)
 	hrt_child ch;
 	int64_t until;
 
-	put_node("a", "10.0.0.1:1");
-	put_node("b", "10.0.0.2:1");
+	put_node("a", "127.0.0.1:1");
+	put_node("b", "127.0.0.2:1");
 	before = hrt_ring_from_etcd(eps, PREFIX, &rev_before);
 	ck_assert_ptr_nonnull(before);
 	ch = hrt_cli_spawn((const char *const[]){ "diff", "--endpoints", eps, "--prefix",
@@ -677,7 +677,7 @@ START_TEST(cli_diff_follows_etcd)
 		hrt_cli_peek_err(&ch, err, sizeof err);
 	} while (!strstr(err, "event=synced") && hrt_now_ms() < until);
 	ck_assert_msg(strstr(err, "event=synced"), "no sync: %s", err);
-	put_node("c", "10.0.0.3:1");
+	put_node("c", "127.0.0.3:1");
 	hrt_cli_wait(&ch, &run);
 	ck_assert_msg(run.status == 0, "exit %d, stderr: %s", run.status, run.err);
 	after = hrt_ring_from_etcd(eps, PREFIX, &rev_after);

@@ -54,7 +54,7 @@ fi
 
 # What every consumer must print: the CLI's own answer for the same ring.
 cat >"$work/members.json" <<'JSON'
-{"a":"10.0.0.1:11211","b":"10.0.0.2:11211","c":"10.0.0.3:11211"}
+{"a":"127.0.0.1:11211","b":"127.0.0.2:11211","c":"127.0.0.3:11211"}
 JSON
 owner=$("$prefix/$bindir/hashring" lookup --members "$work/members.json" \
 	user:42 | cut -f2)

@@ -89,7 +89,7 @@ static hr_ring *make_ring(void)
 
 	for (int i = 0; i < 40; i++) {
 		snprintf(ids[i], sizeof ids[i], "node-%02d", i);
-		snprintf(addrs[i], sizeof addrs[i], "10.0.0.%d:11211", i);
+		snprintf(addrs[i], sizeof addrs[i], "127.0.0.%d:11211", i);
 		snprintf(zones[i], sizeof zones[i], "z%d", i % 3);
 		nodes[i] = (hr_node){ ids[i], addrs[i], zones[i], 1.0 + i % 2,
 				      i % 7 == 0 ? HR_STATE_WARMING :

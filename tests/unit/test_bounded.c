@@ -27,7 +27,7 @@ static hr_ring *ring_of(const double *weights, hr_placement pl)
 
 	for (int i = 0; i < NODES; i++) {
 		snprintf(ids[i], sizeof ids[i], "n%d", i);
-		snprintf(addrs[i], sizeof addrs[i], "10.3.0.%d:11211", i);
+		snprintf(addrs[i], sizeof addrs[i], "127.3.0.%d:11211", i);
 		nodes[i] = (hr_node){ .id = ids[i], .addr = addrs[i],
 				      .weight = weights ? weights[i] : 1 };
 	}

@@ -816,7 +816,7 @@ START_TEST(admission_keeps_the_oldest)
 		      "%s", msg);
 	msg = told_msg(&t, "huge");
 	ck_assert_ptr_nonnull(msg);
-	ck_assert_msg(strstr(msg, "node \"huge\": weight 1e+300 gives more than 33554432 points"),
+	ck_assert_msg(strstr(msg, "node \"huge\": weight 1e+300 gives 1e+301 points at 10 per unit of weight, more than 33554432 points, a ring's limit"),
 		      "%s", msg);
 
 	/* Nothing new left out: nothing told. */

@@ -31,7 +31,7 @@ static void set_init(struct set *s, size_t n, uint64_t *seed)
 	s->n = s->next = n;
 	for (size_t i = 0; i < n; i++) {
 		snprintf(s->ids[i], sizeof s->ids[i], "n%02zu", i);
-		snprintf(s->addrs[i], sizeof s->addrs[i], "10.1.0.%zu:%u", i,
+		snprintf(s->addrs[i], sizeof s->addrs[i], "127.1.0.%zu:%u", i,
 			 11211 + (unsigned)(splitmix64(seed) % 3));
 		s->nodes[i] = (hr_node){ .id = s->ids[i], .addr = s->addrs[i],
 					 .weight = 1 };
@@ -60,7 +60,7 @@ static void mutate(struct set *s, uint64_t *seed)
 			size_t i = s->next++;
 
 			snprintf(s->ids[i], sizeof s->ids[i], "x%02zu", i);
-			snprintf(s->addrs[i], sizeof s->addrs[i], "10.2.0.%zu", i);
+			snprintf(s->addrs[i], sizeof s->addrs[i], "127.2.0.%zu", i);
 			s->nodes[s->n++] = (hr_node){ .id = s->ids[i], .addr = s->addrs[i],
 						      .weight = 1 + (double)(r >> 40 & 3) };
 		}
@@ -378,11 +378,11 @@ static int run_cli(const char *args, char *out, size_t size)
 START_TEST(test_cli)
 {
 	static const char *old_json =
-		"{\"a\":\"10.0.0.1:11211\",\"b\":{\"addr\":\"10.0.0.2:11211\",\"weight\":2},"
-		"\"c\":\"10.0.0.3:11212\"}";
+		"{\"a\":\"127.0.0.1:11211\",\"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2},"
+		"\"c\":\"127.0.0.3:11212\"}";
 	static const char *new_json =
-		"{\"a\":\"10.0.0.1:11211\",\"b\":{\"addr\":\"10.0.0.2:11211\",\"weight\":2},"
-		"\"d\":\"10.0.0.4\"}";
+		"{\"a\":\"127.0.0.1:11211\",\"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2},"
+		"\"d\":\"127.0.0.4\"}";
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	static char out[1 << 20];
 	char f1[256], f2[256], args[1024], want[64], *last;

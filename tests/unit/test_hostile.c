@@ -41,7 +41,7 @@ START_TEST(record_of_several_megabytes)
 	hr_error err = { 0 };
 
 	memset(v, ' ', n);
-	memcpy(v, "{\"addr\":\"10.0.0.1:1\"}", 21);
+	memcpy(v, "{\"addr\":\"127.0.0.1:1\"}", 21);
 	ck_assert_int_eq(record("big", v, n, &rec, &err), HR_ELIMIT);
 	ck_assert_ptr_nonnull(strstr(err.message, "big"));
 	ck_assert_ptr_nonnull(strstr(err.message, "65536"));
@@ -142,7 +142,7 @@ START_TEST(record_invalid_utf8_and_control_bytes)
 	assert_clean_message(&err);
 	ck_assert_int_eq(record("n", "{\"addr\":\"a\\u0000b\"}", 19, &rec, &err), HR_EPARSE);
 	assert_clean_message(&err);
-	ck_assert_int_eq(record("n", "10.0.0.1\r:1", 11, &rec, &err), HR_EINVAL);
+	ck_assert_int_eq(record("n", "127.0.0.1\r:1", 11, &rec, &err), HR_EINVAL);
 	assert_clean_message(&err);
 }
 END_TEST
@@ -214,7 +214,7 @@ START_TEST(ring_of_100000_nodes)
 
 	for (size_t i = 0; i < n; i++) {
 		snprintf(ids[i], sizeof ids[i], "n%06zu", i);
-		nodes[i] = (hr_node){ ids[i], "10.0.0.1:1", "", 1, HR_STATE_ACTIVE };
+		nodes[i] = (hr_node){ ids[i], "127.0.0.1:1", "", 1, HR_STATE_ACTIVE };
 	}
 	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), 0);
 	ck_assert_uint_eq(hr_ring_node_count(ring), HR_NODES_MAX);
@@ -254,7 +254,7 @@ START_TEST(ring_of_100000_nodes_default_vnodes)
 
 	for (size_t i = 0; i < n; i++) {
 		snprintf(ids[i], sizeof ids[i], "n%06zu", i);
-		nodes[i] = (hr_node){ ids[i], "10.0.0.1:1", "", 1, HR_STATE_ACTIVE };
+		nodes[i] = (hr_node){ ids[i], "127.0.0.1:1", "", 1, HR_STATE_ACTIVE };
 	}
 	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, NULL, 7, &ring, &err), 0);
 	ck_assert_uint_eq(hr_ring_point_count(ring), 200u * HR_NODES_MAX);

@@ -100,7 +100,7 @@ static void make_servers(struct server *s, size_t n, enum layout layout,
 		switch (layout) {
 		case EQUAL_DEFAULT_PORT:
 			snprintf(sv->id, sizeof sv->id, "cache-%03zu", i);
-			snprintf(sv->host, sizeof sv->host, "10.0.%zu.%zu",
+			snprintf(sv->host, sizeof sv->host, "127.0.%zu.%zu",
 				 i / 250, i % 250 + 1);
 			sv->port = 11211;
 			sv->weight = 1;
@@ -116,7 +116,7 @@ static void make_servers(struct server *s, size_t n, enum layout layout,
 			 * creation order. */
 			snprintf(sv->id, sizeof sv->id, "%08x-%zu",
 				 (unsigned)(r >> 32), i);
-			snprintf(sv->host, sizeof sv->host, "192.168.%zu.%u",
+			snprintf(sv->host, sizeof sv->host, "127.168.%zu.%u",
 				 i, (unsigned)(r % 200));
 			sv->port = (unsigned[]){ 0, 11211, 11311, 22122 }[r % 4];
 			sv->weight = 1 + (unsigned)((r >> 20) % 1000);
@@ -387,8 +387,8 @@ END_TEST
 START_TEST(test_digest)
 {
 	hr_node nodes[2] = {
-		{ .id = "a", .addr = "10.0.0.1:11211", .weight = 1 },
-		{ .id = "b", .addr = "10.0.0.2:11211", .weight = 2 },
+		{ .id = "a", .addr = "127.0.0.1:11211", .weight = 1 },
+		{ .id = "b", .addr = "127.0.0.2:11211", .weight = 2 },
 	};
 	hr_ring_options x = { 0 }, k = { .placement = HR_PLACEMENT_KETAMA };
 	hr_ring_options k2 = { .vnodes_per_weight = 7, .placement = HR_PLACEMENT_KETAMA };
@@ -457,8 +457,8 @@ START_TEST(test_edges)
 {
 	hr_ring_options k = { .placement = HR_PLACEMENT_KETAMA };
 	hr_node nodes[2] = {
-		{ .id = "big", .addr = "10.0.0.1", .weight = 100000 },
-		{ .id = "tiny", .addr = "10.0.0.2", .weight = 1 },
+		{ .id = "big", .addr = "127.0.0.1", .weight = 100000 },
+		{ .id = "tiny", .addr = "127.0.0.2", .weight = 1 },
 	};
 	hr_ring *ring;
 	hr_lookup res;

@@ -27,7 +27,7 @@ static hr_ring *make_ring(unsigned gen)
 
 	for (int i = 0; i < 3; i++) {
 		snprintf(ids[i], sizeof ids[i], "g%u-%c", gen, 'a' + i);
-		snprintf(addrs[i], sizeof addrs[i], "10.0.%u.%d:1", gen % 250, i);
+		snprintf(addrs[i], sizeof addrs[i], "127.0.%u.%d:1", gen % 250, i);
 		nodes[i] = (hr_node){ ids[i], addrs[i], "", 1.0,
 				      i == 2 ? HR_STATE_WARMING : HR_STATE_ACTIVE };
 	}

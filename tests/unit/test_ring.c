@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
 /* Keys checked against the naive reference: a million normally, fewer
@@ -1239,7 +1238,7 @@ START_TEST(bad_nodes)
 	nd->weight = -INFINITY;
 	expect_bad(s->nodes, 3, HR_EINVAL, "weight");
 	nd->weight = 1e300;
-	expect_bad(s->nodes, 3, HR_ELIMIT, "node \"node-1\": weight 1e+300 gives more than");
+	expect_bad(s->nodes, 3, HR_ELIMIT, "node \"node-1\": weight 1e+300 gives 2e+302 points at 200 per unit of weight, more than 33554432 points, a ring's limit");
 	nd->weight = (double)HR_POINTS_MAX / 200 + 0.01;
 	expect_bad(s->nodes, 3, HR_ELIMIT, "points");
 	/* each node under the cap, the ring over it */
@@ -1291,6 +1290,49 @@ START_TEST(bad_nodes)
 }
 END_TEST
 
+/* hr_node_check() says of one node exactly what a ring build says. */
+START_TEST(node_check_same_rules)
+{
+	static const struct {
+		hr_node node;
+		hr_ring_options opts;
+	} cases[] = {
+		{ { "a", "127.0.0.1:1", "z", 1, HR_STATE_ACTIVE }, { 0 } },
+		{ { "a/b", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { 0 } },
+		{ { "a", "", NULL, 1, HR_STATE_ACTIVE }, { 0 } },
+		{ { "a", "127.0.0.1:1", "z\x01", 1, HR_STATE_ACTIVE }, { 0 } },
+		{ { "a", "127.0.0.1:1", NULL, -1, HR_STATE_ACTIVE }, { 0 } },
+		{ { "a", "127.0.0.1:1", NULL, 1, (hr_state)7 }, { 0 } },
+		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { 0 } },
+		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { 100, HR_PLACEMENT_XXH3 } },
+		{ { "a", "127.0.0.1:1", NULL, 1.5, HR_STATE_ACTIVE }, { 0, HR_PLACEMENT_KETAMA } },
+		{ { "a", "127.0.0.1:1", NULL, 2, HR_STATE_ACTIVE }, { 0, HR_PLACEMENT_KETAMA } },
+		{ { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { 0, (hr_placement)9 } },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		hr_error e1 = { 0 }, e2 = { 0 };
+		hr_ring *ring = NULL;
+		int built = hr_ring_build(&cases[i].node, 1, &cases[i].opts, 0, &ring, &e1);
+		int checked = hr_node_check(&cases[i].node, &cases[i].opts, &e2);
+
+		hr_ring_release(ring);
+		ck_assert_msg(built == checked, "case %zu: build %d, check %d", i, built, checked);
+		ck_assert_str_eq(e1.message, e2.message);
+	}
+	{
+		hr_node heaviest = { "h", "127.0.0.1:1", NULL, (double)HR_POINTS_MAX, HR_STATE_ACTIVE };
+		hr_ring_options one = { .vnodes_per_weight = 1 };
+
+		/* The heaviest legal node (a build of it takes seconds). */
+		ck_assert_int_eq(hr_node_check(&heaviest, &one, NULL), 0);
+		heaviest.weight += 1;
+		ck_assert_int_eq(hr_node_check(&heaviest, &one, NULL), HR_ELIMIT);
+	}
+	ck_assert_int_eq(hr_node_check(NULL, NULL, NULL), HR_EINVAL);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -1327,6 +1369,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, null_args);
 	tcase_add_test(tc, names_and_epochs);
 	tcase_add_test(tc, bad_nodes);
+	tcase_add_test(tc, node_check_same_rules);
 	suite_add_tcase(s, tc);
 	return s;
 }

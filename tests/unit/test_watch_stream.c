@@ -116,14 +116,14 @@ START_TEST(msg_events_put_delete)
 	/* A txn: two puts (no "type": PUT is the default) and a delete. */
 	parse_ok("{\"result\":{" H ",\"events\":["
 		 "{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvbm9kZTY=\",\"create_revision\":\"11\","
-		 "\"mod_revision\":\"15\",\"version\":\"1\",\"value\":\"MTAuMC4wLjY6MQ==\"}},"
+		 "\"mod_revision\":\"15\",\"version\":\"1\",\"value\":\"MTI3LjAuMC42OjE=\"}},"
 		 "{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYQ==\",\"mod_revision\":\"15\"}},"
 		 "{\"type\":\"DELETE\",\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYg==\",\"mod_revision\":\"15\"}}]}}",
 		 &m);
 	ck_assert_int_eq(m.kind, HR__WMSG_EVENTS);
 	ck_assert_uint_eq(m.n_events, 3);
 	ck_assert_str_eq(m.events[0].key, "/ring/nodes/node6");
-	ck_assert_str_eq(m.events[0].value, "10.0.0.6:1");
+	ck_assert_str_eq(m.events[0].value, "127.0.0.6:1");
 	ck_assert_int_eq(m.events[0].mod_revision, 15);
 	ck_assert_int_eq(m.events[0].deleted, 0);
 	/* An empty value is left out by the gateway: it means "". */

@@ -16,9 +16,9 @@
 int main(void)
 {
 	static const hr_node nodes[] = {
-		{ "a", "10.0.0.1:11211", NULL, 1.0, HR_STATE_ACTIVE },
-		{ "b", "10.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE },
-		{ "c", "10.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE },
+		{ "a", "127.0.0.1:11211", NULL, 1.0, HR_STATE_ACTIVE },
+		{ "b", "127.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE },
+		{ "c", "127.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE },
 	};
 	hr_error err = { 0 };
 	hr_lookup where;
