@@ -1284,7 +1284,7 @@ START_TEST(proxy_injects_errors_and_hostile_messages)
 	 * even): at or below the applied revision, it must be ignored. */
 	hrt_log_clear(&logbuf);
 	b64(k64, sizeof k64, PREFIX "ghost", strlen(PREFIX "ghost"));
-	b64(v64, sizeof v64, "127.6.6.6:1", 10);
+	b64(v64, sizeof v64, "127.6.6.6:1", strlen("127.6.6.6:1"));
 	snprintf(ghost, sizeof ghost,
 		 "{\"result\":{\"header\":{\"revision\":\"2\"},\"events\":["
 		 "{\"kv\":{\"key\":\"%s\",\"mod_revision\":\"2\",\"value\":\"%s\"}},"

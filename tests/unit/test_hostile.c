@@ -41,7 +41,7 @@ START_TEST(record_of_several_megabytes)
 	hr_error err = { 0 };
 
 	memset(v, ' ', n);
-	memcpy(v, "{\"addr\":\"127.0.0.1:1\"}", 21);
+	memcpy(v, "{\"addr\":\"127.0.0.1:1\"}", 22);
 	ck_assert_int_eq(record("big", v, n, &rec, &err), HR_ELIMIT);
 	ck_assert_ptr_nonnull(strstr(err.message, "big"));
 	ck_assert_ptr_nonnull(strstr(err.message, "65536"));
@@ -339,7 +339,7 @@ END_TEST
 START_TEST(message_truncated_at_every_byte)
 {
 	const char *msg = "{\"result\":{" H ",\"events\":["
-		"{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYQ==\",\"mod_revision\":\"15\",\"value\":\"MTAuMC4wLjE6MQ==\"}},"
+		"{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYQ==\",\"mod_revision\":\"15\",\"value\":\"MTI3LjAuMC4xOjE=\"}},"
 		"{\"type\":\"DELETE\",\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYg==\",\"mod_revision\":\"15\"}}]}}";
 	size_t len = strlen(msg);
 	hr__wmsg m;
