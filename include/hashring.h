@@ -629,9 +629,10 @@ HR_EXPORT void hr_registration_init(hr_registration *reg);
  * api_base, timeouts, TLS, auth, log) and its ring options (`ring`), which
  * must be those of the clients: the node is checked with exactly their
  * rules, so that a record every client would refuse is never written.
- * Returns once the record is in etcd.  Errors: HR_EINVAL (bad id, addr,
- * zone, weight or state, for example a weight that is not whole with
- * ketama placement; TTL out of range), HR_ELIMIT (a weight that gives more
+ * Returns once the record is in etcd.  Errors: HR_EINVAL (a connection
+ * setting hr_client_open() would refuse; bad id, addr, zone, weight or
+ * state, for example a weight that is not whole with ketama placement;
+ * TTL out of range), HR_ELIMIT (a weight that gives more
  * than HR_POINTS_MAX points with cfg->ring.vnodes_per_weight: the message
  * names the limit), HR_EEXIST (the key exists and `replace` is not set:
  * the message names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH,

@@ -1,5 +1,6 @@
 /* register.c - lease-backed self-registration of a node, and in-place
  * changes of a registered node's state or weight. */
+#include "config.h"
 #include "error.h"
 #include "etcd.h"
 #include "log.h"
@@ -172,32 +173,6 @@ static char *make_key(const char *prefix, const char *id)
 	if (key)
 		snprintf(key, n, "%s%s", prefix, id);
 	return key;
-}
-
-static hr__etcd_opts etcd_opts(const hr_config *cfg)
-{
-	hr__etcd_opts o = {
-		.endpoints = cfg->endpoints,
-		.api_base = cfg->api_base,
-		.request_timeout_ms = cfg->request_timeout_ms,
-		.connect_timeout_ms = cfg->connect_timeout_ms,
-		.ca_file = cfg->ca_file,
-		.cert_file = cfg->cert_file,
-		.key_file = cfg->key_file,
-		.insecure_skip_verify = cfg->insecure_skip_verify,
-		.username = cfg->username,
-		.password = cfg->password,
-	};
-	return o;
-}
-
-static int check_cfg(const hr_config *cfg, hr_error *err)
-{
-	if (!cfg)
-		return hr__error_set(err, HR_EINVAL, "config must not be NULL");
-	if (!cfg->prefix || !cfg->prefix[0])
-		return hr__error_set(err, HR_EINVAL, "config: prefix must be set and not empty");
-	return 0;
 }
 
 /* hr_node_check() on record `value` of node `id`, read as the clients
@@ -533,8 +508,8 @@ static int already_registered(hr_registrar *r, hr_error *err)
 int hr_register(const hr_config *cfg, const hr_registration *reg,
 		hr_registrar **out, hr_error *err)
 {
-	hr__etcd_opts eo;
 	hr_registrar *r;
+	hr__conn conn;
 	hr_node node;
 	int64_t granted, t0;
 	int rc, done = 0;
@@ -542,14 +517,14 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	if (!out || !reg)
 		return hr__error_set(err, HR_EINVAL, "registration and out must not be NULL");
 	*out = NULL;
-	rc = check_cfg(cfg, err);
+	rc = hr__conn_read(cfg, &conn, err);
 	if (rc)
 		return rc;
 	if (!reg->id || !reg->addr)
 		return hr__error_set(err, HR_EINVAL, "registration: id and addr are required");
 	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
 			  reg->state };
-	rc = hr_node_check(&node, &cfg->ring, err);
+	rc = hr_node_check(&node, &conn.ring, err);
 	if (rc)
 		return rc;
 	if (reg->ttl_s < 2 || reg->ttl_s > 3600)
@@ -572,18 +547,17 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		pthread_cond_init(&r->cv, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	r->log = (hr__log){ cfg->log, cfg->log_userdata, cfg->log_level };
-	r->ring = cfg->ring;
-	r->key = make_key(cfg->prefix, reg->id);
+	r->log = conn.log;
+	r->ring = conn.ring;
+	r->key = make_key(conn.prefix, reg->id);
 	r->id = strdup(reg->id);
 	r->value = record_json(reg);
 	if (!r->key || !r->id || !r->value) {
 		registrar_free(r);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	eo = etcd_opts(cfg);
 	t0 = now_ms();
-	rc = hr__etcd_new(&eo, &r->etcd, err);
+	rc = hr__etcd_new(&conn.etcd, &r->etcd, err);
 	if (!rc)
 		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, &granted, err);
 	if (rc) {
@@ -775,10 +749,10 @@ void hr_registrar_close(hr_registrar *r)
 static int node_update(const hr_config *cfg, const char *id, int state,
 		       double weight, hr_error *err)
 {
-	hr__etcd_opts eo;
 	hr__etcd *e = NULL;
+	hr__conn conn;
 	char *key;
-	int rc = check_cfg(cfg, err);
+	int rc = hr__conn_read(cfg, &conn, err);
 
 	if (rc)
 		return rc;
@@ -787,17 +761,16 @@ static int node_update(const hr_config *cfg, const char *id, int state,
 	rc = hr__id_validate(id, strlen(id), err);
 	if (rc)
 		return rc;
-	key = make_key(cfg->prefix, id);
+	key = make_key(conn.prefix, id);
 	if (!key)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		free(key);
 		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
 	}
-	eo = etcd_opts(cfg);
-	rc = hr__etcd_new(&eo, &e, err);
+	rc = hr__etcd_new(&conn.etcd, &e, err);
 	if (!rc)
-		rc = update_record(e, NULL, &cfg->ring, key, id, state, weight, err);
+		rc = update_record(e, NULL, &conn.ring, key, id, state, weight, err);
 	hr__etcd_free(e);
 	curl_global_cleanup();
 	free(key);

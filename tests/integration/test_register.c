@@ -169,6 +169,7 @@ START_TEST(duplicate_id_and_replace)
 	hr_registration reg;
 	hr_registrar *r1 = reg_node("dup", 10, HR_STATE_ACTIVE), *r2 = NULL;
 	hr_error err = { 0 };
+	hr_config bad = cfg;
 
 	hr_registration_init(&reg);
 	reg.id = "dup";
@@ -210,6 +211,19 @@ START_TEST(duplicate_id_and_replace)
 	reg.weight = 0;
 	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_register(NULL, &reg, &r2, &err), HR_EINVAL);
+
+	/* Settings a client refuses are refused here too, with its message. */
+	reg.weight = 1;
+	bad.request_timeout_ms = 0;
+	ck_assert_int_eq(hr_register(&bad, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_ptr_null(r2);
+	ck_assert_str_eq(err.message, "config: request_timeout_ms must be > 0 (is 0)");
+	bad = cfg;
+	bad.log_level = (hr_log_level)9;
+	ck_assert_int_eq(hr_register(&bad, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_node_set_state(&bad, "dup", HR_STATE_DRAINING, &err), HR_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "log_level"));
+	ck_assert_int_eq(key_lease("ok", NULL, 0), -1);
 }
 END_TEST
 
