@@ -1,13 +1,13 @@
-/* register.c - lease-backed self-registration of a node, and in-place
- * changes of a registered node's state or weight. */
+/* register.c - lease-backed self-registration of a node: the lease's life
+ * (grant, renewal, loss and repair) and the registrar's own record.  The
+ * in-place edit of a record is update.c's. */
 #include "config.h"
 #include "error.h"
 #include "etcd.h"
 #include "log.h"
-#include "member.h"
+#include "update.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -107,89 +107,6 @@ static char *record_json(const hr_registration *reg)
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
-}
-
-/*
- * `value` with its "state" (when `state` >= 0) or "weight" (when `weight`
- * > 0) replaced, every other field kept.  A bare address becomes an object.
- * NULL with `err` set if the value is not a record.
- */
-static char *record_modify(const char *id, const char *value, size_t len,
-			   int state, double weight, hr_error *err)
-{
-	hr__record rec;
-	cJSON *o;
-	char *s = NULL;
-	size_t i = 0;
-
-	if (hr__record_parse(id, strlen(id), value, len, &rec, err))
-		return NULL;
-	while (i < len && (value[i] == ' ' || value[i] == '\t' || value[i] == '\r' ||
-			   value[i] == '\n'))
-		i++;
-	if (i < len && value[i] == '{') {
-		o = cJSON_ParseWithLength(value, len);
-	} else {
-		o = cJSON_CreateObject();
-		if (o && !cJSON_AddStringToObject(o, "addr", rec.addr)) {
-			cJSON_Delete(o);
-			o = NULL;
-		}
-	}
-	hr__record_clear(&rec);
-	if (o && state >= 0) {
-		cJSON *v = cJSON_CreateString(hr_state_name((hr_state)state));
-		if (!v || (cJSON_GetObjectItemCaseSensitive(o, "state") ?
-			   !cJSON_ReplaceItemInObjectCaseSensitive(o, "state", v) :
-			   !cJSON_AddItemToObject(o, "state", v))) {
-			cJSON_Delete(v);
-			cJSON_Delete(o);
-			o = NULL;
-		}
-	}
-	if (o && weight > 0) {
-		cJSON *v = cJSON_CreateNumber(weight);
-		if (!v || (cJSON_GetObjectItemCaseSensitive(o, "weight") ?
-			   !cJSON_ReplaceItemInObjectCaseSensitive(o, "weight", v) :
-			   !cJSON_AddItemToObject(o, "weight", v))) {
-			cJSON_Delete(v);
-			cJSON_Delete(o);
-			o = NULL;
-		}
-	}
-	if (o)
-		s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (!s)
-		hr__error_set(err, HR_ENOMEM, "out of memory");
-	return s;
-}
-
-static char *make_key(const char *prefix, const char *id)
-{
-	size_t n = strlen(prefix) + strlen(id) + 1;
-	char *key = malloc(n);
-
-	if (key)
-		snprintf(key, n, "%s%s", prefix, id);
-	return key;
-}
-
-/* hr_node_check() on record `value` of node `id`, read as the clients
- * read it. */
-static int check_value(const hr_ring_options *opts, const char *id,
-		       const char *value, hr_error *err)
-{
-	hr__record rec;
-	hr_node node;
-	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
-
-	if (rc)
-		return rc;
-	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
-	rc = hr_node_check(&node, opts, err);
-	hr__record_clear(&rec);
-	return rc;
 }
 
 /* ---- holding the id --------------------------------------------------- */
@@ -549,7 +466,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	}
 	r->log = conn.log;
 	r->ring = conn.ring;
-	r->key = make_key(conn.prefix, reg->id);
+	r->key = hr__record_key(conn.prefix, reg->id);
 	r->id = strdup(reg->id);
 	r->value = record_json(reg);
 	if (!r->key || !r->id || !r->value) {
@@ -598,64 +515,38 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	return 0;
 }
 
-/*
- * One put of a modified record, retried if the record changed in between;
- * the new record must be one the clients accept (`opts`).  For registrar
- * `r` (mu held) the key must still be ours or detached, and the put
- * attaches our lease; a key another registrar holds is a loss.  Without a
- * registrar (by id) the key keeps whatever lease it has.
- */
-static int update_record(hr__etcd *e, hr_registrar *r, const hr_ring_options *opts,
-			 const char *key, const char *id, int state, double weight,
-			 hr_error *err)
+/* A registrar edits its record only while the key is its own or
+ * detached; a key another registrar holds is a loss.  Called with mu
+ * held. */
+static int claim_key(void *userdata, const hr__kv *kv, hr_error *err)
 {
-	for (int attempt = 0; attempt < 5; attempt++) {
-		hr__kv kv;
-		int found, done, rc;
-		char *v;
+	hr_registrar *r = userdata;
+	int rc = held_by_other(r, kv, err);
 
-		rc = hr__etcd_get(e, key, &kv, &found, err);
-		if (rc)
-			return rc;
-		if (!found)
-			return hr__error_set(err, HR_ENOTFOUND, "node \"%s\" is not registered (no key %s)",
-					     id, key);
-		rc = r ? held_by_other(r, &kv, err) : 0;
-		if (rc) {
-			if (rc == 1)
-				rc = lose(r, kv.lease, err);
-			hr__kv_clear(&kv);
-			return rc;
-		}
-		v = record_modify(id, kv.value, kv.value_len, state, weight, err);
-		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
-		if (!rc)
-			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, r ? r->lease : 0,
-					     r == NULL, &done, err);
-		hr__kv_clear(&kv);
-		if (!rc && done && r) {
-			free(r->value);
-			r->value = v;
-			return 0;
-		}
-		free(v);
-		if (rc || done)
-			return rc;
-	}
-	return hr__error_set(err, HR_EETCD, "node \"%s\": record keeps changing; try again", id);
+	return rc == 1 ? lose(r, kv->lease, err) : rc;
 }
 
 static int registrar_update(hr_registrar *r, int state, double weight,
 			    hr_error *err)
 {
+	char *value = NULL;
 	int rc;
 
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
 	pthread_mutex_lock(&r->mu);
 	rc = status_error(r, err);
-	if (!rc)
-		rc = update_record(r->etcd, r, &r->ring, r->key, r->id, state, weight, err);
+	if (!rc) {
+		/* The put attaches our lease, should the key have lost it. */
+		hr__record_writer w = { r->lease, claim_key, r };
+
+		rc = hr__record_update(r->etcd, r->key, r->id, &r->ring, state, weight, &w,
+				       &value, err);
+	}
+	if (!rc) {
+		free(r->value);
+		r->value = value;
+	}
 	pthread_mutex_unlock(&r->mu);
 	if (!rc && state >= 0)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
@@ -664,13 +555,6 @@ static int registrar_update(hr_registrar *r, int state, double weight,
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s weight=%g", r->id,
 			     weight);
 	return rc;
-}
-
-static int check_weight(double weight, hr_error *err)
-{
-	if (!isfinite(weight) || weight <= 0)
-		return hr__error_set(err, HR_EINVAL, "weight must be a finite number > 0");
-	return 0;
 }
 
 int hr_registrar_set_state(hr_registrar *r, hr_state state, hr_error *err)
@@ -682,7 +566,7 @@ int hr_registrar_set_state(hr_registrar *r, hr_state state, hr_error *err)
 
 int hr_registrar_set_weight(hr_registrar *r, double weight, hr_error *err)
 {
-	int rc = check_weight(weight, err);
+	int rc = hr__weight_check(weight, err);
 
 	return rc ? rc : registrar_update(r, -1, weight, err);
 }
@@ -744,51 +628,4 @@ void hr_registrar_close(hr_registrar *r)
 	if (r->started)
 		pthread_join(r->thread, NULL);
 	registrar_free(r);
-}
-
-static int node_update(const hr_config *cfg, const char *id, int state,
-		       double weight, hr_error *err)
-{
-	hr__etcd *e = NULL;
-	hr__conn conn;
-	char *key;
-	int rc = hr__conn_read(cfg, &conn, err);
-
-	if (rc)
-		return rc;
-	if (!id)
-		return hr__error_set(err, HR_EINVAL, "id must not be NULL");
-	rc = hr__id_validate(id, strlen(id), err);
-	if (rc)
-		return rc;
-	key = make_key(conn.prefix, id);
-	if (!key)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		free(key);
-		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
-	}
-	rc = hr__etcd_new(&conn.etcd, &e, err);
-	if (!rc)
-		rc = update_record(e, NULL, &conn.ring, key, id, state, weight, err);
-	hr__etcd_free(e);
-	curl_global_cleanup();
-	free(key);
-	return rc;
-}
-
-int hr_node_set_state(const hr_config *cfg, const char *id, hr_state state,
-		      hr_error *err)
-{
-	if (!hr_state_name(state))
-		return hr__error_set(err, HR_EINVAL, "invalid state %d", (int)state);
-	return node_update(cfg, id, (int)state, 0, err);
-}
-
-int hr_node_set_weight(const hr_config *cfg, const char *id, double weight,
-		       hr_error *err)
-{
-	int rc = check_weight(weight, err);
-
-	return rc ? rc : node_update(cfg, id, -1, weight, err);
 }
