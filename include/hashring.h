@@ -298,8 +298,10 @@ HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
 
 /*
  * Share of the key space whose owner in `view` differs between two rings,
- * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do).
- * Either ring may be NULL, meaning an empty ring.
+ * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do):
+ * the exact length of the arcs hr_ring_diff() would list, rounded once.
+ * Either ring may be NULL, meaning an empty ring.  Cheaper than a diff,
+ * whose share it is: it lists no arc.
  */
 HR_EXPORT double hr_ring_moved_share(const hr_ring *a, const hr_ring *b,
 				     hr_view view);
@@ -748,9 +750,9 @@ HR_EXPORT const hr_arc *hr_diff_arcs(const hr_diff *diff);
 HR_EXPORT size_t hr_diff_total_count(const hr_diff *diff);
 HR_EXPORT const hr_arc_total *hr_diff_totals(const hr_diff *diff);
 
-/* Share of the key space that moved: the exact sum of the arcs, rounded
- * once; equal to hr_ring_moved_share() of the same rings and view. */
-HR_EXPORT double hr_diff_moved_share(const hr_diff *diff);
+/* The share of the key space a diff moves, the exact sum of its arcs, is
+ * hr_ring_moved_share() of the same two rings and view (a client's
+ * on_change gets them just before its on_diff). */
 
 /* Frees the diff and drops its ring references.  Accepts NULL. */
 HR_EXPORT void hr_diff_free(hr_diff *diff);

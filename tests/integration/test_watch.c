@@ -2,6 +2,7 @@
  * transactions, compaction, restarts, hung members, clusters, bad records.
  * After every scenario the client's ring must equal a ring built from a
  * fresh range of what etcd holds (same digest). */
+#include "diff.h"
 #include "etcd_fixture.h"
 #include "hrt_cli.h"
 #include "hrt_ring.h"
@@ -250,8 +251,8 @@ static void record_diff(void *ud, const hr_diff *dw, const hr_diff *dr)
 	const hr_arc *arcs = hr_diff_arcs(dw);
 
 	if (m->diffs < 16) {
-		m->diff_write[m->diffs] = hr_diff_moved_share(dw);
-		m->diff_read[m->diffs] = hr_diff_moved_share(dr);
+		m->diff_write[m->diffs] = hr__diff_moved_share(dw);
+		m->diff_read[m->diffs] = hr__diff_moved_share(dr);
 	}
 	/* Arcs come in ring order, each with two different owners. */
 	for (size_t i = 0; i < hr_diff_arc_count(dw); i++)
