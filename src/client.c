@@ -29,8 +29,10 @@ static int64_t monotonic_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
+int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
+		   hr_client **out, hr_error *err)
 {
+	hr_client_config cc;
 	hr__watch_opts wo;
 	hr__conn conn;
 	hr_client *c;
@@ -40,9 +42,9 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
 	*out = NULL;
-	rc = hr__conn_read(cfg, &conn, err);
+	rc = hr__conn_read(etcd, &conn, err);
 	if (!rc)
-		rc = hr__client_config_check(cfg, err);
+		rc = hr__client_config_read(cfg, &cc, err);
 	if (rc)
 		return rc;
 	/* Thread safe since libcurl 7.84 and reference counted. */
@@ -68,20 +70,20 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 	wo.etcd = conn.etcd;
 	wo.prefix = conn.prefix;
 	wo.ring = conn.ring;
-	wo.page_size = cfg->page_size;
-	wo.backoff_initial_ms = cfg->backoff_initial_ms;
-	wo.backoff_max_ms = cfg->backoff_max_ms;
-	wo.probe_interval_ms = cfg->probe_interval_ms;
-	wo.stale_warn_ms = cfg->stale_warn_ms;
+	wo.page_size = cc.page_size;
+	wo.backoff_initial_ms = cc.backoff_initial_ms;
+	wo.backoff_max_ms = cc.backoff_max_ms;
+	wo.probe_interval_ms = cc.probe_interval_ms;
+	wo.stale_warn_ms = cc.stale_warn_ms;
 	wo.log = &c->log;
 	wo.publisher = &c->pub;
-	wo.on_change = cfg->on_change;
-	wo.on_change_userdata = cfg->on_change_userdata;
-	wo.on_diff = cfg->on_diff;
-	wo.on_diff_userdata = cfg->on_diff_userdata;
+	wo.on_change = cc.on_change;
+	wo.on_change_userdata = cc.on_change_userdata;
+	wo.on_diff = cc.on_diff;
+	wo.on_diff_userdata = cc.on_diff_userdata;
 	rc = hr__watcher_start(&wo, &c->watcher, err);
-	if (!rc && !cfg->open_nonblocking)
-		rc = hr__watcher_wait_first(c->watcher, cfg->open_timeout_ms, err);
+	if (!rc && !cc.open_nonblocking)
+		rc = hr__watcher_wait_first(c->watcher, cc.open_timeout_ms, err);
 	if (rc) {
 		hr_client_close(c);
 		return rc;
@@ -272,17 +274,22 @@ hr_ring *hr_client_acquire(hr_client *c)
 	return c ? hr__publish_acquire(&c->pub) : NULL;
 }
 
-int hr_client_status_get(hr_client *c, hr_client_status *out)
+int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size)
 {
+	hr_client_status st;
 	hr_ring *ring;
 
-	if (!c || !out)
+	if (!c || !out || !size)
 		return HR_EINVAL;
-	memset(out, 0, sizeof *out);
+	memset(&st, 0, sizeof st);
 	ring = hr__publish_acquire(&c->pub);
-	out->revision = hr_ring_revision(ring);
-	out->digest = hr_ring_digest(ring);
+	st.revision = hr_ring_revision(ring);
+	st.digest = hr_ring_digest(ring);
 	hr_ring_release(ring);
-	hr__watcher_status(c->watcher, out);
+	hr__watcher_status(c->watcher, &st);
+	/* The caller's struct, however old or new, and not a byte more. */
+	memcpy(out, &st, size < sizeof st ? size : sizeof st);
+	if (size > sizeof st)
+		memset((char *)out + sizeof st, 0, size - sizeof st);
 	return 0;
 }

@@ -30,6 +30,8 @@ struct hr_registrar {
 	hr__log log;
 	hr__etcd *etcd;           /* used under mu only */
 	hr_ring_options ring;     /* the clients': records are checked with them */
+	hr_registrar_lost_fn on_lost;
+	void *on_lost_userdata;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t thread;
@@ -80,16 +82,6 @@ static int status_error(hr_registrar *r, hr_error *err)
 	if (status)
 		return hr__error_set(err, status, "node \"%s\" is no longer registered", r->id);
 	return 0;
-}
-
-void hr_registration_init(hr_registration *reg)
-{
-	if (!reg)
-		return;
-	memset(reg, 0, sizeof *reg);
-	reg->weight = 1;
-	reg->state = HR_STATE_WARMING;
-	reg->ttl_s = 10;
 }
 
 /* ---- records -------------------------------------------------------------- */
@@ -360,6 +352,14 @@ static void *renew_main(void *arg)
 				     "lease expired or revoked; registered again");
 	}
 	pthread_mutex_unlock(&r->mu);
+	/* Every loss, whoever found it, ends the loop above: tell the owner
+	 * once, with mu free so that the callback may call us. */
+	if (status_of(r) == HR_EEXIST && r->on_lost) {
+		hr_error why = { 0 };
+
+		status_error(r, &why);
+		r->on_lost(r->on_lost_userdata, r, &why);
+	}
 	return NULL;
 }
 
@@ -422,31 +422,28 @@ static int already_registered(hr_registrar *r, hr_error *err)
 			     r->id, r->key, held);
 }
 
-int hr_register(const hr_config *cfg, const hr_registration *reg,
+int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 		hr_registrar **out, hr_error *err)
 {
+	hr_registration reg;
 	hr_registrar *r;
 	hr__conn conn;
 	hr_node node;
 	int64_t granted, t0;
 	int rc, done = 0;
 
-	if (!out || !reg)
-		return hr__error_set(err, HR_EINVAL, "registration and out must not be NULL");
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
 	*out = NULL;
-	rc = hr__conn_read(cfg, &conn, err);
+	rc = hr__conn_read(etcd, &conn, err);
+	if (!rc)
+		rc = hr__registration_read(in, &reg, err);
 	if (rc)
 		return rc;
-	if (!reg->id || !reg->addr)
-		return hr__error_set(err, HR_EINVAL, "registration: id and addr are required");
-	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
-			  reg->state };
+	node = (hr_node){ reg.id, reg.addr, reg.zone ? reg.zone : "", reg.weight, reg.state };
 	rc = hr_node_check(&node, &conn.ring, err);
 	if (rc)
 		return rc;
-	if (reg->ttl_s < 2 || reg->ttl_s > 3600)
-		return hr__error_set(err, HR_EINVAL, "registration: ttl_s must be 2..3600 (is %d)",
-				     reg->ttl_s);
 
 	/* Thread safe since libcurl 7.84 and reference counted. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -466,9 +463,11 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	}
 	r->log = conn.log;
 	r->ring = conn.ring;
-	r->key = hr__record_key(conn.prefix, reg->id);
-	r->id = strdup(reg->id);
-	r->value = record_json(reg);
+	r->on_lost = reg.on_lost;
+	r->on_lost_userdata = reg.on_lost_userdata;
+	r->key = hr__record_key(conn.prefix, reg.id);
+	r->id = strdup(reg.id);
+	r->value = record_json(&reg);
 	if (!r->key || !r->id || !r->value) {
 		registrar_free(r);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
@@ -476,7 +475,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	t0 = now_ms();
 	rc = hr__etcd_new(&conn.etcd, &r->etcd, err);
 	if (!rc)
-		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, &granted, err);
+		rc = hr__etcd_lease_grant(r->etcd, reg.ttl_s, &r->lease, &granted, err);
 	if (rc) {
 		registrar_free(r);
 		return rc;
@@ -486,7 +485,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	/* Create only if absent: two processes must not share an id. */
 	rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, err);
 	if (!rc && !done)
-		rc = reg->replace ? take_over(r, err) : already_registered(r, err);
+		rc = reg.replace ? take_over(r, err) : already_registered(r, err);
 	if (rc) {
 		hr__etcd_lease_revoke(r->etcd, r->lease, NULL);
 		registrar_free(r);
@@ -495,7 +494,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	r->held_lease = r->lease;
 	hr__log_emit(&r->log, HR_LOG_INFO, "registered",
 		     "id=%s lease=" LEASE_FMT " ttl=%" PRId64 " state=%s endpoint=%s", r->id,
-		     LEASE_ARG(r->lease), r->ttl, hr_state_name(reg->state),
+		     LEASE_ARG(r->lease), r->ttl, hr_state_name(reg.state),
 		     hr__etcd_endpoint(r->etcd));
 
 	{
@@ -526,49 +525,43 @@ static int claim_key(void *userdata, const hr__kv *kv, hr_error *err)
 	return rc == 1 ? lose(r, kv->lease, err) : rc;
 }
 
-static int registrar_update(hr_registrar *r, int state, double weight,
-			    hr_error *err)
+int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
+			hr_error *err)
 {
+	hr_record_update u;
 	char *value = NULL;
 	int rc;
 
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
+	rc = hr__record_update_read(upd, &u, err);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&r->mu);
 	rc = status_error(r, err);
 	if (!rc) {
 		/* The put attaches our lease, should the key have lost it. */
 		hr__record_writer w = { r->lease, claim_key, r };
 
-		rc = hr__record_update(r->etcd, r->key, r->id, &r->ring, state, weight, &w,
-				       &value, err);
+		rc = hr__record_update(r->etcd, r->key, r->id, &r->ring, &u, &w, &value, err);
 	}
 	if (!rc) {
 		free(r->value);
 		r->value = value;
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (!rc && state >= 0)
+	if (rc)
+		return rc;
+	if (u.fields == HR_UPDATE_STATE)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
-			     hr_state_name((hr_state)state));
-	else if (!rc)
+			     hr_state_name(u.state));
+	else if (u.fields == HR_UPDATE_WEIGHT)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s weight=%g", r->id,
-			     weight);
-	return rc;
-}
-
-int hr_registrar_set_state(hr_registrar *r, hr_state state, hr_error *err)
-{
-	if (!hr_state_name(state))
-		return hr__error_set(err, HR_EINVAL, "invalid state %d", (int)state);
-	return registrar_update(r, (int)state, 0, err);
-}
-
-int hr_registrar_set_weight(hr_registrar *r, double weight, hr_error *err)
-{
-	int rc = hr__weight_check(weight, err);
-
-	return rc ? rc : registrar_update(r, -1, weight, err);
+			     u.weight);
+	else
+		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s weight=%g",
+			     r->id, hr_state_name(u.state), u.weight);
+	return 0;
 }
 
 int64_t hr_registrar_lease(hr_registrar *r)

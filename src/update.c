@@ -1,12 +1,11 @@
-/* update.c - in-place edits of a node's record: the state or the weight
- * is changed, every other field and the lease are kept, and nothing the
- * clients would refuse is written. */
+/* update.c - in-place edits of a node's record: the fields an
+ * hr_record_update names are changed, every other field and the lease are
+ * kept, and nothing the clients would refuse is written. */
 #include "update.h"
 #include "config.h"
 #include "error.h"
 #include "member.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +37,12 @@ static int set_member(cJSON *o, const char *name, cJSON *v)
 }
 
 /*
- * `value` with its "state" (when `state` >= 0) or "weight" (when `weight`
- * > 0) replaced, every other field kept.  A bare address becomes an object.
- * NULL with `err` set if the value is not a record.
+ * `value` with the fields `upd` names replaced, every other field kept.  A
+ * bare address becomes an object.  NULL with `err` set if the value is not
+ * a record.
  */
 static char *record_modify(const char *id, const char *value, size_t len,
-			   int state, double weight, hr_error *err)
+			   const hr_record_update *upd, hr_error *err)
 {
 	hr__record rec;
 	cJSON *o;
@@ -65,13 +64,13 @@ static char *record_modify(const char *id, const char *value, size_t len,
 		}
 	}
 	hr__record_clear(&rec);
-	if (o && state >= 0 &&
-	    !set_member(o, "state", cJSON_CreateString(hr_state_name((hr_state)state)))) {
+	if (o && (upd->fields & HR_UPDATE_STATE) &&
+	    !set_member(o, "state", cJSON_CreateString(hr_state_name(upd->state)))) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
-	if (o && weight > 0 &&
-	    !set_member(o, "weight", cJSON_CreateNumber(weight))) {
+	if (o && (upd->fields & HR_UPDATE_WEIGHT) &&
+	    !set_member(o, "weight", cJSON_CreateNumber(upd->weight))) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
@@ -100,15 +99,8 @@ static int check_value(const hr_ring_options *opts, const char *id,
 	return rc;
 }
 
-int hr__weight_check(double weight, hr_error *err)
-{
-	if (!isfinite(weight) || weight <= 0)
-		return hr__error_set(err, HR_EINVAL, "weight must be a finite number > 0");
-	return 0;
-}
-
 int hr__record_update(hr__etcd *e, const char *key, const char *id,
-		      const hr_ring_options *opts, int state, double weight,
+		      const hr_ring_options *opts, const hr_record_update *upd,
 		      const hr__record_writer *w, char **written, hr_error *err)
 {
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -127,7 +119,7 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
 			hr__kv_clear(&kv);
 			return rc;
 		}
-		v = record_modify(id, kv.value, kv.value_len, state, weight, err);
+		v = record_modify(id, kv.value, kv.value_len, upd, err);
 		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
 		if (!rc)
 			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, w->lease,
@@ -147,15 +139,18 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
 	return hr__error_set(err, HR_EETCD, "node \"%s\": record keeps changing; try again", id);
 }
 
-static int node_update(const hr_config *cfg, const char *id, int state,
-		       double weight, hr_error *err)
+int hr_node_update(const hr_etcd_config *etcd, const char *id,
+		   const hr_record_update *upd, hr_error *err)
 {
 	static const hr__record_writer by_operator = { 0, NULL, NULL };
-	hr__etcd *e = NULL;
+	hr_record_update u;
 	hr__conn conn;
+	hr__etcd *e = NULL;
 	char *key;
-	int rc = hr__conn_read(cfg, &conn, err);
+	int rc = hr__conn_read(etcd, &conn, err);
 
+	if (!rc)
+		rc = hr__record_update_read(upd, &u, err);
 	if (rc)
 		return rc;
 	if (!id)
@@ -172,26 +167,9 @@ static int node_update(const hr_config *cfg, const char *id, int state,
 	}
 	rc = hr__etcd_new(&conn.etcd, &e, err);
 	if (!rc)
-		rc = hr__record_update(e, key, id, &conn.ring, state, weight, &by_operator, NULL,
-				       err);
+		rc = hr__record_update(e, key, id, &conn.ring, &u, &by_operator, NULL, err);
 	hr__etcd_free(e);
 	curl_global_cleanup();
 	free(key);
 	return rc;
-}
-
-int hr_node_set_state(const hr_config *cfg, const char *id, hr_state state,
-		      hr_error *err)
-{
-	if (!hr_state_name(state))
-		return hr__error_set(err, HR_EINVAL, "invalid state %d", (int)state);
-	return node_update(cfg, id, (int)state, 0, err);
-}
-
-int hr_node_set_weight(const hr_config *cfg, const char *id, double weight,
-		       hr_error *err)
-{
-	int rc = hr__weight_check(weight, err);
-
-	return rc ? rc : node_update(cfg, id, -1, weight, err);
 }

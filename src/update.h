@@ -1,6 +1,6 @@
 /* update.h - in-place edits of a node's record in etcd, shared by a
- * registrar changing its own record and an operator's hr_node_set_state()
- * and hr_node_set_weight() (internal). */
+ * registrar changing its own record and an operator's hr_node_update()
+ * (internal). */
 #ifndef HR_UPDATE_H
 #define HR_UPDATE_H
 
@@ -21,12 +21,9 @@ typedef struct hr__record_writer {
 /* "<prefix><id>", malloc'd; NULL when out of memory. */
 char *hr__record_key(const char *prefix, const char *id);
 
-/* HR_EINVAL unless `weight` is a finite number > 0. */
-int hr__weight_check(double weight, hr_error *err);
-
 /*
- * Sets the "state" (when `state` >= 0) or the "weight" (when `weight` > 0)
- * of the record of node `id` at `key`: reads it, keeps every other field, checks
+ * Applies `upd` (already read and checked) to the record of node `id` at
+ * `key`: reads it, changes the fields named, keeps every other, checks
  * the result with the clients' ring options `opts` (hr_node_check), and
  * puts it on condition that the key is still as read, retrying a few times
  * if it changed.  On success *written (if not NULL) gets the value put,
@@ -36,7 +33,7 @@ int hr__weight_check(double weight, hr_error *err);
  * keeps changing.
  */
 int hr__record_update(hr__etcd *e, const char *key, const char *id,
-		      const hr_ring_options *opts, int state, double weight,
+		      const hr_ring_options *opts, const hr_record_update *upd,
 		      const hr__record_writer *w, char **written, hr_error *err);
 
 #endif

@@ -41,7 +41,7 @@ static void set_init(struct set *s, size_t n, uint64_t *seed)
 
 static hr_ring *build(const struct set *s, hr_placement pl, unsigned vnodes)
 {
-	hr_ring_options o = { .vnodes_per_weight = vnodes, .placement = pl };
+	hr_ring_options o = { .size = sizeof o, .vnodes_per_weight = vnodes, .placement = pl };
 	hr_error err = { 0 };
 	hr_ring *r = NULL;
 
@@ -393,7 +393,8 @@ START_TEST(test_cli)
 	write_file(f1, old_json);
 	write_file(f2, new_json);
 	for (int k = 0; k < 2; k++) {
-		hr_ring_options o = { .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
+		hr_ring_options o = { .size = sizeof o,
+				       .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
 		hr_ring *a, *b;
 		hr_diff *d;
 		size_t arcs = 0;
@@ -434,7 +435,7 @@ START_TEST(test_cli)
 	ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
 	/* lookup --placement ketama answers as the ketama ring does. */
 	{
-		hr_ring_options o = { .placement = HR_PLACEMENT_KETAMA };
+		hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_KETAMA };
 		hr_ring *r;
 		hr_lookup res;
 
