@@ -247,7 +247,7 @@ START_TEST(test_version)
 	struct run r = RUN("--version");
 
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "hashring 0.1.0\n");
+	ck_assert_str_eq(r.out, "hashring " HR_VERSION_STRING "\n");
 	ck_assert_str_eq(r.err, "");
 	run_free(&r);
 }
