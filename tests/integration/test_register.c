@@ -383,6 +383,88 @@ START_TEST(replaced_registrar_stops_and_leaves_the_key)
 }
 END_TEST
 
+/* What on_lost saw, written on the registrar's thread. */
+struct lost {
+	hr_registrar *r;           /* atomic: set once registered */
+	int calls;                 /* atomic */
+	int same, code, status, deregistered;
+	char msg[HR_ERROR_MSG_MAX];
+};
+
+/* Deregisters from the callback, as the header allows. */
+static void on_lost(void *ud, hr_registrar *r, const hr_error *why)
+{
+	struct lost *l = ud;
+	hr_error err = { 0 };
+
+	l->same = r == __atomic_load_n(&l->r, __ATOMIC_ACQUIRE);
+	l->code = why->code;
+	snprintf(l->msg, sizeof l->msg, "%s", why->message);
+	l->status = hr_registrar_status(r, &err);
+	l->deregistered = hr_registrar_deregister(r, &err);
+	__atomic_add_fetch(&l->calls, 1, __ATOMIC_RELEASE);
+}
+
+/* A registrar whose id is taken over calls its on_lost once, with the
+ * error hr_registrar_status() gives; one closed without a loss never. */
+START_TEST(lost_registration_calls_on_lost_once)
+{
+	struct lost l = { 0 }, kept = { 0 };
+	hr_registration reg;
+	hr_registrar *o = NULL, *n = NULL;
+	hr_error err = { 0 };
+	char hn[17];
+	int64_t ln, t0;
+
+	hr_registration_init(&reg);
+	reg.id = "lost";
+	reg.addr = "127.0.0.1:11211";
+	reg.ttl_s = 3;
+	reg.on_lost = on_lost;
+	reg.on_lost_userdata = &l;
+	ck_assert_msg(hr_register(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
+	__atomic_store_n(&l.r, o, __ATOMIC_RELEASE);
+
+	hr_registration_init(&reg);
+	reg.id = "lost";
+	reg.addr = "127.0.0.2:2";
+	reg.ttl_s = 3;
+	reg.replace = 1;
+	ck_assert_msg(hr_register(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
+	ln = hr_registrar_lease(n);
+	/* Noticed at the next renewal, TTL/3 = 1 s. */
+	t0 = hrt_now_ms();
+	while (!__atomic_load_n(&l.calls, __ATOMIC_ACQUIRE) && hrt_now_ms() - t0 < 6000)
+		hrt_sleep_ms(20);
+	ck_assert_int_eq(__atomic_load_n(&l.calls, __ATOMIC_ACQUIRE), 1);
+	ck_assert(l.same);
+	ck_assert_int_eq(l.code, HR_EEXIST);
+	ck_assert_int_eq(l.status, HR_EEXIST);
+	ck_assert_int_eq(l.deregistered, 0);
+	ck_assert_ptr_nonnull(strstr(l.msg, "another process took node \"lost\" over"));
+	ck_assert_ptr_nonnull(strstr(l.msg, hex(ln, hn)));
+	ck_assert_int_eq(hr_registrar_status(o, &err), HR_EEXIST);
+	ck_assert_str_eq(err.message, l.msg);
+	hrt_sleep_ms(1500);
+	hr_registrar_close(o);
+	ck_assert_int_eq(__atomic_load_n(&l.calls, __ATOMIC_ACQUIRE), 1);
+	/* Its deregistration revoked only its own lease. */
+	ck_assert_int_eq(key_lease("lost", NULL, 0), ln);
+	hr_registrar_close(n);
+
+	hr_registration_init(&reg);
+	reg.id = "kept";
+	reg.addr = "127.0.0.3:3";
+	reg.ttl_s = 3;
+	reg.on_lost = on_lost;
+	reg.on_lost_userdata = &kept;
+	ck_assert_msg(hr_register(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
+	hrt_sleep_ms(1200);
+	hr_registrar_close(o);
+	ck_assert_int_eq(__atomic_load_n(&kept.calls, __ATOMIC_ACQUIRE), 0);
+}
+END_TEST
+
 /* An operator's put under some other live lease takes the id over too
  * (a plain put, which detaches the key, does not: see above). */
 START_TEST(put_under_another_lease_is_a_takeover)
@@ -705,6 +787,7 @@ int main(void)
 	tcase_add_test(tc, etcd_restored_empty_reregisters);
 	tcase_add_test(tc, sidecar_kill9_sigterm_drain);
 	tcase_add_test(tc, replaced_registrar_stops_and_leaves_the_key);
+	tcase_add_test(tc, lost_registration_calls_on_lost_once);
 	tcase_add_test(tc, put_under_another_lease_is_a_takeover);
 	tcase_add_test(tc, sidecar_replaced_exits_and_key_survives);
 	tcase_add_test(tc, weights_clients_refuse_are_refused);
