@@ -2,6 +2,7 @@
  * the unary call every request goes through. */
 #include "etcd.h"
 
+#include "buffer.h"
 #include "error.h"
 #include "etcd_endpoints.h"
 
@@ -125,8 +126,7 @@ uint64_t hr__etcd_cluster_id(const hr__etcd *e)
 /* ---- transfers ------------------------------------------------------------ */
 
 typedef struct reply_buf {
-	char *data;
-	size_t len, cap;
+	hr__buffer bytes;
 	int too_big;
 } reply_buf;
 
@@ -134,26 +134,11 @@ static size_t collect(char *p, size_t size, size_t nmemb, void *ud)
 {
 	reply_buf *b = ud;
 	size_t n = size * nmemb;
+	int rc = hr__buffer_append(&b->bytes, p, n, MAX_REPLY_BYTES);
 
-	if (b->len + n + 1 > MAX_REPLY_BYTES) {
-		b->too_big = 1;
-		return 0;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *d;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		d = realloc(b->data, cap);
-		if (!d)
-			return 0;
-		b->data = d;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
+	b->too_big = rc == HR_ELIMIT;
+	/* Returning less than n makes libcurl abort the transfer. */
+	return rc ? 0 : n;
 }
 
 static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c,
@@ -319,17 +304,17 @@ static int post_once(hr__etcd *e, const char *path, const char *body,
 	curl_easy_getinfo(e->unary, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(headers);
 	if (buf.too_big) {
-		free(buf.data);
+		hr__buffer_free(&buf.bytes);
 		return hr__error_set(err, HR_ELIMIT, "%s: reply larger than %u bytes",
 				     hr__etcd_endpoint(e), MAX_REPLY_BYTES);
 	}
 	if (rc != CURLE_OK || status != 200) {
-		res = hr__etcd_transfer_error(e, rc, status, buf.data, buf.len, err);
-		free(buf.data);
+		res = hr__etcd_transfer_error(e, rc, status, buf.bytes.data, buf.bytes.len, err);
+		hr__buffer_free(&buf.bytes);
 		return res;
 	}
-	*reply = buf.data ? cJSON_ParseWithLength(buf.data, buf.len) : NULL;
-	free(buf.data);
+	*reply = buf.bytes.data ? cJSON_ParseWithLength(buf.bytes.data, buf.bytes.len) : NULL;
+	hr__buffer_free(&buf.bytes);
 	if (!*reply || !cJSON_IsObject(*reply)) {
 		cJSON_Delete(*reply);
 		*reply = NULL;

@@ -4,15 +4,15 @@
 #ifndef HR_WATCH_STREAM_H
 #define HR_WATCH_STREAM_H
 
-#include "etcd.h"
+#include "buffer.h"
+#include "etcd_json.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* Accumulates stream bytes; hands out whole lines. */
 typedef struct hr__linebuf {
-	char *data;
-	size_t len, cap;
+	hr__buffer part;   /* the bytes of a line not yet complete */
 	size_t max;        /* longest accepted line (HR_ELIMIT beyond) */
 } hr__linebuf;
 
