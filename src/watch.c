@@ -617,13 +617,10 @@ static int on_line(void *ud, const char *line, size_t len)
 	case HR__WMSG_CANCELED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "watch_canceled",
 			     "endpoint=%s reason=%s", endpoint(w), m.reason);
-		if (strstr(m.reason, "ermission")) {
+		if (m.cancel == HR__WCANCEL_DENIED || m.cancel == HR__WCANCEL_UNAUTHENTICATED) {
 			hr_error e2;
-			hr__error_set(&e2, HR_EPERM, "%s: watch refused: %s", endpoint(w), m.reason);
-			set_error(w, &e2);
-		} else if (strstr(m.reason, "nauthenticated") || strstr(m.reason, "user name")) {
-			hr_error e2;
-			hr__error_set(&e2, HR_EAUTH, "%s: watch refused: %s", endpoint(w), m.reason);
+			hr__error_set(&e2, m.cancel == HR__WCANCEL_DENIED ? HR_EPERM : HR_EAUTH,
+				      "%s: watch refused: %s", endpoint(w), m.reason);
 			set_error(w, &e2);
 		}
 		rc = end_stream(w, END_RESYNC);

@@ -81,6 +81,42 @@ static void copy_reason(hr__wmsg *m, const cJSON *s)
 	}
 }
 
+/* etcd's refusals by gRPC code, or by description (the same texts without
+ * the status around them). */
+static const struct refusal {
+	const char *code, *desc;
+	hr__wcancel why;
+} refusals[] = {
+	{ "PermissionDenied", NULL, HR__WCANCEL_DENIED },
+	{ "Unauthenticated", NULL, HR__WCANCEL_UNAUTHENTICATED },
+	{ NULL, "etcdserver: permission denied", HR__WCANCEL_DENIED },
+	{ NULL, "etcdserver: invalid auth token", HR__WCANCEL_UNAUTHENTICATED },
+	{ NULL, "etcdserver: user name is empty", HR__WCANCEL_UNAUTHENTICATED },
+};
+
+hr__wcancel hr__wcancel_of(const char *reason)
+{
+	static const char status[] = "rpc error: code = ", sep[] = " desc = ";
+	const char *code = "", *desc = reason;
+	size_t code_len = 0;
+
+	if (!strncmp(reason, status, sizeof status - 1)) {
+		const char *end = strstr(reason + sizeof status - 1, sep);
+		if (end) {
+			code = reason + sizeof status - 1;
+			code_len = (size_t)(end - code);
+			desc = end + sizeof sep - 1;
+		}
+	}
+	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+		const struct refusal *r = &refusals[i];
+		if (r->code ? strlen(r->code) == code_len && !memcmp(r->code, code, code_len) :
+			      !strcmp(r->desc, desc))
+			return r->why;
+	}
+	return HR__WCANCEL_OTHER;
+}
+
 static int parse_error(const cJSON *e, hr__wmsg *out)
 {
 	out->kind = HR__WMSG_ERROR;
@@ -147,8 +183,14 @@ int hr__wmsg_parse(const char *line, size_t len, hr__wmsg *out, hr_error *err)
 	events = cJSON_GetObjectItemCaseSensitive(res, "events");
 
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
-		out->kind = out->compact_revision ? HR__WMSG_COMPACTED : HR__WMSG_CANCELED;
 		copy_reason(out, cJSON_GetObjectItemCaseSensitive(res, "cancel_reason"));
+		if (out->compact_revision) {
+			out->kind = HR__WMSG_COMPACTED;
+			out->cancel = HR__WCANCEL_COMPACTED;
+		} else {
+			out->kind = HR__WMSG_CANCELED;
+			out->cancel = hr__wcancel_of(out->reason);
+		}
 	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "created"))) {
 		out->kind = HR__WMSG_CREATED;
 	} else if (events) {
