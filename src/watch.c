@@ -1,9 +1,9 @@
 /* watch.c - the watcher thread: list, watch, apply, publish, recover. */
 #include "watch.h"
 
-#include "base64.h"
 #include "announce.h"
 #include "error.h"
+#include "etcd_stream.h"
 #include "nodeset.h"
 #include "watch_stream.h"
 
@@ -54,7 +54,7 @@ struct hr__watcher {
 	int64_t last_confirm_ms;
 	uint64_t rings_published, resyncs, reconnects;
 	char endpoint[256];
-	CURLM *multi;               /* set while a stream runs (for wakeup) */
+	hr__etcd_stream *stream;    /* set while a stream runs (for wakeup) */
 
 	/* The watcher thread's own state. */
 	hr__nodeset set;
@@ -69,7 +69,6 @@ struct hr__watcher {
 	int64_t last_stale_log_ms;
 
 	/* Per stream. */
-	hr__linebuf lb;
 	hr__kv *frag;               /* events of fragments not yet complete */
 	size_t n_frag;
 	stream_end end;
@@ -544,184 +543,60 @@ static int on_line(void *ud, const char *line, size_t len)
 	return rc;
 }
 
-static size_t on_stream_data(char *p, size_t size, size_t nmemb, void *ud)
+/* A finished probe: alive and not behind us, or a reason to reconnect. */
+static int on_probe(void *ud, const hr__probe_result *r)
 {
 	hr__watcher *w = ud;
-	size_t n = size * nmemb;
-	int rc = hr__linebuf_feed(&w->lb, p, n, on_line, w);
+	int other;
 
-	if (rc == HR_ELIMIT || rc == HR_ENOMEM) {
-		hr__log_emit(w->o.log, HR_LOG_ERROR, "message_too_large",
-			     "endpoint=%s limit=%u", endpoint(w), MAX_LINE_BYTES);
-		end_stream(w, END_RECONNECT);
-	}
-	/* Returning less than n makes libcurl abort the transfer. */
-	return rc ? 0 : n;
-}
-
-typedef struct probe {
-	CURL *h;
-	struct curl_slist *headers;
-	char *body;
-	size_t len;
-	int64_t started_ms;
-} probe;
-
-static size_t on_probe_data(char *p, size_t size, size_t nmemb, void *ud)
-{
-	probe *pr = ud;
-	size_t n = size * nmemb;
-	char *b;
-
-	if (pr->len + n > 65536)
+	switch (r->outcome) {
+	case HR__PROBE_REAUTHENTICATED:
+		hr__log_emit(w->o.log, HR_LOG_INFO, "reauthenticated",
+			     "endpoint=%s reason=\"token rejected by a probe\"", endpoint(w));
 		return 0;
-	b = realloc(pr->body, pr->len + n + 1);
-	if (!b)
-		return 0;
-	memcpy(b + pr->len, p, n);
-	pr->body = b;
-	pr->len += n;
-	b[pr->len] = '\0';
-	return n;
-}
-
-static void probe_free(CURLM *multi, probe *pr)
-{
-	if (pr->h) {
-		curl_multi_remove_handle(multi, pr->h);
-		curl_easy_cleanup(pr->h);
+	case HR__PROBE_FAILED:
+		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
+			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
+			     r->elapsed_ms, r->err.message);
+		return end_stream(w, END_RECONNECT);
+	case HR__PROBE_ANSWERED:
+		break;
 	}
-	curl_slist_free_all(pr->headers);
-	free(pr->body);
-	memset(pr, 0, sizeof *pr);
-}
-
-/* JSON body of a range over the prefix: {"key":..,"range_end":..}. */
-static char *prefix_range_body(const hr__watcher *w, const char *extra)
-{
-	char *end = malloc(w->prefix_len + 1);
-	size_t end_len, kl = hr__base64_encoded_size(w->prefix_len);
-	char *k64, *e64, *body = NULL;
-
-	if (!end)
-		return NULL;
-	end_len = hr__etcd_prefix_end(w->prefix, w->prefix_len, end);
-	k64 = malloc(kl);
-	e64 = malloc(hr__base64_encoded_size(end_len));
-	if (k64 && e64) {
-		size_t size;
-		hr__base64_encode(w->prefix, w->prefix_len, k64);
-		hr__base64_encode(end, end_len, e64);
-		size = strlen(k64) + strlen(e64) + strlen(extra) + 64;
-		body = malloc(size);
-		if (body)
-			snprintf(body, size, "\"key\":\"%s\",\"range_end\":\"%s\"%s",
-				 k64, e64, extra);
+	w->last_activity_ms = now_ms();
+	other = other_cluster(w, r->cluster_id);
+	/* Another cluster, or a linearizable read below what we applied: a
+	 * watch at our next revision would wait forever. */
+	if (other || revision_backwards(w, r->revision)) {
+		data_replaced(w, other, r->cluster_id, r->revision);
+		return end_stream(w, END_RESYNC);
 	}
-	free(end);
-	free(k64);
-	free(e64);
-	return body;
-}
-
-static int probe_start(hr__watcher *w, CURLM *multi, probe *pr)
-{
-	char *range = prefix_range_body(w, ",\"count_only\":true");
-	char *json;
-	hr_error err = { 0 };
-
-	memset(pr, 0, sizeof *pr);
-	if (!range)
-		return HR_ENOMEM;
-	json = malloc(strlen(range) + 3);
-	if (!json) {
-		free(range);
-		return HR_ENOMEM;
-	}
-	sprintf(json, "{%s}", range);
-	free(range);
-	pr->h = curl_easy_init();
-	if (!pr->h || hr__etcd_setup(w->etcd, pr->h, "/kv/range", json, 0,
-				     &pr->headers, &err)) {
-		free(json);
-		probe_free(multi, pr);
-		return HR_ENOMEM;
-	}
-	free(json);
-	curl_easy_setopt(pr->h, CURLOPT_TIMEOUT_MS, (long)w->probe_timeout_ms);
-	curl_easy_setopt(pr->h, CURLOPT_WRITEFUNCTION, on_probe_data);
-	curl_easy_setopt(pr->h, CURLOPT_WRITEDATA, pr);
-	pr->started_ms = now_ms();
-	curl_multi_add_handle(multi, pr->h);
+	confirm(w, 0);
 	return 0;
 }
 
-/* A finished probe: alive and not behind us, or a reason to reconnect. */
-static void probe_done(hr__watcher *w, probe *pr, CURLcode rc)
+/* The stream ended of itself. */
+static void on_ended(void *ud, const hr_error *why)
 {
-	long status = 0;
-	hr_error err = { 0 };
+	hr__watcher *w = ud;
+	hr_error err;
 
-	curl_easy_getinfo(pr->h, CURLINFO_RESPONSE_CODE, &status);
-	if (rc == CURLE_OK && status == 401) {
-		/* The token expired while the stream was quiet; the stream
-		 * itself keeps working, so only the token is renewed. */
-		if (hr__etcd_authenticate(w->etcd, &err) == 0) {
-			hr__log_emit(w->o.log, HR_LOG_INFO, "reauthenticated",
-				     "endpoint=%s reason=\"token rejected by a probe\"",
-				     endpoint(w));
-			return;
-		}
-	}
-	if (rc != CURLE_OK || status != 200) {
-		hr__etcd_transfer_error(w->etcd, rc, status, pr->body, pr->len, &err);
-		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
-			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
-			     now_ms() - pr->started_ms, err.message);
+	if (why && (why->code == HR_ELIMIT || why->code == HR_ENOMEM)) {
+		hr__log_emit(w->o.log, HR_LOG_ERROR, "message_too_large",
+			     "endpoint=%s limit=%u", endpoint(w), MAX_LINE_BYTES);
 		end_stream(w, END_RECONNECT);
 		return;
 	}
-
-	cJSON *root = cJSON_ParseWithLength(pr->body ? pr->body : "", pr->len);
-	int64_t rev = 0;
-	if (!root || hr__json_int64(cJSON_GetObjectItemCaseSensitive(root, "header"),
-				    "revision", 0, &rev)) {
-		cJSON_Delete(root);
-		end_stream(w, END_RECONNECT);
+	if (stopping(w)) {
+		end_stream(w, END_STOP);
 		return;
 	}
-	uint64_t id = hr__json_cluster_id(root);
-	int other = other_cluster(w, id);
-	cJSON_Delete(root);
-	w->last_activity_ms = now_ms();
-	/* Another cluster, or a linearizable read below what we applied: a
-	 * watch at our next revision would wait forever. */
-	if (other || revision_backwards(w, rev)) {
-		data_replaced(w, other, id, rev);
-		end_stream(w, END_RESYNC);
-		return;
-	}
-	confirm(w, 0);
-}
-
-static char *watch_body(const hr__watcher *w)
-{
-	char extra[160];
-	char *range, *body;
-	size_t size;
-
-	snprintf(extra, sizeof extra,
-		 ",\"start_revision\":\"%" PRId64 "\",\"progress_notify\":true,\"fragment\":true",
-		 w->next_rev);
-	range = prefix_range_body(w, extra);
-	if (!range)
-		return NULL;
-	size = strlen(range) + 32;
-	body = malloc(size);
-	if (body)
-		snprintf(body, size, "{\"create_request\":{%s}}", range);
-	free(range);
-	return body;
+	if (why)
+		set_error(w, why);
+	else
+		hr__error_set(&err, HR_ECONNECT, "%s: stream closed", endpoint(w));
+	hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
+		     "endpoint=%s msg=%s", endpoint(w), why ? why->message : err.message);
+	end_stream(w, END_RECONNECT);
 }
 
 /* Milliseconds until the stream loop has something to do: start a probe
@@ -751,75 +626,29 @@ static int next_deadline_ms(hr__watcher *w, int probing)
 /* Runs one watch stream until it ends; returns how it ended. */
 static stream_end run_stream(hr__watcher *w)
 {
-	CURLM *multi = curl_multi_init();
-	CURL *h = curl_easy_init();
-	struct curl_slist *headers = NULL;
+	const hr__etcd_stream_cbs cbs = { on_line, on_probe, on_ended, w };
+	hr__etcd_stream *s;
 	hr_error err = { 0 };
-	char *body = watch_body(w);
-	probe pr = { 0 };
 	int64_t started = now_ms();
-	int running = 1;
 
 	w->end = END_NONE;
 	w->created = 0;
 	w->last_activity_ms = started;
-	hr__linebuf_reset(&w->lb);
-	if (!multi || !h || !body ||
-	    hr__etcd_setup(w->etcd, h, "/watch", body, 1, &headers, &err)) {
-		free(body);
-		curl_easy_cleanup(h);
-		curl_multi_cleanup(multi);
+	if (hr__etcd_stream_open(w->etcd, w->prefix, w->next_rev, MAX_LINE_BYTES, &cbs,
+				 &s, &err))
 		return END_RECONNECT;
-	}
-	free(body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
-	curl_multi_add_handle(multi, h);
 	pthread_mutex_lock(&w->mu);
-	w->multi = multi;
+	w->stream = s;
 	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
 	pthread_mutex_unlock(&w->mu);
 
 	while (w->end == END_NONE) {
-		CURLMsg *msg;
-		int left;
-
 		if (stopping(w)) {
 			w->end = END_STOP;
 			break;
 		}
-		curl_multi_perform(multi, &running);
-		while ((msg = curl_multi_info_read(multi, &left))) {
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			if (msg->easy_handle == pr.h) {
-				CURLcode prc = msg->data.result;
-				probe_done(w, &pr, prc);
-				probe_free(multi, &pr);
-			} else if (msg->easy_handle == h && w->end == END_NONE) {
-				long status = 0;
-				CURLcode rc = msg->data.result;
-				/* etcd 3.4 ends a failed stream with an
-				 * error object and no newline. */
-				hr__linebuf_finish(&w->lb, on_line, w);
-				curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-				if (w->end == END_NONE && stopping(w)) {
-					w->end = END_STOP;
-				} else if (w->end == END_NONE) {
-					if (rc != CURLE_OK || status != 200) {
-						hr__etcd_transfer_error(w->etcd, rc, status,
-									NULL, 0, &err);
-						set_error(w, &err);
-					} else {
-						hr__error_set(&err, HR_ECONNECT, "%s: stream closed",
-							      endpoint(w));
-					}
-					hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
-						     "endpoint=%s msg=%s", endpoint(w), err.message);
-					w->end = END_RECONNECT;
-				}
-			}
-		}
+		if (!hr__etcd_stream_perform(s))
+			end_stream(w, END_RECONNECT);
 		if (w->end != END_NONE)
 			break;
 		check_stale(w);
@@ -827,22 +656,19 @@ static stream_end run_stream(hr__watcher *w)
 		hr__publish_reclaim(w->o.publisher);
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
-		if (!pr.h && now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
-			probe_start(w, multi, &pr);
+		if (!hr__etcd_stream_probing(s) &&
+		    now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
+			hr__etcd_stream_probe(s, w->probe_timeout_ms, &err);
 		/* Sleep until the next deadline (libcurl shortens the wait
 		 * for its own timers; close wakes it up): an idle watcher
 		 * wakes about once per probe interval. */
-		curl_multi_poll(multi, NULL, 0, next_deadline_ms(w, pr.h != NULL), NULL);
+		hr__etcd_stream_wait(s, next_deadline_ms(w, hr__etcd_stream_probing(s)));
 	}
 
 	pthread_mutex_lock(&w->mu);
-	w->multi = NULL;
+	w->stream = NULL;
 	pthread_mutex_unlock(&w->mu);
-	probe_free(multi, &pr);
-	curl_multi_remove_handle(multi, h);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(headers);
-	curl_multi_cleanup(multi);
+	hr__etcd_stream_close(s);
 	hr__kvs_free(w->frag, w->n_frag);
 	w->frag = NULL;
 	w->n_frag = 0;
@@ -928,7 +754,6 @@ int hr__watcher_start(const hr__watch_opts *opts, hr__watcher **out,
 	w->next_rev = 0;
 	w->need_sync = 1;
 	w->backoff_ms = opts->backoff_initial_ms;
-	w->lb.max = MAX_LINE_BYTES;
 	w->last_confirm_ms = now_ms();
 	w->rng = (uint64_t)now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)w;
 	if (!w->rng)
@@ -1037,15 +862,14 @@ void hr__watcher_stop(hr__watcher *w)
 		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&w->mu);
 		pthread_cond_broadcast(&w->cv);
-		if (w->multi)
-			curl_multi_wakeup(w->multi);
+		if (w->stream)
+			hr__etcd_stream_wakeup(w->stream);
 		pthread_mutex_unlock(&w->mu);
 		if (w->started)
 			pthread_join(w->thread, NULL);
 	}
 	hr__etcd_free(w->etcd);
 	hr__nodeset_clear(&w->set);
-	hr__linebuf_free(&w->lb);
 	hr__kvs_free(w->frag, w->n_frag);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
