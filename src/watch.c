@@ -1,19 +1,14 @@
 /* watch.c - the watcher thread: list, watch, apply, publish, recover. */
-#include "watch.h"
+#include "watch_state.h"
 
-#include "announce.h"
+#include "clock.h"
 #include "error.h"
-#include "etcd_stream.h"
-#include "nodeset.h"
 #include "watch_stream.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Longest watch message accepted; with "fragment" on, etcd splits larger
  * responses into pieces well below this. */
@@ -22,67 +17,6 @@
 #define HEALTHY_STREAM_MS 5000
 /* Longest sleep of a backoff wait between two staleness checks. */
 #define POLL_SLICE_MS 200
-
-typedef enum stream_end {
-	END_NONE = 0,
-	END_RECONNECT,   /* resume at next_rev on the next endpoint */
-	END_RESYNC,      /* compacted, unexpected cancel, revision went back */
-	END_STOP
-} stream_end;
-
-struct hr__watcher {
-	/* Configuration (immutable once the thread runs). */
-	hr__watch_opts o;
-	char *prefix;
-	size_t prefix_len;
-	hr__etcd *etcd;
-	hr__announcer announcer;
-	int probe_timeout_ms;
-
-	pthread_t thread;
-	int started;
-	int stop;                   /* atomic */
-
-	/* Shared with other threads, under mu. */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;          /* first sync done; stop requested */
-	int first_done;
-	int first_fatal;
-	hr_error last_err;
-	uint64_t confirmed_revision;
-	uint64_t cluster_id;        /* of the last full sync; 0 unknown */
-	int64_t last_confirm_ms;
-	uint64_t rings_published, resyncs, reconnects;
-	char endpoint[256];
-	hr__etcd_stream *stream;    /* set while a stream runs (for wakeup) */
-
-	/* The watcher thread's own state. */
-	hr__nodeset set;
-	int64_t next_rev;
-	int need_sync;
-	int synced_once;
-	int replaced;               /* etcd's data was replaced: logged, and
-				       the next full sync publishes */
-	int backoff_ms;
-	uint64_t rng;
-	int stale_warned;
-	int64_t last_stale_log_ms;
-
-	/* Per stream. */
-	hr__kv *frag;               /* events of fragments not yet complete */
-	size_t n_frag;
-	stream_end end;
-	int created;
-	int64_t last_activity_ms;
-};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int stopping(const hr__watcher *w)
 {
@@ -99,7 +33,7 @@ static const char *endpoint(const hr__watcher *w)
 /* The ring is known to match etcd at `revision` (0: only liveness). */
 static void confirm(hr__watcher *w, uint64_t revision)
 {
-	int64_t now = now_ms(), since;
+	int64_t now = hr__now_ms(), since;
 
 	pthread_mutex_lock(&w->mu);
 	since = now - w->last_confirm_ms;
@@ -120,7 +54,7 @@ static void confirm(hr__watcher *w, uint64_t revision)
  * cannot be confirmed current. */
 static void check_stale(hr__watcher *w)
 {
-	int64_t now = now_ms(), since;
+	int64_t now = hr__now_ms(), since;
 	uint64_t rev;
 
 	pthread_mutex_lock(&w->mu);
@@ -139,9 +73,9 @@ static void check_stale(hr__watcher *w)
 		     since, rev, endpoint(w));
 }
 
-static void tick(void *ud)
+void hr__watch_tick(void *arg)
 {
-	check_stale(ud);
+	check_stale(arg);
 }
 
 static void set_error(hr__watcher *w, const hr_error *err)
@@ -159,23 +93,15 @@ static void set_error(hr__watcher *w, const hr_error *err)
 /* Sleeps `ms` unless stopped, keeping the stale timer running. */
 static void sleep_ms(hr__watcher *w, int ms)
 {
-	int64_t until = now_ms() + ms;
+	int64_t until = hr__now_ms() + ms;
 
 	pthread_mutex_lock(&w->mu);
 	while (!stopping(w)) {
-		int64_t left = until - now_ms();
+		int64_t left = until - hr__now_ms();
 		struct timespec ts;
 		if (left <= 0)
 			break;
-		if (left > POLL_SLICE_MS)
-			left = POLL_SLICE_MS;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (long)(left % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		hr__deadline_in(&ts, left < POLL_SLICE_MS ? left : POLL_SLICE_MS);
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 		pthread_mutex_unlock(&w->mu);
 		check_stale(w);
@@ -462,7 +388,7 @@ static int take_fragment(hr__watcher *w, hr__wmsg *m)
 	return 0;
 }
 
-static int end_stream(hr__watcher *w, stream_end how)
+static int end_stream(hr__watcher *w, hr__stream_end how)
 {
 	if (how > w->end)
 		w->end = how;
@@ -476,19 +402,19 @@ static int on_line(void *ud, const char *line, size_t len)
 	hr_error err = { 0 };
 	int rc;
 
-	w->last_activity_ms = now_ms();
+	w->last_activity_ms = hr__now_ms();
 	if (stopping(w))
-		return end_stream(w, END_STOP);
+		return end_stream(w, HR__END_STOP);
 	rc = hr__wmsg_parse(line, len, &m, &err);
 	if (rc) {
 		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_message",
 			     "endpoint=%s bytes=%zu msg=%s", endpoint(w), len, err.message);
-		return end_stream(w, END_RECONNECT);
+		return end_stream(w, HR__END_RECONNECT);
 	}
 	if (other_cluster(w, m.cluster_id)) {
 		data_replaced(w, 1, m.cluster_id, m.header_revision);
 		hr__wmsg_clear(&m);
-		return end_stream(w, END_RESYNC);
+		return end_stream(w, HR__END_RESYNC);
 	}
 	switch (m.kind) {
 	case HR__WMSG_CREATED:
@@ -499,7 +425,7 @@ static int on_line(void *ud, const char *line, size_t len)
 		break;
 	case HR__WMSG_EVENTS:
 		if (take_fragment(w, &m)) {
-			rc = end_stream(w, END_RESYNC);
+			rc = end_stream(w, HR__END_RESYNC);
 			break;
 		}
 		if (!m.fragment) {
@@ -520,7 +446,7 @@ static int on_line(void *ud, const char *line, size_t len)
 			     "compact_revision=%" PRId64 " next_revision=%" PRId64
 			     " endpoint=%s msg=\"resyncing\"",
 			     m.compact_revision, w->next_rev, endpoint(w));
-		rc = end_stream(w, END_RESYNC);
+		rc = end_stream(w, HR__END_RESYNC);
 		break;
 	case HR__WMSG_CANCELED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "watch_canceled",
@@ -531,12 +457,12 @@ static int on_line(void *ud, const char *line, size_t len)
 				      "%s: watch refused: %s", endpoint(w), m.reason);
 			set_error(w, &e2);
 		}
-		rc = end_stream(w, END_RESYNC);
+		rc = end_stream(w, HR__END_RESYNC);
 		break;
 	case HR__WMSG_ERROR:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "stream_error",
 			     "endpoint=%s code=%d msg=%s", endpoint(w), m.code, m.reason);
-		rc = end_stream(w, END_RECONNECT);
+		rc = end_stream(w, HR__END_RECONNECT);
 		break;
 	}
 	hr__wmsg_clear(&m);
@@ -558,17 +484,17 @@ static int on_probe(void *ud, const hr__probe_result *r)
 		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
 			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
 			     r->elapsed_ms, r->err.message);
-		return end_stream(w, END_RECONNECT);
+		return end_stream(w, HR__END_RECONNECT);
 	case HR__PROBE_ANSWERED:
 		break;
 	}
-	w->last_activity_ms = now_ms();
+	w->last_activity_ms = hr__now_ms();
 	other = other_cluster(w, r->cluster_id);
 	/* Another cluster, or a linearizable read below what we applied: a
 	 * watch at our next revision would wait forever. */
 	if (other || revision_backwards(w, r->revision)) {
 		data_replaced(w, other, r->cluster_id, r->revision);
-		return end_stream(w, END_RESYNC);
+		return end_stream(w, HR__END_RESYNC);
 	}
 	confirm(w, 0);
 	return 0;
@@ -583,11 +509,11 @@ static void on_ended(void *ud, const hr_error *why)
 	if (why && (why->code == HR_ELIMIT || why->code == HR_ENOMEM)) {
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "message_too_large",
 			     "endpoint=%s limit=%u", endpoint(w), MAX_LINE_BYTES);
-		end_stream(w, END_RECONNECT);
+		end_stream(w, HR__END_RECONNECT);
 		return;
 	}
 	if (stopping(w)) {
-		end_stream(w, END_STOP);
+		end_stream(w, HR__END_STOP);
 		return;
 	}
 	if (why)
@@ -596,14 +522,14 @@ static void on_ended(void *ud, const hr_error *why)
 		hr__error_set(&err, HR_ECONNECT, "%s: stream closed", endpoint(w));
 	hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
 		     "endpoint=%s msg=%s", endpoint(w), why ? why->message : err.message);
-	end_stream(w, END_RECONNECT);
+	end_stream(w, HR__END_RECONNECT);
 }
 
 /* Milliseconds until the stream loop has something to do: start a probe
  * (unless one runs) or write a stale warning. */
 static int next_deadline_ms(hr__watcher *w, int probing)
 {
-	int64_t now = now_ms(), due = now + 60000, t;
+	int64_t now = hr__now_ms(), due = now + 60000, t;
 
 	if (!probing) {
 		t = w->last_activity_ms + w->o.probe_interval_ms;
@@ -624,32 +550,32 @@ static int next_deadline_ms(hr__watcher *w, int probing)
 }
 
 /* Runs one watch stream until it ends; returns how it ended. */
-static stream_end run_stream(hr__watcher *w)
+static hr__stream_end run_stream(hr__watcher *w)
 {
 	const hr__etcd_stream_cbs cbs = { on_line, on_probe, on_ended, w };
 	hr__etcd_stream *s;
 	hr_error err = { 0 };
-	int64_t started = now_ms();
+	int64_t started = hr__now_ms();
 
-	w->end = END_NONE;
+	w->end = HR__END_NONE;
 	w->created = 0;
 	w->last_activity_ms = started;
 	if (hr__etcd_stream_open(w->etcd, w->prefix, w->next_rev, MAX_LINE_BYTES, &cbs,
 				 &s, &err))
-		return END_RECONNECT;
+		return HR__END_RECONNECT;
 	pthread_mutex_lock(&w->mu);
 	w->stream = s;
 	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
 	pthread_mutex_unlock(&w->mu);
 
-	while (w->end == END_NONE) {
+	while (w->end == HR__END_NONE) {
 		if (stopping(w)) {
-			w->end = END_STOP;
+			w->end = HR__END_STOP;
 			break;
 		}
 		if (!hr__etcd_stream_perform(s))
-			end_stream(w, END_RECONNECT);
-		if (w->end != END_NONE)
+			end_stream(w, HR__END_RECONNECT);
+		if (w->end != HR__END_NONE)
 			break;
 		check_stale(w);
 		/* Lookups move to a new ring lazily; free what they left. */
@@ -657,7 +583,7 @@ static stream_end run_stream(hr__watcher *w)
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
 		if (!hr__etcd_stream_probing(s) &&
-		    now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
+		    hr__now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
 			hr__etcd_stream_probe(s, w->probe_timeout_ms, &err);
 		/* Sleep until the next deadline (libcurl shortens the wait
 		 * for its own timers; close wakes it up): an idle watcher
@@ -672,19 +598,19 @@ static stream_end run_stream(hr__watcher *w)
 	hr__kvs_free(w->frag, w->n_frag);
 	w->frag = NULL;
 	w->n_frag = 0;
-	if (w->created && now_ms() - started >= HEALTHY_STREAM_MS)
+	if (w->created && hr__now_ms() - started >= HEALTHY_STREAM_MS)
 		w->backoff_ms = w->o.backoff_initial_ms;
 	return w->end;
 }
 
 /* ---- the thread ------------------------------------------------------------ */
 
-static void *watcher_main(void *arg)
+void *hr__watch_thread(void *arg)
 {
 	hr__watcher *w = arg;
 
 	while (!stopping(w)) {
-		stream_end how;
+		hr__stream_end how;
 
 		if (w->need_sync) {
 			int rc = full_sync(w);
@@ -715,12 +641,12 @@ static void *watcher_main(void *arg)
 			}
 		}
 		how = run_stream(w);
-		if (how == END_STOP || stopping(w))
+		if (how == HR__END_STOP || stopping(w))
 			break;
 		pthread_mutex_lock(&w->mu);
 		w->reconnects++;
 		pthread_mutex_unlock(&w->mu);
-		if (how == END_RESYNC) {
+		if (how == HR__END_RESYNC) {
 			w->need_sync = 1;
 			if (!w->created)
 				backoff(w);
@@ -730,149 +656,4 @@ static void *watcher_main(void *arg)
 		}
 	}
 	return NULL;
-}
-
-int hr__watcher_start(const hr__watch_opts *opts, hr__watcher **out,
-		      hr_error *err)
-{
-	hr__watcher *w;
-	hr__etcd_opts eo;
-	sigset_t all, old;
-	int rc;
-
-	*out = NULL;
-	if (!opts->prefix || !opts->prefix[0])
-		return hr__error_set(err, HR_EINVAL, "prefix: must be set and not empty");
-	w = calloc(1, sizeof *w);
-	if (!w)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	w->o = *opts;
-	w->announcer = (hr__announcer){ opts->log, opts->on_change, opts->on_change_userdata,
-					opts->on_diff, opts->on_diff_userdata };
-	w->prefix = strdup(opts->prefix);
-	w->prefix_len = w->prefix ? strlen(w->prefix) : 0;
-	w->next_rev = 0;
-	w->need_sync = 1;
-	w->backoff_ms = opts->backoff_initial_ms;
-	w->last_confirm_ms = now_ms();
-	w->rng = (uint64_t)now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)w;
-	if (!w->rng)
-		w->rng = 1;
-	w->probe_timeout_ms = opts->etcd.request_timeout_ms < 2000 ?
-			      opts->etcd.request_timeout_ms : 2000;
-	if (w->probe_timeout_ms > opts->probe_interval_ms)
-		w->probe_timeout_ms = opts->probe_interval_ms;
-	if (w->probe_timeout_ms < 100)
-		w->probe_timeout_ms = 100;
-	pthread_mutex_init(&w->mu, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&w->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	if (!w->prefix) {
-		hr__watcher_stop(w);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	eo = opts->etcd;
-	eo.stop_flag = &w->stop;
-	eo.tick = tick;
-	eo.tick_userdata = w;
-	rc = hr__etcd_new(&eo, &w->etcd, err);
-	if (rc) {
-		hr__watcher_stop(w);
-		return rc;
-	}
-	/* The caller's strings are not kept: the etcd client has copies. */
-	memset(&w->o.etcd, 0, sizeof w->o.etcd);
-	w->o.prefix = w->prefix;
-	/* The host's signals are not ours to receive. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&w->thread, NULL, watcher_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	w->started = rc == 0;
-	if (rc) {
-		hr__watcher_stop(w);
-		return hr__error_set(err, HR_ENOMEM, "cannot start the watcher thread: %s",
-				     strerror(rc));
-	}
-	*out = w;
-	return 0;
-}
-
-int hr__watcher_wait_first(hr__watcher *w, int timeout_ms, hr_error *err)
-{
-	struct timespec ts;
-	int rc = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&w->mu);
-	while (!w->first_done && !w->first_fatal && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-	if (w->first_done) {
-		rc = 0;
-	} else if (w->first_fatal) {
-		rc = hr__error_copy(err, &w->last_err);
-	} else if (w->last_err.code) {
-		rc = hr__error_set(err, w->last_err.code == HR_ETIMEDOUT ? HR_ETIMEDOUT :
-				   w->last_err.code, "no ring after %d ms: %s",
-				   timeout_ms, w->last_err.message);
-	} else {
-		rc = hr__error_set(err, HR_ETIMEDOUT, "no ring after %d ms", timeout_ms);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return rc;
-}
-
-void hr__watcher_status(hr__watcher *w, hr_client_status *out)
-{
-	int64_t since;
-
-	pthread_mutex_lock(&w->mu);
-	since = now_ms() - w->last_confirm_ms;
-	out->confirmed_revision = w->confirmed_revision;
-	/* A quiet stream is confirmed once per probe interval: that long
-	 * (twice, for slack) counts as current, but never longer than the
-	 * stale warnings allow. */
-	int64_t current = 2 * (int64_t)w->o.probe_interval_ms;
-	if (current > w->o.stale_warn_ms)
-		current = w->o.stale_warn_ms;
-	out->unconfirmed_ms = since >= current ? since : 0;
-	out->rings_published = w->rings_published;
-	out->resyncs = w->resyncs;
-	out->reconnects = w->reconnects;
-	snprintf(out->endpoint, sizeof out->endpoint, "%s", w->endpoint);
-	pthread_mutex_unlock(&w->mu);
-}
-
-void hr__watcher_stop(hr__watcher *w)
-{
-	if (!w)
-		return;
-	if (w->etcd) {
-		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&w->mu);
-		pthread_cond_broadcast(&w->cv);
-		if (w->stream)
-			hr__etcd_stream_wakeup(w->stream);
-		pthread_mutex_unlock(&w->mu);
-		if (w->started)
-			pthread_join(w->thread, NULL);
-	}
-	hr__etcd_free(w->etcd);
-	hr__nodeset_clear(&w->set);
-	hr__kvs_free(w->frag, w->n_frag);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->cv);
-	free(w->prefix);
-	free(w);
 }
