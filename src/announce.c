@@ -1,6 +1,8 @@
 /* announce.c - the event=ring line and the host's callbacks. */
 #include "announce.h"
 
+#include "diff.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,8 +77,8 @@ static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 		     counted(ca, sizeof ca, n_added, added),
 		     counted(cr, sizeof cr, n_removed, removed),
 		     counted(cc, sizeof cc, n_changed, changed),
-		     dw ? hr_diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
-		     dr ? hr_diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
+		     dw ? hr__diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
+		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
 }
 
 void hr__announce(const hr__announcer *an, const hr_ring *old,
