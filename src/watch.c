@@ -492,7 +492,7 @@ static int on_probe(void *ud, const hr__probe_result *r)
 	other = other_cluster(w, r->cluster_id);
 	/* Another cluster, or a linearizable read below what we applied: a
 	 * watch at our next revision would wait forever. */
-	if (other || revision_backwards(w, r->revision)) {
+	if (other || (uint64_t)r->revision < w->probe_floor) {
 		data_replaced(w, other, r->cluster_id, r->revision);
 		return end_stream(w, HR__END_RESYNC);
 	}
@@ -583,8 +583,12 @@ static hr__stream_end run_stream(hr__watcher *w)
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
 		if (!hr__etcd_stream_probing(s) &&
-		    hr__now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
+		    hr__now_ms() - w->last_activity_ms >= w->o.probe_interval_ms) {
+			pthread_mutex_lock(&w->mu);
+			w->probe_floor = w->confirmed_revision;
+			pthread_mutex_unlock(&w->mu);
 			hr__etcd_stream_probe(s, w->probe_timeout_ms, &err);
+		}
 		/* Sleep until the next deadline (libcurl shortens the wait
 		 * for its own timers; close wakes it up): an idle watcher
 		 * wakes about once per probe interval. */

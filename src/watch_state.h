@@ -64,6 +64,10 @@ struct hr__watcher {
 	hr__stream_end end;
 	int created;
 	int64_t last_activity_ms;
+	/* The revision confirmed when the running probe was sent: its
+	 * linearizable answer can be no older.  The watch may confirm newer
+	 * revisions before the answer arrives; they prove nothing. */
+	uint64_t probe_floor;
 };
 
 /* The thread's body (watch.c); `arg` is the watcher. */
