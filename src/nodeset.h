@@ -3,7 +3,7 @@
 #ifndef HR_NODESET_H
 #define HR_NODESET_H
 
-#include "member.h"
+#include "record.h"
 
 #include <stdbool.h>
 

@@ -3,7 +3,8 @@
 #include "error.h"
 #include "etcd.h"
 #include "log.h"
-#include "member.h"
+#include "node.h"
+#include "record.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -7,7 +7,7 @@
 
 #include "error.h"
 #include "ketama.h"
-#include "member.h"
+#include "node.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -80,30 +80,6 @@ struct point {
 };
 
 #define ID_SHOWN 80	/* bytes of an id shown in a message */
-
-/* ---- names --------------------------------------------------------------- */
-
-static const char *const state_names[] = { "active", "warming", "draining" };
-
-const char *hr_state_name(hr_state state)
-{
-	if ((unsigned)state >= sizeof state_names / sizeof state_names[0])
-		return NULL;
-	return state_names[state];
-}
-
-int hr_state_parse(const char *name, hr_state *out)
-{
-	if (!name || !out)
-		return HR_EINVAL;
-	for (unsigned i = 0; i < sizeof state_names / sizeof state_names[0]; i++) {
-		if (strcmp(name, state_names[i]) == 0) {
-			*out = (hr_state)i;
-			return HR_OK;
-		}
-	}
-	return HR_EINVAL;
-}
 
 /* ---- views --------------------------------------------------------------- */
 

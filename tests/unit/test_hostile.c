@@ -4,7 +4,8 @@
  * arguments.  Each must give a clear error (never a crash) and leave
  * everything else as it was. */
 #include "etcd.h"
-#include "member.h"
+#include "node.h"
+#include "record.h"
 #include "ring.h"
 #include "watch_stream.h"
 #include "hrt_check.h"
