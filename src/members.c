@@ -7,6 +7,7 @@
 #include "json.h"
 #include "node.h"
 #include "record.h"
+#include "ring.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ static int members_parse(const char *json, size_t len, const char *what,
 			 hr_error *err)
 {
 	hr__record *recs = NULL;
-	hr_node *nodes = NULL;
+	const hr_node **nodes = NULL;
 	const cJSON *item;
 	cJSON *doc;
 	size_t n = 0, i = 0;
@@ -54,18 +55,12 @@ static int members_parse(const char *json, size_t len, const char *what,
 		rc = hr__record_from_item(item, &recs[i], err);
 		if (rc)
 			goto out;
-		nodes[i] = (hr_node){
-			.id = recs[i].id,
-			.addr = recs[i].addr,
-			.zone = recs[i].zone,
-			.weight = recs[i].weight,
-			.state = recs[i].state,
-		};
+		nodes[i] = &recs[i];
 		i++;
 	}
 	/* cJSON keeps both entries of an id given twice: the build refuses
 	 * them with HR_EDUPLICATE, naming the id. */
-	rc = hr_ring_build(nodes, n, opts, 0, out, err);
+	rc = hr__ring_build_valid(NULL, nodes, n, opts, 0, out, err);
 out:
 	for (size_t j = 0; recs && j < n; j++)
 		hr__record_clear(&recs[j]);

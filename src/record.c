@@ -1,7 +1,8 @@
 /*
  * record.c - node records (docs/placement.md section 8): an etcd value
  * under <prefix><id>, or an entry of a members document, parsed into a
- * record that owns its strings and checked as every node is (node.c).
+ * node that owns its strings and checked once, here, as every node is
+ * (node.c).
  */
 #include "record.h"
 
@@ -17,9 +18,10 @@ void hr__record_clear(hr__record *rec)
 {
 	if (!rec)
 		return;
-	free(rec->id);
-	free(rec->addr);
-	free(rec->zone);
+	/* A record's strings are its own (see record.h). */
+	free((char *)rec->id);
+	free((char *)rec->addr);
+	free((char *)rec->zone);
 	memset(rec, 0, sizeof *rec);
 }
 
@@ -116,7 +118,7 @@ static int record_object(hr__record *rec, const cJSON *obj, hr_error *err)
 		rc = field_string(rec, zone, "zone", err);
 		if (rc)
 			return rc;
-		free(rec->zone);
+		free((char *)rec->zone);
 		rec->zone = strdup(zone->valuestring);
 		if (!rec->zone)
 			return hr__error_set(err, HR_ENOMEM, "out of memory");
@@ -155,10 +157,8 @@ static int record_start(hr__record *rec, const char *id, size_t id_len,
  * kept on error. */
 static int record_end(hr__record *rec, int rc, hr_error *err)
 {
-	hr_node node = { rec->id, rec->addr, rec->zone, rec->weight, rec->state };
-
 	if (!rc)
-		rc = hr__node_validate(&node, err);
+		rc = hr__node_validate(rec, err);
 	if (rc)
 		hr__record_clear(rec);
 	return rc;

@@ -8,14 +8,12 @@
 
 #include <cjson/cJSON.h>
 
-/* A parsed record; strings are owned (malloc'd) by the record. */
-typedef struct hr__record {
-	char *id;
-	char *addr;
-	char *zone;     /* never NULL after a successful parse ("" if absent) */
-	double weight;
-	hr_state state;
-} hr__record;
+/*
+ * A parsed record is a node that owns its strings (malloc'd; zone never
+ * NULL, "" if absent): the one representation of a node from the record
+ * through the nodeset to the ring build, which takes it as it is.
+ */
+typedef hr_node hr__record;
 
 /*
  * Parses the etcd value of node `id` (`id_len` bytes, not NUL-terminated):

@@ -277,44 +277,25 @@ static uint64_t xxh3_hash(const void *buf, size_t len)
 	return XXH3_64bits(buf, len);
 }
 
-/* Copies, sorts and checks the nodes: ring->nodes in id order. */
-static int build_nodes(hr_ring *ring, const hr_node *nodes, size_t n,
-		       hr_error *err)
+/* Copies the nodes, sorted by id and unique, into ring->nodes and one
+ * block of strings. */
+static int copy_nodes(hr_ring *ring, const hr_node *const *sorted,
+		      hr_error *err)
 {
-	const hr_node **sorted;
-	size_t bytes = 0;
+	size_t n = ring->nnodes, bytes = 0;
 	char *s;
-	int rc = HR_OK;
 
-	sorted = malloc((n ? n : 1) * sizeof *sorted);
 	ring->nodes = calloc(n ? n : 1, sizeof *ring->nodes);
-	if (!sorted || !ring->nodes) {
-		free(sorted);
+	if (!ring->nodes)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < n; i++) {
-		const hr_node *nd = &nodes[i];
-
-		sorted[i] = nd;
-		bytes += strlen(nd->id) + strlen(nd->addr) +
-			 (nd->zone ? strlen(nd->zone) : 0) + 3;
-	}
-	qsort(sorted, n, sizeof *sorted, cmp_node_id);
-	for (size_t i = 1; i < n; i++) {
-		if (strcmp(sorted[i - 1]->id, sorted[i]->id) == 0) {
-			rc = hr__error_set(err, HR_EDUPLICATE,
-					   "node \"%.*s\": duplicate node id",
-					   ID_SHOWN, sorted[i]->id);
-			goto out;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(sorted[i]->id) + strlen(sorted[i]->addr) +
+			 (sorted[i]->zone ? strlen(sorted[i]->zone) : 0) + 3;
 	/* Zeroed padding lets the copy-out read COPY_CHUNK bytes from any
 	 * string. */
 	ring->strings = s = calloc(1, bytes + COPY_CHUNK);
-	if (!s) {
-		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!s)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const hr_node *in = sorted[i];
 		hr_node *nd = &ring->nodes[i].pub;
@@ -333,9 +314,7 @@ static int build_nodes(hr_ring *ring, const hr_node *nodes, size_t n,
 		nd->weight = in->weight;
 		nd->state = in->state;
 	}
-out:
-	free(sorted);
-	return rc;
+	return HR_OK;
 }
 
 int hr__ring_node_points(const hr_node *node, const hr_ring_options *opts,
@@ -942,34 +921,25 @@ static int finish_ketama(hr_ring *ring, hr_ring **out, hr_error *err)
 	return HR_OK;
 }
 
-/* A full build when `prev` is NULL, else a ring derived from it. */
-static int build_ring(const hr_ring *prev, const hr_node *nodes, size_t n,
-		      const hr_ring_options *opts, uint64_t revision,
-		      hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+/* Builds the ring of valid nodes (at most HR_NODES_MAX; `nodes` gets
+ * sorted by id): a full build when `prev` is NULL, else a ring derived
+ * from it. */
+static int assemble(const hr_ring *prev, const hr_node **nodes, size_t n,
+		    const hr_ring_options *opts, uint64_t revision,
+		    hr__point_hash_fn hash, hr_ring **out, hr_error *err)
 {
 	struct view all = { 0 };
 	hr_ring *ring;
-	int rc;
+	int rc = check_placement(opts, err);
 
-	if (!out)
-		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
-	*out = NULL;
-	if (!nodes && n)
-		return hr__error_set(err, HR_EINVAL, "node array is NULL");
-	if (!hash)
-		return hr__error_set(err, HR_EINVAL, "point hash is NULL");
-	if (n > HR_NODES_MAX)
-		return hr__error_set(err, HR_ELIMIT,
-				     "%zu nodes exceed the limit of %d", n,
-				     HR_NODES_MAX);
-	for (size_t i = 0; i < n; i++) {
-		rc = hr__node_validate(&nodes[i], err);
-		if (rc)
-			return rc;
-	}
-	rc = check_placement(opts, err);
 	if (rc)
 		return rc;
+	qsort(nodes, n, sizeof *nodes, cmp_node_id);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(nodes[i - 1]->id, nodes[i]->id) == 0)
+			return hr__error_set(err, HR_EDUPLICATE,
+					     "node \"%.*s\": duplicate node id",
+					     ID_SHOWN, nodes[i]->id);
 
 	ring = calloc(1, sizeof *ring);
 	if (!ring)
@@ -982,7 +952,7 @@ static int build_ring(const hr_ring *prev, const hr_node *nodes, size_t n,
 	ring->placement = opts ? opts->placement : HR_PLACEMENT_XXH3;
 	ring->hash = hash;
 
-	rc = build_nodes(ring, nodes, n, err);
+	rc = copy_nodes(ring, nodes, err);
 	if (!rc)
 		rc = count_points(ring, err);
 	if (!rc && ring->placement == HR_PLACEMENT_KETAMA)
@@ -1010,26 +980,71 @@ static int build_ring(const hr_ring *prev, const hr_node *nodes, size_t n,
 	return HR_OK;
 }
 
+/* A build from the caller's array of nodes, each checked first. */
+static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+{
+	const hr_node **order;
+	int rc;
+
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	if (!nodes && n)
+		return hr__error_set(err, HR_EINVAL, "node array is NULL");
+	if (!hash)
+		return hr__error_set(err, HR_EINVAL, "point hash is NULL");
+	if (n > HR_NODES_MAX)
+		return hr__error_set(err, HR_ELIMIT,
+				     "%zu nodes exceed the limit of %d", n,
+				     HR_NODES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		rc = hr__node_validate(&nodes[i], err);
+		if (rc)
+			return rc;
+	}
+	order = malloc((n ? n : 1) * sizeof *order);
+	if (!order)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		order[i] = &nodes[i];
+	rc = assemble(prev, order, n, opts, revision, hash, out, err);
+	free(order);
+	return rc;
+}
+
+int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr_ring **out, hr_error *err)
+{
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	return assemble(prev, nodes, n, opts, revision,
+			prev ? prev->hash : xxh3_hash, out, err);
+}
+
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 			  const hr_ring_options *opts, uint64_t revision,
 			  hr__point_hash_fn hash, hr_ring **out, hr_error *err)
 {
-	return build_ring(NULL, nodes, n, opts, revision, hash, out, err);
+	return build_checked(NULL, nodes, n, opts, revision, hash, out, err);
 }
 
 int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 		    const hr_ring_options *opts, uint64_t revision,
 		    hr_ring **out, hr_error *err)
 {
-	return build_ring(prev, nodes, n, opts, revision,
-			  prev ? prev->hash : xxh3_hash, out, err);
+	return build_checked(prev, nodes, n, opts, revision,
+			     prev ? prev->hash : xxh3_hash, out, err);
 }
 
 int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 		  uint64_t revision, hr_ring **out, hr_error *err)
 {
-	return hr__ring_build_hashed(nodes, n, opts, revision, xxh3_hash, out,
-				     err);
+	return build_checked(NULL, nodes, n, opts, revision, xxh3_hash, out,
+			     err);
 }
 
 int hr_node_check(const hr_node *node, const hr_ring_options *opts,

@@ -29,6 +29,17 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 		    hr_ring **out, hr_error *err);
 
 /*
+ * hr__ring_derive() for nodes that already passed hr__node_validate():
+ * `nodes` holds `n` pointers (at most HR_NODES_MAX), in any order, which
+ * the build reorders by id; the nodes are copied.  Checks the placement,
+ * that the ids are unique (HR_EDUPLICATE) and the placement's rules and
+ * limits; the rest of each node is trusted.
+ */
+int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr_ring **out, hr_error *err);
+
+/*
  * The points `node` has in a ring built with `opts` (may be NULL): section
  * 3 of docs/placement.md.  HR_ELIMIT when that alone is over HR_POINTS_MAX,
  * the message naming the node and the limit.  In ketama mode the continuum
