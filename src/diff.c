@@ -2,9 +2,9 @@
  * diff.c - which arcs of the circle changed owner between two rings, for
  * rebalancers: the arcs in ring order and their totals per pair of nodes.
  */
-#include "ring.h"
-
+#include "arcs.h"
 #include "error.h"
+#include "ring.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -7,7 +7,7 @@
 #include "json.h"
 #include "node.h"
 #include "record.h"
-#include "ring.h"
+#include "ring_build.h"
 
 #include <errno.h>
 #include <stdio.h>

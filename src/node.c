@@ -1,11 +1,13 @@
 /*
- * node.c - one node's validity: state names and the rules of hr_node
- * (docs/placement.md section 2).  Every way in (records, members files,
- * hr_ring_build, registrars through hr_node_check) checks a node here.
+ * node.c - one node's validity: state names, the rules of hr_node
+ * (docs/placement.md section 2) and what a ring's placement needs of a
+ * node.  Every way in (records, members files, hr_ring_build, registrars
+ * through hr_node_check) checks a node here, once.
  */
 #include "node.h"
 
 #include "error.h"
+#include "placement.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -153,4 +155,36 @@ int hr__node_validate(const hr_node *node, hr_error *err)
 				     "node \"%s\": invalid state %d", node->id,
 				     (int)node->state);
 	return HR_OK;
+}
+
+/* ---- what a ring's placement needs --------------------------------------- */
+
+unsigned hr__vnodes_per_weight(const hr_ring_options *opts)
+{
+	return opts && opts->vnodes_per_weight ? opts->vnodes_per_weight :
+		HR_VNODES_PER_WEIGHT_DEFAULT;
+}
+
+int hr__node_points(const hr_node *node, const hr_ring_options *opts,
+		    unsigned *points, hr_error *err)
+{
+	const hr__placement *pl;
+	int rc;
+
+	*points = 0;
+	rc = hr__placement_get(opts, &pl, err);
+	if (rc)
+		return rc;
+	return pl->node_points(node, hr__vnodes_per_weight(opts), points, err);
+}
+
+int hr_node_check(const hr_node *node, const hr_ring_options *opts,
+		  hr_error *err)
+{
+	unsigned points;
+	int rc = hr__node_validate(node, err);
+
+	if (!rc)
+		rc = hr__node_points(node, opts, &points, err);
+	return rc;
 }

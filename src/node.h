@@ -1,11 +1,15 @@
-/* node.h - one node's validity: the rules of hr_node (hashring.h), checked
- * the same way wherever a node enters (internal). */
+/* node.h - one node's validity: the rules of hr_node (hashring.h) and of
+ * the placement a ring uses, checked the same way wherever a node enters
+ * (internal). */
 #ifndef HR_NODE_H
 #define HR_NODE_H
 
 #include "hashring.h"
 
 #include <stdbool.h>
+
+/* Bytes of a valid id shown in a message about its node. */
+#define HR__ID_SHOWN 80
 
 /* Room for hr__show() of any string. */
 #define HR__SHOW_SIZE (64 * 4 + 8)
@@ -32,5 +36,20 @@ int hr__addr_validate(const char *id, const char *addr, size_t len,
 /* Checks one node against the rules in hashring.h; the message names the
  * node and the field.  HR_EINVAL or HR_ELIMIT. */
 int hr__node_validate(const hr_node *node, hr_error *err);
+
+/*
+ * The points a valid `node` has in a ring built with `opts` (may be NULL),
+ * checked with that ring's placement: docs/placement.md section 3, or 11
+ * for ketama, where the continuum decides the count (*points is 0) and the
+ * node is only checked to be placeable (HR_EINVAL).  HR_ELIMIT when the
+ * node alone is over HR_POINTS_MAX, the message naming the node and the
+ * limit; HR_EINVAL for an unknown placement.  The one per-node check of
+ * ring builds and of the records a watcher follows.
+ */
+int hr__node_points(const hr_node *node, const hr_ring_options *opts,
+		    unsigned *points, hr_error *err);
+
+/* The points per unit of weight `opts` ask for (NULL, 0: the default). */
+unsigned hr__vnodes_per_weight(const hr_ring_options *opts);
 
 #endif

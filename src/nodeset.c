@@ -3,12 +3,11 @@
 #include "nodeset.h"
 
 #include "error.h"
-#include "ring.h"
+#include "node.h"
+#include "ring_build.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define ID_SHOWN 80	/* bytes of an id shown in a message */
 
 /* Index of `id`, or of where it would go (with *found = 0). */
 static size_t find(const hr__nodeset *s, const char *id, int *found)
@@ -109,7 +108,7 @@ static int admit(const hr__nodeset *s, const hr_ring_options *opts,
 	const hr__member **order;
 
 	for (size_t i = 0; i < s->n; i++) {
-		verdict[i] = hr__ring_node_points(&s->m[i].rec, opts, &points[i], NULL) ?
+		verdict[i] = hr__node_points(&s->m[i].rec, opts, &points[i], NULL) ?
 			OWN_POINTS : TAKEN;
 		if (verdict[i] == TAKEN) {
 			nodes++;
@@ -154,16 +153,16 @@ static void report(const hr__nodeset *s, size_t i, enum verdict v,
 	hr_error why = { 0 };
 
 	if (v == OWN_POINTS)
-		hr__ring_node_points(nd, opts, &points, &why);
+		hr__node_points(nd, opts, &points, &why);
 	else if (v == RING_POINTS)
 		hr__error_set(&why, HR_ELIMIT,
 			      "node \"%.*s\": left out: its %u points would take the ring over its limit of %zu points; records are taken oldest first (by create_revision)",
-			      ID_SHOWN, nd->id, points,
+			      HR__ID_SHOWN, nd->id, points,
 			      s->max_points ? s->max_points : (size_t)HR_POINTS_MAX);
 	else
 		hr__error_set(&why, HR_ELIMIT,
 			      "node \"%.*s\": left out: the ring is at its limit of %zu nodes; records are taken oldest first (by create_revision)",
-			      ID_SHOWN, nd->id,
+			      HR__ID_SHOWN, nd->id,
 			      s->max_nodes ? s->max_nodes : (size_t)HR_NODES_MAX);
 	left_out(userdata, m, &why);
 }

@@ -7,6 +7,7 @@
 #include "node.h"
 #include "record.h"
 #include "ring.h"
+#include "ring_build.h"
 #include "watch_stream.h"
 #include "hrt_check.h"
 
