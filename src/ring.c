@@ -190,47 +190,6 @@ int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 	return hr__ring_lookup_pos(ring, ring_key_pos(ring, key, len), out);
 }
 
-/* Copies a ring string out; `len` excludes the NUL.  Short strings move as
- * one fixed-size chunk (the bytes after the NUL are the ring's other
- * strings or zeros, all public), which compiles to two vector moves. */
-static inline void copy_str(char *dst, const char *src, size_t len)
-{
-	if (__builtin_expect(len < COPY_CHUNK, 1))
-		memcpy(dst, src, COPY_CHUNK);
-	else
-		memcpy(dst, src, len + 1);
-}
-
-static inline void fill_owner(char *id, char *addr, hr_state *state,
-			      const struct ring_node *rn)
-{
-	if (rn) {
-		copy_str(id, rn->pub.id, rn->id_len);
-		copy_str(addr, rn->pub.addr, rn->addr_len);
-		*state = rn->pub.state;
-	} else {
-		id[0] = addr[0] = '\0';
-		*state = HR_STATE_ACTIVE;
-	}
-}
-
-int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out)
-{
-	const struct ring_node *wn, *rn;
-
-	if (!ring || !out || (!key && len))
-		return HR_EINVAL;
-	out->revision = ring->revision;
-	out->digest = ring->digest;
-	ring_owners(ring, ring_key_pos(ring, key, len), &wn, &rn);
-	if (!wn && !rn)
-		return HR_EEMPTY;
-	fill_owner(out->node, out->addr, &out->state, wn);
-	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);
-	return HR_OK;
-}
-
 /* ---- preference lists ---------------------------------------------------- */
 
 static bool listed(const hr_node *const *list, size_t n, const hr_node *node)

@@ -11,12 +11,6 @@
 /* hr_ring_lookup() for a position already hashed.  Same results. */
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out);
 
-/* hr_client_lookup()'s copy-out on one ring: hashes `key`, finds both
- * owners and copies them into `out` (revision and digest always; the
- * strings unless the result is HR_EEMPTY).  Never allocates. */
-int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out);
-
 /* hr_ring_preflist() for a position already hashed.  Same results. */
 int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 			  const hr_node **out, size_t r);
