@@ -1,6 +1,8 @@
 /*
- * arcs.c - measuring the circle (docs/placement.md section 6): the share of
- * each node of one view, and the share whose owner differs between two.
+ * arcs.c - measuring the circle (docs/placement.md sections 6 and 12): the
+ * share of each node of one view, and the one walk over two views that
+ * finds the arcs whose owner differs, which hr_ring_moved_share() sums and
+ * hr_ring_diff() (diff.c) lists.
  */
 #include "arcs.h"
 
@@ -98,24 +100,51 @@ size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
 
 /* ---- two views: where owners differ -------------------------------------- */
 
-/* An interval [lo, hi] of positions. */
-struct span {
-	uint64_t lo, hi;
+struct walk {
+	const hr_ring *a, *b;
+	const struct view *va, *vb;
+	const uint32_t *map;	/* a's slots to b's; NULL: compare ids */
+	hr__moved_fn fn;
+	void *userdata;
+	/* The arc found last, told once it cannot grow. */
+	bool open;
+	uint64_t first, last;
+	uint32_t na, nb;
 };
 
-_Static_assert(sizeof(struct span) == sizeof(struct point),
-	       "spans sort as records");
+static inline bool same_owner(const struct walk *w, uint32_t na, uint32_t nb)
+{
+	if (__builtin_expect(w->map != NULL, 1))
+		return w->map[na] == nb;
+	return strcmp(w->a->nodes[na].pub.id, w->b->nodes[nb].pub.id) == 0;
+}
+
+/* The positions x .. e moved from na to nb: joined to the open arc when it
+ * ends at x - 1 with the same owners. */
+static void moved(struct walk *w, uint64_t x, uint64_t e, uint32_t na,
+		  uint32_t nb)
+{
+	if (w->open && x != 0 && w->last == x - 1 && w->na == na && w->nb == nb) {
+		w->last = e;
+		return;
+	}
+	if (w->open)
+		w->fn(w->userdata, w->first, w->last, w->na, w->nb);
+	w->open = true;
+	w->first = x;
+	w->last = e;
+	w->na = na;
+	w->nb = nb;
+}
 
 /*
- * Adds to `sum` the measure of the positions in [lo, hi] whose owners in
- * va and vb (neither empty) differ; `map` takes a's node slots to b's.
- * Inside one interval [x, e] between consecutive positions of both views
- * each has one owner, the node of its first point at or after x.
+ * The moved positions in [lo, hi], both views not empty.  Inside one
+ * interval [x, e] between consecutive positions of both views each has one
+ * owner, the node of its first point at or after x.
  */
-static void moved_in(const struct view *va, const struct view *vb,
-		     const uint32_t *map, uint64_t lo, uint64_t hi,
-		     hr__arc_sum *sum)
+static void walk_span(struct walk *w, uint64_t lo, uint64_t hi)
 {
+	const struct view *va = w->va, *vb = w->vb;
 	size_t ia = view_lower_bound(va, lo), ib = view_lower_bound(vb, lo);
 	uint64_t x = lo;
 
@@ -128,7 +157,7 @@ static void moved_in(const struct view *va, const struct view *vb,
 		 * interval up to a shared point has not moved. */
 		while (ia < va->npoints && ib < vb->npoints &&
 		       va->pos[ia] == vb->pos[ib] && va->pos[ia] < hi &&
-		       map[na] == nb) {
+		       same_owner(w, na, nb)) {
 			x = va->pos[ia] + 1;
 			do
 				ia++;
@@ -142,10 +171,8 @@ static void moved_in(const struct view *va, const struct view *vb,
 			e = va->pos[ia];
 		if (ib < vb->npoints && vb->pos[ib] < e)
 			e = vb->pos[ib];
-		if (map[na] != nb) {
-			hr__arc_add(sum, e - x);
-			hr__arc_add(sum, 1);
-		}
+		if (!same_owner(w, na, nb))
+			moved(w, x, e, na, nb);
 		if (e == hi)
 			return;
 		x = e + 1;
@@ -156,13 +183,42 @@ static void moved_in(const struct view *va, const struct view *vb,
 	}
 }
 
+/* One view empty: every position moved, from or to nobody. */
+static void walk_one(struct walk *w, const struct view *v, bool from_v)
+{
+	uint64_t x = 0;
+	size_t i = 0;
+
+	for (;;) {
+		uint32_t nd = view_node(v, i < v->npoints ? i : 0);
+		uint64_t e = i < v->npoints ? v->pos[i] : UINT64_MAX;
+
+		moved(w, x, e, from_v ? nd : HR__NO_OWNER,
+		      from_v ? HR__NO_OWNER : nd);
+		if (e == UINT64_MAX)
+			return;
+		x = e + 1;
+		while (i < v->npoints && v->pos[i] < x)
+			i++;
+	}
+}
+
+/* An interval [lo, hi] of positions. */
+struct span {
+	uint64_t lo, hi;
+};
+
+_Static_assert(sizeof(struct span) == sizeof(struct point),
+	       "spans sort as records");
+
 /*
- * Where owners can differ at all.  A position whose next point in both
- * views belongs to a node with the same points in both (same id and
- * vnodes, in the view in both) has the same owner in both; so owners can
- * only differ on the arcs leading to points of the other nodes.  Returns
- * those arcs, sorted and merged, in *out (count in *n); false when there
- * are too many for this to pay or memory is short.
+ * Where owners can differ at all, for rings placed the same way with
+ * point_positions.  A position whose next point in both views belongs to a
+ * node with the same points in both (same id and vnodes, in the view in
+ * both) has the same owner in both; so owners can only differ on the arcs
+ * leading to points of the other nodes.  Returns those arcs, sorted and
+ * merged, in *out (count in *n); false when there are too many for this to
+ * pay or memory is short.
  */
 static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 			const uint32_t *map, struct span **out, size_t *n)
@@ -247,64 +303,57 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 	return true;
 }
 
-/* The slow way, without memory to spare: ids compared on every interval. */
-static double moved_by_id(const hr_ring *a, const hr_ring *b,
-			  const struct view *va, const struct view *vb)
+void hr__arcs_moved(const hr_ring *a, const hr_ring *b, hr_view view,
+		    hr__moved_fn fn, void *userdata)
 {
-	hr__arc_sum sum = { 0, 0 };
-	size_t ia = 0, ib = 0;
-	uint64_t x = 0;
+	const struct view *va = a ? &a->views[view] : NULL;
+	const struct view *vb = b ? &b->views[view] : NULL;
+	struct walk w = { a, b, va, vb, NULL, fn, userdata, false, 0, 0, 0, 0 };
+	struct span *sp = NULL;
+	uint32_t *map = NULL;
+	size_t n = 0;
 
-	for (;;) {
-		const hr_node *oa = &a->nodes[view_node(va, ia < va->npoints ? ia : 0)].pub;
-		const hr_node *ob = &b->nodes[view_node(vb, ib < vb->npoints ? ib : 0)].pub;
-		uint64_t e = UINT64_MAX;
-
-		if (ia < va->npoints && va->pos[ia] < e)
-			e = va->pos[ia];
-		if (ib < vb->npoints && vb->pos[ib] < e)
-			e = vb->pos[ib];
-		if (strcmp(oa->id, ob->id) != 0) {
-			hr__arc_add(&sum, e - x);
-			hr__arc_add(&sum, 1);
+	if (!va || !va->npoints) {
+		if (vb && vb->npoints)
+			walk_one(&w, vb, false);
+	} else if (!vb || !vb->npoints) {
+		walk_one(&w, va, true);
+	} else {
+		w.map = map = hr__ring_slot_map(a, b);
+		/* Placed the same way: look only where points differ. */
+		if (map && a->pl == b->pl && a->pl->point_positions &&
+		    a->hash == b->hash && moved_spans(a, b, view, map, &sp, &n)) {
+			for (size_t i = 0; i < n; i++)
+				walk_span(&w, sp[i].lo, sp[i].hi);
+		} else {
+			walk_span(&w, 0, UINT64_MAX);
 		}
-		if (e == UINT64_MAX)
-			break;
-		x = e + 1;
-		while (ia < va->npoints && va->pos[ia] < x)
-			ia++;
-		while (ib < vb->npoints && vb->pos[ib] < x)
-			ib++;
 	}
-	return hr__arc_share(&sum);
+	if (w.open)
+		fn(userdata, w.first, w.last, w.na, w.nb);
+	free(sp);
+	free(map);
+}
+
+/* ---- the moved share ----------------------------------------------------- */
+
+static void sum_moved(void *userdata, uint64_t first, uint64_t last,
+		      uint32_t old_slot, uint32_t new_slot)
+{
+	hr__arc_add_span(userdata, first, last);
 }
 
 double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 {
-	const struct view *va, *vb;
 	hr__arc_sum sum = { 0, 0 };
-	struct span *sp = NULL;
-	uint32_t *map;
-	size_t n = 0;
+	size_t na = hr__ring_view_points(a, view), nb = hr__ring_view_points(b, view);
 
 	if (!hr__valid_view(view))
 		return 0;
-	va = a ? &a->views[view] : NULL;
-	vb = b ? &b->views[view] : NULL;
-	if (!va || !va->npoints || !vb || !vb->npoints)
-		return (va && va->npoints) != (vb && vb->npoints) ? 1.0 : 0.0;
-	map = hr__ring_slot_map(a, b);
-	if (!map)
-		return moved_by_id(a, b, va, vb);
-	/* Placed the same way: look only where points differ. */
-	if (a->pl == b->pl && a->pl->point_positions && a->hash == b->hash &&
-	    moved_spans(a, b, view, map, &sp, &n)) {
-		for (size_t i = 0; i < n; i++)
-			moved_in(va, vb, map, sp[i].lo, sp[i].hi, &sum);
-	} else {
-		moved_in(va, vb, map, 0, UINT64_MAX, &sum);
-	}
-	free(sp);
-	free(map);
+	/* One view empty: the whole circle moved, known without a walk (the
+	 * first ring a client builds, as large as it may be). */
+	if (!na != !nb)
+		return 1.0;
+	hr__arcs_moved(a, b, view, sum_moved, &sum);
 	return hr__arc_share(&sum);
 }
