@@ -3,6 +3,8 @@
  * rebalancers: the arcs of hr__arcs_moved() (arcs.c) in ring order, and
  * their totals per pair of nodes.
  */
+#include "diff.h"
+
 #include "arcs.h"
 #include "error.h"
 #include "ring.h"
@@ -142,7 +144,7 @@ const hr_arc_total *hr_diff_totals(const hr_diff *diff)
 	return diff && diff->ntotals ? diff->totals : NULL;
 }
 
-double hr_diff_moved_share(const hr_diff *diff)
+double hr__diff_moved_share(const hr_diff *diff)
 {
 	return diff ? diff->moved : 0;
 }

@@ -3,6 +3,7 @@
  * "Members file"): a JSON object mapping node id to record, built into a
  * ring.
  */
+#include "config.h"
 #include "error.h"
 #include "json.h"
 #include "node.h"
@@ -24,6 +25,7 @@ static int members_parse(const char *json, size_t len, const char *what,
 {
 	hr__record *recs = NULL;
 	const hr_node **nodes = NULL;
+	hr_ring_options o;
 	const cJSON *item;
 	cJSON *doc;
 	size_t n = 0, i = 0;
@@ -58,9 +60,12 @@ static int members_parse(const char *json, size_t len, const char *what,
 		nodes[i] = &recs[i];
 		i++;
 	}
-	/* cJSON keeps both entries of an id given twice: the build refuses
-	 * them with HR_EDUPLICATE, naming the id. */
-	rc = hr__ring_build_valid(NULL, nodes, n, opts, 0, out, err);
+	/* The caller's options, read as hr_ring_build() reads them.  cJSON
+	 * keeps both entries of an id given twice: the build refuses them
+	 * with HR_EDUPLICATE, naming the id. */
+	rc = hr__ring_options_read(opts, &o, err);
+	if (!rc)
+		rc = hr__ring_build_valid(NULL, nodes, n, &o, 0, out, err);
 out:
 	for (size_t j = 0; recs && j < n; j++)
 		hr__record_clear(&recs[j]);

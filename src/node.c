@@ -1,41 +1,18 @@
 /*
- * node.c - one node's validity: state names, the rules of hr_node
- * (docs/placement.md section 2) and what a ring's placement needs of a
- * node.  Every way in (records, members files, hr_ring_build, registrars
- * through hr_node_check) checks a node here, once.
+ * node.c - one node's validity: the rules of hr_node (docs/placement.md
+ * section 2) and what a ring's placement needs of a node.  Every way in
+ * (records, members files, hr_ring_build, registrars through
+ * hr_node_check) checks a node here, once.  The state names are state.c's.
  */
 #include "node.h"
 
+#include "config.h"
 #include "error.h"
 #include "placement.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-/* ---- states -------------------------------------------------------------- */
-
-static const char *const state_names[] = { "active", "warming", "draining" };
-
-const char *hr_state_name(hr_state state)
-{
-	if ((unsigned)state >= sizeof state_names / sizeof state_names[0])
-		return NULL;
-	return state_names[state];
-}
-
-int hr_state_parse(const char *name, hr_state *out)
-{
-	if (!name || !out)
-		return HR_EINVAL;
-	for (unsigned i = 0; i < sizeof state_names / sizeof state_names[0]; i++) {
-		if (strcmp(name, state_names[i]) == 0) {
-			*out = (hr_state)i;
-			return HR_OK;
-		}
-	}
-	return HR_EINVAL;
-}
 
 /* ---- the rules of hr_node ------------------------------------------------ */
 
@@ -181,10 +158,13 @@ int hr__node_points(const hr_node *node, const hr_ring_options *opts,
 int hr_node_check(const hr_node *node, const hr_ring_options *opts,
 		  hr_error *err)
 {
+	hr_ring_options o;
 	unsigned points;
-	int rc = hr__node_validate(node, err);
+	int rc = hr__ring_options_read(opts, &o, err);
 
 	if (!rc)
-		rc = hr__node_points(node, opts, &points, err);
+		rc = hr__node_validate(node, err);
+	if (!rc)
+		rc = hr__node_points(node, &o, &points, err);
 	return rc;
 }

@@ -7,6 +7,7 @@
  */
 #include "ring_build.h"
 
+#include "config.h"
 #include "error.h"
 #include "node.h"
 #include "ring_impl.h"
@@ -284,6 +285,14 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 		  uint64_t revision, hr_ring **out, hr_error *err)
 {
-	return build_checked(NULL, nodes, n, opts, revision, xxh3_hash, out,
+	hr_ring_options o;
+	int rc = hr__ring_options_read(opts, &o, err);
+
+	if (rc) {
+		if (out)
+			*out = NULL;
+		return rc;
+	}
+	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash, out,
 			     err);
 }

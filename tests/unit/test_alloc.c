@@ -113,16 +113,18 @@ static void quiet(void *ud, hr_log_level level, const char *line)
  * is published by the test through the client's own publisher. */
 static hr_client *open_client(hr_ring *ring)
 {
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 
-	hr_config_init(&cfg);
-	cfg.endpoints = "127.0.0.1:1";
-	cfg.prefix = "/alloc/";
+	hr_etcd_config_init(&etcd);
+	hr_client_config_init(&cfg);
+	etcd.endpoints = "127.0.0.1:1";
+	etcd.prefix = "/alloc/";
 	cfg.open_nonblocking = 1;
 	cfg.backoff_initial_ms = 5000;
-	cfg.log = quiet;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, NULL), 0);
+	etcd.log = quiet;
+	ck_assert_int_eq(hr_client_open(&etcd, &cfg, &c, NULL), 0);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
 	return c;
 }

@@ -247,7 +247,7 @@ START_TEST(test_version)
 	struct run r = RUN("--version");
 
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "hashring 0.1.0\n");
+	ck_assert_str_eq(r.out, "hashring " HR_VERSION_STRING "\n");
 	ck_assert_str_eq(r.err, "");
 	run_free(&r);
 }
@@ -429,7 +429,7 @@ END_TEST
 START_TEST(test_sim_matches_library)
 {
 	const unsigned long n = 4, keys = 3000, vnodes = 7;
-	hr_ring_options opts = { .vnodes_per_weight = vnodes };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = vnodes };
 	unsigned long count[4] = { 0 }, moved = 0, max = 0, min = ULONG_MAX;
 	char ids[5][16], key[32];
 	hr_node nodes[5];

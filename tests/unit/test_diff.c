@@ -5,6 +5,7 @@
  * empty rings, both placements and bad input behave.
  */
 #include "hashring.h"
+#include "diff.h"
 #include "ring.h"
 #include "hrt_check.h"
 #include "hrt_rand.h"
@@ -40,7 +41,7 @@ static void set_init(struct set *s, size_t n, uint64_t *seed)
 
 static hr_ring *build(const struct set *s, hr_placement pl, unsigned vnodes)
 {
-	hr_ring_options o = { .vnodes_per_weight = vnodes, .placement = pl };
+	hr_ring_options o = { .size = sizeof o, .vnodes_per_weight = vnodes, .placement = pl };
 	hr_error err = { 0 };
 	hr_ring *r = NULL;
 
@@ -201,8 +202,8 @@ static void check_diff(const hr_ring *a, const hr_ring *b, hr_view view,
 		share += t[i].share;
 	}
 	ck_assert_uint_eq(total_arcs, n);
-	ck_assert_double_eq(hr_diff_moved_share(d), hr_ring_moved_share(a, b, view));
-	ck_assert_double_eq_tol(share, hr_diff_moved_share(d), 1e-9);
+	ck_assert_double_eq(hr__diff_moved_share(d), hr_ring_moved_share(a, b, view));
+	ck_assert_double_eq_tol(share, hr__diff_moved_share(d), 1e-9);
 	hr_diff_free(d);
 }
 
@@ -282,7 +283,7 @@ START_TEST(test_empty)
 	ck_assert_uint_eq(hr_diff_arc_count(d), 0);
 	ck_assert_ptr_null(hr_diff_arcs(d));
 	ck_assert_ptr_null(hr_diff_totals(d));
-	ck_assert_double_eq(hr_diff_moved_share(d), 0);
+	ck_assert_double_eq(hr__diff_moved_share(d), 0);
 	hr_diff_free(d);
 
 	ck_assert_int_eq(hr_ring_diff(r, r, HR_VIEW_READ, &d, NULL), HR_OK);
@@ -293,7 +294,7 @@ START_TEST(test_empty)
 	for (int dir = 0; dir < 2; dir++) {
 		ck_assert_int_eq(hr_ring_diff(dir ? r : empty, dir ? NULL : r,
 					      HR_VIEW_WRITE, &d, NULL), HR_OK);
-		ck_assert_double_eq(hr_diff_moved_share(d), 1.0);
+		ck_assert_double_eq(hr__diff_moved_share(d), 1.0);
 		ck_assert_uint_eq(hr_diff_arcs(d)[0].start, 0);
 		ck_assert_uint_eq(hr_diff_arcs(d)[hr_diff_arc_count(d) - 1].end, 0);
 		ck_assert_uint_eq(hr_diff_total_count(d), 3);
@@ -342,7 +343,7 @@ START_TEST(test_bad_input)
 	ck_assert_uint_eq(hr_diff_arc_count(NULL), 0);
 	ck_assert_uint_eq(hr_diff_total_count(NULL), 0);
 	ck_assert_ptr_null(hr_diff_arcs(NULL));
-	ck_assert_double_eq(hr_diff_moved_share(NULL), 0);
+	ck_assert_double_eq(hr__diff_moved_share(NULL), 0);
 	hr_diff_free(NULL);
 }
 END_TEST
@@ -392,7 +393,8 @@ START_TEST(test_cli)
 	write_file(f1, old_json);
 	write_file(f2, new_json);
 	for (int k = 0; k < 2; k++) {
-		hr_ring_options o = { .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
+		hr_ring_options o = { .size = sizeof o,
+				       .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
 		hr_ring *a, *b;
 		hr_diff *d;
 		size_t arcs = 0;
@@ -407,7 +409,7 @@ START_TEST(test_cli)
 			arcs += l == out || l[-1] == '\n';
 		ck_assert_uint_eq(arcs, hr_diff_arc_count(d));
 		snprintf(want, sizeof want, "moved\t%.6f\t%zu\n",
-			 hr_diff_moved_share(d), hr_diff_arc_count(d));
+			 hr__diff_moved_share(d), hr_diff_arc_count(d));
 		last = strstr(out, "moved\t");
 		ck_assert_ptr_nonnull(last);
 		ck_assert_str_eq(last, want);
@@ -433,7 +435,7 @@ START_TEST(test_cli)
 	ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
 	/* lookup --placement ketama answers as the ketama ring does. */
 	{
-		hr_ring_options o = { .placement = HR_PLACEMENT_KETAMA };
+		hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_KETAMA };
 		hr_ring *r;
 		hr_lookup res;
 

@@ -209,7 +209,7 @@ START_TEST(ring_of_100000_nodes)
 	size_t n = HR_NODES_MAX + 1;
 	hr_node *nodes = calloc(n, sizeof *nodes);
 	char (*ids)[16] = calloc(n, sizeof *ids);
-	hr_ring_options opts = { .vnodes_per_weight = 2 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 2 };
 	hr_ring *ring = NULL;
 	hr_error err = { 0 };
 	hr_lookup l;

@@ -22,7 +22,7 @@ static hr_ring *make_ring(unsigned gen)
 {
 	char ids[3][32], addrs[3][32];
 	hr_node nodes[3];
-	hr_ring_options opts = { .vnodes_per_weight = 16 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 16 };
 	hr_ring *ring = NULL;
 
 	for (int i = 0; i < 3; i++) {

@@ -18,7 +18,7 @@ static hr_ring *make_ring(unsigned gen)
 {
 	char ids[3][32], addrs[3][32];
 	hr_node nodes[3];
-	hr_ring_options opts = { .vnodes_per_weight = 8 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 8 };
 	hr_ring *ring = NULL;
 
 	for (int i = 0; i < 3; i++) {
@@ -37,16 +37,18 @@ static void quiet(void *ud, hr_log_level level, const char *line)
 
 static hr_client *open_client(void)
 {
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 
-	hr_config_init(&cfg);
-	cfg.endpoints = "127.0.0.1:1";	/* nothing listens: the test publishes */
-	cfg.prefix = "/reader/";
+	hr_etcd_config_init(&etcd);
+	hr_client_config_init(&cfg);
+	etcd.endpoints = "127.0.0.1:1";	/* nothing listens: the test publishes */
+	etcd.prefix = "/reader/";
 	cfg.open_nonblocking = 1;
 	cfg.backoff_initial_ms = 5000;
-	cfg.log = quiet;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, NULL), 0);
+	etcd.log = quiet;
+	ck_assert_int_eq(hr_client_open(&etcd, &cfg, &c, NULL), 0);
 	return c;
 }
 
