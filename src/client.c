@@ -4,8 +4,8 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "owner.h"
 #include "publish.h"
-#include "ring.h"
 #include "thread_cache.h"
 #include "watch.h"
 
@@ -150,17 +150,6 @@ void hr_client_close(hr_client *c)
 	curl_global_cleanup();
 }
 
-/* Copies a ring-owned string that is known to fit (validated at build). */
-static void copy_str(char *dst, size_t size, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 {
 	const hr_ring *ring;
@@ -215,40 +204,20 @@ int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
 				     key, len, out);
 }
 
-#define REPLICAS_MAX 64
-
-static int replicas_of(const hr_ring *ring, const void *key, size_t len,
-		       hr_view view, hr_replica *out, size_t r,
-		       uint64_t *revision)
-{
-	const hr_node *nodes[REPLICAS_MAX];
-	int k = hr_ring_preflist(ring, key, len, view, nodes, r);
-
-	for (int i = 0; i < k; i++) {
-		copy_str(out[i].node, sizeof out[i].node, nodes[i]->id);
-		copy_str(out[i].addr, sizeof out[i].addr, nodes[i]->addr);
-		copy_str(out[i].zone, sizeof out[i].zone, nodes[i]->zone);
-		out[i].state = nodes[i]->state;
-	}
-	if (revision)
-		*revision = hr_ring_revision(ring);
-	return k;
-}
-
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
 		       hr_replica *out, size_t r, uint64_t *revision)
 {
 	const hr_ring *ring;
 	int k;
 
-	if (!c || (!out && r) || (!key && len) || r > REPLICAS_MAX ||
+	if (!c || (!out && r) || (!key && len) || r > HR__REPLICAS_MAX ||
 	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
 		return HR_EINVAL;
 	ring = hr__thread_cache_ring(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
-		return replicas_of(ring, key, len, view, out, r, revision);
-	k = replicas_of(hr__publish_read_begin(&c->pub), key, len, view, out, r,
-			revision);
+		return hr__ring_replicas(ring, key, len, view, out, r, revision);
+	k = hr__ring_replicas(hr__publish_read_begin(&c->pub), key, len, view,
+			      out, r, revision);
 	hr__publish_read_end(&c->pub);
 	return k;
 }

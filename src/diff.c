@@ -1,14 +1,14 @@
 /*
  * diff.c - which arcs of the circle changed owner between two rings, for
- * rebalancers: the arcs in ring order and their totals per pair of nodes.
+ * rebalancers: the arcs of hr__arcs_moved() (arcs.c) in ring order, and
+ * their totals per pair of nodes.
  */
 #include "diff.h"
+
+#include "arcs.h"
+#include "error.h"
 #include "ring.h"
 
-#include "error.h"
-
-#include <math.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,41 +21,10 @@ struct hr_diff {
 	double moved;
 };
 
-/* Adds the length of arc `a`: end - start, an end of 0 meaning 2^64 (so
- * the whole circle is 2^64 - 1 plus 1). */
+/* Adds the length of arc `a`: end - start, an end of 0 meaning 2^64. */
 static void sum_add(hr__arc_sum *s, const hr_arc *a)
 {
-	hr__arc_add(s, a->end - a->start - 1);
-	hr__arc_add(s, 1);
-}
-
-/* One view of one ring, walked in position order. */
-struct side {
-	const hr_ring *ring;
-	hr_view view;
-	size_t n, i;		/* points, next point at or after x */
-};
-
-static uint64_t side_pos(const struct side *s, size_t i)
-{
-	uint64_t pos;
-	size_t node;
-
-	hr__ring_view_point(s->ring, s->view, i, &pos, &node);
-	return pos;
-}
-
-/* The owner of the interval starting at x: the node of point i, or of
- * point 0 once past the last one; NULL for an empty view. */
-static const hr_node *side_owner(const struct side *s)
-{
-	uint64_t pos;
-	size_t node;
-
-	if (!s->n)
-		return NULL;
-	hr__ring_view_point(s->ring, s->view, s->i < s->n ? s->i : 0, &pos, &node);
-	return hr_ring_node(s->ring, node);
+	hr__arc_add_span(s, a->start, a->end - 1);
 }
 
 static int cmp_id(const hr_node *a, const hr_node *b)
@@ -74,51 +43,17 @@ static int cmp_pair(const void *x, const void *y)
 	return c ? c : cmp_id(a->new_node, b->new_node);
 }
 
-/* Appends [x, e] (inclusive) or extends the last arc when it ends at x
- * with the same owners. */
-static void add_arc(hr_diff *d, uint64_t x, uint64_t e, const hr_node *o,
-		    const hr_node *n)
+/* An arc of hr__arcs_moved(), into the room made for all of them. */
+static void add_arc(void *userdata, uint64_t first, uint64_t last,
+		    uint32_t old_slot, uint32_t new_slot)
 {
-	hr_arc *last = d->narcs ? &d->arcs[d->narcs - 1] : NULL;
+	hr_diff *d = userdata;
 
-	if (last && last->end == x && x != 0 && !cmp_id(last->old_node, o) &&
-	    !cmp_id(last->new_node, n)) {
-		last->end = e + 1;
-		return;
-	}
-	d->arcs[d->narcs++] = (hr_arc){ x, e + 1, o, n };
-}
-
-static int walk(hr_diff *d, struct side *a, struct side *b)
-{
-	uint64_t x = 0;
-
-	d->arcs = malloc((a->n + b->n + 1) * sizeof *d->arcs);
-	if (!d->arcs)
-		return HR_ENOMEM;
-	if (!a->n && !b->n)
-		return HR_OK;
-	/* Inside [x, e], e the next point of either ring, each ring has one
-	 * owner: that of its first point at or after x. */
-	for (;;) {
-		const hr_node *oa = side_owner(a), *ob = side_owner(b);
-		uint64_t e = UINT64_MAX;
-
-		if (a->i < a->n && side_pos(a, a->i) < e)
-			e = side_pos(a, a->i);
-		if (b->i < b->n && side_pos(b, b->i) < e)
-			e = side_pos(b, b->i);
-		if (cmp_id(oa, ob))
-			add_arc(d, x, e, oa, ob);
-		if (e == UINT64_MAX)
-			break;
-		x = e + 1;
-		while (a->i < a->n && side_pos(a, a->i) < x)
-			a->i++;
-		while (b->i < b->n && side_pos(b, b->i) < x)
-			b->i++;
-	}
-	return HR_OK;
+	d->arcs[d->narcs++] = (hr_arc){
+		first, last + 1,
+		old_slot == HR__NO_OWNER ? NULL : hr_ring_node(d->old_ring, old_slot),
+		new_slot == HR__NO_OWNER ? NULL : hr_ring_node(d->new_ring, new_slot),
+	};
 }
 
 static int make_totals(hr_diff *d)
@@ -159,9 +94,9 @@ static int make_totals(hr_diff *d)
 int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
 		 hr_view view, hr_diff **out, hr_error *err)
 {
-	struct side a = { old_ring, view, 0, 0 }, b = { new_ring, view, 0, 0 };
 	hr_diff *d;
-	int rc;
+	size_t most;
+	int rc = HR_ENOMEM;
 
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "diff output pointer is NULL");
@@ -174,11 +109,13 @@ int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
 	/* A ring is immutable; only its reference count changes. */
 	d->old_ring = hr_ring_retain((hr_ring *)old_ring);
 	d->new_ring = hr_ring_retain((hr_ring *)new_ring);
-	a.n = hr__ring_view_points(old_ring, view);
-	b.n = hr__ring_view_points(new_ring, view);
-	rc = walk(d, &a, &b);
-	if (!rc)
+	most = hr__ring_view_points(old_ring, view) +
+	       hr__ring_view_points(new_ring, view) + 1;
+	d->arcs = malloc(most * sizeof *d->arcs);
+	if (d->arcs) {
+		hr__arcs_moved(old_ring, new_ring, view, add_arc, d);
 		rc = make_totals(d);
+	}
 	if (rc) {
 		hr_diff_free(d);
 		return hr__error_set(err, rc, "out of memory");

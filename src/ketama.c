@@ -1,7 +1,8 @@
 /*
- * ketama.c - the continuum of libmemcached's weighted ketama, rebuilt from
- * its documented behaviour so that a hashring client and a libmemcached
- * client send every key to the same server.
+ * ketama.c - the ketama placement: the continuum of libmemcached's
+ * weighted ketama, rebuilt from its documented behaviour so that a
+ * hashring client and a libmemcached client send every key to the same
+ * server, and a ring's views made of it (docs/placement.md section 11).
  *
  * MD5 comes from libcrypto's one-shot MD5(): the EVP interface allocates a
  * context and fetches the algorithm under a lock on every call, and key
@@ -11,6 +12,8 @@
 #include "ketama.h"
 
 #include "error.h"
+#include "node.h"
+#include "ring_view.h"
 
 #include <math.h>
 #include <openssl/md5.h>
@@ -23,8 +26,6 @@
  * points from each digest. */
 #define POINTS_PER_SERVER 160
 #define POINTS_PER_DIGEST 4
-
-#define ID_SHOWN 80
 
 static uint32_t digest_word(const unsigned char *md, unsigned k)
 {
@@ -106,18 +107,22 @@ static bool whole_weight(double w)
 	return w >= 1 && w <= (double)UINT32_MAX && w == floor(w);
 }
 
-int hr__ketama_node_check(const hr_node *node, hr_error *err)
+/* What ketama needs of a node: a whole weight within uint32 and an addr
+ * with a valid port.  The continuum decides the count (*points stays 0). */
+static int node_points(const hr_node *node, unsigned vnodes_per_weight,
+		       unsigned *points, hr_error *err)
 {
 	struct server_name sn;
 
+	*points = 0;
 	if (!whole_weight(node->weight))
 		return hr__error_set(err, HR_EINVAL,
 				     "node \"%.*s\": ketama placement needs a whole weight from 1 to %u, not %g",
-				     ID_SHOWN, node->id, UINT32_MAX, node->weight);
+				     HR__ID_SHOWN, node->id, UINT32_MAX, node->weight);
 	if (!parse_addr(node->addr, &sn))
 		return hr__error_set(err, HR_EINVAL,
 				     "node \"%.*s\": ketama placement needs an addr host[:port] with a port from 0 to 65535",
-				     ID_SHOWN, node->id);
+				     HR__ID_SHOWN, node->id);
 	return HR_OK;
 }
 
@@ -206,7 +211,7 @@ int hr__ketama_continuum(const struct hr__ketama_server *servers, size_t n,
 			free(count);
 			return hr__error_set(err, HR_EINVAL,
 					     "addr \"%.*s\": not host[:port]",
-					     ID_SHOWN, servers[i].addr);
+					     HR__ID_SHOWN, servers[i].addr);
 		}
 		for (unsigned k = 0; k < count[i] / POINTS_PER_DIGEST; k++) {
 			unsigned char md[MD5_DIGEST_LENGTH];
@@ -232,3 +237,110 @@ int hr__ketama_continuum(const struct hr__ketama_server *servers, size_t n,
 	*npoints = p;
 	return HR_OK;
 }
+
+/* ---- the placement ------------------------------------------------------- */
+
+/* 0, never a vnodes_per_weight, opens the digest of a ketama ring. */
+static uint32_t digest_opening(unsigned vnodes_per_weight)
+{
+	return 0;
+}
+
+/* The MD5 key hash in the top half of a position: points are there too,
+ * so "first point >= key" is unchanged. */
+static uint64_t key_pos(const void *key, size_t len)
+{
+	return (uint64_t)hr__ketama_key_hash(key, len) << 32;
+}
+
+static hr_view home_view(hr_state state)
+{
+	return state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+}
+
+/* One view as the continuum libmemcached builds from the view's nodes in id
+ * order: a server's index there orders equal points, as node slots do. */
+static int build_view(hr_ring *ring, hr_view which, hr_error *err)
+{
+	struct view *v = &ring->views[which];
+	struct hr__ketama_server *servers;
+	struct hr__ketama_point *pts = NULL;
+	uint32_t *slot;
+	size_t n = 0, npoints = 0;
+	struct view counted;
+	int rc;
+
+	servers = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *servers);
+	slot = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *slot);
+	rc = servers && slot && !hr__view_count(ring, which, &counted) ? HR_OK :
+		hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		if (!hr__in_view(rn->pub.state, which))
+			continue;
+		servers[n].addr = rn->pub.addr;
+		servers[n].weight = rn->pub.weight;
+		slot[n++] = (uint32_t)i;
+	}
+	if (!rc)
+		rc = hr__ketama_continuum(servers, n, &pts, &npoints, err);
+	if (!rc && hr__view_alloc(ring, v, npoints))
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (!rc) {
+		/* Continuum values become the top half of a position. */
+		for (size_t j = 0; j < npoints; j++) {
+			v->pos[j] = (uint64_t)pts[j].value << 32;
+			view_set_node(v, j, slot[pts[j].server]);
+		}
+		hr__view_index(v);
+		v->nnodes = counted.nnodes;
+		v->nzones = counted.nzones;
+		/* A node's vnodes are its points in its home view. */
+		for (size_t k = 0; k < n; k++)
+			if (home_view(ring->nodes[slot[k]].pub.state) == which)
+				ring->nodes[slot[k]].vnodes = 0;
+		for (size_t j = 0; j < npoints; j++) {
+			struct ring_node *rn = &ring->nodes[slot[pts[j].server]];
+
+			if (home_view(rn->pub.state) == which)
+				rn->vnodes++;
+		}
+	}
+	free(pts);
+	free(slot);
+	free(servers);
+	return rc;
+}
+
+/* Both views: one shared continuum when every node is active. */
+static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
+{
+	bool all_active = true;
+	int rc;
+
+	for (size_t i = 0; i < ring->nnodes; i++)
+		all_active = all_active && ring->nodes[i].pub.state == HR_STATE_ACTIVE;
+	rc = build_view(ring, HR_VIEW_WRITE, err);
+	if (!rc && all_active) {
+		ring->shared = ring->views[HR_VIEW_WRITE].mem;
+		ring->views[HR_VIEW_WRITE].mem = NULL;
+		ring->views[HR_VIEW_READ] = ring->views[HR_VIEW_WRITE];
+	} else if (!rc) {
+		rc = build_view(ring, HR_VIEW_READ, err);
+	}
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < ring->nnodes; i++)
+		ring->npoints += ring->nodes[i].vnodes;
+	return HR_OK;
+}
+
+const hr__placement hr__placement_ketama = {
+	.name = "ketama",
+	.digest_opening = digest_opening,
+	.node_points = node_points,
+	.point_positions = NULL,	/* a node's points depend on all others */
+	.fill_views = fill_views,
+	.key_pos = key_pos,
+};

@@ -1,8 +1,9 @@
 /*
  * ketama.h - placement compatible with libmemcached's weighted ketama
  * (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, libmemcached 1.1.4): the MD5 key
- * hash, the server names, the point counts and the sorted continuum.
- * Internal; docs/placement.md section 11 is the specification.
+ * hash, the server names, the point counts and the sorted continuum; the
+ * placement itself is hr__placement_ketama (placement.h).  Internal;
+ * docs/placement.md section 11 is the specification.
  */
 #ifndef HR_KETAMA_H
 #define HR_KETAMA_H
@@ -26,10 +27,6 @@ struct hr__ketama_point {
 
 /* The 32-bit key hash: the first four bytes of MD5(key), little endian. */
 uint32_t hr__ketama_key_hash(const void *key, size_t len);
-
-/* Checks that `node` can take part in a ketama ring (whole weight within
- * uint32, addr with a valid port).  HR_EINVAL naming the node. */
-int hr__ketama_node_check(const hr_node *node, hr_error *err);
 
 /* Points of server `i` among `servers`: libmemcached's float32 formula. */
 unsigned hr__ketama_server_points(const struct hr__ketama_server *servers,

@@ -3,12 +3,11 @@
 #include "nodeset.h"
 
 #include "error.h"
-#include "ring.h"
+#include "node.h"
+#include "ring_build.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define ID_SHOWN 80	/* bytes of an id shown in a message */
 
 /* Index of `id`, or of where it would go (with *found = 0). */
 static size_t find(const hr__nodeset *s, const char *id, int *found)
@@ -83,12 +82,6 @@ void hr__nodeset_clear(hr__nodeset *s)
 /* Why a member is not in the ring. */
 enum verdict { TAKEN = 0, OWN_POINTS, RING_POINTS, RING_NODES };
 
-static hr_node node_of(const hr__member *m)
-{
-	return (hr_node){ m->rec.id, m->rec.addr, m->rec.zone, m->rec.weight,
-			  m->rec.state };
-}
-
 /* Members in admission order: oldest key first, ties (one transaction
  * creates several keys at one revision) by id. */
 static int cmp_age(const void *a, const void *b)
@@ -115,9 +108,7 @@ static int admit(const hr__nodeset *s, const hr_ring_options *opts,
 	const hr__member **order;
 
 	for (size_t i = 0; i < s->n; i++) {
-		hr_node nd = node_of(&s->m[i]);
-
-		verdict[i] = hr__ring_node_points(&nd, opts, &points[i], NULL) ?
+		verdict[i] = hr__node_points(&s->m[i].rec, opts, &points[i], NULL) ?
 			OWN_POINTS : TAKEN;
 		if (verdict[i] == TAKEN) {
 			nodes++;
@@ -158,20 +149,20 @@ static void report(const hr__nodeset *s, size_t i, enum verdict v,
 		   hr__left_out_fn left_out, void *userdata)
 {
 	const hr__member *m = &s->m[i];
-	hr_node nd = node_of(m);
+	const hr_node *nd = &m->rec;
 	hr_error why = { 0 };
 
 	if (v == OWN_POINTS)
-		hr__ring_node_points(&nd, opts, &points, &why);
+		hr__node_points(nd, opts, &points, &why);
 	else if (v == RING_POINTS)
 		hr__error_set(&why, HR_ELIMIT,
 			      "node \"%.*s\": left out: its %u points would take the ring over its limit of %zu points; records are taken oldest first (by create_revision)",
-			      ID_SHOWN, nd.id, points,
+			      HR__ID_SHOWN, nd->id, points,
 			      s->max_points ? s->max_points : (size_t)HR_POINTS_MAX);
 	else
 		hr__error_set(&why, HR_ELIMIT,
 			      "node \"%.*s\": left out: the ring is at its limit of %zu nodes; records are taken oldest first (by create_revision)",
-			      ID_SHOWN, nd.id,
+			      HR__ID_SHOWN, nd->id,
 			      s->max_nodes ? s->max_nodes : (size_t)HR_NODES_MAX);
 	left_out(userdata, m, &why);
 }
@@ -182,7 +173,7 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 		       hr_error *err)
 {
 	size_t n = s->n ? s->n : 1, k = 0;
-	hr_node *nodes = malloc(n * sizeof *nodes);
+	const hr_node **nodes = malloc(n * sizeof *nodes);
 	unsigned *points = malloc(n * sizeof *points);
 	unsigned char *verdict = malloc(n);
 	int rc;
@@ -195,8 +186,9 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 		goto done;
 	for (size_t i = 0; i < s->n; i++)
 		if (verdict[i] == TAKEN)
-			nodes[k++] = node_of(&s->m[i]);
-	rc = hr__ring_derive(prev, nodes, k, opts, revision, out, err);
+			nodes[k++] = &s->m[i].rec;
+	/* The records were checked as they entered the set. */
+	rc = hr__ring_build_valid(prev, nodes, k, opts, revision, out, err);
 	if (rc)
 		goto done;
 	for (size_t i = 0; i < s->n; i++) {

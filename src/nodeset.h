@@ -3,13 +3,13 @@
 #ifndef HR_NODESET_H
 #define HR_NODESET_H
 
-#include "member.h"
+#include "record.h"
 
 #include <stdbool.h>
 
 /* A record in the set, with what etcd says about its key. */
 typedef struct hr__member {
-	hr__record rec;
+	hr__record rec;          /* valid (hr__record_parse) */
 	int64_t create_revision; /* orders admission (see hr__nodeset_derive) */
 	int64_t mod_revision;
 	bool left_out;           /* not in the last ring built from the set */
@@ -23,9 +23,10 @@ typedef struct hr__nodeset {
 	size_t max_nodes, max_points;
 } hr__nodeset;
 
-/* Inserts or replaces the record with rec->id, taking over its strings (the
- * caller's `rec` is zeroed), with its key's create and mod revisions.
- * HR_ENOMEM leaves the set as it was. */
+/* Inserts or replaces the record with rec->id, a valid record as
+ * hr__record_parse() gives, taking over its strings (the caller's `rec` is
+ * zeroed), with its key's create and mod revisions.  HR_ENOMEM leaves the
+ * set as it was. */
 int hr__nodeset_put(hr__nodeset *s, hr__record *rec, int64_t create_revision,
 		    int64_t mod_revision);
 

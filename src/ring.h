@@ -1,52 +1,15 @@
-/* ring.h - placement internals shared with tests (internal). */
+/* ring.h - a built ring's references, accessors and lookups: the internal
+ * side of ring.c, for the library's other rooms and for tests. */
 #ifndef HR_RING_H
 #define HR_RING_H
 
 #include "hashring.h"
 
-#include <math.h>
 #include <stdbool.h>
-
-/* Position of a point name ("<id>#<i>") on the circle.  The contract uses
- * XXH3_64bits; tests pass other functions to force equal positions. */
-typedef uint64_t (*hr__point_hash_fn)(const void *name, size_t len);
-
-/* hr_ring_build() with the point hash given explicitly. */
-int hr__ring_build_hashed(const hr_node *nodes, size_t n,
-			  const hr_ring_options *opts, uint64_t revision,
-			  hr__point_hash_fn hash, hr_ring **out, hr_error *err);
-
-/*
- * hr_ring_build() of `nodes` by way of `prev` (NULL: a full build): the
- * points of nodes whose id and vnode count prev already had are reused, so
- * a small change costs about one pass over the points instead of hashing
- * and sorting them all.  The ring is identical to a full build's with
- * prev's point hash (same points, digest and answers); placement options
- * other than prev's, or a large change, take the full build.
- */
-int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
-		    const hr_ring_options *opts, uint64_t revision,
-		    hr_ring **out, hr_error *err);
-
-/*
- * The points `node` has in a ring built with `opts` (may be NULL): section
- * 3 of docs/placement.md.  HR_ELIMIT when that alone is over HR_POINTS_MAX,
- * the message naming the node and the limit.  In ketama mode the continuum
- * decides the count (*points is 0) and the node is only checked to be
- * placeable (HR_EINVAL).  The one per-node check of ring builds and of the
- * records a watcher follows.
- */
-int hr__ring_node_points(const hr_node *node, const hr_ring_options *opts,
-			 unsigned *points, hr_error *err);
+#include <stdint.h>
 
 /* hr_ring_lookup() for a position already hashed.  Same results. */
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out);
-
-/* hr_client_lookup()'s copy-out on one ring: hashes `key`, finds both
- * owners and copies them into `out` (revision and digest always; the
- * strings unless the result is HR_EEMPTY).  Never allocates. */
-int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out);
 
 /* hr_ring_preflist() for a position already hashed.  Same results. */
 int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
@@ -69,24 +32,6 @@ static inline bool hr__valid_view(hr_view view)
 	return view == HR_VIEW_WRITE || view == HR_VIEW_READ;
 }
 
-/* A sum of arc lengths on the 64-bit circle, in 128 bits (a whole circle
- * is 2^64), and its share of the circle. */
-typedef struct hr__arc_sum {
-	uint64_t hi, lo;
-} hr__arc_sum;
-
-static inline void hr__arc_add(hr__arc_sum *s, uint64_t len)
-{
-	s->lo += len;
-	if (s->lo < len)
-		s->hi++;
-}
-
-static inline double hr__arc_share(const hr__arc_sum *s)
-{
-	return s->hi ? 1.0 : ldexp((double)s->lo, -64);
-}
-
 /* Releases `ring` and returns true if the caller holds its only reference;
  * otherwise returns false and changes nothing.  Sound only when nobody can
  * take a new reference meanwhile (a ring out of publication). */
@@ -105,12 +50,17 @@ uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len);
 
 /* Point i (0 <= i < hr__ring_view_points()) of a view, in ring order: its
  * position and its node's index in id order.  HR_EINVAL out of range.
- * For walks over the circle (ring diffs, bounded loads). */
+ * For walks over the circle (bounded loads, tests). */
 int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 			uint64_t *pos, size_t *node);
 
 /* Index of the point owning `pos` in a view that is not empty: the first
  * at or after it, wrapping to 0. */
 size_t hr__ring_view_find(const hr_ring *ring, hr_view view, uint64_t pos);
+
+/* For each node slot of `a`, the slot of the node with the same id in `b`,
+ * or UINT32_MAX: one merge walk of the id-ordered nodes, so that owners
+ * of two rings compare as integers.  malloc'd; NULL when out of memory. */
+uint32_t *hr__ring_slot_map(const hr_ring *a, const hr_ring *b);
 
 #endif

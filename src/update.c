@@ -4,7 +4,8 @@
 #include "update.h"
 #include "config.h"
 #include "error.h"
-#include "member.h"
+#include "node.h"
+#include "record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,13 +89,11 @@ static int check_value(const hr_ring_options *opts, const char *id,
 		       const char *value, hr_error *err)
 {
 	hr__record rec;
-	hr_node node;
 	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
 
 	if (rc)
 		return rc;
-	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
-	rc = hr_node_check(&node, opts, err);
+	rc = hr_node_check(&rec, opts, err);
 	hr__record_clear(&rec);
 	return rc;
 }

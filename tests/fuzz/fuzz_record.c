@@ -2,7 +2,8 @@
  * value under <prefix><id>, which anyone with write access to the prefix
  * controls.  The first byte gives the id's length; the id and the value
  * follow. */
-#include "member.h"
+#include "node.h"
+#include "record.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * test from passing vacuously. */
 #define _GNU_SOURCE
 #include "client.h"
-#include "ring.h"
+#include "owner.h"
 #include "hrt_check.h"
 
 #include <stdio.h>

@@ -10,6 +10,7 @@
 #include "hashring.h"
 #include "nodeset.h"
 #include "ring.h"
+#include "ring_build.h"
 #include "hrt_check.h"
 #include "hrt_rand.h"
 

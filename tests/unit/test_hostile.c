@@ -4,8 +4,10 @@
  * arguments.  Each must give a clear error (never a crash) and leave
  * everything else as it was. */
 #include "etcd.h"
-#include "member.h"
+#include "node.h"
+#include "record.h"
 #include "ring.h"
+#include "ring_build.h"
 #include "watch_stream.h"
 #include "hrt_check.h"
 

@@ -3,7 +3,8 @@
  * both record forms, defaults, every kind of malformed or invalid record.
  */
 #include "hashring.h"
-#include "member.h"
+#include "node.h"
+#include "record.h"
 #include "hrt_check.h"
 
 #include <stdio.h>

@@ -1,0 +1,25 @@
+/* owner.h - the client's copy-out answers from one ring: a lookup's owners
+ * (hr_owner) and a preference list (hr_replica) (internal). */
+#ifndef HR_OWNER_H
+#define HR_OWNER_H
+
+#include "hashring.h"
+
+/* The most replicas hr_client_replicas() copies out (hashring.h). */
+#define HR__REPLICAS_MAX 64
+
+/* hr_client_lookup()'s copy-out on one ring: hashes `key`, finds both
+ * owners and copies them into `out` (revision and digest always; the
+ * strings unless the result is HR_EEMPTY).  Never allocates. */
+int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
+			  hr_owner *out);
+
+/* hr_client_replicas()'s copy-out on one ring: the preference list of
+ * `key` in `view` (a valid view) copied into out[0..k), r at most
+ * HR__REPLICAS_MAX; returns k, or HR_EINVAL.  `*revision` (may be NULL)
+ * gets the ring's revision.  Never allocates. */
+int hr__ring_replicas(const hr_ring *ring, const void *key, size_t len,
+		      hr_view view, hr_replica *out, size_t r,
+		      uint64_t *revision);
+
+#endif

@@ -1,0 +1,36 @@
+/* record.h - node records: an etcd value, or an entry of a members
+ * document, parsed into a valid node (internal).  docs/placement.md
+ * section 8 is the format. */
+#ifndef HR_RECORD_H
+#define HR_RECORD_H
+
+#include "hashring.h"
+
+#include <cjson/cJSON.h>
+
+/*
+ * A parsed record is a node that owns its strings (malloc'd; zone never
+ * NULL, "" if absent): the one representation of a node from the record
+ * through the nodeset to the ring build, which takes it as it is.
+ */
+typedef hr_node hr__record;
+
+/*
+ * Parses the etcd value of node `id` (`id_len` bytes, not NUL-terminated):
+ * a value whose first non-blank byte is '{' is a JSON record, anything else
+ * is a bare address (surrounding blanks trimmed).  Validates id and record
+ * (hr__node_validate).  On error `out` is left cleared and `err` names
+ * the reason.  Errors: HR_EPARSE, HR_EINVAL, HR_ELIMIT, HR_ENOMEM.
+ */
+int hr__record_parse(const char *id, size_t id_len, const char *value,
+		     size_t len, hr__record *out, hr_error *err);
+
+/* One entry of a members document: `item` is the record (an object or a
+ * string holding a bare address), its name the id.  As hr__record_parse(),
+ * `out` left cleared on error. */
+int hr__record_from_item(const cJSON *item, hr__record *out, hr_error *err);
+
+/* Frees the strings of `rec` and zeroes it.  Accepts NULL. */
+void hr__record_clear(hr__record *rec);
+
+#endif

@@ -1,0 +1,298 @@
+/*
+ * ring_build.c - building a ring: its nodes in id order, their points and
+ * zones, the digest (docs/placement.md sections 2, 3 and 7), then the
+ * views, which the ring's placement fills (placement.h).  The public
+ * hr_ring_build() checks its caller's nodes; the library's own callers
+ * hand over nodes already checked where they entered.
+ */
+#include "ring_build.h"
+
+#include "config.h"
+#include "error.h"
+#include "node.h"
+#include "ring_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The contract's point hash. */
+static uint64_t xxh3_hash(const void *buf, size_t len)
+{
+	return XXH3_64bits(buf, len);
+}
+
+static int cmp_node_id(const void *a, const void *b)
+{
+	const hr_node *x = *(const hr_node *const *)a;
+	const hr_node *y = *(const hr_node *const *)b;
+
+	return strcmp(x->id, y->id);
+}
+
+/* Copies the nodes, sorted by id and unique, into ring->nodes and one
+ * block of strings. */
+static int copy_nodes(hr_ring *ring, const hr_node *const *sorted,
+		      hr_error *err)
+{
+	size_t n = ring->nnodes, bytes = 0;
+	char *s;
+
+	ring->nodes = calloc(n ? n : 1, sizeof *ring->nodes);
+	if (!ring->nodes)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(sorted[i]->id) + strlen(sorted[i]->addr) +
+			 (sorted[i]->zone ? strlen(sorted[i]->zone) : 0) + 3;
+	/* Zeroed padding lets the copy-out read COPY_CHUNK bytes from any
+	 * string. */
+	ring->strings = s = calloc(1, bytes + COPY_CHUNK);
+	if (!s)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *in = sorted[i];
+		struct ring_node *rn = &ring->nodes[i];
+		const char *fields[3] = { in->id, in->addr, in->zone ? in->zone : "" };
+		const char **dst[3] = { &rn->pub.id, &rn->pub.addr, &rn->pub.zone };
+		uint16_t *lens[3] = { &rn->id_len, &rn->addr_len, &rn->zone_len };
+
+		for (int f = 0; f < 3; f++) {
+			size_t len = strlen(fields[f]);
+
+			memcpy(s, fields[f], len + 1);
+			*dst[f] = s;
+			*lens[f] = (uint16_t)len;
+			s += len + 1;
+		}
+		rn->pub.weight = in->weight;
+		rn->pub.state = in->state;
+	}
+	return HR_OK;
+}
+
+/* Points per node, as the placement counts them, and their total against
+ * the ring's limit. */
+static int count_points(hr_ring *ring, hr_error *err)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		struct ring_node *rn = &ring->nodes[i];
+		int rc = ring->pl->node_points(&rn->pub, ring->vnodes_per_weight,
+					       &rn->vnodes, err);
+
+		if (rc)
+			return rc;
+		total += rn->vnodes;
+		if (total > HR_POINTS_MAX)
+			return hr__error_set(err, HR_ELIMIT,
+					     "the ring would have more than %u points (node \"%.*s\")",
+					     HR_POINTS_MAX, HR__ID_SHOWN, rn->pub.id);
+	}
+	ring->npoints = total;
+	return HR_OK;
+}
+
+struct zone_ref {
+	const char *zone;
+	uint32_t node;
+};
+
+static int cmp_zone(const void *a, const void *b)
+{
+	return strcmp(((const struct zone_ref *)a)->zone,
+		      ((const struct zone_ref *)b)->zone);
+}
+
+/* Numbers the zones so the preference list compares integers. */
+static int number_zones(hr_ring *ring, hr_error *err)
+{
+	struct zone_ref *refs;
+	uint32_t zone = 0;
+
+	if (!ring->nnodes)
+		return HR_OK;
+	refs = malloc(ring->nnodes * sizeof *refs);
+	if (!refs)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		refs[i].zone = ring->nodes[i].pub.zone;
+		refs[i].node = (uint32_t)i;
+	}
+	qsort(refs, ring->nnodes, sizeof *refs, cmp_zone);
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		if (i > 0 && strcmp(refs[i - 1].zone, refs[i].zone) != 0)
+			zone++;
+		ring->nodes[refs[i].node].zone = zone;
+	}
+	free(refs);
+	return HR_OK;
+}
+
+static void put_u32(unsigned char **p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		*(*p)++ = (unsigned char)(v >> (8 * i));
+}
+
+static void put_str(unsigned char **p, const char *s, size_t len)
+{
+	*(*p)++ = (unsigned char)len;
+	memcpy(*p, s, len);
+	*p += len;
+}
+
+/* The digest of docs/placement.md: XXH3_64bits over a canonical
+ * serialization of the options and the nodes in id order. */
+static int compute_digest(hr_ring *ring, hr_error *err)
+{
+	size_t size = 8;
+	unsigned char *buf, *p;
+
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		size += 3 + rn->id_len + rn->addr_len + rn->zone_len + 8 + 1;
+	}
+	p = buf = malloc(size);
+	if (!buf)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	put_u32(&p, ring->pl->digest_opening(ring->vnodes_per_weight));
+	put_u32(&p, (uint32_t)ring->nnodes);
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+		uint64_t bits;
+
+		put_str(&p, rn->pub.id, rn->id_len);
+		put_str(&p, rn->pub.addr, rn->addr_len);
+		put_str(&p, rn->pub.zone, rn->zone_len);
+		memcpy(&bits, &rn->pub.weight, sizeof bits);
+		put_u32(&p, (uint32_t)bits);
+		put_u32(&p, (uint32_t)(bits >> 32));
+		*p++ = (unsigned char)rn->pub.state;
+	}
+	ring->digest = XXH3_64bits(buf, (size_t)(p - buf));
+	free(buf);
+	return HR_OK;
+}
+
+/* Builds the ring of valid nodes (at most HR_NODES_MAX; `nodes` gets
+ * sorted by id), following `prev` (may be NULL). */
+static int assemble(const hr_ring *prev, const hr_node **nodes, size_t n,
+		    const hr_ring_options *opts, uint64_t revision,
+		    hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+{
+	const hr__placement *pl;
+	hr_ring *ring;
+	int rc = hr__placement_get(opts, &pl, err);
+
+	if (rc)
+		return rc;
+	qsort(nodes, n, sizeof *nodes, cmp_node_id);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(nodes[i - 1]->id, nodes[i]->id) == 0)
+			return hr__error_set(err, HR_EDUPLICATE,
+					     "node \"%.*s\": duplicate node id",
+					     HR__ID_SHOWN, nodes[i]->id);
+
+	ring = calloc(1, sizeof *ring);
+	if (!ring)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	atomic_init(&ring->refs, 1);
+	ring->revision = revision;
+	ring->nnodes = n;
+	ring->vnodes_per_weight = hr__vnodes_per_weight(opts);
+	ring->pl = pl;
+	ring->key_pos = pl->key_pos;
+	ring->hash = hash;
+
+	rc = copy_nodes(ring, nodes, err);
+	if (!rc)
+		rc = count_points(ring, err);
+	if (!rc)
+		rc = number_zones(ring, err);
+	if (!rc)
+		rc = compute_digest(ring, err);
+	if (!rc)
+		rc = pl->fill_views(ring, prev, err);
+	if (rc) {
+		hr_ring_release(ring);
+		return rc;
+	}
+	*out = ring;
+	return HR_OK;
+}
+
+/* A build from the caller's array of nodes, each checked first. */
+static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+{
+	const hr_node **order;
+	int rc;
+
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	if (!nodes && n)
+		return hr__error_set(err, HR_EINVAL, "node array is NULL");
+	if (!hash)
+		return hr__error_set(err, HR_EINVAL, "point hash is NULL");
+	if (n > HR_NODES_MAX)
+		return hr__error_set(err, HR_ELIMIT,
+				     "%zu nodes exceed the limit of %d", n,
+				     HR_NODES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		rc = hr__node_validate(&nodes[i], err);
+		if (rc)
+			return rc;
+	}
+	order = malloc((n ? n : 1) * sizeof *order);
+	if (!order)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		order[i] = &nodes[i];
+	rc = assemble(prev, order, n, opts, revision, hash, out, err);
+	free(order);
+	return rc;
+}
+
+int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr_ring **out, hr_error *err)
+{
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	return assemble(prev, nodes, n, opts, revision,
+			prev ? prev->hash : xxh3_hash, out, err);
+}
+
+int hr__ring_build_hashed(const hr_node *nodes, size_t n,
+			  const hr_ring_options *opts, uint64_t revision,
+			  hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+{
+	return build_checked(NULL, nodes, n, opts, revision, hash, out, err);
+}
+
+int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
+		    const hr_ring_options *opts, uint64_t revision,
+		    hr_ring **out, hr_error *err)
+{
+	return build_checked(prev, nodes, n, opts, revision,
+			     prev ? prev->hash : xxh3_hash, out, err);
+}
+
+int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
+		  uint64_t revision, hr_ring **out, hr_error *err)
+{
+	hr_ring_options o;
+	int rc = hr__ring_options_read(opts, &o, err);
+
+	if (rc) {
+		if (out)
+			*out = NULL;
+		return rc;
+	}
+	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash, out,
+			     err);
+}

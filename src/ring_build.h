@@ -1,0 +1,38 @@
+/* ring_build.h - building rings: from a caller's nodes (checked), from
+ * nodes already valid (the nodeset, members documents), derived from the
+ * previous ring (internal). */
+#ifndef HR_RING_BUILD_H
+#define HR_RING_BUILD_H
+
+#include "hashring.h"
+#include "placement.h"
+
+/* hr_ring_build() with the point hash given explicitly. */
+int hr__ring_build_hashed(const hr_node *nodes, size_t n,
+			  const hr_ring_options *opts, uint64_t revision,
+			  hr__point_hash_fn hash, hr_ring **out, hr_error *err);
+
+/*
+ * hr_ring_build() of `nodes` by way of `prev` (NULL: a full build): the
+ * points of nodes whose id and vnode count prev already had are reused, so
+ * a small change costs about one pass over the points instead of hashing
+ * and sorting them all.  The ring is identical to a full build's with
+ * prev's point hash (same points, digest and answers); placement options
+ * other than prev's, or a large change, take the full build.
+ */
+int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
+		    const hr_ring_options *opts, uint64_t revision,
+		    hr_ring **out, hr_error *err);
+
+/*
+ * hr__ring_derive() for nodes that already passed hr__node_validate():
+ * `nodes` holds `n` pointers (at most HR_NODES_MAX), in any order, which
+ * the build reorders by id; the nodes are copied.  Checks the placement,
+ * that the ids are unique (HR_EDUPLICATE) and the placement's rules and
+ * limits; the rest of each node is trusted.
+ */
+int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr_ring **out, hr_error *err);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * ring_view.c - a view's memory and index, and the view of a ring's nodes
+ * in one state taken from the points of all of them.  Shared by every
+ * placement's fill_views.
+ */
+#include "ring_view.h"
+
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Index bits for n points: the largest b >= 1 with 2^b <= n, so one to two
+ * points per bucket (four bytes of index per one or two points).  With
+ * four-byte node numbers, half as many buckets keep the memory in budget.
+ */
+static unsigned index_bits(size_t n, bool wide)
+{
+	unsigned b = 1;
+
+	while (b < 30 && ((size_t)1 << (b + 1)) <= n)
+		b++;
+	if (wide && b > 1)
+		b--;
+	return b;
+}
+
+/*
+ * Rings are rebuilt one after the other with nearly the same number of
+ * points.  Asking for a size rounded up to 1/16th (at most 6% more) lets
+ * the allocator hand back the block of a ring freed a moment ago instead
+ * of fresh pages, whose first touch costs a page fault each.
+ */
+static size_t block_size(size_t bytes)
+{
+	size_t grain = 4096;
+
+	while (grain * 16 < bytes)
+		grain *= 2;
+	return (bytes + grain - 1) / grain * grain;
+}
+
+/* Node numbers take 4 bytes only when the ring has more nodes than 2 bytes
+ * can number. */
+int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
+{
+	bool wide = ring->nnodes > UINT16_MAX + 1u;
+	unsigned b = index_bits(npoints, wide);
+	size_t buckets = (size_t)1 << b;
+	size_t pos_bytes = (npoints + POS_PAD) * sizeof(uint64_t);
+	size_t index_bytes = buckets * sizeof(uint32_t);
+	char *mem;
+
+	mem = malloc(block_size(pos_bytes + index_bytes + npoints *
+				(wide ? sizeof(uint32_t) : sizeof(uint16_t))));
+	if (!mem)
+		return HR_ENOMEM;
+	v->mem = mem;
+	v->pos = (uint64_t *)mem;
+	v->index = (uint32_t *)(mem + pos_bytes);
+	v->node = mem + pos_bytes + index_bytes;
+	v->npoints = npoints;
+	v->shift = 64 - b;
+	v->wide = wide;
+	for (size_t i = 0; i < POS_PAD; i++)
+		v->pos[npoints + i] = UINT64_MAX;
+	return HR_OK;
+}
+
+/* index[k] = points in buckets below k: counted, then summed, two passes
+ * without a branch to mispredict. */
+void hr__view_index(struct view *v)
+{
+	size_t buckets = (size_t)1 << (64 - v->shift);
+	uint32_t sum = 0;
+
+	memset(v->index, 0, buckets * sizeof *v->index);
+	for (size_t i = 0; i < v->npoints; i++)
+		v->index[v->pos[i] >> v->shift]++;
+	for (size_t k = 0; k < buckets; k++) {
+		uint32_t c = v->index[k];
+
+		v->index[k] = sum;
+		sum += c;
+	}
+}
+
+int hr__view_count(const hr_ring *ring, hr_view which, struct view *v)
+{
+	bool *zone_seen;
+
+	zone_seen = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *zone_seen);
+	if (!zone_seen)
+		return HR_ENOMEM;
+	v->nnodes = v->nzones = 0;
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		if (!hr__in_view(rn->pub.state, which))
+			continue;
+		v->nnodes++;
+		if (!zone_seen[rn->zone]) {
+			zone_seen[rn->zone] = true;
+			v->nzones++;
+		}
+	}
+	free(zone_seen);
+	return HR_OK;
+}
+
+int hr__view_subset(hr_ring *ring, const struct view *all, hr_view which,
+		    hr_error *err)
+{
+	struct view *v = &ring->views[which];
+	struct view counted;
+	size_t npoints = 0, j = 0;
+
+	if (hr__view_count(ring, which, &counted))
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (counted.nnodes == ring->nnodes) {
+		*v = *all;
+		v->mem = NULL;
+		v->nnodes = counted.nnodes;
+		v->nzones = counted.nzones;
+		return HR_OK;
+	}
+	for (size_t i = 0; i < ring->nnodes; i++)
+		if (hr__in_view(ring->nodes[i].pub.state, which))
+			npoints += ring->nodes[i].vnodes;
+	if (hr__view_alloc(ring, v, npoints) != HR_OK)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < all->npoints; i++) {
+		uint32_t nd = view_node(all, i);
+
+		if (!hr__in_view(ring->nodes[nd].pub.state, which))
+			continue;
+		v->pos[j] = all->pos[i];
+		view_set_node(v, j, nd);
+		j++;
+	}
+	hr__view_index(v);
+	v->nnodes = counted.nnodes;
+	v->nzones = counted.nzones;
+	return HR_OK;
+}
+
+/*
+ * A byte-wise radix sort: hashed positions are uniform, so eight counting
+ * passes beat a comparison sort from a few hundred records on.
+ */
+#define RECORD 16
+
+_Static_assert(sizeof(struct point) == RECORD, "points sort as records");
+
+void hr__sort_records(void *base, void *tmp, size_t n)
+{
+	unsigned char *from = base, *to = tmp;
+
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[257] = { 0 };
+		unsigned char *t;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t key;
+
+			memcpy(&key, from + i * RECORD, sizeof key);
+			count[((key >> shift) & 0xff) + 1]++;
+		}
+		for (int b = 0; b < 256; b++)
+			count[b + 1] += count[b];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t key;
+
+			memcpy(&key, from + i * RECORD, sizeof key);
+			memcpy(to + count[(key >> shift) & 0xff]++ * RECORD,
+			       from + i * RECORD, RECORD);
+		}
+		t = from;
+		from = to;
+		to = t;
+	}
+	/* Eight passes: the records are back in `base`. */
+}

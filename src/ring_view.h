@@ -1,0 +1,31 @@
+/* ring_view.h - a view's memory, its index and the subset views of a ring
+ * (internal; see ring_impl.h for the layout). */
+#ifndef HR_RING_VIEW_H
+#define HR_RING_VIEW_H
+
+#include "ring_impl.h"
+
+/* Allocates view `v` of `ring` with room for `npoints` (positions padded,
+ * node numbers of 2 or 4 bytes as the ring's node count needs).  Fills
+ * nothing but the padding.  HR_ENOMEM. */
+int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints);
+
+/* Builds the index of a view whose points are in place and sorted. */
+void hr__view_index(struct view *v);
+
+/* Sets up view `which` of `ring` from `all`, the sorted points of every
+ * node: `all` itself when every node is in the view (the view then owns
+ * no memory), else a copy of the points of its nodes, indexed.  Counts the
+ * view's nodes and zones.  HR_ENOMEM with `err` set. */
+int hr__view_subset(hr_ring *ring, const struct view *all, hr_view which,
+		    hr_error *err);
+
+/* Counts the nodes and zones of view `which` into `v` (ring->nodes and
+ * their zones set). HR_ENOMEM. */
+int hr__view_count(const hr_ring *ring, hr_view which, struct view *v);
+
+/* Sorts `n` 16-byte records (struct point, or any pair of uint64_t) by the
+ * uint64_t they start with, stably, through `tmp` (room for n records). */
+void hr__sort_records(void *base, void *tmp, size_t n);
+
+#endif

@@ -1,0 +1,28 @@
+/* state.c - the node states by name, as records, the CLI and the settings
+ * readers (config.c) write and read them.  Not in node.c: node.c reads
+ * ring options through config.c, which would then depend on it in turn. */
+#include "hashring.h"
+
+#include <string.h>
+
+static const char *const state_names[] = { "active", "warming", "draining" };
+
+const char *hr_state_name(hr_state state)
+{
+	if ((unsigned)state >= sizeof state_names / sizeof state_names[0])
+		return NULL;
+	return state_names[state];
+}
+
+int hr_state_parse(const char *name, hr_state *out)
+{
+	if (!name || !out)
+		return HR_EINVAL;
+	for (unsigned i = 0; i < sizeof state_names / sizeof state_names[0]; i++) {
+		if (strcmp(name, state_names[i]) == 0) {
+			*out = (hr_state)i;
+			return HR_OK;
+		}
+	}
+	return HR_EINVAL;
+}

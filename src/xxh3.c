@@ -1,0 +1,80 @@
+/*
+ * xxh3.c - the native placement, docs/placement.md sections 1 and 3: a
+ * node of weight w has max(1, round(w * vnodes_per_weight)) points, point i
+ * at XXH3_64bits("<id>#<i>"), and a key sits at XXH3_64bits(key).  A
+ * node's points depend on it alone, so the views are those of ring_points.c.
+ */
+#include "error.h"
+#include "node.h"
+#include "ring_impl.h"
+#include "ring_points.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The digest opens with vnodes_per_weight (never 0). */
+static uint32_t digest_opening(unsigned vnodes_per_weight)
+{
+	return vnodes_per_weight;
+}
+
+static int node_points(const hr_node *node, unsigned vpw, unsigned *points,
+		       hr_error *err)
+{
+	double x, v;
+
+	/* Compared in double arithmetic before any conversion, so that no
+	 * weight, however large, overflows one. */
+	x = node->weight * (double)vpw;
+	if (!(x <= (double)HR_POINTS_MAX))
+		return hr__error_set(err, HR_ELIMIT,
+				     "node \"%.*s\": weight %.15g gives %.15g points at %u per unit of weight,"
+				     " more than %u points, a ring's limit",
+				     HR__ID_SHOWN, node->id, node->weight, x, vpw,
+				     HR_POINTS_MAX);
+	v = round(x);
+	*points = v < 1 ? 1 : (unsigned)v;
+	return HR_OK;
+}
+
+static size_t format_uint(char *buf, unsigned v)
+{
+	char tmp[12];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Point i of a node is at hash("<id>#<i>"), the ring's point hash being
+ * XXH3_64bits but for tests. */
+static void point_positions(const hr_ring *ring, uint32_t slot, unsigned from,
+			    unsigned to, struct point *p)
+{
+	const struct ring_node *rn = &ring->nodes[slot];
+	char name[HR_ID_MAX + 16];
+	size_t len = rn->id_len;
+
+	memcpy(name, rn->pub.id, len);
+	name[len] = '#';
+	for (unsigned i = from; i < to; i++, p++) {
+		size_t dl = format_uint(name + len + 1, i);
+
+		p->pos = ring->hash(name, len + 1 + dl);
+		p->node = slot;
+	}
+}
+
+const hr__placement hr__placement_xxh3 = {
+	.name = "xxh3",
+	.digest_opening = digest_opening,
+	.node_points = node_points,
+	.point_positions = point_positions,
+	.fill_views = hr__points_fill,
+	.key_pos = NULL,	/* hr_hash_key(), inline on the lookup path */
+};
