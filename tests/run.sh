@@ -1,9 +1,9 @@
 #!/bin/bash
 # run.sh - the test command: installs what is missing, builds, and runs the
 # whole suite (unit and real-etcd integration tests) three times: a normal
-# build in build/, then under ASan+UBSan (build-asan/) and TSan (build-tsan/).
-# Suites are picked by their ctest labels (tests/CMakeLists.txt says what
-# each one means).
+# build in build/, then under ASan+UBSan (build-asan/) and TSan (build-tsan/),
+# each with warnings as errors (HR_WERROR).  Suites are picked by their ctest
+# labels (tests/CMakeLists.txt says what each one means).
 #
 #   HR_TEST_SANITIZERS="address thread"   the sanitizer builds to run
 #                                          (set it empty to skip them)
@@ -32,8 +32,9 @@ suite() {
 		echo "$dir: suites labelled $leave_out are left out"
 	fi
 	# HR_BUILD_TESTS is explicit: the demo configures build/ without the
-	# tests, and CMake would keep that cached value.
-	if ! cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON "$@" >/dev/null ||
+	# tests, and CMake would keep that cached value.  Warnings are errors
+	# here, as they are not in a user's build.
+	if ! cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON -DHR_WERROR=ON "$@" >/dev/null ||
 		! cmake --build "$dir" -j"$jobs"; then
 		problems+=("$dir: the build failed")
 		return
@@ -84,7 +85,7 @@ done
 # this sanitized build; a hang still trips it.
 fuzz_s=${HR_FUZZ_SECONDS-25}
 if [ "$fuzz_s" -gt 0 ]; then
-	if cmake -S . -B build-fuzz -DHR_BUILD_TESTS=ON -DHR_FUZZ=ON \
+	if cmake -S . -B build-fuzz -DHR_BUILD_TESTS=ON -DHR_FUZZ=ON -DHR_WERROR=ON \
 		-DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
 		cmake --build build-fuzz -j"$jobs" --target hr_fuzzers; then
 		for t in fuzz_watch_stream fuzz_record fuzz_members; do
