@@ -1,8 +1,8 @@
 /*
  * test_ring.c - the placement core: contract vectors from an independent
  * implementation, the fast lookup against a naive reference, properties of
- * the ring (order, movement, balance, views, preference lists) and every
- * kind of bad input.
+ * the ring (order, movement, balance, views, preference lists), every
+ * kind of bad input, and the largest rings the limits allow.
  */
 #include "hashring.h"
 #include "ring.h"
@@ -1146,6 +1146,7 @@ START_TEST(null_args)
 	ck_assert_int_eq(hr__ring_lookup_pos(NULL, 0, &lk), HR_EINVAL);
 	ck_assert_uint_eq(hr_hash_key(NULL, 0), hr_hash_key("", 0));
 	ck_assert_uint_eq(hr__ring_view_nodes(ring, (hr_view)9), 0);
+	ck_assert_ptr_null(hr_ring_node(NULL, 0));
 	hr_ring_release(ring);
 	nodeset_free(s);
 }
@@ -1333,6 +1334,90 @@ START_TEST(node_check_same_rules)
 }
 END_TEST
 
+/* ---- the limits ------------------------------------------------------------ */
+
+/* The smallest positive weight still gets its one point. */
+START_TEST(smallest_weight_one_point)
+{
+	hr_node node = { "light", "127.0.0.1:1", "", 5e-324, HR_STATE_ACTIVE };
+	hr_ring *ring = build(&node, 1, 0);
+
+	ck_assert_uint_eq(hr_ring_point_count(ring), 1);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(ring_of_100000_nodes)
+{
+	size_t n = HR_NODES_MAX + 1;
+	struct nodeset *s = nodeset_new(n);
+	const hr_node *nodes = s->nodes;
+	hr_ring_options opts = { .vnodes_per_weight = 2 };
+	hr_ring *ring = NULL;
+	hr_error err = { 0 };
+	hr_lookup l;
+
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), 0);
+	ck_assert_uint_eq(hr_ring_node_count(ring), HR_NODES_MAX);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 2 * HR_NODES_MAX);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &l), 0);
+	ck_assert_ptr_eq(hr_ring_find(ring, l.node->id), l.node);
+	ck_assert_ptr_nonnull(hr_ring_find(ring, "node-99999"));
+	hr_ring_release(ring);
+	/* One more node is a clear limit error, not an allocation storm. */
+	ring = NULL;
+	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 7, &ring, &err), HR_ELIMIT);
+	ck_assert_ptr_null(ring);
+	hrt_assert_clean_message(err.message);
+	/* Within the node limit, over the point limit. */
+	opts.vnodes_per_weight = 400;
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), HR_ELIMIT);
+	ck_assert_ptr_null(ring);
+	ck_assert_ptr_nonnull(strstr(err.message, "more than 33554432 points"));
+	nodeset_free(s);
+}
+END_TEST
+
+/* The largest ring the limits promise to hold: 100,000 nodes at the
+ * default 200 points per weight, 20 M points (past 2^24, and four-byte
+ * node numbers); every share at once in one pass; a one-node change
+ * derived from it equal to a full build. */
+START_TEST(ring_of_100000_nodes_default_vnodes)
+{
+	struct nodeset *s = nodeset_new(HR_NODES_MAX + 1);
+	const hr_node *nodes = s->nodes;
+	double *shares = calloc(HR_NODES_MAX, sizeof *shares);
+	hr_ring *ring = NULL, *full = NULL, *derived = NULL;
+	hr_error err = { 0 };
+	double sum = 0;
+
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, NULL, 7, &ring, &err), 0);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 200u * HR_NODES_MAX);
+	ck_assert_uint_gt(hr_ring_point_count(ring), 1u << 24);
+	ck_assert_uint_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, HR_NODES_MAX),
+			  HR_NODES_MAX);
+	for (size_t i = 0; i < HR_NODES_MAX; i++)
+		sum += shares[i];
+	ck_assert_double_eq_tol(sum, 1.0, 1e-9);
+	for (size_t i = 0; i < HR_NODES_MAX; i += 33333)
+		ck_assert(shares[i] == hr_ring_node_share(ring, hr_ring_node(ring, i),
+							  HR_VIEW_WRITE));
+	/* node-0 leaves, node-100000 joins. */
+	ck_assert_int_eq(hr__ring_derive(ring, nodes + 1, HR_NODES_MAX, NULL, 8,
+					 &derived, &err), 0);
+	ck_assert(hr__ring_derived(derived));
+	ck_assert_int_eq(hr_ring_build(nodes + 1, HR_NODES_MAX, NULL, 8, &full, &err), 0);
+	ck_assert_uint_eq(hr_ring_digest(derived), hr_ring_digest(full));
+	ck_assert_double_eq(hr_ring_moved_share(derived, full, HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hr_ring_moved_share(derived, full, HR_VIEW_READ), 0);
+	hr_ring_release(full);
+	hr_ring_release(derived);
+	hr_ring_release(ring);
+	free(shares);
+	nodeset_free(s);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -1370,6 +1455,13 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, names_and_epochs);
 	tcase_add_test(tc, bad_nodes);
 	tcase_add_test(tc, node_check_same_rules);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, smallest_weight_one_point);
+	tcase_add_test(tc, ring_of_100000_nodes);
+	tcase_add_test(tc, ring_of_100000_nodes_default_vnodes);
 	suite_add_tcase(s, tc);
 	return s;
 }
