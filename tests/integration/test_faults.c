@@ -1160,19 +1160,20 @@ START_TEST(proxy_stall_stale_then_recovers)
 	readers r;
 	hr_client *c;
 	hr_client_status st;
-	int64_t t0, took;
+	int64_t took;
 
 	ck_assert_ptr_nonnull(px);
 	c = scenario_start(hrt_proxy_url(px), &h, &r);
 	hrt_log_clear(&logbuf);
 	ck_assert_int_eq(hrt_proxy_stall(px), 0);
-	t0 = hrt_now_ms();
 	ck_assert_int_gt(hrt_put(url, PREFIX "during", "127.6.0.1:1"), 0);
-	hrt_log_wait(&logbuf, 2, 15000, 50, "level=warn", "event=stale", NULL);
-	/* stale_warn_ms is 1.5 s: the first warning within it plus a probe
-	 * interval and timeout, then one per 1.5 s while it lasts. */
-	ck_assert_int_ge(hrt_log_count(&logbuf, "level=warn", "event=stale", NULL), 2);
-	ck_assert_int_lt(hrt_now_ms() - t0, 1500 + 1000 + 1000 + 1500 + 1000);
+	/* The bound is the point: warnings while the stall lasts, repeated.
+	 * stale_warn_ms is 1.5 s: the first warning within it plus a probe
+	 * interval and timeout, then one per 1.5 s, about 5 s for two.  One
+	 * cap, generous for a loaded machine: a client that did not probe a
+	 * stalled stream would never warn at all. */
+	ck_assert_int_ge(hrt_log_wait(&logbuf, 2, 10000, 50, "level=warn", "event=stale", NULL),
+			 2);
 	hr_client_status_get(c, &st);
 	ck_assert_int_gt(st.unconfirmed_ms, 1000);
 	ck_assert_ptr_null(hr_ring_find(h.e[h.n - 1].ring, "during"));
