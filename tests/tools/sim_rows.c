@@ -64,7 +64,7 @@ static int build(hr__point_hash_fn hash, unsigned long n, unsigned long vnodes,
 {
 	hr_ring_options opts = { .vnodes_per_weight = (unsigned)vnodes };
 	hr_node *nodes = calloc(n, sizeof *nodes);
-	char (*ids)[24] = calloc(n, sizeof *ids);
+	char (*ids)[32] = calloc(n, sizeof *ids);
 	int rc = HR_ENOMEM;
 
 	if (nodes && ids) {
