@@ -3,7 +3,8 @@
 #   cmake --build build --target package     (or: cd build && cpack)
 #
 # gives three .deb files in the build directory, split the Debian way:
-#   libhashring0     the shared library (what programs need at run time)
+#   libhashring1     the shared library (what programs need at run time),
+#                    named after its SONAME, libhashring.so.1
 #   libhashring-dev  headers, libhashring.so link, static library,
 #                    hashring.pc and the CMake package
 #   hashring         the command-line tool and its man page

@@ -85,6 +85,47 @@ typedef struct hr_error {
 HR_EXPORT const char *hr_strerror(int code);
 
 /* ------------------------------------------------------------------------ */
+/* Structs that grow                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The settings a caller fills in - hr_ring_options, hr_etcd_config,
+ * hr_client_config, hr_registration and hr_record_update - may gain fields
+ * in a minor release.  Each starts with `size_t size`, the caller's sizeof
+ * of the struct, which its init macro sets along with every default:
+ *
+ *     hr_etcd_config etcd;
+ *
+ *     hr_etcd_config_init(&etcd);     // etcd.size = sizeof etcd, defaults
+ *     etcd.prefix = "/hashring/nodes/";
+ *
+ * The library reads the fields that lie within `size` and takes the
+ * defaults for the others, so a program built against older headers keeps
+ * working and gets the defaults of the fields it does not know.  HR_EINVAL,
+ * with a message naming the struct, for a size of 0 (a struct zeroed or
+ * never initialised), one too small to hold the first field, one above
+ * 4096, and a size larger than this library's struct whose extra bytes are
+ * not all zero: a program built against newer headers set a field this
+ * library does not have, which it would otherwise ignore.  (Such a program
+ * checks hr_version_number() before it sets a field of a later release.)
+ * No field is ever moved, resized or removed within a major version; new
+ * ones are appended.
+ *
+ * Every field of hr_ring_options and hr_record_update defaults to 0, so a
+ * designated initializer that names the size does what the init macro does:
+ *
+ *     hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 100 };
+ *
+ * A struct the library fills (hr_client_status) takes the caller's sizeof
+ * as an argument instead, which a macro passes: the library writes no byte
+ * beyond it.
+ *
+ * Structs in arrays (hr_node, hr_replica, and the library's hr_arc and
+ * hr_arc_total), those lookups fill (hr_lookup, hr_owner) and hr_error
+ * keep their layout for the whole major version.
+ */
+
+/* ------------------------------------------------------------------------ */
 /* Nodes                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -169,12 +210,25 @@ typedef enum hr_placement {
 	HR_PLACEMENT_KETAMA = 1
 } hr_placement;
 
+/*
+ * How a ring is built.  A NULL `const hr_ring_options *` means the
+ * defaults.  Grows (see "Structs that grow"); every field defaults to 0.
+ * A size or placement that is not valid is HR_EINVAL for every function
+ * taking the options.
+ */
 typedef struct hr_ring_options {
+	size_t size;               /* sizeof, set by hr_ring_options_init() */
 	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
 	unsigned vnodes_per_weight;
 	/* HR_PLACEMENT_XXH3 (0, the default) or HR_PLACEMENT_KETAMA. */
 	hr_placement placement;
 } hr_ring_options;
+
+/* Sets `size` bytes of `opts` (NULL: nothing) to the defaults, with
+ * opts->size = size.  Call it through the macro. */
+HR_EXPORT void hr_ring_options_init_size(hr_ring_options *opts, size_t size);
+#define hr_ring_options_init(opts) \
+	hr_ring_options_init_size((opts), sizeof *(opts))
 
 /*
  * Checks one node with exactly the rules a ring built with `opts` (NULL:
@@ -298,8 +352,10 @@ HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
 
 /*
  * Share of the key space whose owner in `view` differs between two rings,
- * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do).
- * Either ring may be NULL, meaning an empty ring.
+ * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do):
+ * the exact length of the arcs hr_ring_diff() would list, rounded once.
+ * Either ring may be NULL, meaning an empty ring.  Cheaper than a diff,
+ * whose share it is: it lists no arc.
  */
 HR_EXPORT double hr_ring_moved_share(const hr_ring *a, const hr_ring *b,
 				     hr_view view);
@@ -333,7 +389,9 @@ typedef enum hr_log_level {
 /*
  * Receives one log line (no trailing newline) in key=value form, e.g.
  *   level=warn event=stale unconfirmed_ms=10012 revision=42 endpoint=...
- * Called from the library's threads, one call at a time per client.
+ * Called from the library's threads, one call at a time per client; a
+ * registrar calls it from its renewal thread and from the threads that
+ * call its functions.
  */
 typedef void (*hr_log_fn)(void *userdata, hr_log_level level,
 			  const char *line);
@@ -341,6 +399,56 @@ typedef void (*hr_log_fn)(void *userdata, hr_log_level level,
 /* "error", "warn", "info", "debug"; NULL for an invalid value. */
 HR_EXPORT const char *hr_log_level_name(hr_log_level level);
 
+/* ------------------------------------------------------------------------ */
+/* etcd: where the node records are, and how to reach them                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What a client (hr_client_open), a registrar (hr_register) and an
+ * operator's change (hr_node_update) share: the node records under one
+ * prefix, the connection to etcd, and the ring options every client of
+ * that prefix uses.  Read when called, never kept: strings are copied.
+ * Grows (see "Structs that grow").
+ */
+typedef struct hr_etcd_config {
+	size_t size;             /* sizeof, set by hr_etcd_config_init()     */
+	/* Comma-separated endpoints; "host:port" means http://host:port.
+	 * NULL: "http://127.0.0.1:2379".  "http://user:password@host:port"
+	 * (percent-encoded, as curl takes it) gives the etcd user and
+	 * password when `username` is NULL; when it is set, the two must
+	 * agree (HR_EINVAL).  Endpoints appear in log lines, error messages
+	 * and hr_client_status without their "user:password@". */
+	const char *endpoints;
+	/* Key prefix of the records, used verbatim (normally ends in '/');
+	 * 1..4096 bytes.  Required. */
+	const char *prefix;
+	/* Gateway base path; NULL means "/v3". */
+	const char *api_base;
+	/* The ring options of the clients (NULL: the defaults).  A client
+	 * builds its rings with them; a registrar and hr_node_update() check
+	 * every record they write with them (hr_node_check), so that no
+	 * record the clients would refuse is written: give every process of
+	 * one prefix the same. */
+	const hr_ring_options *ring;
+	int request_timeout_ms;  /* every unary request (default 5000)       */
+	int connect_timeout_ms;  /* TCP/TLS connect (default 2000)           */
+	/* TLS (https endpoints) and etcd auth. */
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
+	const char *username;
+	const char *password;
+	int insecure_skip_verify; /* never set this outside tests            */
+	hr_log_level log_level;   /* most verbose level passed (INFO)        */
+	hr_log_fn log;            /* NULL: lines go to stderr                */
+	void *log_userdata;
+} hr_etcd_config;
+
+/* Sets `size` bytes of `etcd` (NULL: nothing) to the defaults above (all
+ * strings NULL), with etcd->size = size.  Call it through the macro. */
+HR_EXPORT void hr_etcd_config_init_size(hr_etcd_config *etcd, size_t size);
+#define hr_etcd_config_init(etcd) \
+	hr_etcd_config_init_size((etcd), sizeof *(etcd))
 
 /* ------------------------------------------------------------------------ */
 /* Client: a ring kept in sync with an etcd prefix                          */
@@ -375,71 +483,52 @@ typedef struct hr_diff hr_diff;
 typedef void (*hr_ring_diff_fn)(void *userdata, const hr_diff *write_diff,
 				const hr_diff *read_diff);
 
-typedef struct hr_config {
-	/* Comma-separated endpoints; "host:port" means http://host:port.
-	 * NULL: "http://127.0.0.1:2379".  "http://user:password@host:port"
-	 * (percent-encoded, as curl takes it) gives the etcd user and
-	 * password when `username` is NULL; when it is set, the two must
-	 * agree (HR_EINVAL).  Endpoints appear in log lines, error messages
-	 * and hr_client_status without their "user:password@". */
-	const char *endpoints;
-	/* Key prefix, used verbatim (normally ends in '/').  Required. */
-	const char *prefix;
-	/* Gateway base path; NULL means "/v3". */
-	const char *api_base;
-	hr_ring_options ring;
-
+/* A client's own settings; those of etcd are in hr_etcd_config.  Grows
+ * (see "Structs that grow"). */
+typedef struct hr_client_config {
+	size_t size;             /* sizeof, set by hr_client_config_init()   */
 	/* hr_client_open() waits this long for the first full sync
 	 * (default 10000).  With `open_nonblocking` set it returns at once with
 	 * an empty ring at revision 0 (hr_client_wait_synced() waits then). */
 	int open_timeout_ms;
 	int open_nonblocking;
-
-	int request_timeout_ms;  /* every unary request (default 5000)       */
-	int connect_timeout_ms;  /* TCP/TLS connect (default 2000)           */
 	int backoff_initial_ms;  /* first reconnect delay (default 100)      */
 	int backoff_max_ms;      /* reconnect delay cap (default 5000)       */
 	int probe_interval_ms;   /* an idle stream is probed this often
 				    (default 3000)                          */
 	int stale_warn_ms;       /* warn "stale" after and every this long
 				    (default 10000)                         */
-	unsigned page_size;      /* keys per range page (default 1000)       */
-
-	/* TLS (https endpoints) and etcd auth.  Strings are copied. */
-	const char *ca_file;
-	const char *cert_file;
-	const char *key_file;
-	int insecure_skip_verify; /* never set this outside tests            */
-	const char *username;
-	const char *password;
-
-	hr_log_fn log;              /* NULL: lines go to stderr             */
-	void *log_userdata;
-	hr_log_level log_level;     /* most verbose level passed (INFO)     */
-	hr_ring_change_fn on_change;
+	unsigned page_size;      /* keys per range page, 1..100000 (1000)    */
+	hr_ring_change_fn on_change; /* NULL: none                           */
 	void *on_change_userdata;
 	hr_ring_diff_fn on_diff;    /* NULL: no diff is computed            */
 	void *on_diff_userdata;
-} hr_config;
+} hr_client_config;
 
-/* Fills `cfg` with the defaults above (all strings NULL). */
-HR_EXPORT void hr_config_init(hr_config *cfg);
+/* Sets `size` bytes of `cfg` (NULL: nothing) to the defaults above, with
+ * cfg->size = size.  Call it through the macro. */
+HR_EXPORT void hr_client_config_init_size(hr_client_config *cfg, size_t size);
+#define hr_client_config_init(cfg) \
+	hr_client_config_init_size((cfg), sizeof *(cfg))
 
 /*
- * Opens a client and starts its watcher thread.  Returns once the first full
- * sync has produced a ring (or at once with `open_nonblocking`, with an
- * empty ring at revision 0 until then).  The ring holds every valid record
- * under the prefix; records that would take it over HR_NODES_MAX or
- * HR_POINTS_MAX are left out, newest first by their key's create_revision,
- * and logged (event=bad_record), the same way at every later revision, so
- * every client derives the same ring (docs/placement.md section 9).  If the
- * first sync's ring cannot be built (HR_ENOMEM), open fails with that error
- * rather than return an empty ring; a non-blocking client keeps trying.
- * Errors: HR_EINVAL (bad config: message names the field), HR_ECONNECT,
- * HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD, HR_ELIMIT (more than
- * HR_NODES_MAX keys under the prefix), HR_ENOMEM.  `cfg` is not kept.
+ * Opens a client of the node records `etcd` names, with the settings `cfg`
+ * (NULL: the defaults), and starts its watcher thread.  Returns once the
+ * first full sync has produced a ring (or at once with `open_nonblocking`,
+ * with an empty ring at revision 0 until then).  The ring holds every
+ * valid record under the prefix; records that would take it over
+ * HR_NODES_MAX or HR_POINTS_MAX are left out, newest first by their key's
+ * create_revision, and logged (event=bad_record), the same way at every
+ * later revision, so every client derives the same ring (docs/placement.md
+ * section 9).  If the first sync's ring cannot be built (HR_ENOMEM), open
+ * fails with that error rather than return an empty ring; a non-blocking
+ * client keeps trying.  Errors: HR_EINVAL (bad setting: the message names
+ * the struct and the field), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM,
+ * HR_ETLS, HR_EETCD, HR_ELIMIT (more than HR_NODES_MAX keys under the
+ * prefix), HR_ENOMEM.  Neither struct is kept.
  */
-HR_EXPORT int hr_client_open(const hr_config *cfg, hr_client **out,
+HR_EXPORT int hr_client_open(const hr_etcd_config *etcd,
+			     const hr_client_config *cfg, hr_client **out,
 			     hr_error *err);
 
 /*
@@ -556,7 +645,8 @@ HR_EXPORT void hr_client_read_end(hr_client *client);
  */
 HR_EXPORT hr_ring *hr_client_acquire(hr_client *client);
 
-/* What the watcher knows. */
+/* What the watcher knows.  The library fills it: it does not start with a
+ * size, which hr_client_status_get() passes instead. */
 typedef struct hr_client_status {
 	uint64_t revision;        /* of the published ring                     */
 	uint64_t digest;          /* of the published ring                     */
@@ -569,8 +659,18 @@ typedef struct hr_client_status {
 	char endpoint[256];       /* endpoint in use ("" if none)            */
 } hr_client_status;
 
-/* Fills `out`.  Thread safe. */
-HR_EXPORT int hr_client_status_get(hr_client *client, hr_client_status *out);
+/*
+ * Fills the first `size` bytes of `out`, and no byte beyond: the fields
+ * that fit (a program built against older headers passes a smaller
+ * struct), then zeros (the fields of a later release, for a program built
+ * against newer headers).  Call it through the macro, which passes
+ * sizeof *(out).  HR_EINVAL for a NULL argument or a size of 0.  Thread
+ * safe.
+ */
+HR_EXPORT int hr_client_status_get_size(hr_client *client,
+					hr_client_status *out, size_t size);
+#define hr_client_status_get(client, out) \
+	hr_client_status_get_size((client), (out), sizeof *(out))
 
 /* ------------------------------------------------------------------------ */
 /* Registration: joining the cluster under a lease                          */
@@ -592,8 +692,9 @@ HR_EXPORT int hr_client_status_get(hr_client *client, hr_client_status *out);
  * with some other lease), the id has been taken over.  The registrar logs
  * `event=registration_lost` (level error: id, our lease, the holder's),
  * stops renewing and never writes the key again; hr_registrar_status()
- * returns HR_EEXIST from then on.  It notices at its next renewal, within
- * about TTL/3.
+ * returns HR_EEXIST from then on, and the registration's `on_lost` is
+ * called.  It notices at its next renewal, within about TTL/3, or at once
+ * when an update finds the key taken.
  *
  * While etcd is unreachable the registrar retries after 500 ms, doubling
  * up to TTL/3, but always once more shortly before the lease would run
@@ -606,7 +707,19 @@ HR_EXPORT int hr_client_status_get(hr_client *client, hr_client_status *out);
  */
 typedef struct hr_registrar hr_registrar;
 
+/*
+ * Called once, on the registrar's renewal thread, when the registrar lost
+ * its id to another process (see above): `why` holds HR_EEXIST and the
+ * message hr_registrar_status() gives from then on.  It may call any
+ * function on `r` except hr_registrar_close(), which waits for this
+ * thread (deregister from here, close elsewhere).
+ */
+typedef void (*hr_registrar_lost_fn)(void *userdata, hr_registrar *r,
+				     const hr_error *why);
+
+/* The node a registrar announces.  Grows (see "Structs that grow"). */
 typedef struct hr_registration {
+	size_t size;             /* sizeof, set by hr_registration_init()    */
 	const char *id;          /* required; rules of hr_node               */
 	const char *addr;        /* required                                  */
 	const char *zone;        /* NULL or "" for none                       */
@@ -619,41 +732,70 @@ typedef struct hr_registration {
 				    about 1.5 election timeouts); the granted
 				    one is used                              */
 	int replace;             /* take the id over if someone else holds it */
+	hr_registrar_lost_fn on_lost; /* NULL: none (poll hr_registrar_status) */
+	void *on_lost_userdata;
 } hr_registration;
 
-/* Fills `reg` with the defaults above. */
-HR_EXPORT void hr_registration_init(hr_registration *reg);
+/* Sets `size` bytes of `reg` (NULL: nothing) to the defaults above, with
+ * reg->size = size.  Call it through the macro. */
+HR_EXPORT void hr_registration_init_size(hr_registration *reg, size_t size);
+#define hr_registration_init(reg) \
+	hr_registration_init_size((reg), sizeof *(reg))
 
 /*
- * Registers `reg` using the connection fields of `cfg` (endpoints, prefix,
- * api_base, timeouts, TLS, auth, log) and its ring options (`ring`), which
- * must be those of the clients: the node is checked with exactly their
- * rules, so that a record every client would refuse is never written.
- * Returns once the record is in etcd.  Errors: HR_EINVAL (bad id, addr,
- * zone, weight or state, for example a weight that is not whole with
- * ketama placement; TTL out of range), HR_ELIMIT (a weight that gives more
- * than HR_POINTS_MAX points with cfg->ring.vnodes_per_weight: the message
- * names the limit), HR_EEXIST (the key exists and `replace` is not set:
- * the message names its lease), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH,
- * HR_EPERM, HR_ETLS, HR_EETCD, HR_ENOMEM.  Strings are copied.  With
- * `replace` the record is taken over whoever holds it; that registrar
- * loses the id (see above).
+ * Registers `reg` under etcd->prefix.  The node is checked with the ring
+ * options of `etcd` (etcd->ring), which must be those of the clients:
+ * exactly their rules, so that a record every client would refuse is
+ * never written.  Returns once the record is in etcd.  Errors: HR_EINVAL
+ * (a bad setting, id, addr, zone, weight or state, for example a weight
+ * that is not whole with ketama placement; TTL out of range), HR_ELIMIT (a
+ * weight that gives more than HR_POINTS_MAX points with the ring options'
+ * vnodes_per_weight: the message names the limit), HR_EEXIST (the key
+ * exists and `replace` is not set: the message names its lease),
+ * HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD,
+ * HR_ENOMEM.  Neither struct is kept: strings are copied.  With `replace`
+ * the record is taken over whoever holds it; that registrar loses the id
+ * (see above).
  */
-HR_EXPORT int hr_register(const hr_config *cfg, const hr_registration *reg,
-			  hr_registrar **out, hr_error *err);
+HR_EXPORT int hr_register(const hr_etcd_config *etcd,
+			  const hr_registration *reg, hr_registrar **out,
+			  hr_error *err);
+
+/* Which fields of a node record an hr_record_update changes. */
+#define HR_UPDATE_STATE  0x1u
+#define HR_UPDATE_WEIGHT 0x2u
 
 /*
- * Changes the node's state or weight: one put that keeps the lease (and
- * attaches it again if the key was detached).  Thread safe.  Errors as for
- * hr_register (HR_EINVAL, HR_ELIMIT: the new record would be refused by
- * the clients; nothing is written), HR_ENOTFOUND (the key was deleted; the
- * renewal puts it back), HR_EEXIST once the id was taken over (the message
- * of hr_registrar_status), HR_ECLOSED after deregistration.
+ * A change of a registered node's record: the fields named in `fields`
+ * take the values below, every other field of the record is kept (unknown
+ * ones included).  Grows (see "Structs that grow"); every field defaults
+ * to 0.  HR_EINVAL, naming the field, for no field or an unknown flag, an
+ * invalid state, or a weight that is not a finite number > 0.
  */
-HR_EXPORT int hr_registrar_set_state(hr_registrar *r, hr_state state,
-				     hr_error *err);
-HR_EXPORT int hr_registrar_set_weight(hr_registrar *r, double weight,
-				      hr_error *err);
+typedef struct hr_record_update {
+	size_t size;             /* sizeof, set by hr_record_update_init()   */
+	unsigned fields;         /* HR_UPDATE_STATE | HR_UPDATE_WEIGHT        */
+	hr_state state;
+	double weight;
+} hr_record_update;
+
+/* Sets `size` bytes of `upd` (NULL: nothing) to zeros, with upd->size =
+ * size.  Call it through the macro. */
+HR_EXPORT void hr_record_update_init_size(hr_record_update *upd, size_t size);
+#define hr_record_update_init(upd) \
+	hr_record_update_init_size((upd), sizeof *(upd))
+
+/*
+ * Changes the registrar's own record as `upd` says: one put that keeps the
+ * lease (and attaches it again if the key was detached), state and weight
+ * at once when both are named.  Thread safe.  Errors as for hr_register
+ * (HR_EINVAL, HR_ELIMIT: the new record would be refused by the clients;
+ * nothing is written), HR_ENOTFOUND (the key was deleted; the renewal puts
+ * it back), HR_EEXIST once the id was taken over (the message of
+ * hr_registrar_status), HR_ECLOSED after deregistration.
+ */
+HR_EXPORT int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
+				  hr_error *err);
 
 /* The lease the record is attached to now (it changes if the lease is
  * lost and granted again); 0 after deregistration and once the id was
@@ -682,18 +824,16 @@ HR_EXPORT int hr_registrar_deregister(hr_registrar *r, hr_error *err);
 HR_EXPORT void hr_registrar_close(hr_registrar *r);
 
 /*
- * Changes the state or the weight of the node `id` registered under
- * cfg->prefix by whatever process, in place: the record's other fields and
- * its lease are kept.  The new record is checked as hr_register checks a
- * node, with cfg->ring: one the clients would refuse is not written.
- * Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is not
- * valid), HR_EINVAL and HR_ELIMIT (as for hr_register), and the connection
- * errors of hr_register.
+ * Changes the record of node `id`, registered under etcd->prefix by
+ * whatever process, as `upd` says, in place: the record's other fields
+ * and its lease are kept.  The new record is checked as hr_register()
+ * checks a node, with etcd->ring: one the clients would refuse is not
+ * written.  Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is
+ * not valid), HR_EINVAL and HR_ELIMIT (as for hr_register), and the
+ * connection errors of hr_register.  Thread safe.
  */
-HR_EXPORT int hr_node_set_state(const hr_config *cfg, const char *id,
-				hr_state state, hr_error *err);
-HR_EXPORT int hr_node_set_weight(const hr_config *cfg, const char *id,
-				 double weight, hr_error *err);
+HR_EXPORT int hr_node_update(const hr_etcd_config *etcd, const char *id,
+			     const hr_record_update *upd, hr_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Rebalancing: ring diffs                                                  */
@@ -732,7 +872,7 @@ typedef struct hr_arc_total {
  * differs.  Either ring may be NULL, meaning an empty ring.  The diff holds
  * a reference to both rings until hr_diff_free(); it is the tool of a
  * rebalancer, which a watching client hands over ready made through
- * hr_config.on_diff.  Cost O(points of both views).
+ * hr_client_config.on_diff.  Cost O(points of both views).
  * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
  */
 HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
@@ -747,9 +887,9 @@ HR_EXPORT const hr_arc *hr_diff_arcs(const hr_diff *diff);
 HR_EXPORT size_t hr_diff_total_count(const hr_diff *diff);
 HR_EXPORT const hr_arc_total *hr_diff_totals(const hr_diff *diff);
 
-/* Share of the key space that moved: the exact sum of the arcs, rounded
- * once; equal to hr_ring_moved_share() of the same rings and view. */
-HR_EXPORT double hr_diff_moved_share(const hr_diff *diff);
+/* The share of the key space a diff moves, the exact sum of its arcs, is
+ * hr_ring_moved_share() of the same two rings and view (a client's
+ * on_change gets them just before its on_diff). */
 
 /* Frees the diff and drops its ring references.  Accepts NULL. */
 HR_EXPORT void hr_diff_free(hr_diff *diff);

@@ -1,6 +1,7 @@
-/* client.c - the public client: configuration, open/close, and the lookup
- * entry points over the published ring. */
+/* client.c - the public client: open/close, and the lookup entry points
+ * over the published ring. */
 #include "client.h"
+#include "config.h"
 #include "error.h"
 #include "log.h"
 #include "publish.h"
@@ -28,53 +29,12 @@ static int64_t monotonic_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void hr_config_init(hr_config *cfg)
+int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
+		   hr_client **out, hr_error *err)
 {
-	if (!cfg)
-		return;
-	memset(cfg, 0, sizeof *cfg);
-	cfg->ring.vnodes_per_weight = HR_VNODES_PER_WEIGHT_DEFAULT;
-	cfg->open_timeout_ms = 10000;
-	cfg->request_timeout_ms = 5000;
-	cfg->connect_timeout_ms = 2000;
-	cfg->backoff_initial_ms = 100;
-	cfg->backoff_max_ms = 5000;
-	cfg->probe_interval_ms = 3000;
-	cfg->stale_warn_ms = 10000;
-	cfg->page_size = 1000;
-	cfg->log_level = HR_LOG_INFO;
-}
-
-static int check_config(const hr_config *c, hr_error *err)
-{
-	if (!c->prefix || !c->prefix[0])
-		return hr__error_set(err, HR_EINVAL, "config: prefix must be set and not empty");
-	if (strlen(c->prefix) > 4096)
-		return hr__error_set(err, HR_EINVAL, "config: prefix longer than 4096 bytes");
-#define POSITIVE(f)                                                           \
-	if (c->f <= 0)                                                        \
-		return hr__error_set(err, HR_EINVAL, "config: " #f " must be > 0 (is %d)", c->f);
-	POSITIVE(open_timeout_ms)
-	POSITIVE(request_timeout_ms)
-	POSITIVE(connect_timeout_ms)
-	POSITIVE(backoff_initial_ms)
-	POSITIVE(backoff_max_ms)
-	POSITIVE(probe_interval_ms)
-	POSITIVE(stale_warn_ms)
-#undef POSITIVE
-	if (c->backoff_max_ms < c->backoff_initial_ms)
-		return hr__error_set(err, HR_EINVAL,
-				     "config: backoff_max_ms below backoff_initial_ms");
-	if (c->page_size == 0 || c->page_size > 100000)
-		return hr__error_set(err, HR_EINVAL, "config: page_size must be 1..100000");
-	if ((unsigned)c->log_level > HR_LOG_DEBUG)
-		return hr__error_set(err, HR_EINVAL, "config: invalid log_level");
-	return 0;
-}
-
-int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
-{
+	hr_client_config cc;
 	hr__watch_opts wo;
+	hr__conn conn;
 	hr_client *c;
 	hr_ring *empty = NULL;
 	int rc;
@@ -82,9 +42,9 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
 	*out = NULL;
-	if (!cfg)
-		return hr__error_set(err, HR_EINVAL, "config must not be NULL");
-	rc = check_config(cfg, err);
+	rc = hr__conn_read(etcd, &conn, err);
+	if (!rc)
+		rc = hr__client_config_read(cfg, &cc, err);
 	if (rc)
 		return rc;
 	/* Thread safe since libcurl 7.84 and reference counted. */
@@ -96,11 +56,9 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	c->opened_ms = monotonic_ms();
-	c->log.fn = cfg->log;
-	c->log.userdata = cfg->log_userdata;
-	c->log.max = cfg->log_level;
+	c->log = conn.log;
 	/* Lookups before the first sync see an empty ring, never NULL. */
-	rc = hr_ring_build(NULL, 0, &cfg->ring, 0, &empty, err);
+	rc = hr_ring_build(NULL, 0, &conn.ring, 0, &empty, err);
 	if (rc) {
 		free(c);
 		curl_global_cleanup();
@@ -109,32 +67,23 @@ int hr_client_open(const hr_config *cfg, hr_client **out, hr_error *err)
 	hr__publish_init(&c->pub, empty);
 
 	memset(&wo, 0, sizeof wo);
-	wo.etcd.endpoints = cfg->endpoints;
-	wo.etcd.api_base = cfg->api_base;
-	wo.etcd.request_timeout_ms = cfg->request_timeout_ms;
-	wo.etcd.connect_timeout_ms = cfg->connect_timeout_ms;
-	wo.etcd.ca_file = cfg->ca_file;
-	wo.etcd.cert_file = cfg->cert_file;
-	wo.etcd.key_file = cfg->key_file;
-	wo.etcd.insecure_skip_verify = cfg->insecure_skip_verify;
-	wo.etcd.username = cfg->username;
-	wo.etcd.password = cfg->password;
-	wo.prefix = cfg->prefix;
-	wo.ring = cfg->ring;
-	wo.page_size = cfg->page_size;
-	wo.backoff_initial_ms = cfg->backoff_initial_ms;
-	wo.backoff_max_ms = cfg->backoff_max_ms;
-	wo.probe_interval_ms = cfg->probe_interval_ms;
-	wo.stale_warn_ms = cfg->stale_warn_ms;
+	wo.etcd = conn.etcd;
+	wo.prefix = conn.prefix;
+	wo.ring = conn.ring;
+	wo.page_size = cc.page_size;
+	wo.backoff_initial_ms = cc.backoff_initial_ms;
+	wo.backoff_max_ms = cc.backoff_max_ms;
+	wo.probe_interval_ms = cc.probe_interval_ms;
+	wo.stale_warn_ms = cc.stale_warn_ms;
 	wo.log = &c->log;
 	wo.publisher = &c->pub;
-	wo.on_change = cfg->on_change;
-	wo.on_change_userdata = cfg->on_change_userdata;
-	wo.on_diff = cfg->on_diff;
-	wo.on_diff_userdata = cfg->on_diff_userdata;
+	wo.on_change = cc.on_change;
+	wo.on_change_userdata = cc.on_change_userdata;
+	wo.on_diff = cc.on_diff;
+	wo.on_diff_userdata = cc.on_diff_userdata;
 	rc = hr__watcher_start(&wo, &c->watcher, err);
-	if (!rc && !cfg->open_nonblocking)
-		rc = hr__watcher_wait_first(c->watcher, cfg->open_timeout_ms, err);
+	if (!rc && !cc.open_nonblocking)
+		rc = hr__watcher_wait_first(c->watcher, cc.open_timeout_ms, err);
 	if (rc) {
 		hr_client_close(c);
 		return rc;
@@ -325,17 +274,22 @@ hr_ring *hr_client_acquire(hr_client *c)
 	return c ? hr__publish_acquire(&c->pub) : NULL;
 }
 
-int hr_client_status_get(hr_client *c, hr_client_status *out)
+int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size)
 {
+	hr_client_status st;
 	hr_ring *ring;
 
-	if (!c || !out)
+	if (!c || !out || !size)
 		return HR_EINVAL;
-	memset(out, 0, sizeof *out);
+	memset(&st, 0, sizeof st);
 	ring = hr__publish_acquire(&c->pub);
-	out->revision = hr_ring_revision(ring);
-	out->digest = hr_ring_digest(ring);
+	st.revision = hr_ring_revision(ring);
+	st.digest = hr_ring_digest(ring);
 	hr_ring_release(ring);
-	hr__watcher_status(c->watcher, out);
+	hr__watcher_status(c->watcher, &st);
+	/* The caller's struct, however old or new, and not a byte more. */
+	memcpy(out, &st, size < sizeof st ? size : sizeof st);
+	if (size > sizeof st)
+		memset((char *)out + sizeof st, 0, size - sizeof st);
 	return 0;
 }

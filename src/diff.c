@@ -2,6 +2,7 @@
  * diff.c - which arcs of the circle changed owner between two rings, for
  * rebalancers: the arcs in ring order and their totals per pair of nodes.
  */
+#include "diff.h"
 #include "ring.h"
 
 #include "error.h"
@@ -206,7 +207,7 @@ const hr_arc_total *hr_diff_totals(const hr_diff *diff)
 	return diff && diff->ntotals ? diff->totals : NULL;
 }
 
-double hr_diff_moved_share(const hr_diff *diff)
+double hr__diff_moved_share(const hr_diff *diff)
 {
 	return diff ? diff->moved : 0;
 }

@@ -1,12 +1,13 @@
-/* register.c - lease-backed self-registration of a node, and in-place
- * changes of a registered node's state or weight. */
+/* register.c - lease-backed self-registration of a node: the lease's life
+ * (grant, renewal, loss and repair) and the registrar's own record.  The
+ * in-place edit of a record is update.c's. */
+#include "config.h"
 #include "error.h"
 #include "etcd.h"
 #include "log.h"
-#include "member.h"
+#include "update.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ struct hr_registrar {
 	hr__log log;
 	hr__etcd *etcd;           /* used under mu only */
 	hr_ring_options ring;     /* the clients': records are checked with them */
+	hr_registrar_lost_fn on_lost;
+	void *on_lost_userdata;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t thread;
@@ -81,16 +84,6 @@ static int status_error(hr_registrar *r, hr_error *err)
 	return 0;
 }
 
-void hr_registration_init(hr_registration *reg)
-{
-	if (!reg)
-		return;
-	memset(reg, 0, sizeof *reg);
-	reg->weight = 1;
-	reg->state = HR_STATE_WARMING;
-	reg->ttl_s = 10;
-}
-
 /* ---- records -------------------------------------------------------------- */
 
 /* The JSON record of a registration. */
@@ -106,115 +99,6 @@ static char *record_json(const hr_registration *reg)
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
-}
-
-/*
- * `value` with its "state" (when `state` >= 0) or "weight" (when `weight`
- * > 0) replaced, every other field kept.  A bare address becomes an object.
- * NULL with `err` set if the value is not a record.
- */
-static char *record_modify(const char *id, const char *value, size_t len,
-			   int state, double weight, hr_error *err)
-{
-	hr__record rec;
-	cJSON *o;
-	char *s = NULL;
-	size_t i = 0;
-
-	if (hr__record_parse(id, strlen(id), value, len, &rec, err))
-		return NULL;
-	while (i < len && (value[i] == ' ' || value[i] == '\t' || value[i] == '\r' ||
-			   value[i] == '\n'))
-		i++;
-	if (i < len && value[i] == '{') {
-		o = cJSON_ParseWithLength(value, len);
-	} else {
-		o = cJSON_CreateObject();
-		if (o && !cJSON_AddStringToObject(o, "addr", rec.addr)) {
-			cJSON_Delete(o);
-			o = NULL;
-		}
-	}
-	hr__record_clear(&rec);
-	if (o && state >= 0) {
-		cJSON *v = cJSON_CreateString(hr_state_name((hr_state)state));
-		if (!v || (cJSON_GetObjectItemCaseSensitive(o, "state") ?
-			   !cJSON_ReplaceItemInObjectCaseSensitive(o, "state", v) :
-			   !cJSON_AddItemToObject(o, "state", v))) {
-			cJSON_Delete(v);
-			cJSON_Delete(o);
-			o = NULL;
-		}
-	}
-	if (o && weight > 0) {
-		cJSON *v = cJSON_CreateNumber(weight);
-		if (!v || (cJSON_GetObjectItemCaseSensitive(o, "weight") ?
-			   !cJSON_ReplaceItemInObjectCaseSensitive(o, "weight", v) :
-			   !cJSON_AddItemToObject(o, "weight", v))) {
-			cJSON_Delete(v);
-			cJSON_Delete(o);
-			o = NULL;
-		}
-	}
-	if (o)
-		s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (!s)
-		hr__error_set(err, HR_ENOMEM, "out of memory");
-	return s;
-}
-
-static char *make_key(const char *prefix, const char *id)
-{
-	size_t n = strlen(prefix) + strlen(id) + 1;
-	char *key = malloc(n);
-
-	if (key)
-		snprintf(key, n, "%s%s", prefix, id);
-	return key;
-}
-
-static hr__etcd_opts etcd_opts(const hr_config *cfg)
-{
-	hr__etcd_opts o = {
-		.endpoints = cfg->endpoints,
-		.api_base = cfg->api_base,
-		.request_timeout_ms = cfg->request_timeout_ms,
-		.connect_timeout_ms = cfg->connect_timeout_ms,
-		.ca_file = cfg->ca_file,
-		.cert_file = cfg->cert_file,
-		.key_file = cfg->key_file,
-		.insecure_skip_verify = cfg->insecure_skip_verify,
-		.username = cfg->username,
-		.password = cfg->password,
-	};
-	return o;
-}
-
-static int check_cfg(const hr_config *cfg, hr_error *err)
-{
-	if (!cfg)
-		return hr__error_set(err, HR_EINVAL, "config must not be NULL");
-	if (!cfg->prefix || !cfg->prefix[0])
-		return hr__error_set(err, HR_EINVAL, "config: prefix must be set and not empty");
-	return 0;
-}
-
-/* hr_node_check() on record `value` of node `id`, read as the clients
- * read it. */
-static int check_value(const hr_ring_options *opts, const char *id,
-		       const char *value, hr_error *err)
-{
-	hr__record rec;
-	hr_node node;
-	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
-
-	if (rc)
-		return rc;
-	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
-	rc = hr_node_check(&node, opts, err);
-	hr__record_clear(&rec);
-	return rc;
 }
 
 /* ---- holding the id --------------------------------------------------- */
@@ -468,6 +352,14 @@ static void *renew_main(void *arg)
 				     "lease expired or revoked; registered again");
 	}
 	pthread_mutex_unlock(&r->mu);
+	/* Every loss, whoever found it, ends the loop above: tell the owner
+	 * once, with mu free so that the callback may call us. */
+	if (status_of(r) == HR_EEXIST && r->on_lost) {
+		hr_error why = { 0 };
+
+		status_error(r, &why);
+		r->on_lost(r->on_lost_userdata, r, &why);
+	}
 	return NULL;
 }
 
@@ -530,31 +422,28 @@ static int already_registered(hr_registrar *r, hr_error *err)
 			     r->id, r->key, held);
 }
 
-int hr_register(const hr_config *cfg, const hr_registration *reg,
+int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 		hr_registrar **out, hr_error *err)
 {
-	hr__etcd_opts eo;
+	hr_registration reg;
 	hr_registrar *r;
+	hr__conn conn;
 	hr_node node;
 	int64_t granted, t0;
 	int rc, done = 0;
 
-	if (!out || !reg)
-		return hr__error_set(err, HR_EINVAL, "registration and out must not be NULL");
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
 	*out = NULL;
-	rc = check_cfg(cfg, err);
+	rc = hr__conn_read(etcd, &conn, err);
+	if (!rc)
+		rc = hr__registration_read(in, &reg, err);
 	if (rc)
 		return rc;
-	if (!reg->id || !reg->addr)
-		return hr__error_set(err, HR_EINVAL, "registration: id and addr are required");
-	node = (hr_node){ reg->id, reg->addr, reg->zone ? reg->zone : "", reg->weight,
-			  reg->state };
-	rc = hr_node_check(&node, &cfg->ring, err);
+	node = (hr_node){ reg.id, reg.addr, reg.zone ? reg.zone : "", reg.weight, reg.state };
+	rc = hr_node_check(&node, &conn.ring, err);
 	if (rc)
 		return rc;
-	if (reg->ttl_s < 2 || reg->ttl_s > 3600)
-		return hr__error_set(err, HR_EINVAL, "registration: ttl_s must be 2..3600 (is %d)",
-				     reg->ttl_s);
 
 	/* Thread safe since libcurl 7.84 and reference counted. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -572,20 +461,21 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 		pthread_cond_init(&r->cv, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	r->log = (hr__log){ cfg->log, cfg->log_userdata, cfg->log_level };
-	r->ring = cfg->ring;
-	r->key = make_key(cfg->prefix, reg->id);
-	r->id = strdup(reg->id);
-	r->value = record_json(reg);
+	r->log = conn.log;
+	r->ring = conn.ring;
+	r->on_lost = reg.on_lost;
+	r->on_lost_userdata = reg.on_lost_userdata;
+	r->key = hr__record_key(conn.prefix, reg.id);
+	r->id = strdup(reg.id);
+	r->value = record_json(&reg);
 	if (!r->key || !r->id || !r->value) {
 		registrar_free(r);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	eo = etcd_opts(cfg);
 	t0 = now_ms();
-	rc = hr__etcd_new(&eo, &r->etcd, err);
+	rc = hr__etcd_new(&conn.etcd, &r->etcd, err);
 	if (!rc)
-		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, &granted, err);
+		rc = hr__etcd_lease_grant(r->etcd, reg.ttl_s, &r->lease, &granted, err);
 	if (rc) {
 		registrar_free(r);
 		return rc;
@@ -595,7 +485,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	/* Create only if absent: two processes must not share an id. */
 	rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, err);
 	if (!rc && !done)
-		rc = reg->replace ? take_over(r, err) : already_registered(r, err);
+		rc = reg.replace ? take_over(r, err) : already_registered(r, err);
 	if (rc) {
 		hr__etcd_lease_revoke(r->etcd, r->lease, NULL);
 		registrar_free(r);
@@ -604,7 +494,7 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	r->held_lease = r->lease;
 	hr__log_emit(&r->log, HR_LOG_INFO, "registered",
 		     "id=%s lease=" LEASE_FMT " ttl=%" PRId64 " state=%s endpoint=%s", r->id,
-		     LEASE_ARG(r->lease), r->ttl, hr_state_name(reg->state),
+		     LEASE_ARG(r->lease), r->ttl, hr_state_name(reg.state),
 		     hr__etcd_endpoint(r->etcd));
 
 	{
@@ -624,93 +514,54 @@ int hr_register(const hr_config *cfg, const hr_registration *reg,
 	return 0;
 }
 
-/*
- * One put of a modified record, retried if the record changed in between;
- * the new record must be one the clients accept (`opts`).  For registrar
- * `r` (mu held) the key must still be ours or detached, and the put
- * attaches our lease; a key another registrar holds is a loss.  Without a
- * registrar (by id) the key keeps whatever lease it has.
- */
-static int update_record(hr__etcd *e, hr_registrar *r, const hr_ring_options *opts,
-			 const char *key, const char *id, int state, double weight,
-			 hr_error *err)
+/* A registrar edits its record only while the key is its own or
+ * detached; a key another registrar holds is a loss.  Called with mu
+ * held. */
+static int claim_key(void *userdata, const hr__kv *kv, hr_error *err)
 {
-	for (int attempt = 0; attempt < 5; attempt++) {
-		hr__kv kv;
-		int found, done, rc;
-		char *v;
+	hr_registrar *r = userdata;
+	int rc = held_by_other(r, kv, err);
 
-		rc = hr__etcd_get(e, key, &kv, &found, err);
-		if (rc)
-			return rc;
-		if (!found)
-			return hr__error_set(err, HR_ENOTFOUND, "node \"%s\" is not registered (no key %s)",
-					     id, key);
-		rc = r ? held_by_other(r, &kv, err) : 0;
-		if (rc) {
-			if (rc == 1)
-				rc = lose(r, kv.lease, err);
-			hr__kv_clear(&kv);
-			return rc;
-		}
-		v = record_modify(id, kv.value, kv.value_len, state, weight, err);
-		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
-		if (!rc)
-			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, r ? r->lease : 0,
-					     r == NULL, &done, err);
-		hr__kv_clear(&kv);
-		if (!rc && done && r) {
-			free(r->value);
-			r->value = v;
-			return 0;
-		}
-		free(v);
-		if (rc || done)
-			return rc;
-	}
-	return hr__error_set(err, HR_EETCD, "node \"%s\": record keeps changing; try again", id);
+	return rc == 1 ? lose(r, kv->lease, err) : rc;
 }
 
-static int registrar_update(hr_registrar *r, int state, double weight,
-			    hr_error *err)
+int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
+			hr_error *err)
 {
+	hr_record_update u;
+	char *value = NULL;
 	int rc;
 
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
+	rc = hr__record_update_read(upd, &u, err);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&r->mu);
 	rc = status_error(r, err);
-	if (!rc)
-		rc = update_record(r->etcd, r, &r->ring, r->key, r->id, state, weight, err);
+	if (!rc) {
+		/* The put attaches our lease, should the key have lost it. */
+		hr__record_writer w = { r->lease, claim_key, r };
+
+		rc = hr__record_update(r->etcd, r->key, r->id, &r->ring, &u, &w, &value, err);
+	}
+	if (!rc) {
+		free(r->value);
+		r->value = value;
+	}
 	pthread_mutex_unlock(&r->mu);
-	if (!rc && state >= 0)
+	if (rc)
+		return rc;
+	if (u.fields == HR_UPDATE_STATE)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
-			     hr_state_name((hr_state)state));
-	else if (!rc)
+			     hr_state_name(u.state));
+	else if (u.fields == HR_UPDATE_WEIGHT)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s weight=%g", r->id,
-			     weight);
-	return rc;
-}
-
-static int check_weight(double weight, hr_error *err)
-{
-	if (!isfinite(weight) || weight <= 0)
-		return hr__error_set(err, HR_EINVAL, "weight must be a finite number > 0");
+			     u.weight);
+	else
+		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s weight=%g",
+			     r->id, hr_state_name(u.state), u.weight);
 	return 0;
-}
-
-int hr_registrar_set_state(hr_registrar *r, hr_state state, hr_error *err)
-{
-	if (!hr_state_name(state))
-		return hr__error_set(err, HR_EINVAL, "invalid state %d", (int)state);
-	return registrar_update(r, (int)state, 0, err);
-}
-
-int hr_registrar_set_weight(hr_registrar *r, double weight, hr_error *err)
-{
-	int rc = check_weight(weight, err);
-
-	return rc ? rc : registrar_update(r, -1, weight, err);
 }
 
 int64_t hr_registrar_lease(hr_registrar *r)
@@ -770,52 +621,4 @@ void hr_registrar_close(hr_registrar *r)
 	if (r->started)
 		pthread_join(r->thread, NULL);
 	registrar_free(r);
-}
-
-static int node_update(const hr_config *cfg, const char *id, int state,
-		       double weight, hr_error *err)
-{
-	hr__etcd_opts eo;
-	hr__etcd *e = NULL;
-	char *key;
-	int rc = check_cfg(cfg, err);
-
-	if (rc)
-		return rc;
-	if (!id)
-		return hr__error_set(err, HR_EINVAL, "id must not be NULL");
-	rc = hr__id_validate(id, strlen(id), err);
-	if (rc)
-		return rc;
-	key = make_key(cfg->prefix, id);
-	if (!key)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		free(key);
-		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
-	}
-	eo = etcd_opts(cfg);
-	rc = hr__etcd_new(&eo, &e, err);
-	if (!rc)
-		rc = update_record(e, NULL, &cfg->ring, key, id, state, weight, err);
-	hr__etcd_free(e);
-	curl_global_cleanup();
-	free(key);
-	return rc;
-}
-
-int hr_node_set_state(const hr_config *cfg, const char *id, hr_state state,
-		      hr_error *err)
-{
-	if (!hr_state_name(state))
-		return hr__error_set(err, HR_EINVAL, "invalid state %d", (int)state);
-	return node_update(cfg, id, (int)state, 0, err);
-}
-
-int hr_node_set_weight(const hr_config *cfg, const char *id, double weight,
-		       hr_error *err)
-{
-	int rc = check_weight(weight, err);
-
-	return rc ? rc : node_update(cfg, id, -1, weight, err);
 }

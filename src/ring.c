@@ -5,6 +5,7 @@
  */
 #include "ring.h"
 
+#include "config.h"
 #include "error.h"
 #include "ketama.h"
 #include "member.h"
@@ -388,7 +389,9 @@ int hr__ring_node_points(const hr_node *node, const hr_ring_options *opts,
 /* Points per node, and their total against the ring's limit. */
 static int count_points(hr_ring *ring, hr_error *err)
 {
-	hr_ring_options opts = { ring->vnodes_per_weight, ring->placement };
+	hr_ring_options opts = { .size = sizeof opts,
+				 .vnodes_per_weight = ring->vnodes_per_weight,
+				 .placement = ring->placement };
 	size_t total = 0;
 
 	for (size_t i = 0; i < ring->nnodes; i++) {
@@ -1052,20 +1055,29 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 		  uint64_t revision, hr_ring **out, hr_error *err)
 {
-	return hr__ring_build_hashed(nodes, n, opts, revision, xxh3_hash, out,
+	hr_ring_options o;
+	int rc = hr__ring_options_read(opts, &o, err);
+
+	if (rc) {
+		if (out)
+			*out = NULL;
+		return rc;
+	}
+	return hr__ring_build_hashed(nodes, n, &o, revision, xxh3_hash, out,
 				     err);
 }
 
 int hr_node_check(const hr_node *node, const hr_ring_options *opts,
 		  hr_error *err)
 {
+	hr_ring_options o;
 	unsigned points;
-	int rc = hr__node_validate(node, err);
+	int rc = hr__ring_options_read(opts, &o, err);
 
 	if (!rc)
-		rc = check_placement(opts, err);
+		rc = hr__node_validate(node, err);
 	if (!rc)
-		rc = hr__ring_node_points(node, opts, &points, err);
+		rc = hr__ring_node_points(node, &o, &points, err);
 	return rc;
 }
 

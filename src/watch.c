@@ -2,6 +2,7 @@
 #include "watch.h"
 
 #include "base64.h"
+#include "diff.h"
 #include "error.h"
 #include "nodeset.h"
 #include "watch_stream.h"
@@ -269,8 +270,8 @@ static void log_ring_change(hr__watcher *w, const hr_ring *old,
 		     counted(ca, sizeof ca, n_added, added),
 		     counted(cr, sizeof cr, n_removed, removed),
 		     counted(cc, sizeof cc, n_changed, changed),
-		     dw ? hr_diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
-		     dr ? hr_diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
+		     dw ? hr__diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
+		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
 }
 
 /* Tells the log and the callbacks about a published ring.  When on_diff

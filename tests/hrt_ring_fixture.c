@@ -69,7 +69,7 @@ hr_ring *hrt_ring_generation(const char *tag, unsigned gen, unsigned vnodes)
 {
 	static const hr_state states[3] = { HR_STATE_ACTIVE, HR_STATE_DRAINING,
 					    HR_STATE_WARMING };
-	hr_ring_options opts = { .vnodes_per_weight = vnodes };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = vnodes };
 	char ids[3][32], addrs[3][32];
 	hr_node nodes[3];
 
@@ -87,15 +87,17 @@ static void quiet(void *ud, hr_log_level level, const char *line)
 
 hr_client *hrt_offline_client(const char *prefix)
 {
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 
-	hr_config_init(&cfg);
-	cfg.endpoints = "127.0.0.1:1";
-	cfg.prefix = prefix;
+	hr_etcd_config_init(&etcd);
+	hr_client_config_init(&cfg);
+	etcd.endpoints = "127.0.0.1:1";
+	etcd.prefix = prefix;
+	etcd.log = quiet;
 	cfg.open_nonblocking = 1;
 	cfg.backoff_initial_ms = 5000;
-	cfg.log = quiet;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, NULL), 0);
+	ck_assert_int_eq(hr_client_open(&etcd, &cfg, &c, NULL), 0);
 	return c;
 }

@@ -238,6 +238,8 @@ struct cli_etcd {
 	int one_shot;
 	unsigned long vnodes_per_weight;
 	int placement;               /* hr_placement */
+	/* What cli_etcd_config() points hr_etcd_config.ring to. */
+	hr_ring_options ring;
 };
 
 extern const char *const cli_log_levels[];
@@ -313,10 +315,11 @@ hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e);
 int cli_load_members(const char *cmd, const char *file,
 		     const struct cli_etcd *e, hr_ring **out);
 
-/* Fills `cfg` (after hr_config_init) from the options and the ETCDCTL_*
- * variables; warns about a prefix without a trailing '/'.  Returns 0 or
- * -1 after printing a usage error. */
-int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg);
+/* Fills `cfg` (after hr_etcd_config_init) from the options and the
+ * ETCDCTL_* variables, its ring options pointing into `e`; warns about a
+ * prefix without a trailing '/'.  Returns 0 or -1 after printing a usage
+ * error. */
+int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_etcd_config *cfg);
 
 /*
  * Blocks SIGINT and SIGTERM, and fills `set` with them: blocked in this
@@ -326,12 +329,13 @@ int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg);
 void cli_signals_block(sigset_t *set);
 
 /*
- * Opens a client and waits for its first ring, --timeout long at most.
- * SIGINT and SIGTERM end the wait at once.  Returns CLI_EXIT_OK with
- * *out set, CLI_EXIT_SIGNAL(sig), or CLI_EXIT_USAGE / CLI_EXIT_ERROR after
- * one error line.
+ * Opens a client of the etcd options with the client settings `cfg`
+ * (after hr_client_config_init) and waits for its first ring, --timeout
+ * long at most.  SIGINT and SIGTERM end the wait at once.  Returns
+ * CLI_EXIT_OK with *out set, CLI_EXIT_SIGNAL(sig), or CLI_EXIT_USAGE /
+ * CLI_EXIT_ERROR after one error line.
  */
-int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
+int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 		  hr_client **out);
 
 /*
@@ -345,8 +349,8 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata);
 void cli_etcd_follow_stop(void);
 
-/* One attempt of cli_etcd_retry(): a library call with `cfg`. */
-typedef int (*cli_attempt_fn)(void *userdata, const hr_config *cfg,
+/* One attempt of cli_etcd_retry(): a library call with `etcd`. */
+typedef int (*cli_attempt_fn)(void *userdata, const hr_etcd_config *etcd,
 			      hr_error *err);
 
 /*
@@ -356,7 +360,7 @@ typedef int (*cli_attempt_fn)(void *userdata, const hr_config *cfg,
  * the retries.  Returns 0, an HR_E* code with `err` filled (its message
  * says how long etcd was unreachable), or CLI_EXIT_SIGNAL(sig).
  */
-int cli_etcd_retry(const struct cli_etcd *e, const hr_config *cfg,
+int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,
 		   const sigset_t *sigs, cli_attempt_fn fn, void *userdata,
 		   hr_error *err);
 

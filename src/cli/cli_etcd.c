@@ -80,11 +80,11 @@ int cli_etcd_set_user(void *dest, const char *cmd, const char *v)
 
 hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e)
 {
-	hr_ring_options opts = {
-		.vnodes_per_weight = (unsigned)e->vnodes_per_weight,
-		.placement = (hr_placement)e->placement,
-	};
+	hr_ring_options opts;
 
+	hr_ring_options_init(&opts);
+	opts.vnodes_per_weight = (unsigned)e->vnodes_per_weight;
+	opts.placement = (hr_placement)e->placement;
 	return opts;
 }
 
@@ -160,7 +160,7 @@ static void log_without_retries(void *ud, hr_log_level level, const char *line)
 	fprintf(stderr, "ts=%s.%03ldZ %s\n", when, ts.tv_nsec / 1000000L, line);
 }
 
-int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg)
+int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_etcd_config *cfg)
 {
 	const char *user = getenv("ETCDCTL_USER");
 	const char *insecure = getenv("ETCDCTL_INSECURE_SKIP_TLS_VERIFY");
@@ -192,7 +192,8 @@ int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_config *cfg)
 	cfg->insecure_skip_verify = e->insecure || (insecure && !strcmp(insecure, "true"));
 	cfg->username = e->user;
 	cfg->password = e->password;
-	cfg->ring = cli_etcd_ring_options(e);
+	e->ring = cli_etcd_ring_options(e);
+	cfg->ring = &e->ring;
 	cfg->log_level = (hr_log_level)e->log_level;
 	if (e->one_shot && !e->log_level_given)
 		cfg->log = log_without_retries;
@@ -229,9 +230,10 @@ static int64_t now_ms(void)
 
 /* ---- waiting for etcd --------------------------------------------------------- */
 
-int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
+int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 		  hr_client **out)
 {
+	hr_etcd_config etcd;
 	hr_error err = { 0 };
 	int64_t deadline;
 	sigset_t set;
@@ -240,10 +242,11 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_config *cfg,
 	*out = NULL;
 	/* Before the watcher thread starts: it inherits the mask. */
 	cli_signals_block(&set);
-	if (cli_etcd_config(e, cmd, cfg))
+	hr_etcd_config_init(&etcd);
+	if (cli_etcd_config(e, cmd, &etcd))
 		return CLI_EXIT_USAGE;
 	cfg->open_nonblocking = 1;
-	rc = hr_client_open(cfg, out, &err);
+	rc = hr_client_open(&etcd, cfg, out, &err);
 	if (rc)
 		return cli_fail_input(cmd, rc, &err);
 	deadline = e->timeout_s ? now_ms() + (int64_t)e->timeout_s * 1000 : 0;
@@ -279,7 +282,7 @@ void cli_etcd_follow_stop(void)
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata)
 {
-	hr_config cfg;
+	hr_client_config cfg;
 	hr_client *client = NULL;
 	sigset_t set;
 	int rc;
@@ -289,7 +292,7 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	sigaddset(&set, CLI_WAKE_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	__atomic_store_n(&follow_stopped, 0, __ATOMIC_RELEASE);
-	hr_config_init(&cfg);
+	hr_client_config_init(&cfg);
 	cfg.on_change = fn;
 	cfg.on_change_userdata = userdata;
 	rc = cli_etcd_open(e, cmd, &cfg, &client);
@@ -307,7 +310,7 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	return CLI_EXIT_OK;
 }
 
-int cli_etcd_retry(const struct cli_etcd *e, const hr_config *cfg,
+int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,
 		   const sigset_t *sigs, cli_attempt_fn fn, void *userdata,
 		   hr_error *err)
 {
@@ -320,7 +323,7 @@ int cli_etcd_retry(const struct cli_etcd *e, const hr_config *cfg,
 		long wait = backoff;
 
 		memset(err, 0, sizeof *err);
-		rc = fn(userdata, cfg, err);
+		rc = fn(userdata, etcd, err);
 		if (rc != HR_ECONNECT && rc != HR_ETIMEDOUT)
 			return rc;
 		if (deadline && now_ms() >= deadline)

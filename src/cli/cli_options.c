@@ -180,7 +180,7 @@ static int read_weight(const char *cmd, const char *what, const char *s,
 
 int cli_check_node(const char *cmd, const hr_node *node)
 {
-	hr_ring_options opts = { .vnodes_per_weight = 1 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 1 };
 	hr_error err = { 0 };
 	int rc = hr_node_check(node, &opts, &err);
 

@@ -55,7 +55,8 @@ static void print_end(FILE *out, uint64_t end, const char *quote)
 		fprintf(out, "%s%016" PRIx64 "%s", quote, end, quote);
 }
 
-static void print_text(FILE *out, const hr_diff *d)
+static void print_text(FILE *out, const hr_diff *d, const hr_ring *a,
+		       const hr_ring *b, hr_view view)
 {
 	const hr_arc *arcs = hr_diff_arcs(d);
 	const hr_arc_total *t = hr_diff_totals(d);
@@ -76,7 +77,8 @@ static void print_text(FILE *out, const hr_diff *d)
 		print_owner(out, t[i].new_node, 0);
 		fprintf(out, "\t%zu\t%.6f\n", t[i].arcs, t[i].share);
 	}
-	fprintf(out, "moved\t%.6f\t%zu\n", hr_diff_moved_share(d), hr_diff_arc_count(d));
+	fprintf(out, "moved\t%.6f\t%zu\n", hr_ring_moved_share(a, b, view),
+		hr_diff_arc_count(d));
 }
 
 static void print_json(FILE *out, const hr_diff *d, const hr_ring *a,
@@ -106,7 +108,7 @@ static void print_json(FILE *out, const hr_diff *d, const hr_ring *a,
 		print_owner(out, t[i].new_node, 1);
 		fprintf(out, ",\"arcs\":%zu,\"share\":%.9g}", t[i].arcs, t[i].share);
 	}
-	fprintf(out, "],\"moved_share\":%.9g}\n", hr_diff_moved_share(d));
+	fprintf(out, "],\"moved_share\":%.9g}\n", hr_ring_moved_share(a, b, view));
 }
 
 static int print_diff(const hr_ring *a, const hr_ring *b,
@@ -125,7 +127,7 @@ static int print_diff(const hr_ring *a, const hr_ring *b,
 		if (hr_ring_revision(a) || hr_ring_revision(b))
 			fprintf(out, "ring\t%" PRIu64 "\t%" PRIu64 "\n",
 				hr_ring_revision(a), hr_ring_revision(b));
-		print_text(out, d);
+		print_text(out, d, a, b, s->view);
 	}
 	hr_diff_free(d);
 	/* Failed output is main()'s to report. */

@@ -147,12 +147,12 @@ static int lookup_members(const struct lookup_args *a)
 
 static int lookup_etcd(struct lookup_args *a)
 {
-	hr_config cfg;
+	hr_client_config cfg;
 	hr_client *client = NULL;
 	hr_ring *ring;
 	int rc;
 
-	hr_config_init(&cfg);
+	hr_client_config_init(&cfg);
 	rc = cli_etcd_open(&a->conn, CMD, &cfg, &client);
 	if (rc)
 		return rc;

@@ -179,10 +179,10 @@ int cmd_nodes(int argc, char **argv)
 		if (rc == CLI_EXIT_OK)
 			rc = print_nodes(ring, json, 0);
 	} else {
-		hr_config cfg;
+		hr_client_config cfg;
 		hr_client *client = NULL;
 
-		hr_config_init(&cfg);
+		hr_client_config_init(&cfg);
 		rc = cli_etcd_open(&conn, CMD, &cfg, &client);
 		if (rc == CLI_EXIT_OK) {
 			ring = hr_client_acquire(client);

@@ -32,11 +32,11 @@ struct registering {
 	hr_registrar **out;
 };
 
-static int attempt_register(void *ud, const hr_config *cfg, hr_error *err)
+static int attempt_register(void *ud, const hr_etcd_config *etcd, hr_error *err)
 {
 	const struct registering *a = ud;
 
-	return hr_register(cfg, a->reg, a->out, err);
+	return hr_register(etcd, a->reg, a->out, err);
 }
 
 /*
@@ -67,7 +67,7 @@ int cmd_register(int argc, char **argv)
 	struct cli_etcd conn;
 	hr_registration reg;
 	hr_registrar *r = NULL;
-	hr_config cfg;
+	hr_etcd_config etcd;
 	hr_error err = { 0 };
 	unsigned long ttl, drain = 0;
 	sigset_t set;
@@ -120,12 +120,12 @@ int cmd_register(int argc, char **argv)
 
 	/* Before the registrar's thread starts: it inherits the mask. */
 	cli_signals_block(&set);
-	hr_config_init(&cfg);
-	if (cli_etcd_config(&conn, cmd, &cfg)) {
+	hr_etcd_config_init(&etcd);
+	if (cli_etcd_config(&conn, cmd, &etcd)) {
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	rc = cli_etcd_retry(&conn, &cfg, &set, attempt_register,
+	rc = cli_etcd_retry(&conn, &etcd, &set, attempt_register,
 			    &(struct registering){ &reg, &r }, &err);
 	if (CLI_EXIT_IS_SIGNAL(rc)) {
 		rc = CLI_EXIT_OK; /* stopped before it was registered */
@@ -149,7 +149,12 @@ int cmd_register(int argc, char **argv)
 	rc = CLI_EXIT_OK;
 	if (drain && !cli_out_error()) {
 		struct timespec ts = { (time_t)drain, 0 };
-		if (hr_registrar_set_state(r, HR_STATE_DRAINING, &err) == 0) {
+		hr_record_update upd;
+
+		hr_record_update_init(&upd);
+		upd.fields = HR_UPDATE_STATE;
+		upd.state = HR_STATE_DRAINING;
+		if (hr_registrar_update(r, &upd, &err) == 0) {
 			fprintf(cli_out(), "draining for %lu s\n", drain);
 			cli_out_flush();
 			/* A second signal cuts the drain short. */
@@ -176,19 +181,23 @@ struct change {
 	double weight;
 };
 
-static int attempt_change(void *ud, const hr_config *cfg, hr_error *err)
+static int attempt_change(void *ud, const hr_etcd_config *etcd, hr_error *err)
 {
 	const struct change *c = ud;
+	hr_record_update upd;
 
-	return c->is_state ? hr_node_set_state(cfg, c->id, c->state, err)
-			   : hr_node_set_weight(cfg, c->id, c->weight, err);
+	hr_record_update_init(&upd);
+	upd.fields = c->is_state ? HR_UPDATE_STATE : HR_UPDATE_WEIGHT;
+	upd.state = c->state;
+	upd.weight = c->weight;
+	return hr_node_update(etcd, c->id, &upd, err);
 }
 
 static int change(const char *cmd, int argc, char **argv)
 {
 	struct change c = { .is_state = !strcmp(cmd, "state"), .weight = 1 };
 	struct cli_etcd conn;
-	hr_config cfg;
+	hr_etcd_config etcd;
 	hr_error err = { 0 };
 	int rc;
 
@@ -232,14 +241,14 @@ static int change(const char *cmd, int argc, char **argv)
 	rc = cli_check_node(cmd, &(hr_node){ c.id, "-", NULL, c.weight, c.state });
 	if (rc)
 		goto out;
-	hr_config_init(&cfg);
-	if (cli_etcd_config(&conn, cmd, &cfg)) {
+	hr_etcd_config_init(&etcd);
+	if (cli_etcd_config(&conn, cmd, &etcd)) {
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	/* Nothing to undo if interrupted: SIGINT and SIGTERM keep their
 	 * default action and end the command at once, even mid-request. */
-	rc = cli_etcd_retry(&conn, &cfg, NULL, attempt_change, &c, &err);
+	rc = cli_etcd_retry(&conn, &etcd, NULL, attempt_change, &c, &err);
 	rc = rc ? cli_fail_input(cmd, rc, &err) : CLI_EXIT_OK;
 out:
 	cli_etcd_free(&conn);

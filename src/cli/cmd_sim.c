@@ -87,7 +87,8 @@ static int node_index(const hr_node *node, unsigned long nodes,
 static int build_ring(struct sim_ctx *c, unsigned long nodes,
 			      unsigned long vnodes, hr_ring **out)
 {
-	hr_ring_options opts = { .vnodes_per_weight = (unsigned)vnodes };
+	hr_ring_options opts = { .size = sizeof opts,
+				 .vnodes_per_weight = (unsigned)vnodes };
 	hr_error err = { 0 };
 	hr_node *list;
 	int rc;

@@ -426,7 +426,7 @@ static size_t heap_in_use(void)
 static double build_time(const struct nodes *ns, int n, int vnodes, int reps,
 			 size_t *bytes)
 {
-	hr_ring_options opts = { .vnodes_per_weight = (unsigned)vnodes };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = (unsigned)vnodes };
 	double t[9];
 
 	for (int i = 0; i < reps; i++) {
@@ -465,19 +465,21 @@ static void quiet_log(void *ud, hr_log_level level, const char *line)
 
 static hr_client *open_client(hrb_report *r)
 {
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 
-	hr_config_init(&cfg);
+	hr_etcd_config_init(&etcd);
+	hr_client_config_init(&cfg);
 	/* Nothing listens on port 1: the watcher retries in the background
 	 * and never publishes; the benchmark publishes instead. */
-	cfg.endpoints = "127.0.0.1:1";
-	cfg.prefix = "/bench/lookup/";
+	etcd.endpoints = "127.0.0.1:1";
+	etcd.prefix = "/bench/lookup/";
 	cfg.open_nonblocking = 1;
 	cfg.backoff_initial_ms = 5000;
-	cfg.log = quiet_log;
-	if (hr_client_open(&cfg, &c, &err)) {
+	etcd.log = quiet_log;
+	if (hr_client_open(&etcd, &cfg, &c, &err)) {
 		fprintf(stderr, "bench: hr_client_open: %s\n", err.message);
 		return NULL;
 	}
@@ -487,7 +489,7 @@ static hr_client *open_client(hrb_report *r)
 static int measure_config(hrb_lookup_config *cf, hr_client *c,
 			  const struct keypool *kp, hrb_report *r)
 {
-	hr_ring_options opts = { .vnodes_per_weight = (unsigned)cf->vnodes };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = (unsigned)cf->vnodes };
 	double api[ROUNDS], ring[ROUNDS], mc[ROUNDS], bs[ROUNDS], pref[ROUNDS];
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
 	double rdr[ROUNDS], rdrd[ROUNDS];

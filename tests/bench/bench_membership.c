@@ -298,7 +298,8 @@ static int setup(run *r)
 {
 	const hrb_args *a = r->args;
 	hrt_etcd_opts eo = { .start_timeout_ms = 15000 };
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_error err = { 0 };
 	pid_t self = hrb_gettid(), tids[MAX_LIB_THREADS + 8];
 	int64_t rev = 0, t0;
@@ -318,11 +319,12 @@ static int setup(run *r)
 	if (rev < 0)
 		return -1;
 
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(r->etcd);
-	cfg.prefix = PREFIX;
-	cfg.log = log_problems;
-	rc = hr_client_open(&cfg, &r->client, &err);
+	hr_etcd_config_init(&etcd);
+	hr_client_config_init(&cfg);
+	etcd.endpoints = hrt_etcd_endpoints(r->etcd);
+	etcd.prefix = PREFIX;
+	etcd.log = log_problems;
+	rc = hr_client_open(&etcd, &cfg, &r->client, &err);
 	if (rc) {
 		fprintf(stderr, "bench: hr_client_open: %s\n", err.message);
 		return -1;

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	hr_ring_options opts = { .vnodes_per_weight = 1 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 1 };
 	hr_ring *ring = NULL;
 	hr_error err = { 0 };
 	int rc = hr_ring_from_json((const char *)data, size, &opts, &ring, &err);

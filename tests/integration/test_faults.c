@@ -133,7 +133,7 @@ static const char *b64(char *out, size_t size, const char *s, size_t n)
  */
 static hr_ring *ring_at(http *c, const char *url, int64_t rev)
 {
-	hr_ring_options opts = { .vnodes_per_weight = VNODES };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = VNODES };
 	size_t plen = strlen(PREFIX);
 	char key[1024], k64[2048], end64[64], body[4096];
 	hr__nodeset set = { 0 };
@@ -663,24 +663,31 @@ static void put_stable(void)
 
 static hr_client *open_client(const char *endpoints, history *h)
 {
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
+	hr_ring_options ring;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 	int rc;
 
-	hr_config_init(&cfg);
-	cfg.endpoints = endpoints;
-	cfg.prefix = PREFIX;
-	cfg.ring.vnodes_per_weight = VNODES;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	hr_ring_options_init(&ring);
+	ecfg.endpoints = endpoints;
+	ecfg.prefix = PREFIX;
+	ring.vnodes_per_weight = VNODES;
+	ecfg.ring = &ring;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
 	cfg.on_change = h ? on_change : NULL;
 	cfg.on_change_userdata = h;
 	cfg.probe_interval_ms = 1000;
 	cfg.stale_warn_ms = 1500;
-	cfg.request_timeout_ms = 2000;
+	ecfg.request_timeout_ms = 2000;
 	cfg.backoff_max_ms = 1000;
-	rc = hr_client_open(&cfg, &c, &err);
+	/* A ring near the point limit takes seconds to build under ASan. */
+	cfg.open_timeout_ms = 60000;
+	rc = hr_client_open(&ecfg, &cfg, &c, &err);
 	ck_assert_msg(rc == 0, "open: %d %s", rc, err.message);
 	return c;
 }
@@ -1581,20 +1588,22 @@ START_TEST(callbacks_call_back_into_the_library)
 {
 	const char *url = hrt_etcd_client_url(etcd, 0);
 	reentry re = { 0 };
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 
 	put_stable();
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(etcd);
-	cfg.prefix = PREFIX;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
 	cfg.on_change = reentrant_change;
 	cfg.on_change_userdata = &re;
-	cfg.log = reentrant_log;
-	cfg.log_userdata = &re;
-	cfg.log_level = HR_LOG_DEBUG;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	ecfg.log = reentrant_log;
+	ecfg.log_userdata = &re;
+	ecfg.log_level = HR_LOG_DEBUG;
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	__atomic_store_n(&re.client, c, __ATOMIC_RELEASE);
 	for (int i = 0; i < 20; i++) {
 		char key[32];
@@ -1617,24 +1626,31 @@ END_TEST
 START_TEST(null_arguments_everywhere)
 {
 	hr_client *c;
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_error err = { 0 };
 	hr_owner o;
 	hr_replica rep[2];
 	hr_client_status st;
+	hr_record_update active = { .size = sizeof active, .fields = HR_UPDATE_STATE,
+				    .state = HR_STATE_ACTIVE };
+	hr_record_update weight1 = { .size = sizeof weight1, .fields = HR_UPDATE_WEIGHT,
+				     .weight = 1 };
 	uint64_t rev;
 
 	put_stable();
-	hr_config_init(NULL);
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(etcd);
-	cfg.prefix = PREFIX;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
-	ck_assert_int_eq(hr_client_open(NULL, &c, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_client_open(&cfg, NULL, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_client_open(&cfg, NULL, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_open(&cfg, &c, NULL), 0);
+	hr_etcd_config_init_size(NULL, sizeof ecfg);
+	hr_client_config_init_size(NULL, sizeof cfg);
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
+	ck_assert_int_eq(hr_client_open(NULL, &cfg, &c, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, NULL), 0);
 
 	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o), HR_EINVAL);
 	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL), HR_EINVAL);
@@ -1648,21 +1664,21 @@ START_TEST(null_arguments_everywhere)
 	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 2, NULL), 2);
 	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 0, NULL), 0);
 	ck_assert_int_eq(hr_client_status_get(NULL, &st), HR_EINVAL);
-	ck_assert_int_eq(hr_client_status_get(c, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(c, NULL, sizeof st), HR_EINVAL);
 	ck_assert_ptr_null(hr_client_read_begin(NULL));
 	hr_client_read_end(NULL);
 	ck_assert_ptr_null(hr_client_acquire(NULL));
 
 	ck_assert_int_eq(hr_register(NULL, NULL, NULL, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_node_set_state(NULL, "a", HR_STATE_ACTIVE, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_node_set_state(&cfg, NULL, HR_STATE_ACTIVE, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_node_set_weight(&cfg, NULL, 1, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_registrar_set_state(NULL, HR_STATE_ACTIVE, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_registrar_set_weight(NULL, 1, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_node_update(NULL, "a", &active, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_node_update(&ecfg, NULL, &active, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_node_update(&ecfg, NULL, &weight1, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_update(NULL, &active, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_update(NULL, &weight1, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_registrar_lease(NULL), 0);
 	ck_assert_int_eq(hr_registrar_deregister(NULL, &err), HR_EINVAL);
 	hr_registrar_close(NULL);
-	hr_registration_init(NULL);
+	hr_registration_init_size(NULL, sizeof(hr_registration));
 
 	/* The defined part of closing: NULL is a no-op.  Closing a client
 	 * twice is undefined, like free(); it is not exercised here. */

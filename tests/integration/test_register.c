@@ -17,19 +17,27 @@
 
 static hrt_etcd_cluster *etcd;
 static hrt_log logbuf;
-static hr_config cfg;
+static hr_etcd_config ecfg;
+static hr_client_config cfg;
+
+/* The changes of a record the tests make. */
+#define STATE(s) (&(hr_record_update){ .size = sizeof(hr_record_update), \
+				       .fields = HR_UPDATE_STATE, .state = (s) })
+#define WEIGHT(w) (&(hr_record_update){ .size = sizeof(hr_record_update), \
+					.fields = HR_UPDATE_WEIGHT, .weight = (w) })
 
 static void up(void)
 {
 	etcd = hrt_etcd_start(1, NULL);
 	ck_assert_msg(etcd != NULL, "etcd did not start");
 	hrt_log_init(&logbuf);
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(etcd);
-	cfg.prefix = PREFIX;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
-	cfg.log_level = HR_LOG_DEBUG;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
+	ecfg.log_level = HR_LOG_DEBUG;
 	cfg.probe_interval_ms = 1000;
 	cfg.backoff_max_ms = 500;
 }
@@ -46,7 +54,7 @@ static hr_client *watcher(void)
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	ck_assert_msg(hr_client_open(&ecfg, &cfg, &c, &err) == 0, "open: %s", err.message);
 	return c;
 }
 
@@ -62,7 +70,7 @@ static hr_registrar *reg_node(const char *id, int ttl, hr_state state)
 	reg.zone = "z1";
 	reg.ttl_s = ttl;
 	reg.state = state;
-	ck_assert_msg(hr_register(&cfg, &reg, &r, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_register(&ecfg, &reg, &r, &err) == 0, "register: %s", err.message);
 	return r;
 }
 
@@ -130,9 +138,9 @@ START_TEST(register_state_weight_deregister)
 	ck_assert_ptr_nonnull(strstr(out, "\"addr\":\"127.0.0.1:11211\""));
 	ck_assert_int_eq(hrt_wait_state(c, "n1", HR_STATE_WARMING, 5000), 0);
 
-	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), 0);
+	ck_assert_int_eq(hr_registrar_update(r, STATE(HR_STATE_ACTIVE), &err), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "n1", HR_STATE_ACTIVE, 5000), 0);
-	ck_assert_int_eq(hr_registrar_set_weight(r, 2.5, &err), 0);
+	ck_assert_int_eq(hr_registrar_update(r, WEIGHT(2.5), &err), 0);
 	hrt_sleep_ms(300);
 	ring = hr_client_acquire(c);
 	ck_assert_double_eq(hr_ring_find(ring, "n1")->weight, 2.5);
@@ -145,15 +153,15 @@ START_TEST(register_state_weight_deregister)
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=registered", "id=n1", want, NULL), 1);
 	ck_assert_int_eq(hr_registrar_status(r, &err), 0);
 
-	ck_assert_int_eq(hr_registrar_set_weight(r, -1, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_registrar_set_state(r, (hr_state)9, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_update(r, WEIGHT(-1), &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_update(r, STATE((hr_state)9), &err), HR_EINVAL);
 
 	int64_t t0 = hrt_now_ms();
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "n1", -1, 5000), 0);
 	ck_assert_int_lt(hrt_now_ms() - t0, 1000);
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
-	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), HR_ECLOSED);
+	ck_assert_int_eq(hr_registrar_update(r, STATE(HR_STATE_ACTIVE), &err), HR_ECLOSED);
 	ck_assert_int_eq(hr_registrar_status(r, &err), HR_ECLOSED);
 	ck_assert_int_eq(hr_registrar_lease(r), 0);
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=deregistered", "id=n1", want, NULL), 1);
@@ -169,11 +177,12 @@ START_TEST(duplicate_id_and_replace)
 	hr_registration reg;
 	hr_registrar *r1 = reg_node("dup", 10, HR_STATE_ACTIVE), *r2 = NULL;
 	hr_error err = { 0 };
+	hr_etcd_config bad = ecfg;
 
 	hr_registration_init(&reg);
 	reg.id = "dup";
 	reg.addr = "127.0.0.2:1";
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EEXIST);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EEXIST);
 	ck_assert_ptr_null(r2);
 	ck_assert_ptr_nonnull(strstr(err.message, "already registered"));
 	ck_assert_ptr_nonnull(strstr(err.message, "dup"));
@@ -185,12 +194,12 @@ START_TEST(duplicate_id_and_replace)
 	/* A static record put by hand is protected as well. */
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "static", "127.0.0.3:1"), 0);
 	reg.id = "static";
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EEXIST);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EEXIST);
 	ck_assert_ptr_nonnull(strstr(err.message, "no lease: a static record"));
 	/* replace takes it over explicitly. */
 	reg.id = "dup";
 	reg.replace = 1;
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), 0);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), 0);
 	char out[1024];
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "dup --print-value-only"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "127.0.0.2:1"));
@@ -199,17 +208,30 @@ START_TEST(duplicate_id_and_replace)
 
 	/* Bad registrations. */
 	hr_registration_init(&reg);
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	reg.id = "a/b";
 	reg.addr = "x:1";
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	reg.id = "ok";
 	reg.ttl_s = 1;
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	reg.ttl_s = 10;
 	reg.weight = 0;
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_register(NULL, &reg, &r2, &err), HR_EINVAL);
+
+	/* Settings a client refuses are refused here too, with its message. */
+	reg.weight = 1;
+	bad.request_timeout_ms = 0;
+	ck_assert_int_eq(hr_register(&bad, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_ptr_null(r2);
+	ck_assert_str_eq(err.message, "hr_etcd_config: request_timeout_ms must be > 0 (is 0)");
+	bad = ecfg;
+	bad.log_level = (hr_log_level)9;
+	ck_assert_int_eq(hr_register(&bad, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_node_update(&bad, "dup", STATE(HR_STATE_DRAINING), &err), HR_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "log_level"));
+	ck_assert_int_eq(key_lease("ok", NULL, 0), -1);
 }
 END_TEST
 
@@ -238,20 +260,20 @@ START_TEST(operator_edits_are_kept_and_lease_reattached)
 	ck_assert_int_eq(hrt_node_state(c, "op"), HR_STATE_ACTIVE);
 
 	/* The registrar's own change starts from the operator's value. */
-	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_DRAINING, &err), 0);
+	ck_assert_int_eq(hr_registrar_update(r, STATE(HR_STATE_DRAINING), &err), 0);
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "op --print-value-only"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"note\":\"by hand\""));
 	ck_assert_ptr_nonnull(strstr(out, "\"state\":\"draining\""));
 
 	/* In-place changes by id, from another process's point of view. */
 	int adopted = hrt_log_count(&logbuf, "event=record_adopted", "id=op", NULL);
-	ck_assert_int_eq(hr_node_set_state(&cfg, "op", HR_STATE_ACTIVE, &err), 0);
-	ck_assert_int_eq(hr_node_set_weight(&cfg, "op", 3, &err), 0);
+	ck_assert_int_eq(hr_node_update(&ecfg, "op", STATE(HR_STATE_ACTIVE), &err), 0);
+	ck_assert_int_eq(hr_node_update(&ecfg, "op", WEIGHT(3), &err), 0);
 	get_key("op", out, sizeof out);
 	ck_assert_ptr_nonnull(strstr(out, want));
 	ck_assert_int_eq(hrt_wait_state(c, "op", HR_STATE_ACTIVE, 5000), 0);
-	ck_assert_int_eq(hr_node_set_state(&cfg, "nosuch", HR_STATE_ACTIVE, &err), HR_ENOTFOUND);
-	ck_assert_int_eq(hr_node_set_weight(&cfg, "op", 0, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_node_update(&ecfg, "nosuch", STATE(HR_STATE_ACTIVE), &err), HR_ENOTFOUND);
+	ck_assert_int_eq(hr_node_update(&ecfg, "op", WEIGHT(0), &err), HR_EINVAL);
 
 	/* The registrar adopts them at its next renewal (TTL/3 = 1 s). */
 	for (int i = 0; i < 40 && hrt_log_count(&logbuf, "event=record_adopted", "id=op", NULL) == adopted; i++)
@@ -306,7 +328,7 @@ START_TEST(replaced_registrar_stops_and_leaves_the_key)
 	reg.state = HR_STATE_ACTIVE;
 	reg.ttl_s = 3;
 	reg.replace = 1;
-	ck_assert_msg(hr_register(&cfg, &reg, &n, &err) == 0, "replace: %s", err.message);
+	ck_assert_msg(hr_register(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
 	ln = hr_registrar_lease(n);
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=replaced", "id=svc", NULL), 1);
 
@@ -328,9 +350,9 @@ START_TEST(replaced_registrar_stops_and_leaves_the_key)
 				       hex(lo, ho), want, NULL), 1);
 
 	/* It never writes the key again. */
-	ck_assert_int_eq(hr_registrar_set_state(o, HR_STATE_DRAINING, &err), HR_EEXIST);
+	ck_assert_int_eq(hr_registrar_update(o, STATE(HR_STATE_DRAINING), &err), HR_EEXIST);
 	ck_assert_ptr_nonnull(strstr(err.message, hn));
-	ck_assert_int_eq(hr_registrar_set_weight(o, 2, &err), HR_EEXIST);
+	ck_assert_int_eq(hr_registrar_update(o, WEIGHT(2), &err), HR_EEXIST);
 
 	/* For more than two renewal intervals neither fights the other. */
 	hrt_sleep_ms(2500);
@@ -358,6 +380,88 @@ START_TEST(replaced_registrar_stops_and_leaves_the_key)
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=lease_reattached", NULL), 0);
 	hr_registrar_close(n);
 	ck_assert_int_eq(key_lease("svc", NULL, 0), -1);
+}
+END_TEST
+
+/* What on_lost saw, written on the registrar's thread. */
+struct lost {
+	hr_registrar *r;           /* atomic: set once registered */
+	int calls;                 /* atomic */
+	int same, code, status, deregistered;
+	char msg[HR_ERROR_MSG_MAX];
+};
+
+/* Deregisters from the callback, as the header allows. */
+static void on_lost(void *ud, hr_registrar *r, const hr_error *why)
+{
+	struct lost *l = ud;
+	hr_error err = { 0 };
+
+	l->same = r == __atomic_load_n(&l->r, __ATOMIC_ACQUIRE);
+	l->code = why->code;
+	snprintf(l->msg, sizeof l->msg, "%s", why->message);
+	l->status = hr_registrar_status(r, &err);
+	l->deregistered = hr_registrar_deregister(r, &err);
+	__atomic_add_fetch(&l->calls, 1, __ATOMIC_RELEASE);
+}
+
+/* A registrar whose id is taken over calls its on_lost once, with the
+ * error hr_registrar_status() gives; one closed without a loss never. */
+START_TEST(lost_registration_calls_on_lost_once)
+{
+	struct lost l = { 0 }, kept = { 0 };
+	hr_registration reg;
+	hr_registrar *o = NULL, *n = NULL;
+	hr_error err = { 0 };
+	char hn[17];
+	int64_t ln, t0;
+
+	hr_registration_init(&reg);
+	reg.id = "lost";
+	reg.addr = "127.0.0.1:11211";
+	reg.ttl_s = 3;
+	reg.on_lost = on_lost;
+	reg.on_lost_userdata = &l;
+	ck_assert_msg(hr_register(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
+	__atomic_store_n(&l.r, o, __ATOMIC_RELEASE);
+
+	hr_registration_init(&reg);
+	reg.id = "lost";
+	reg.addr = "127.0.0.2:2";
+	reg.ttl_s = 3;
+	reg.replace = 1;
+	ck_assert_msg(hr_register(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
+	ln = hr_registrar_lease(n);
+	/* Noticed at the next renewal, TTL/3 = 1 s. */
+	t0 = hrt_now_ms();
+	while (!__atomic_load_n(&l.calls, __ATOMIC_ACQUIRE) && hrt_now_ms() - t0 < 6000)
+		hrt_sleep_ms(20);
+	ck_assert_int_eq(__atomic_load_n(&l.calls, __ATOMIC_ACQUIRE), 1);
+	ck_assert(l.same);
+	ck_assert_int_eq(l.code, HR_EEXIST);
+	ck_assert_int_eq(l.status, HR_EEXIST);
+	ck_assert_int_eq(l.deregistered, 0);
+	ck_assert_ptr_nonnull(strstr(l.msg, "another process took node \"lost\" over"));
+	ck_assert_ptr_nonnull(strstr(l.msg, hex(ln, hn)));
+	ck_assert_int_eq(hr_registrar_status(o, &err), HR_EEXIST);
+	ck_assert_str_eq(err.message, l.msg);
+	hrt_sleep_ms(1500);
+	hr_registrar_close(o);
+	ck_assert_int_eq(__atomic_load_n(&l.calls, __ATOMIC_ACQUIRE), 1);
+	/* Its deregistration revoked only its own lease. */
+	ck_assert_int_eq(key_lease("lost", NULL, 0), ln);
+	hr_registrar_close(n);
+
+	hr_registration_init(&reg);
+	reg.id = "kept";
+	reg.addr = "127.0.0.3:3";
+	reg.ttl_s = 3;
+	reg.on_lost = on_lost;
+	reg.on_lost_userdata = &kept;
+	ck_assert_msg(hr_register(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
+	hrt_sleep_ms(1200);
+	hr_registrar_close(o);
+	ck_assert_int_eq(__atomic_load_n(&kept.calls, __ATOMIC_ACQUIRE), 0);
 }
 END_TEST
 
@@ -392,7 +496,8 @@ START_TEST(weights_clients_refuse_are_refused)
 	hr_registration reg;
 	hr_registrar *r = NULL;
 	hr_error err = { 0 };
-	hr_config kcfg = cfg;
+	hr_etcd_config kcfg = ecfg;
+	hr_ring_options ring;
 	char value[1024];
 	hrt_cli_run run;
 	const char *eps = hrt_etcd_endpoints(etcd);
@@ -401,19 +506,21 @@ START_TEST(weights_clients_refuse_are_refused)
 	reg.id = "heavy";
 	reg.addr = "127.0.0.1:11211";
 	reg.weight = 170000;      /* 170000 x 200 points > 2^25 */
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r, &err), HR_ELIMIT);
 	ck_assert_ptr_null(r);
 	ck_assert_msg(strstr(err.message, "33554432") != NULL, "%s", err.message);
 	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
 	reg.weight = 1e6;
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_register(&ecfg, &reg, &r, &err), HR_ELIMIT);
 	/* One point per unit of weight: 170000 points are fine. */
-	kcfg.ring.vnodes_per_weight = 1;
+	hr_ring_options_init(&ring);
+	ring.vnodes_per_weight = 1;
+	kcfg.ring = &ring;
 	reg.weight = 170000;
 	ck_assert_msg(hr_register(&kcfg, &reg, &r, &err) == 0, "%s", err.message);
 	hr_registrar_close(r);
 	/* Ketama placement wants whole weights. */
-	kcfg.ring = (hr_ring_options){ .placement = HR_PLACEMENT_KETAMA };
+	ring = (hr_ring_options){ .size = sizeof ring, .placement = HR_PLACEMENT_KETAMA };
 	reg.weight = 1.5;
 	ck_assert_int_eq(hr_register(&kcfg, &reg, &r, &err), HR_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "whole weight"));
@@ -421,16 +528,16 @@ START_TEST(weights_clients_refuse_are_refused)
 
 	/* Changes in place are refused the same way, and write nothing. */
 	r = reg_node("w", 10, HR_STATE_ACTIVE);
-	ck_assert_int_eq(hr_registrar_set_weight(r, 170000, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_registrar_update(r, WEIGHT(170000), &err), HR_ELIMIT);
 	ck_assert_ptr_nonnull(strstr(err.message, "33554432"));
-	ck_assert_int_eq(hr_node_set_weight(&cfg, "w", 170000, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_node_update(&ecfg, "w", WEIGHT(170000), &err), HR_ELIMIT);
 	ck_assert_int_eq(key_lease("w", value, sizeof value), hr_registrar_lease(r));
 	ck_assert_ptr_nonnull(strstr(value, "\"weight\":1,"));
-	ck_assert_int_eq(hr_registrar_set_weight(r, 3, &err), 0);
+	ck_assert_int_eq(hr_registrar_update(r, WEIGHT(3), &err), 0);
 	/* A record the clients already refuse is not written again. */
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "bad",
 				 "{\"addr\":\"127.0.0.6:6\",\"weight\":170000}"), 0);
-	ck_assert_int_eq(hr_node_set_state(&cfg, "bad", HR_STATE_DRAINING, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_node_update(&ecfg, "bad", STATE(HR_STATE_DRAINING), &err), HR_ELIMIT);
 	ck_assert_int_eq(key_lease("bad", value, sizeof value), 0);
 	ck_assert_ptr_null(strstr(value, "draining"));
 	hr_registrar_close(r);
@@ -586,7 +693,7 @@ static int64_t wait_key_lease_change(int64_t not)
  * one line saying why, and its SIGTERM never takes the node away. */
 START_TEST(sidecar_replaced_exits_and_key_survives)
 {
-	hr_config wcfg = cfg;
+	hr_client_config wcfg = cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 	hrt_cli_run run_o, run_n;
@@ -595,7 +702,7 @@ START_TEST(sidecar_replaced_exits_and_key_survives)
 	int lines = 0;
 
 	wcfg.on_change = count_missing_svc;
-	ck_assert_msg(hr_client_open(&wcfg, &c, &err) == 0, "open: %s", err.message);
+	ck_assert_msg(hr_client_open(&ecfg, &wcfg, &c, &err) == 0, "open: %s", err.message);
 
 	/* O notices within about TTL/3 and exits 1. */
 	o = sidecar("127.0.0.1:1", "3", 0);
@@ -671,6 +778,7 @@ int main(void)
 	tcase_add_test(tc, etcd_restored_empty_reregisters);
 	tcase_add_test(tc, sidecar_kill9_sigterm_drain);
 	tcase_add_test(tc, replaced_registrar_stops_and_leaves_the_key);
+	tcase_add_test(tc, lost_registration_calls_on_lost_once);
 	tcase_add_test(tc, put_under_another_lease_is_a_takeover);
 	tcase_add_test(tc, sidecar_replaced_exits_and_key_survives);
 	tcase_add_test(tc, weights_clients_refuse_are_refused);

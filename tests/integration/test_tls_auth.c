@@ -33,6 +33,18 @@
 #define WRITE_PW "write-Pw-5e07"
 #define WRONG_PW "wrong-Pw-c6f8"
 
+/* The settings of a test's client, whose etcd part its registrars use. */
+struct conf {
+	hr_etcd_config etcd;
+	hr_client_config client;
+};
+
+/* The changes of a record the tests make. */
+#define STATE(s) (&(hr_record_update){ .size = sizeof(hr_record_update), \
+				       .fields = HR_UPDATE_STATE, .state = (s) })
+#define WEIGHT(w) (&(hr_record_update){ .size = sizeof(hr_record_update), \
+					.fields = HR_UPDATE_WEIGHT, .weight = (w) })
+
 /* Certificates, made once per test case in the parent process. */
 static char certdir[PATH_MAX];
 static hrt_etcd_cluster *etcd;
@@ -111,38 +123,39 @@ static void stop_etcd(void)
 }
 
 /* Short timers keep the failure cases quick. */
-static void base_config(hr_config *cfg)
+static void base_config(struct conf *cfg)
 {
-	hr_config_init(cfg);
-	cfg->endpoints = hrt_etcd_endpoints(etcd);
-	cfg->prefix = PREFIX;
-	cfg->log = hrt_log_fn;
-	cfg->log_userdata = &logbuf;
-	cfg->log_level = HR_LOG_DEBUG;
-	cfg->open_timeout_ms = 5000;
-	cfg->request_timeout_ms = 2000;
-	cfg->probe_interval_ms = 1000;
-	cfg->backoff_max_ms = 500;
+	hr_etcd_config_init(&cfg->etcd);
+	hr_client_config_init(&cfg->client);
+	cfg->etcd.endpoints = hrt_etcd_endpoints(etcd);
+	cfg->etcd.prefix = PREFIX;
+	cfg->etcd.log = hrt_log_fn;
+	cfg->etcd.log_userdata = &logbuf;
+	cfg->etcd.log_level = HR_LOG_DEBUG;
+	cfg->client.open_timeout_ms = 5000;
+	cfg->etcd.request_timeout_ms = 2000;
+	cfg->client.probe_interval_ms = 1000;
+	cfg->client.backoff_max_ms = 500;
 }
 
-static void tls_config(hr_config *cfg)
+static void tls_config(struct conf *cfg)
 {
 	base_config(cfg);
-	cfg->ca_file = cert_path("ca.crt");
-	cfg->cert_file = cert_path("client.crt");
-	cfg->key_file = cert_path("client.key");
+	cfg->etcd.ca_file = cert_path("ca.crt");
+	cfg->etcd.cert_file = cert_path("client.crt");
+	cfg->etcd.key_file = cert_path("client.key");
 }
 
 /* Opens a client expecting failure; returns the code, and how long it
  * took in *ms.  The error must hold a message and no password. */
-static int open_fails(const hr_config *cfg, hr_error *err, int64_t *ms)
+static int open_fails(const struct conf *cfg, hr_error *err, int64_t *ms)
 {
 	hr_client *c = NULL;
 	int64_t t0 = hrt_now_ms();
 	int rc;
 
 	memset(err, 0, sizeof *err);
-	rc = hr_client_open(cfg, &c, err);
+	rc = hr_client_open(&cfg->etcd, &cfg->client, &c, err);
 	*ms = hrt_now_ms() - t0;
 	ck_assert_ptr_null(c);
 	ck_assert_int_lt(rc, 0);
@@ -185,7 +198,7 @@ static void assert_cli_error(const hrt_cli_run *r, const char *cmd, const char *
 
 START_TEST(tls_client_syncs_watches_registers)
 {
-	hr_config cfg;
+	struct conf cfg;
 	hr_client *c = NULL;
 	hr_registrar *r = NULL;
 	hr_registration reg;
@@ -197,7 +210,7 @@ START_TEST(tls_client_syncs_watches_registers)
 				     "put " PREFIX "a '{\"addr\":\"127.0.0.1:11211\",\"state\":\"active\"}'"), 0);
 	tls_config(&cfg);
 	t0 = hrt_now_ms();
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
 	fprintf(stderr, "TLS open with client cert: %lld ms\n", (long long)(hrt_now_ms() - t0));
 	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 
@@ -211,12 +224,12 @@ START_TEST(tls_client_syncs_watches_registers)
 	reg.id = "reg1";
 	reg.addr = "127.0.0.3:11211";
 	reg.ttl_s = 5;
-	ck_assert_msg(hr_register(&cfg, &reg, &r, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_register(&cfg.etcd, &reg, &r, &err) == 0, "register: %s", err.message);
 	ck_assert_int_ne(hr_registrar_lease(r), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "reg1", HR_STATE_WARMING, 5000), 0);
-	ck_assert_int_eq(hr_registrar_set_state(r, HR_STATE_ACTIVE, &err), 0);
+	ck_assert_int_eq(hr_registrar_update(r, STATE(HR_STATE_ACTIVE), &err), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "reg1", HR_STATE_ACTIVE, 5000), 0);
-	ck_assert_int_eq(hr_node_set_weight(&cfg, "reg1", 2, &err), 0);
+	ck_assert_int_eq(hr_node_update(&cfg.etcd, "reg1", WEIGHT(2), &err), 0);
 	ck_assert_int_eq(hr_registrar_deregister(r, &err), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "reg1", -1, 5000), 0);
 	hr_registrar_close(r);
@@ -231,7 +244,7 @@ START_TEST(tls_cli_flags_and_environment)
 	char ep_env[600], ca_env[PATH_MAX + 32], cert_env[PATH_MAX + 32], key_env[PATH_MAX + 32];
 	hrt_cli_run run;
 	hrt_child side;
-	hr_config cfg;
+	struct conf cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 	char out[1024];
@@ -263,7 +276,7 @@ START_TEST(tls_cli_flags_and_environment)
 
 	/* The sidecar over TLS, changed in place by `state`, gone on SIGTERM. */
 	tls_config(&cfg);
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
 	side = hrt_cli_spawn((const char *const[]){ "register", "--prefix", PREFIX, "--id", "side",
 		"--addr", "127.0.0.9:1", "--zone", "z9", "--weight", "2", "--ttl", "4",
 		"--log-level", "warn", NULL }, env);
@@ -286,7 +299,7 @@ END_TEST
 START_TEST(tls_errors)
 {
 	const char *eps = hrt_etcd_endpoints(etcd);
-	hr_config cfg;
+	struct conf cfg;
 	hr_client *c = NULL;
 	hr_registrar *r = NULL;
 	hr_registration reg;
@@ -296,7 +309,7 @@ START_TEST(tls_errors)
 
 	/* A CA that did not sign the server's certificate. */
 	tls_config(&cfg);
-	cfg.ca_file = cert_path("other-ca.crt");
+	cfg.etcd.ca_file = cert_path("other-ca.crt");
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_ETLS);
 	ck_assert_ptr_nonnull(strstr(err.message, "TLS"));
 	ck_assert_ptr_nonnull(strstr(err.message, "https://127.0.0.1:"));
@@ -305,7 +318,7 @@ START_TEST(tls_errors)
 	reg.id = "x";
 	reg.addr = "127.0.0.1:1";
 	memset(&err, 0, sizeof err);
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_ETLS);
+	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_ETLS);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err.message, "TLS"));
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
@@ -315,7 +328,7 @@ START_TEST(tls_errors)
 
 	/* No client certificate: etcd rejects the handshake. */
 	tls_config(&cfg);
-	cfg.cert_file = cfg.key_file = NULL;
+	cfg.etcd.cert_file = cfg.etcd.key_file = NULL;
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_ETLS);
 	ck_assert_ptr_nonnull(strstr(err.message, "TLS"));
 	ck_assert_int_lt(ms, 4000);
@@ -324,19 +337,19 @@ START_TEST(tls_errors)
 	assert_cli_error(&run, "nodes", "TLS");
 	/* A certificate without its key is a configuration error. */
 	tls_config(&cfg);
-	cfg.key_file = NULL;
+	cfg.etcd.key_file = NULL;
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_EINVAL);
 
 	/* No CA: the system store does not know the test CA... */
 	tls_config(&cfg);
-	cfg.ca_file = NULL;
+	cfg.etcd.ca_file = NULL;
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_ETLS);
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cert", cert_path("client.crt"), "--key", cert_path("client.key"), NULL });
 	assert_cli_error(&run, "nodes", "TLS");
 	/* ...unless verification is explicitly turned off. */
-	cfg.insecure_skip_verify = 1;
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "insecure open: %s", err.message);
+	cfg.etcd.insecure_skip_verify = 1;
+	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "insecure open: %s", err.message);
 	hr_client_close(c);
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
 		"--cert", cert_path("client.crt"), "--key", cert_path("client.key"),
@@ -348,8 +361,8 @@ START_TEST(tls_errors)
 	tls_config(&cfg);
 	char plain[128];
 	snprintf(plain, sizeof plain, "http://127.0.0.1:%d", hrt_etcd_client_port(etcd, 0));
-	cfg.endpoints = plain;
-	cfg.open_timeout_ms = 1500;
+	cfg.etcd.endpoints = plain;
+	cfg.client.open_timeout_ms = 1500;
 	ck_assert_int_lt(open_fails(&cfg, &err, &ms), 0);
 }
 END_TEST
@@ -392,17 +405,17 @@ static void root_put(const char *id, const char *value)
 				     "--user root:" ROOT_PW " put " PREFIX "%s '%s'", id, value), 0);
 }
 
-static void auth_config(hr_config *cfg, const char *user, const char *pw)
+static void auth_config(struct conf *cfg, const char *user, const char *pw)
 {
 	base_config(cfg);
-	cfg->username = user;
-	cfg->password = pw;
+	cfg->etcd.username = user;
+	cfg->etcd.password = pw;
 }
 
 START_TEST(auth_roles_and_errors)
 {
 	const char *eps = hrt_etcd_endpoints(etcd);
-	hr_config cfg;
+	struct conf cfg;
 	hr_client *c = NULL;
 	hr_registrar *r = NULL;
 	hr_registration reg;
@@ -414,19 +427,19 @@ START_TEST(auth_roles_and_errors)
 
 	/* The read-only watcher syncs and watches. */
 	auth_config(&cfg, "watcher", WATCH_PW);
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
 	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 	root_put("b", "{\"addr\":\"127.0.0.2:11211\",\"state\":\"warming\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_WARMING, 5000), 0);
 
 	/* A read-write user registers; the watcher sees it. */
-	hr_config wcfg;
+	struct conf wcfg;
 	auth_config(&wcfg, "writer", WRITE_PW);
 	hr_registration_init(&reg);
 	reg.id = "w1";
 	reg.addr = "127.0.0.5:11211";
 	reg.state = HR_STATE_ACTIVE;
-	ck_assert_msg(hr_register(&wcfg, &reg, &r, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_register(&wcfg.etcd, &reg, &r, &err) == 0, "register: %s", err.message);
 	ck_assert_int_eq(hrt_wait_state(c, "w1", HR_STATE_ACTIVE, 5000), 0);
 	hr_registrar_close(r);
 	r = NULL;
@@ -435,12 +448,12 @@ START_TEST(auth_roles_and_errors)
 	/* The read-only user may not register: permission denied. */
 	reg.id = "ro1";
 	memset(&err, 0, sizeof err);
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_EPERM);
+	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_EPERM);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err.message, "permission denied"));
 	fprintf(stderr, "read-only register: %s\n", err.message);
 	assert_no_secret(err.message);
-	ck_assert_int_eq(hr_node_set_state(&cfg, "a", HR_STATE_DRAINING, &err), HR_EPERM);
+	ck_assert_int_eq(hr_node_update(&cfg.etcd, "a", STATE(HR_STATE_DRAINING), &err), HR_EPERM);
 	ck_assert_int_eq(hrt_node_state(c, "a"), HR_STATE_ACTIVE);
 	hr_client_close(c);
 
@@ -451,14 +464,14 @@ START_TEST(auth_roles_and_errors)
 	ck_assert_ptr_nonnull(strstr(err.message, "watcher"));
 	ck_assert_int_lt(ms, 4000);
 	assert_no_secret(err.message);
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_EAUTH);
+	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_EAUTH);
 	assert_no_secret(err.message);
 
 	/* No user at all on an auth-enabled etcd. */
 	auth_config(&cfg, NULL, NULL);
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_EAUTH);
 	ck_assert_int_lt(ms, 4000);
-	ck_assert_int_eq(hr_register(&cfg, &reg, &r, &err), HR_EAUTH);
+	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_EAUTH);
 	/* A user unknown to etcd. */
 	auth_config(&cfg, "nobody", WRONG_PW);
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_EAUTH);
@@ -513,7 +526,7 @@ START_TEST(auth_cli_url_credentials)
 {
 	int port = hrt_etcd_client_port(etcd, 0);
 	char watch_url[256], write_url[256], wrong_url[256], user_only[256];
-	hr_config cfg;
+	struct conf cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 	hrt_cli_run run;
@@ -541,7 +554,7 @@ START_TEST(auth_cli_url_credentials)
 
 	/* A sidecar registering with the URL's user. */
 	auth_config(&cfg, "watcher", WATCH_PW);
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
 	side = hrt_cli_spawn((const char *const[]){ "register", "--endpoints", write_url,
 		"--prefix", PREFIX, "--id", "u1", "--addr", "127.0.0.8:1", "--log-level", "debug",
 		NULL }, NULL);
@@ -574,7 +587,7 @@ END_TEST
  * again each time its token is gone. */
 START_TEST(auth_token_expiry_reauth)
 {
-	hr_config cfg;
+	struct conf cfg;
 	hr_client *c = NULL;
 	hr_client_status st0, st1, st2;
 	hr_error err = { 0 };
@@ -585,9 +598,9 @@ START_TEST(auth_token_expiry_reauth)
 	/* Probes further apart than the token TTL (etcd drops an unused
 	 * token 2 to 3 s after its last use), so the first one finds it
 	 * expired. */
-	cfg.probe_interval_ms = 3500;
-	cfg.stale_warn_ms = 20000;
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	cfg.client.probe_interval_ms = 3500;
+	cfg.client.stale_warn_ms = 20000;
+	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
 	ck_assert_int_eq(hr_client_status_get(c, &st0), 0);
 
 	/* Idle for more than twice the TTL. */

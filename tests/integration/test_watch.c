@@ -2,6 +2,7 @@
  * transactions, compaction, restarts, hung members, clusters, bad records.
  * After every scenario the client's ring must equal a ring built from a
  * fresh range of what etcd holds (same digest). */
+#include "diff.h"
 #include "etcd_fixture.h"
 #include "hrt_cli.h"
 #include "hrt_ring.h"
@@ -36,27 +37,29 @@ static void down(void)
 
 static hr_client *open_client(const char *endpoints, unsigned page_size)
 {
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 	int rc;
 
-	hr_config_init(&cfg);
-	cfg.endpoints = endpoints;
-	cfg.prefix = PREFIX;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
-	cfg.log_level = HR_LOG_DEBUG;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = endpoints;
+	ecfg.prefix = PREFIX;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
+	ecfg.log_level = HR_LOG_DEBUG;
 	if (page_size)
 		cfg.page_size = page_size;
 	/* Short timers keep the failure scenarios quick. */
 	cfg.probe_interval_ms = 1000;
 	cfg.stale_warn_ms = 3000;
-	cfg.request_timeout_ms = 2000;
+	ecfg.request_timeout_ms = 2000;
 	cfg.backoff_max_ms = 1000;
 	if (fixed_backoff_ms)
 		cfg.backoff_initial_ms = cfg.backoff_max_ms = fixed_backoff_ms;
-	rc = hr_client_open(&cfg, &c, &err);
+	rc = hr_client_open(&ecfg, &cfg, &c, &err);
 	ck_assert_msg(rc == 0, "open: %d %s", rc, err.message);
 	return c;
 }
@@ -196,18 +199,20 @@ static void count_changes(void *ud, const hr_ring *old, const hr_ring *ring)
 
 START_TEST(txn_is_one_change)
 {
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 	char out[512];
 
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(etcd);
-	cfg.prefix = PREFIX;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
 	cfg.on_change = count_changes;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	put_node("x", "127.0.0.9:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	int before = __atomic_load_n(&changes_seen, __ATOMIC_RELAXED);
@@ -250,8 +255,8 @@ static void record_diff(void *ud, const hr_diff *dw, const hr_diff *dr)
 	const hr_arc *arcs = hr_diff_arcs(dw);
 
 	if (m->diffs < 16) {
-		m->diff_write[m->diffs] = hr_diff_moved_share(dw);
-		m->diff_read[m->diffs] = hr_diff_moved_share(dr);
+		m->diff_write[m->diffs] = hr__diff_moved_share(dw);
+		m->diff_read[m->diffs] = hr__diff_moved_share(dr);
 	}
 	/* Arcs come in ring order, each with two different owners. */
 	for (size_t i = 0; i < hr_diff_arc_count(dw); i++)
@@ -263,22 +268,24 @@ static void record_diff(void *ud, const hr_diff *dw, const hr_diff *dr)
 START_TEST(diffs_reach_the_callback)
 {
 	struct moves m = { .arcs_ok = 1 };
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(etcd);
-	cfg.prefix = PREFIX;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
 	cfg.on_change = record_change;
 	cfg.on_change_userdata = &m;
 	cfg.on_diff = record_diff;
 	cfg.on_diff_userdata = &m;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
 	put_node("a", "127.0.0.1:1");
 	put_node("b", "127.0.0.2:1");
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	put_node("c", "{\"addr\":\"127.0.0.3:1\",\"state\":\"warming\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 5000), 0);
 	put_node("c", "127.0.0.3:1");
@@ -546,34 +553,36 @@ END_TEST
 
 START_TEST(open_errors)
 {
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_client *c = (hr_client *)1;
 	hr_error err = { 0 };
 
-	hr_config_init(&cfg);
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), HR_EINVAL);
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), HR_EINVAL);
 	ck_assert_ptr_null(c);
 	ck_assert_ptr_nonnull(strstr(err.message, "prefix"));
-	cfg.prefix = PREFIX;
-	cfg.endpoints = "ftp://127.0.0.1:1";
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), HR_EINVAL);
+	ecfg.prefix = PREFIX;
+	ecfg.endpoints = "ftp://127.0.0.1:1";
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), HR_EINVAL);
 	/* Nothing listens on port 1 of loopback. */
-	cfg.endpoints = "127.0.0.1:1";
+	ecfg.endpoints = "127.0.0.1:1";
 	cfg.open_timeout_ms = 800;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
-	int rc = hr_client_open(&cfg, &c, &err);
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
+	int rc = hr_client_open(&ecfg, &cfg, &c, &err);
 	ck_assert_msg(rc == HR_ECONNECT || rc == HR_ETIMEDOUT, "rc %d", rc);
 	ck_assert_ptr_nonnull(strstr(err.message, "127.0.0.1:1"));
 	/* Non-blocking open: an empty ring at once. */
 	cfg.open_nonblocking = 1;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	hr_owner o;
 	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
 	ck_assert_uint_eq(o.revision, 0);
 	hr_client_close(c);
 	hr_client_close(NULL);
-	ck_assert_int_eq(hr_client_open(NULL, &c, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_client_open(NULL, &cfg, &c, &err), HR_EINVAL);
 }
 END_TEST
 
@@ -614,7 +623,8 @@ void *realloc(void *p, size_t size)
  * its ring once memory is back. */
 START_TEST(first_ring_out_of_memory)
 {
-	hr_config cfg;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
 	hr_client *c = (hr_client *)1;
 	hr_error err = { 0 };
 	hr_client_status st;
@@ -622,21 +632,22 @@ START_TEST(first_ring_out_of_memory)
 	put_node("a", "127.0.0.1:1");
 	/* 10 M points: blocks of over 64 MiB. */
 	put_node("big", "{\"addr\":\"127.0.0.2:1\",\"weight\":50000}");
-	hr_config_init(&cfg);
-	cfg.endpoints = hrt_etcd_endpoints(etcd);
-	cfg.prefix = PREFIX;
-	cfg.log = hrt_log_fn;
-	cfg.log_userdata = &logbuf;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
 	cfg.backoff_max_ms = 200;
 	__atomic_store_n(&fail_from, (size_t)64 << 20, __ATOMIC_RELAXED);
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), HR_ENOMEM);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), HR_ENOMEM);
 	ck_assert_ptr_null(c);
 	ck_assert_int_eq(err.code, HR_ENOMEM);
 	ck_assert_ptr_nonnull(strstr(err.message, "out of memory"));
 	ck_assert_int_ge(hrt_log_count(&logbuf, "level=error", "event=build_failed", NULL), 1);
 
 	cfg.open_nonblocking = 1;
-	ck_assert_int_eq(hr_client_open(&cfg, &c, &err), 0);
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	hrt_sleep_ms(500);
 	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
 	ck_assert_uint_eq(st.rings_published, 0);

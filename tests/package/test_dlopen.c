@@ -23,8 +23,10 @@
 #endif
 
 struct api {
-	void (*config_init)(hr_config *);
-	int (*client_open)(const hr_config *, hr_client **, hr_error *);
+	void (*etcd_config_init_size)(hr_etcd_config *, size_t);
+	void (*client_config_init_size)(hr_client_config *, size_t);
+	int (*client_open)(const hr_etcd_config *, const hr_client_config *,
+			   hr_client **, hr_error *);
 	int (*client_lookup)(hr_client *, const void *, size_t, hr_owner *);
 	void (*client_close)(hr_client *);
 };
@@ -74,27 +76,30 @@ START_TEST(load_use_unload)
 	void *lib = dlopen(HR_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
 	struct api api;
 	struct looker l;
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_owner o;
 	pthread_t th;
 
 	ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
-	*(void **)&api.config_init = dlsym(lib, "hr_config_init");
+	*(void **)&api.etcd_config_init_size = dlsym(lib, "hr_etcd_config_init_size");
+	*(void **)&api.client_config_init_size = dlsym(lib, "hr_client_config_init_size");
 	*(void **)&api.client_open = dlsym(lib, "hr_client_open");
 	*(void **)&api.client_lookup = dlsym(lib, "hr_client_lookup");
 	*(void **)&api.client_close = dlsym(lib, "hr_client_close");
-	ck_assert(api.config_init && api.client_open && api.client_lookup &&
-		  api.client_close);
+	ck_assert(api.etcd_config_init_size && api.client_config_init_size &&
+		  api.client_open && api.client_lookup && api.client_close);
 
 	/* Nobody listens on port 1: the client serves its empty ring. */
-	api.config_init(&cfg);
-	cfg.endpoints = "127.0.0.1:1";
-	cfg.prefix = "/dlopen/";
+	api.etcd_config_init_size(&etcd, sizeof etcd);
+	api.client_config_init_size(&cfg, sizeof cfg);
+	etcd.endpoints = "127.0.0.1:1";
+	etcd.prefix = "/dlopen/";
+	etcd.log = quiet;
 	cfg.open_nonblocking = 1;
-	cfg.log = quiet;
 	memset(&l, 0, sizeof l);
 	l.api = &api;
-	ck_assert_int_eq(api.client_open(&cfg, &l.client, NULL), 0);
+	ck_assert_int_eq(api.client_open(&etcd, &cfg, &l.client, NULL), 0);
 	ck_assert_int_eq(api.client_lookup(l.client, "key", 3, &o), HR_EEMPTY);
 
 	pthread_barrier_init(&l.looked, NULL, 2);

@@ -62,7 +62,7 @@ double hrt_sim_modulo_moved(hr__point_hash_fn hash, unsigned long nodes,
 static int build(hr__point_hash_fn hash, unsigned long n, unsigned long vnodes,
 		 hr_ring **out, hr_error *err)
 {
-	hr_ring_options opts = { .vnodes_per_weight = (unsigned)vnodes };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = (unsigned)vnodes };
 	hr_node *nodes = calloc(n, sizeof *nodes);
 	char (*ids)[32] = calloc(n, sizeof *ids);
 	int rc = HR_ENOMEM;

@@ -22,7 +22,7 @@ static char ids[NODES][8], addrs[NODES][32];
 static hr_ring *ring_of(const double *weights, hr_placement pl)
 {
 	hr_node nodes[NODES];
-	hr_ring_options o = { .placement = pl };
+	hr_ring_options o = { .size = sizeof o, .placement = pl };
 	hr_ring *r;
 
 	for (int i = 0; i < NODES; i++) {

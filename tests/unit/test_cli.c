@@ -32,6 +32,7 @@
 #include <wchar.h>
 
 #include "hashring.h"
+#include "diff.h"
 #include "sim_rows.h"
 
 #ifndef HR_CLI_PATH
@@ -258,7 +259,7 @@ START_TEST(test_version)
 	struct run r = RUN("--version");
 
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "hashring 0.1.0\n");
+	ck_assert_str_eq(r.out, "hashring " HR_VERSION_STRING "\n");
 	ck_assert_str_eq(r.err, "");
 	run_free(&r);
 }
@@ -1647,7 +1648,7 @@ START_TEST(test_diff_matches_library)
 	struct run r;
 
 	for (int k = 0; k < 2; k++) {
-		hr_ring_options o = { .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
+		hr_ring_options o = { .size = sizeof o, .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
 		hr_ring *a, *b;
 		hr_diff *d;
 		size_t arcs = 0;
@@ -1661,7 +1662,7 @@ START_TEST(test_diff_matches_library)
 			arcs += l == r.out || l[-1] == '\n';
 		ck_assert_uint_eq(arcs, hr_diff_arc_count(d));
 		snprintf(want, sizeof want, "moved\t%.6f\t%zu\n",
-			 hr_diff_moved_share(d), hr_diff_arc_count(d));
+			 hr__diff_moved_share(d), hr_diff_arc_count(d));
 		last = strstr(r.out, "moved\t");
 		ck_assert_ptr_nonnull(last);
 		ck_assert_str_eq(last, want);
@@ -1687,7 +1688,7 @@ START_TEST(test_diff_matches_library)
 	ck_assert_int_eq(r.status, 1);
 	run_free(&r);
 	{
-		hr_ring_options o = { .placement = HR_PLACEMENT_KETAMA };
+		hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_KETAMA };
 		hr_ring *ring;
 		hr_lookup res;
 

@@ -362,7 +362,8 @@ static int run_sequences(int sequences, hr__point_hash_fn hash,
 
 	for (int s = 0; s < sequences; s++) {
 		struct model md;
-		hr_ring_options opts = { .vnodes_per_weight = vpws[below(&rng, 5)] };
+		hr_ring_options opts = { .size = sizeof opts,
+					  .vnodes_per_weight = vpws[below(&rng, 5)] };
 		hr_ring *prev = NULL, *d, *f;
 		size_t start = below(&rng, 4) == 0 ? below(&rng, 2) : below(&rng, 20);
 		int steps = 1 + (int)below(&rng, 6);
@@ -468,7 +469,7 @@ START_TEST(wide_node_numbers)
 	size_t n = UINT16_MAX + 2;
 	hrt_nodes *s = hrt_nodes_new(n, "w%zu", NULL, 0);
 	hr_node *nodes = s->nodes;
-	hr_ring_options opts = { .vnodes_per_weight = 1 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 1 };
 	hr_ring *small, *big, *back, *f;
 	uint64_t rng = 9;
 
@@ -505,8 +506,8 @@ START_TEST(edges_and_fallbacks)
 		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1 },
 		{ .id = "c", .addr = "127.0.0.1:3", .weight = 1 },
 	};
-	hr_ring_options o10 = { .vnodes_per_weight = 10 };
-	hr_ring_options o20 = { .vnodes_per_weight = 20 };
+	hr_ring_options o10 = { .size = sizeof o10, .vnodes_per_weight = 10 };
+	hr_ring_options o20 = { .size = sizeof o20, .vnodes_per_weight = 20 };
 	hr_ring *empty, *one, *two, *d, *f;
 	hr_error err = { 0 };
 	uint64_t rng = 3;
@@ -660,7 +661,7 @@ static void reference_admit(const struct rec_spec *specs, size_t n,
  * whatever the order, and the same records told left out. */
 START_TEST(admission_ignores_arrival_order)
 {
-	hr_ring_options opts = { .vnodes_per_weight = VPW };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = VPW };
 	uint64_t rng = 11;
 
 	for (int round_ = 0; round_ < 300; round_++) {
@@ -726,7 +727,7 @@ START_TEST(admission_derive_equals_full_build)
 	for (int seq = 0; seq < 60; seq++) {
 		hr__nodeset s = { .max_nodes = 4 + below(&rng, 20),
 				  .max_points = 50 + below(&rng, 300) };
-		hr_ring_options opts = { .vnodes_per_weight = VPW };
+		hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = VPW };
 		int64_t crev[UNIVERSE] = { 0 }, rev = 1;
 		bool out_before[UNIVERSE] = { false };
 		hr_ring *prev = NULL;
@@ -781,7 +782,7 @@ END_TEST
 START_TEST(admission_keeps_the_oldest)
 {
 	hr__nodeset s = { .max_points = 1000 };
-	hr_ring_options opts = { .vnodes_per_weight = VPW };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = VPW };
 	double heavy = 60;	/* 600 points: one fits, two do not */
 	struct told t = { 0 };
 	hr_ring *ring = NULL;
@@ -850,7 +851,7 @@ END_TEST
 START_TEST(admission_ketama_weights)
 {
 	hr__nodeset s = { 0 };
-	hr_ring_options opts = { .placement = HR_PLACEMENT_KETAMA };
+	hr_ring_options opts = { .size = sizeof opts, .placement = HR_PLACEMENT_KETAMA };
 	struct told t = { 0 };
 	hr_ring *ring = NULL;
 	const char *msg;

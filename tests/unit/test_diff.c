@@ -6,6 +6,7 @@
  * itself is test_cli's.
  */
 #include "hashring.h"
+#include "diff.h"
 #include "ring.h"
 #include "hrt_check.h"
 #include "hrt_rand.h"
@@ -39,7 +40,7 @@ static void set_init(struct set *s, size_t n, uint64_t *seed)
 
 static hr_ring *build(const struct set *s, hr_placement pl, unsigned vnodes)
 {
-	hr_ring_options o = { .vnodes_per_weight = vnodes, .placement = pl };
+	hr_ring_options o = { .size = sizeof o, .vnodes_per_weight = vnodes, .placement = pl };
 	hr_error err = { 0 };
 	hr_ring *r = NULL;
 
@@ -200,8 +201,8 @@ static void check_diff(const hr_ring *a, const hr_ring *b, hr_view view,
 		share += t[i].share;
 	}
 	ck_assert_uint_eq(total_arcs, n);
-	ck_assert_double_eq(hr_diff_moved_share(d), hr_ring_moved_share(a, b, view));
-	ck_assert_double_eq_tol(share, hr_diff_moved_share(d), 1e-9);
+	ck_assert_double_eq(hr__diff_moved_share(d), hr_ring_moved_share(a, b, view));
+	ck_assert_double_eq_tol(share, hr__diff_moved_share(d), 1e-9);
 	hr_diff_free(d);
 }
 
@@ -281,7 +282,7 @@ START_TEST(test_empty)
 	ck_assert_uint_eq(hr_diff_arc_count(d), 0);
 	ck_assert_ptr_null(hr_diff_arcs(d));
 	ck_assert_ptr_null(hr_diff_totals(d));
-	ck_assert_double_eq(hr_diff_moved_share(d), 0);
+	ck_assert_double_eq(hr__diff_moved_share(d), 0);
 	hr_diff_free(d);
 
 	ck_assert_int_eq(hr_ring_diff(r, r, HR_VIEW_READ, &d, NULL), HR_OK);
@@ -292,7 +293,7 @@ START_TEST(test_empty)
 	for (int dir = 0; dir < 2; dir++) {
 		ck_assert_int_eq(hr_ring_diff(dir ? r : empty, dir ? NULL : r,
 					      HR_VIEW_WRITE, &d, NULL), HR_OK);
-		ck_assert_double_eq(hr_diff_moved_share(d), 1.0);
+		ck_assert_double_eq(hr__diff_moved_share(d), 1.0);
 		ck_assert_uint_eq(hr_diff_arcs(d)[0].start, 0);
 		ck_assert_uint_eq(hr_diff_arcs(d)[hr_diff_arc_count(d) - 1].end, 0);
 		ck_assert_uint_eq(hr_diff_total_count(d), 3);
@@ -341,7 +342,7 @@ START_TEST(test_bad_input)
 	ck_assert_uint_eq(hr_diff_arc_count(NULL), 0);
 	ck_assert_uint_eq(hr_diff_total_count(NULL), 0);
 	ck_assert_ptr_null(hr_diff_arcs(NULL));
-	ck_assert_double_eq(hr_diff_moved_share(NULL), 0);
+	ck_assert_double_eq(hr__diff_moved_share(NULL), 0);
 	hr_diff_free(NULL);
 }
 END_TEST

@@ -141,20 +141,22 @@ static struct logbuf logs = { PTHREAD_MUTEX_INITIALIZER, "" };
 
 static hr_client *open_closed_port(const char *endpoints)
 {
-	hr_config cfg;
+	hr_etcd_config etcd;
+	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
 
-	hr_config_init(&cfg);
-	cfg.endpoints = endpoints;
-	cfg.prefix = "/p/";
+	hr_etcd_config_init(&etcd);
+	hr_client_config_init(&cfg);
+	etcd.endpoints = endpoints;
+	etcd.prefix = "/p/";
 	cfg.open_nonblocking = 1;
 	cfg.backoff_initial_ms = 10;
 	cfg.backoff_max_ms = 50;
-	cfg.log = log_fn;
-	cfg.log_userdata = &logs;
-	cfg.log_level = HR_LOG_DEBUG;
-	ck_assert_msg(hr_client_open(&cfg, &c, &err) == 0, "open: %s", err.message);
+	etcd.log = log_fn;
+	etcd.log_userdata = &logs;
+	etcd.log_level = HR_LOG_DEBUG;
+	ck_assert_msg(hr_client_open(&etcd, &cfg, &c, &err) == 0, "open: %s", err.message);
 	return c;
 }
 

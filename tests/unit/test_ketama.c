@@ -139,7 +139,7 @@ static int cmp_server_id(const void *a, const void *b)
 static hr_ring *ring_of(const struct server *s, size_t n)
 {
 	hr_node nodes[MAX_SERVERS + 8];
-	hr_ring_options opts = { .placement = HR_PLACEMENT_KETAMA };
+	hr_ring_options opts = { .size = sizeof opts, .placement = HR_PLACEMENT_KETAMA };
 	hr_error err = { 0 };
 	hr_ring *ring = NULL;
 	int rc;
@@ -390,8 +390,10 @@ START_TEST(test_digest)
 		{ .id = "a", .addr = "127.0.0.1:11211", .weight = 1 },
 		{ .id = "b", .addr = "127.0.0.2:11211", .weight = 2 },
 	};
-	hr_ring_options x = { 0 }, k = { .placement = HR_PLACEMENT_KETAMA };
-	hr_ring_options k2 = { .vnodes_per_weight = 7, .placement = HR_PLACEMENT_KETAMA };
+	hr_ring_options x = { .size = sizeof x };
+	hr_ring_options k = { .size = sizeof k, .placement = HR_PLACEMENT_KETAMA };
+	hr_ring_options k2 = { .size = sizeof k2, .vnodes_per_weight = 7,
+			       .placement = HR_PLACEMENT_KETAMA };
 	hr_ring *rx, *rk, *rk2;
 
 	ck_assert_int_eq(hr_ring_build(nodes, 2, &x, 0, &rx, NULL), HR_OK);
@@ -419,7 +421,7 @@ START_TEST(test_bad_input)
 		{ "h:", 1 }, { "h:65536", 1 }, { "h:12a", 1 }, { "h:-1", 1 },
 		{ "[::1", 1 }, { "[::1]x", 1 }, { "[::1]:", 1 }, { "h:1234567", 1 },
 	};
-	hr_ring_options k = { .placement = HR_PLACEMENT_KETAMA };
+	hr_ring_options k = { .size = sizeof k, .placement = HR_PLACEMENT_KETAMA };
 	hr_ring *ring = (hr_ring *)1;
 	hr_error err;
 
@@ -437,7 +439,7 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(hr_ring_build(&frac, 1, NULL, 0, &ring, NULL), HR_OK);
 	hr_ring_release(ring);
 
-	hr_ring_options unknown = { .placement = (hr_placement)7 };
+	hr_ring_options unknown = { .size = sizeof unknown, .placement = (hr_placement)7 };
 	ck_assert_int_eq(hr_ring_build(&frac, 1, &unknown, 0, &ring, &err), HR_EINVAL);
 
 	/* Accepted forms: no port, port 0 (the default), bare IPv6. */
@@ -455,7 +457,7 @@ END_TEST
 /* An empty ring, and a node whose share rounds to zero points. */
 START_TEST(test_edges)
 {
-	hr_ring_options k = { .placement = HR_PLACEMENT_KETAMA };
+	hr_ring_options k = { .size = sizeof k, .placement = HR_PLACEMENT_KETAMA };
 	hr_node nodes[2] = {
 		{ .id = "big", .addr = "127.0.0.1", .weight = 100000 },
 		{ .id = "tiny", .addr = "127.0.0.2", .weight = 1 },

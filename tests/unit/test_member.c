@@ -252,7 +252,7 @@ START_TEST(members_document)
 		" \"b\": {\"addr\":\"127.0.0.1:2\",\"weight\":2,\"zone\":\"z1\"},\n"
 		" \"c\": {\"addr\":\"127.0.0.1:3\",\"state\":\"draining\",\"extra\":1},\n"
 		" \"d\": \"  127.0.0.1:4 \"}";
-	hr_ring_options opts = { .vnodes_per_weight = 10 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 10 };
 	hr_ring *ring;
 	hr_error err;
 	const hr_node *nd;

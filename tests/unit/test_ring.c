@@ -38,7 +38,7 @@ static hrt_nodes *nodeset_new(size_t n)
 
 static hr_ring *build(const hr_node *nodes, size_t n, unsigned vpw)
 {
-	hr_ring_options opts = { .vnodes_per_weight = vpw };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = vpw };
 
 	return hrt_ring_build(nodes, n, &opts, 0);
 }
@@ -382,6 +382,7 @@ START_TEST(vectors_sets)
 
 	cJSON_ArrayForEach(set, cJSON_GetObjectItem(doc, "sets")) {
 		hr_ring_options opts = {
+			.size = sizeof opts,
 			.vnodes_per_weight =
 				(unsigned)cJSON_GetObjectItem(set, "vnodes_per_weight")->valuedouble,
 		};
@@ -525,7 +526,7 @@ START_TEST(tie_rule)
 		{ .id = "a", .addr = "127.0.0.1:3", .weight = 1 },
 		{ .id = "a0", .addr = "127.0.0.1:4", .weight = 1 },
 	};
-	hr_ring_options opts = { .vnodes_per_weight = 3 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 3 };
 	const hr_node *pl[4];
 	hr_ring *ring;
 	hr_lookup lk;
@@ -623,7 +624,7 @@ START_TEST(digest_covers_membership)
 {
 	hrt_nodes *s = nodeset_new(5);
 	hr_ring *ref = build(s->nodes, s->n, 0), *ring;
-	hr_ring_options opts = { .vnodes_per_weight = 201 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 201 };
 	uint64_t d = hr_ring_digest(ref);
 
 	ck_assert_uint_eq(hr__ring_vnodes_per_weight(ref), HR_VNODES_PER_WEIGHT_DEFAULT);
@@ -1230,7 +1231,7 @@ START_TEST(bad_nodes)
 	ck_assert_ptr_nonnull(strstr(err.message, "100001 nodes"));
 	/* a huge vnodes_per_weight is the same as a huge weight */
 	{
-		hr_ring_options opts = { .vnodes_per_weight = 4000000000u };
+		hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 4000000000u };
 
 		ck_assert_int_eq(hr_ring_build(s->nodes, 3, &opts, 0, &ring, &err), HR_ELIMIT);
 	}
@@ -1241,22 +1242,24 @@ END_TEST
 /* hr_node_check() says of one node exactly what a ring build says. */
 START_TEST(node_check_same_rules)
 {
+#define S sizeof(hr_ring_options)
 	static const struct {
 		hr_node node;
 		hr_ring_options opts;
 	} cases[] = {
-		{ { "a", "127.0.0.1:1", "z", 1, HR_STATE_ACTIVE }, { 0 } },
-		{ { "a/b", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { 0 } },
-		{ { "a", "", NULL, 1, HR_STATE_ACTIVE }, { 0 } },
-		{ { "a", "127.0.0.1:1", "z\x01", 1, HR_STATE_ACTIVE }, { 0 } },
-		{ { "a", "127.0.0.1:1", NULL, -1, HR_STATE_ACTIVE }, { 0 } },
-		{ { "a", "127.0.0.1:1", NULL, 1, (hr_state)7 }, { 0 } },
-		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { 0 } },
-		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { 100, HR_PLACEMENT_XXH3 } },
-		{ { "a", "127.0.0.1:1", NULL, 1.5, HR_STATE_ACTIVE }, { 0, HR_PLACEMENT_KETAMA } },
-		{ { "a", "127.0.0.1:1", NULL, 2, HR_STATE_ACTIVE }, { 0, HR_PLACEMENT_KETAMA } },
-		{ { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { 0, (hr_placement)9 } },
+		{ { "a", "127.0.0.1:1", "z", 1, HR_STATE_ACTIVE }, { .size = S } },
+		{ { "a/b", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { .size = S } },
+		{ { "a", "", NULL, 1, HR_STATE_ACTIVE }, { .size = S } },
+		{ { "a", "127.0.0.1:1", "z\x01", 1, HR_STATE_ACTIVE }, { .size = S } },
+		{ { "a", "127.0.0.1:1", NULL, -1, HR_STATE_ACTIVE }, { .size = S } },
+		{ { "a", "127.0.0.1:1", NULL, 1, (hr_state)7 }, { .size = S } },
+		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { .size = S } },
+		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { S, 100, HR_PLACEMENT_XXH3 } },
+		{ { "a", "127.0.0.1:1", NULL, 1.5, HR_STATE_ACTIVE }, { S, 0, HR_PLACEMENT_KETAMA } },
+		{ { "a", "127.0.0.1:1", NULL, 2, HR_STATE_ACTIVE }, { S, 0, HR_PLACEMENT_KETAMA } },
+		{ { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { S, 0, (hr_placement)9 } },
 	};
+#undef S
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		hr_error e1 = { 0 }, e2 = { 0 };
@@ -1270,7 +1273,7 @@ START_TEST(node_check_same_rules)
 	}
 	{
 		hr_node heaviest = { "h", "127.0.0.1:1", NULL, (double)HR_POINTS_MAX, HR_STATE_ACTIVE };
-		hr_ring_options one = { .vnodes_per_weight = 1 };
+		hr_ring_options one = { .size = sizeof one, .vnodes_per_weight = 1 };
 
 		/* The heaviest legal node (a build of it takes seconds). */
 		ck_assert_int_eq(hr_node_check(&heaviest, &one, NULL), 0);
@@ -1299,7 +1302,7 @@ START_TEST(ring_of_100000_nodes)
 	size_t n = HR_NODES_MAX + 1;
 	hrt_nodes *s = nodeset_new(n);
 	const hr_node *nodes = s->nodes;
-	hr_ring_options opts = { .vnodes_per_weight = 2 };
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 2 };
 	hr_ring *ring = NULL;
 	hr_error err = { 0 };
 	hr_lookup l;

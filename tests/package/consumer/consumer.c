@@ -2,14 +2,16 @@
  * consumer.c - a program built against an installed hashring, as a user
  * would write it: it only sees <hashring.h> and what the install put
  * beside it.  Prints the library version and one lookup, fails loudly if
- * the headers and the library it runs with disagree.
+ * the headers and the library it runs with disagree.  Its ring options
+ * are set up by the init macro: the installed header's sizeof, read by
+ * the installed library.
  */
 #include <hashring.h>
 
 #include <stdio.h>
 #include <string.h>
 
-#if !HR_VERSION_AT_LEAST(0, 1, 0)
+#if !HR_VERSION_AT_LEAST(1, 0, 0)
 #error "the installed headers carry no usable version"
 #endif
 
@@ -20,6 +22,7 @@ int main(void)
 		{ "b", "127.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE },
 		{ "c", "127.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE },
 	};
+	hr_ring_options opts;
 	hr_error err = { 0 };
 	hr_lookup where;
 	hr_ring *ring;
@@ -31,7 +34,13 @@ int main(void)
 			HR_VERSION_STRING, hr_version());
 		return 1;
 	}
-	rc = hr_ring_build(nodes, 3, NULL, 0, &ring, &err);
+	hr_ring_options_init(&opts);
+	if (opts.size != sizeof opts ||
+	    opts.vnodes_per_weight != HR_VNODES_PER_WEIGHT_DEFAULT) {
+		fprintf(stderr, "consumer: hr_ring_options_init() gave size %zu\n", opts.size);
+		return 1;
+	}
+	rc = hr_ring_build(nodes, 3, &opts, 0, &ring, &err);
 	if (rc != HR_OK) {
 		fprintf(stderr, "consumer: %s\n", err.message);
 		return 1;

@@ -1,0 +1,175 @@
+/* update.c - in-place edits of a node's record: the fields an
+ * hr_record_update names are changed, every other field and the lease are
+ * kept, and nothing the clients would refuse is written. */
+#include "update.h"
+#include "config.h"
+#include "error.h"
+#include "member.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tries of an edit whose record keeps changing in between. */
+#define ATTEMPTS 5
+
+char *hr__record_key(const char *prefix, const char *id)
+{
+	size_t n = strlen(prefix) + strlen(id) + 1;
+	char *key = malloc(n);
+
+	if (key)
+		snprintf(key, n, "%s%s", prefix, id);
+	return key;
+}
+
+/* Sets member `name` of object `o` to `v` (taken), replacing any. */
+static int set_member(cJSON *o, const char *name, cJSON *v)
+{
+	if (!v)
+		return 0;
+	if (cJSON_GetObjectItemCaseSensitive(o, name) ?
+	    cJSON_ReplaceItemInObjectCaseSensitive(o, name, v) :
+	    cJSON_AddItemToObject(o, name, v))
+		return 1;
+	cJSON_Delete(v);
+	return 0;
+}
+
+/*
+ * `value` with the fields `upd` names replaced, every other field kept.  A
+ * bare address becomes an object.  NULL with `err` set if the value is not
+ * a record.
+ */
+static char *record_modify(const char *id, const char *value, size_t len,
+			   const hr_record_update *upd, hr_error *err)
+{
+	hr__record rec;
+	cJSON *o;
+	char *s = NULL;
+	size_t i = 0;
+
+	if (hr__record_parse(id, strlen(id), value, len, &rec, err))
+		return NULL;
+	while (i < len && (value[i] == ' ' || value[i] == '\t' || value[i] == '\r' ||
+			   value[i] == '\n'))
+		i++;
+	if (i < len && value[i] == '{') {
+		o = cJSON_ParseWithLength(value, len);
+	} else {
+		o = cJSON_CreateObject();
+		if (o && !cJSON_AddStringToObject(o, "addr", rec.addr)) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
+	}
+	hr__record_clear(&rec);
+	if (o && (upd->fields & HR_UPDATE_STATE) &&
+	    !set_member(o, "state", cJSON_CreateString(hr_state_name(upd->state)))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	if (o && (upd->fields & HR_UPDATE_WEIGHT) &&
+	    !set_member(o, "weight", cJSON_CreateNumber(upd->weight))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	if (o)
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		hr__error_set(err, HR_ENOMEM, "out of memory");
+	return s;
+}
+
+/* hr_node_check() on record `value` of node `id`, read as the clients
+ * read it. */
+static int check_value(const hr_ring_options *opts, const char *id,
+		       const char *value, hr_error *err)
+{
+	hr__record rec;
+	hr_node node;
+	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
+
+	if (rc)
+		return rc;
+	node = (hr_node){ rec.id, rec.addr, rec.zone, rec.weight, rec.state };
+	rc = hr_node_check(&node, opts, err);
+	hr__record_clear(&rec);
+	return rc;
+}
+
+int hr__record_update(hr__etcd *e, const char *key, const char *id,
+		      const hr_ring_options *opts, const hr_record_update *upd,
+		      const hr__record_writer *w, char **written, hr_error *err)
+{
+	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+		hr__kv kv;
+		int found, done, rc;
+		char *v;
+
+		rc = hr__etcd_get(e, key, &kv, &found, err);
+		if (rc)
+			return rc;
+		if (!found)
+			return hr__error_set(err, HR_ENOTFOUND, "node \"%s\" is not registered (no key %s)",
+					     id, key);
+		rc = w->claim ? w->claim(w->userdata, &kv, err) : 0;
+		if (rc) {
+			hr__kv_clear(&kv);
+			return rc;
+		}
+		v = record_modify(id, kv.value, kv.value_len, upd, err);
+		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
+		if (!rc)
+			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, w->lease,
+					     w->lease == 0, &done, err);
+		hr__kv_clear(&kv);
+		if (!rc && done) {
+			if (written)
+				*written = v;
+			else
+				free(v);
+			return 0;
+		}
+		free(v);
+		if (rc)
+			return rc;
+	}
+	return hr__error_set(err, HR_EETCD, "node \"%s\": record keeps changing; try again", id);
+}
+
+int hr_node_update(const hr_etcd_config *etcd, const char *id,
+		   const hr_record_update *upd, hr_error *err)
+{
+	static const hr__record_writer by_operator = { 0, NULL, NULL };
+	hr_record_update u;
+	hr__conn conn;
+	hr__etcd *e = NULL;
+	char *key;
+	int rc = hr__conn_read(etcd, &conn, err);
+
+	if (!rc)
+		rc = hr__record_update_read(upd, &u, err);
+	if (rc)
+		return rc;
+	if (!id)
+		return hr__error_set(err, HR_EINVAL, "id must not be NULL");
+	rc = hr__id_validate(id, strlen(id), err);
+	if (rc)
+		return rc;
+	key = hr__record_key(conn.prefix, id);
+	if (!key)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(key);
+		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
+	}
+	rc = hr__etcd_new(&conn.etcd, &e, err);
+	if (!rc)
+		rc = hr__record_update(e, key, id, &conn.ring, &u, &by_operator, NULL, err);
+	hr__etcd_free(e);
+	curl_global_cleanup();
+	free(key);
+	return rc;
+}
