@@ -1,5 +1,8 @@
 /* etcd.h - a small client for etcd's v3 HTTP/JSON gateway (internal).
  *
+ * etcd.c holds the client itself (endpoints, transfers, auth, the unary
+ * call); etcd_kv.c the requests built on hr__etcd_call() (ranges, keys,
+ * conditional puts, leases); etcd_json.h the wire conventions they share.
  * Knows etcd, knows nothing of rings.  One hr__etcd is used by one thread at
  * a time (the watcher and the registrar each own one).  Every unary request
  * has a timeout; failures move to the next endpoint.  Passwords and tokens
@@ -7,6 +10,7 @@
 #ifndef HR_ETCD_H
 #define HR_ETCD_H
 
+#include "etcd_json.h"
 #include "hashring.h"
 
 #include <cjson/cJSON.h>
@@ -34,36 +38,7 @@ typedef struct hr__etcd_opts {
 
 typedef struct hr__etcd hr__etcd;
 
-/* A key-value pair (or a deletion) as read from etcd; owns its buffers,
- * each NUL-terminated after `*_len` bytes. */
-typedef struct hr__kv {
-	char *key;
-	size_t key_len;
-	char *value;
-	size_t value_len;
-	int64_t mod_revision;
-	int64_t create_revision;
-	int64_t lease;
-	int deleted;               /* a DELETE event */
-} hr__kv;
-
-void hr__kv_clear(hr__kv *kv);
-void hr__kvs_free(hr__kv *kvs, size_t n);
-
-/* Decodes one gateway "kv" object into `out`.  HR_EPARSE on bad base64 or
- * types.  Used for range replies and watch events alike. */
-int hr__kv_from_json(const cJSON *kv, hr__kv *out, hr_error *err);
-
-/* The cluster id in a reply's "header" (a uint64 sent as a string); 0 when
- * absent or malformed.  A wiped and rebuilt etcd usually gets a new one. */
-uint64_t hr__json_cluster_id(const cJSON *reply);
-
-/* The cluster id of the last reply hr__etcd_call() parsed (0 if none). */
-uint64_t hr__etcd_cluster_id(const hr__etcd *e);
-
-/* Reads an int64 sent as a JSON string (or number); `dflt` when absent. */
-int hr__json_int64(const cJSON *obj, const char *name, int64_t dflt,
-		   int64_t *out);
+/* ---- the client (etcd.c) ----------------------------------------------- */
 
 int hr__etcd_new(const hr__etcd_opts *opts, hr__etcd **out, hr_error *err);
 void hr__etcd_free(hr__etcd *e);
@@ -71,11 +46,6 @@ void hr__etcd_free(hr__etcd *e);
 /* The endpoint requests go to now, and a move to the next one. */
 const char *hr__etcd_endpoint(const hr__etcd *e);
 void hr__etcd_next_endpoint(hr__etcd *e);
-
-/* Sets `end` (capacity len+1) to the end of the range holding every key
- * that starts with `prefix`; returns its length (1 and "\0" meaning "to
- * the end of the key space" for an empty or all-0xff prefix). */
-size_t hr__etcd_prefix_end(const char *prefix, size_t len, char *end);
 
 /*
  * POSTs `body` to <endpoint><base><path> and parses the JSON reply into
@@ -89,16 +59,6 @@ int hr__etcd_call(hr__etcd *e, const char *path, const cJSON *body,
 		  cJSON **reply, hr_error *err);
 
 /*
- * Lists every key under `prefix` with a linearizable range, `page_size`
- * keys a page, all pages pinned to the first page's revision, which is
- * returned in *revision.  *kvs is malloc'd (hr__kvs_free).  At most
- * `max_keys` keys: HR_ELIMIT beyond.
- */
-int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
-		  size_t max_keys, hr__kv **kvs, size_t *n, int64_t *revision,
-		  hr_error *err);
-
-/*
  * Sets up `h` (a fresh easy handle) for a POST of `body` to `path` with the
  * gateway's headers, TLS options, the auth token and timeouts; with
  * `streaming` no total timeout is set (a watch).  *headers must be freed
@@ -107,22 +67,27 @@ int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
 int hr__etcd_setup(hr__etcd *e, CURL *h, const char *path, const char *body,
 		   int streaming, struct curl_slist **headers, hr_error *err);
 
-/* Grants a lease of `ttl` seconds; *id gets its id and *granted the TTL
- * etcd chose (it may raise a small one). */
-int hr__etcd_lease_grant(hr__etcd *e, int ttl, int64_t *id, int64_t *granted,
-			 hr_error *err);
+/* Gets a fresh auth token if a user is configured (before a reconnect). */
+int hr__etcd_authenticate(hr__etcd *e, hr_error *err);
 
-/* Renews lease `id`; *ttl gets the remaining TTL, 0 when the lease is gone
- * (expired or revoked: etcd then leaves TTL out). */
-int hr__etcd_lease_keepalive(hr__etcd *e, int64_t id, int64_t *ttl,
-			     hr_error *err);
+/* Maps a failed transfer (curl code, HTTP status, body) to an error. */
+int hr__etcd_transfer_error(hr__etcd *e, CURLcode rc, long status,
+			    const char *body, size_t len, hr_error *err);
 
-/* Revokes lease `id` (its keys are deleted).  HR_ENOTFOUND if unknown. */
-int hr__etcd_lease_revoke(hr__etcd *e, int64_t id, hr_error *err);
+/* The cluster id of the last reply hr__etcd_call() parsed (0 if none). */
+uint64_t hr__etcd_cluster_id(const hr__etcd *e);
 
-/* The seconds lease `id` has left, without renewing it; *ttl is 0 when
- * the lease is gone (expired, revoked or never granted). */
-int hr__etcd_lease_ttl(hr__etcd *e, int64_t id, int64_t *ttl, hr_error *err);
+/* ---- requests (etcd_kv.c) ---------------------------------------------- */
+
+/*
+ * Lists every key under `prefix` with a linearizable range, `page_size`
+ * keys a page, all pages pinned to the first page's revision, which is
+ * returned in *revision.  *kvs is malloc'd (hr__kvs_free).  At most
+ * `max_keys` keys: HR_ELIMIT beyond.
+ */
+int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
+		  size_t max_keys, hr__kv **kvs, size_t *n, int64_t *revision,
+		  hr_error *err);
 
 /* Reads one key; *found is 0 when it does not exist (out is then empty). */
 int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
@@ -140,14 +105,21 @@ int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
 		    int64_t expect_mod, int64_t expect_lease, int64_t lease,
 		    int ignore_lease, int *done, hr_error *err);
 
-/* Adds `name` as the padded base64 of `n` bytes; 0 on out of memory. */
-int hr__json_add_b64(cJSON *obj, const char *name, const void *data, size_t n);
+/* Grants a lease of `ttl` seconds; *id gets its id and *granted the TTL
+ * etcd chose (it may raise a small one). */
+int hr__etcd_lease_grant(hr__etcd *e, int ttl, int64_t *id, int64_t *granted,
+			 hr_error *err);
 
-/* Gets a fresh auth token if a user is configured (before a reconnect). */
-int hr__etcd_authenticate(hr__etcd *e, hr_error *err);
+/* Renews lease `id`; *ttl gets the remaining TTL, 0 when the lease is gone
+ * (expired or revoked: etcd then leaves TTL out). */
+int hr__etcd_lease_keepalive(hr__etcd *e, int64_t id, int64_t *ttl,
+			     hr_error *err);
 
-/* Maps a failed transfer (curl code, HTTP status, body) to an error. */
-int hr__etcd_transfer_error(hr__etcd *e, CURLcode rc, long status,
-			    const char *body, size_t len, hr_error *err);
+/* Revokes lease `id` (its keys are deleted).  HR_ENOTFOUND if unknown. */
+int hr__etcd_lease_revoke(hr__etcd *e, int64_t id, hr_error *err);
+
+/* The seconds lease `id` has left, without renewing it; *ttl is 0 when
+ * the lease is gone (expired, revoked or never granted). */
+int hr__etcd_lease_ttl(hr__etcd *e, int64_t id, int64_t *ttl, hr_error *err);
 
 #endif

@@ -1,19 +1,14 @@
 /* watch.c - the watcher thread: list, watch, apply, publish, recover. */
-#include "watch.h"
+#include "watch_state.h"
 
-#include "base64.h"
-#include "diff.h"
+#include "clock.h"
 #include "error.h"
-#include "nodeset.h"
 #include "watch_stream.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Longest watch message accepted; with "fragment" on, etcd splits larger
  * responses into pieces well below this. */
@@ -22,69 +17,6 @@
 #define HEALTHY_STREAM_MS 5000
 /* Longest sleep of a backoff wait between two staleness checks. */
 #define POLL_SLICE_MS 200
-/* How many ids a ring-change log line lists per category. */
-#define LOG_IDS_MAX 8
-
-typedef enum stream_end {
-	END_NONE = 0,
-	END_RECONNECT,   /* resume at next_rev on the next endpoint */
-	END_RESYNC,      /* compacted, unexpected cancel, revision went back */
-	END_STOP
-} stream_end;
-
-struct hr__watcher {
-	/* Configuration (immutable once the thread runs). */
-	hr__watch_opts o;
-	char *prefix;
-	size_t prefix_len;
-	hr__etcd *etcd;
-	int probe_timeout_ms;
-
-	pthread_t thread;
-	int started;
-	int stop;                   /* atomic */
-
-	/* Shared with other threads, under mu. */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;          /* first sync done; stop requested */
-	int first_done;
-	int first_fatal;
-	hr_error last_err;
-	uint64_t confirmed_revision;
-	uint64_t cluster_id;        /* of the last full sync; 0 unknown */
-	int64_t last_confirm_ms;
-	uint64_t rings_published, resyncs, reconnects;
-	char endpoint[256];
-	CURLM *multi;               /* set while a stream runs (for wakeup) */
-
-	/* The watcher thread's own state. */
-	hr__nodeset set;
-	int64_t next_rev;
-	int need_sync;
-	int synced_once;
-	int replaced;               /* etcd's data was replaced: logged, and
-				       the next full sync publishes */
-	int backoff_ms;
-	uint64_t rng;
-	int stale_warned;
-	int64_t last_stale_log_ms;
-
-	/* Per stream. */
-	hr__linebuf lb;
-	hr__kv *frag;               /* events of fragments not yet complete */
-	size_t n_frag;
-	stream_end end;
-	int created;
-	int64_t last_activity_ms;
-};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int stopping(const hr__watcher *w)
 {
@@ -101,7 +33,7 @@ static const char *endpoint(const hr__watcher *w)
 /* The ring is known to match etcd at `revision` (0: only liveness). */
 static void confirm(hr__watcher *w, uint64_t revision)
 {
-	int64_t now = now_ms(), since;
+	int64_t now = hr__now_ms(), since;
 
 	pthread_mutex_lock(&w->mu);
 	since = now - w->last_confirm_ms;
@@ -122,7 +54,7 @@ static void confirm(hr__watcher *w, uint64_t revision)
  * cannot be confirmed current. */
 static void check_stale(hr__watcher *w)
 {
-	int64_t now = now_ms(), since;
+	int64_t now = hr__now_ms(), since;
 	uint64_t rev;
 
 	pthread_mutex_lock(&w->mu);
@@ -141,9 +73,9 @@ static void check_stale(hr__watcher *w)
 		     since, rev, endpoint(w));
 }
 
-static void tick(void *ud)
+void hr__watch_tick(void *arg)
 {
-	check_stale(ud);
+	check_stale(arg);
 }
 
 static void set_error(hr__watcher *w, const hr_error *err)
@@ -161,23 +93,15 @@ static void set_error(hr__watcher *w, const hr_error *err)
 /* Sleeps `ms` unless stopped, keeping the stale timer running. */
 static void sleep_ms(hr__watcher *w, int ms)
 {
-	int64_t until = now_ms() + ms;
+	int64_t until = hr__now_ms() + ms;
 
 	pthread_mutex_lock(&w->mu);
 	while (!stopping(w)) {
-		int64_t left = until - now_ms();
+		int64_t left = until - hr__now_ms();
 		struct timespec ts;
 		if (left <= 0)
 			break;
-		if (left > POLL_SLICE_MS)
-			left = POLL_SLICE_MS;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (long)(left % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		hr__deadline_in(&ts, left < POLL_SLICE_MS ? left : POLL_SLICE_MS);
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 		pthread_mutex_unlock(&w->mu);
 		check_stale(w);
@@ -203,101 +127,10 @@ static void backoff(hr__watcher *w)
 
 /* ---- building and publishing rings -------------------------------------- */
 
-/* Appends up to LOG_IDS_MAX ids to a comma list (the count written before
- * the list says how many there were). */
-static void list_add(char *buf, size_t size, int *count, const char *id)
-{
-	size_t len = strlen(buf);
-
-	if ((*count)++ < LOG_IDS_MAX)
-		snprintf(buf + len, size - len, "%s%s", len ? "," : "", id);
-}
-
-/* "N" or "N:list", the form of the added/removed/changed fields. */
-static const char *counted(char *buf, size_t size, int n, const char *list)
-{
-	snprintf(buf, size, "%d%s%s", n, n ? ":" : "", list);
-	return buf;
-}
-
-static void log_ring_change(hr__watcher *w, const hr_ring *old,
-			    const hr_ring *ring, const hr_diff *dw,
-			    const hr_diff *dr)
-{
-	char added[512] = "", removed[512] = "", changed[768] = "";
-	char ca[528], cr[528], cc[784];
-	int n_added = 0, n_removed = 0, n_changed = 0;
-	size_t i = 0, j = 0, no = old ? hr_ring_node_count(old) : 0;
-	size_t nn = hr_ring_node_count(ring);
-
-	if (!hr__log_enabled(w->o.log, HR_LOG_INFO))
-		return;
-	/* Both rings list their nodes in id order: one merge walk. */
-	while (i < no || j < nn) {
-		const hr_node *a = i < no ? hr_ring_node(old, i) : NULL;
-		const hr_node *b = j < nn ? hr_ring_node(ring, j) : NULL;
-		int c = !a ? 1 : !b ? -1 : strcmp(a->id, b->id);
-		if (c < 0) {
-			list_add(removed, sizeof removed, &n_removed, a->id);
-			i++;
-		} else if (c > 0) {
-			list_add(added, sizeof added, &n_added, b->id);
-			j++;
-		} else {
-			if (a->state != b->state || a->weight != b->weight ||
-			    strcmp(a->addr, b->addr) || strcmp(a->zone, b->zone)) {
-				char what[160];
-				if (a->state != b->state)
-					snprintf(what, sizeof what, "%s:%s->%s", b->id,
-						 hr_state_name(a->state), hr_state_name(b->state));
-				else if (a->weight != b->weight)
-					snprintf(what, sizeof what, "%s:weight=%g->%g", b->id,
-						 a->weight, b->weight);
-				else
-					snprintf(what, sizeof what, "%s:record", b->id);
-				list_add(changed, sizeof changed, &n_changed, what);
-			}
-			i++;
-			j++;
-		}
-	}
-	hr__log_emit(w->o.log, HR_LOG_INFO, "ring",
-		     "revision=%" PRIu64 " digest=%016" PRIx64 " nodes=%zu points=%zu"
-		     " added=%s removed=%s changed=%s"
-		     " moved_write=%.4f moved_read=%.4f",
-		     hr_ring_revision(ring), hr_ring_digest(ring), nn,
-		     hr_ring_point_count(ring),
-		     counted(ca, sizeof ca, n_added, added),
-		     counted(cr, sizeof cr, n_removed, removed),
-		     counted(cc, sizeof cc, n_changed, changed),
-		     dw ? hr__diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
-		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
-}
-
-/* Tells the log and the callbacks about a published ring.  When on_diff
- * wants the diffs, the log takes its moved shares from them: the arcs are
- * walked once. */
+/* The log line and the host's callbacks for a published ring. */
 static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
 {
-	hr_diff *dw = NULL, *dr = NULL;
-	hr_error err = { 0 };
-
-	if (w->o.on_diff &&
-	    (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) ||
-	     hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err))) {
-		hr__log_emit(w->o.log, HR_LOG_ERROR, "diff_failed",
-			     "revision=%" PRIu64 " msg=%s", hr_ring_revision(ring),
-			     err.message);
-		hr_diff_free(dw);
-		dw = NULL;
-	}
-	log_ring_change(w, old, ring, dw, dr);
-	if (w->o.on_change)
-		w->o.on_change(w->o.on_change_userdata, old, ring);
-	if (dw && dr)
-		w->o.on_diff(w->o.on_diff_userdata, dw, dr);
-	hr_diff_free(dw);
-	hr_diff_free(dr);
+	hr__announce(&w->announcer, old, ring);
 }
 
 /* A record the ring cannot hold (a limit): a bad record while it lasts. */
@@ -555,7 +388,7 @@ static int take_fragment(hr__watcher *w, hr__wmsg *m)
 	return 0;
 }
 
-static int end_stream(hr__watcher *w, stream_end how)
+static int end_stream(hr__watcher *w, hr__stream_end how)
 {
 	if (how > w->end)
 		w->end = how;
@@ -569,19 +402,19 @@ static int on_line(void *ud, const char *line, size_t len)
 	hr_error err = { 0 };
 	int rc;
 
-	w->last_activity_ms = now_ms();
+	w->last_activity_ms = hr__now_ms();
 	if (stopping(w))
-		return end_stream(w, END_STOP);
+		return end_stream(w, HR__END_STOP);
 	rc = hr__wmsg_parse(line, len, &m, &err);
 	if (rc) {
 		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_message",
 			     "endpoint=%s bytes=%zu msg=%s", endpoint(w), len, err.message);
-		return end_stream(w, END_RECONNECT);
+		return end_stream(w, HR__END_RECONNECT);
 	}
 	if (other_cluster(w, m.cluster_id)) {
 		data_replaced(w, 1, m.cluster_id, m.header_revision);
 		hr__wmsg_clear(&m);
-		return end_stream(w, END_RESYNC);
+		return end_stream(w, HR__END_RESYNC);
 	}
 	switch (m.kind) {
 	case HR__WMSG_CREATED:
@@ -592,7 +425,7 @@ static int on_line(void *ud, const char *line, size_t len)
 		break;
 	case HR__WMSG_EVENTS:
 		if (take_fragment(w, &m)) {
-			rc = end_stream(w, END_RESYNC);
+			rc = end_stream(w, HR__END_RESYNC);
 			break;
 		}
 		if (!m.fragment) {
@@ -613,217 +446,90 @@ static int on_line(void *ud, const char *line, size_t len)
 			     "compact_revision=%" PRId64 " next_revision=%" PRId64
 			     " endpoint=%s msg=\"resyncing\"",
 			     m.compact_revision, w->next_rev, endpoint(w));
-		rc = end_stream(w, END_RESYNC);
+		rc = end_stream(w, HR__END_RESYNC);
 		break;
 	case HR__WMSG_CANCELED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "watch_canceled",
 			     "endpoint=%s reason=%s", endpoint(w), m.reason);
-		if (strstr(m.reason, "ermission")) {
+		if (m.cancel == HR__WCANCEL_DENIED || m.cancel == HR__WCANCEL_UNAUTHENTICATED) {
 			hr_error e2;
-			hr__error_set(&e2, HR_EPERM, "%s: watch refused: %s", endpoint(w), m.reason);
-			set_error(w, &e2);
-		} else if (strstr(m.reason, "nauthenticated") || strstr(m.reason, "user name")) {
-			hr_error e2;
-			hr__error_set(&e2, HR_EAUTH, "%s: watch refused: %s", endpoint(w), m.reason);
+			hr__error_set(&e2, m.cancel == HR__WCANCEL_DENIED ? HR_EPERM : HR_EAUTH,
+				      "%s: watch refused: %s", endpoint(w), m.reason);
 			set_error(w, &e2);
 		}
-		rc = end_stream(w, END_RESYNC);
+		rc = end_stream(w, HR__END_RESYNC);
 		break;
 	case HR__WMSG_ERROR:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "stream_error",
 			     "endpoint=%s code=%d msg=%s", endpoint(w), m.code, m.reason);
-		rc = end_stream(w, END_RECONNECT);
+		rc = end_stream(w, HR__END_RECONNECT);
 		break;
 	}
 	hr__wmsg_clear(&m);
 	return rc;
 }
 
-static size_t on_stream_data(char *p, size_t size, size_t nmemb, void *ud)
+/* A finished probe: alive and not behind us, or a reason to reconnect. */
+static int on_probe(void *ud, const hr__probe_result *r)
 {
 	hr__watcher *w = ud;
-	size_t n = size * nmemb;
-	int rc = hr__linebuf_feed(&w->lb, p, n, on_line, w);
+	int other;
 
-	if (rc == HR_ELIMIT || rc == HR_ENOMEM) {
-		hr__log_emit(w->o.log, HR_LOG_ERROR, "message_too_large",
-			     "endpoint=%s limit=%u", endpoint(w), MAX_LINE_BYTES);
-		end_stream(w, END_RECONNECT);
-	}
-	/* Returning less than n makes libcurl abort the transfer. */
-	return rc ? 0 : n;
-}
-
-typedef struct probe {
-	CURL *h;
-	struct curl_slist *headers;
-	char *body;
-	size_t len;
-	int64_t started_ms;
-} probe;
-
-static size_t on_probe_data(char *p, size_t size, size_t nmemb, void *ud)
-{
-	probe *pr = ud;
-	size_t n = size * nmemb;
-	char *b;
-
-	if (pr->len + n > 65536)
+	switch (r->outcome) {
+	case HR__PROBE_REAUTHENTICATED:
+		hr__log_emit(w->o.log, HR_LOG_INFO, "reauthenticated",
+			     "endpoint=%s reason=\"token rejected by a probe\"", endpoint(w));
 		return 0;
-	b = realloc(pr->body, pr->len + n + 1);
-	if (!b)
-		return 0;
-	memcpy(b + pr->len, p, n);
-	pr->body = b;
-	pr->len += n;
-	b[pr->len] = '\0';
-	return n;
-}
-
-static void probe_free(CURLM *multi, probe *pr)
-{
-	if (pr->h) {
-		curl_multi_remove_handle(multi, pr->h);
-		curl_easy_cleanup(pr->h);
+	case HR__PROBE_FAILED:
+		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
+			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
+			     r->elapsed_ms, r->err.message);
+		return end_stream(w, HR__END_RECONNECT);
+	case HR__PROBE_ANSWERED:
+		break;
 	}
-	curl_slist_free_all(pr->headers);
-	free(pr->body);
-	memset(pr, 0, sizeof *pr);
-}
-
-/* JSON body of a range over the prefix: {"key":..,"range_end":..}. */
-static char *prefix_range_body(const hr__watcher *w, const char *extra)
-{
-	char *end = malloc(w->prefix_len + 1);
-	size_t end_len, kl = hr__base64_encoded_size(w->prefix_len);
-	char *k64, *e64, *body = NULL;
-
-	if (!end)
-		return NULL;
-	end_len = hr__etcd_prefix_end(w->prefix, w->prefix_len, end);
-	k64 = malloc(kl);
-	e64 = malloc(hr__base64_encoded_size(end_len));
-	if (k64 && e64) {
-		size_t size;
-		hr__base64_encode(w->prefix, w->prefix_len, k64);
-		hr__base64_encode(end, end_len, e64);
-		size = strlen(k64) + strlen(e64) + strlen(extra) + 64;
-		body = malloc(size);
-		if (body)
-			snprintf(body, size, "\"key\":\"%s\",\"range_end\":\"%s\"%s",
-				 k64, e64, extra);
+	w->last_activity_ms = hr__now_ms();
+	other = other_cluster(w, r->cluster_id);
+	/* Another cluster, or a linearizable read below what we applied: a
+	 * watch at our next revision would wait forever. */
+	if (other || revision_backwards(w, r->revision)) {
+		data_replaced(w, other, r->cluster_id, r->revision);
+		return end_stream(w, HR__END_RESYNC);
 	}
-	free(end);
-	free(k64);
-	free(e64);
-	return body;
-}
-
-static int probe_start(hr__watcher *w, CURLM *multi, probe *pr)
-{
-	char *range = prefix_range_body(w, ",\"count_only\":true");
-	char *json;
-	hr_error err = { 0 };
-
-	memset(pr, 0, sizeof *pr);
-	if (!range)
-		return HR_ENOMEM;
-	json = malloc(strlen(range) + 3);
-	if (!json) {
-		free(range);
-		return HR_ENOMEM;
-	}
-	sprintf(json, "{%s}", range);
-	free(range);
-	pr->h = curl_easy_init();
-	if (!pr->h || hr__etcd_setup(w->etcd, pr->h, "/kv/range", json, 0,
-				     &pr->headers, &err)) {
-		free(json);
-		probe_free(multi, pr);
-		return HR_ENOMEM;
-	}
-	free(json);
-	curl_easy_setopt(pr->h, CURLOPT_TIMEOUT_MS, (long)w->probe_timeout_ms);
-	curl_easy_setopt(pr->h, CURLOPT_WRITEFUNCTION, on_probe_data);
-	curl_easy_setopt(pr->h, CURLOPT_WRITEDATA, pr);
-	pr->started_ms = now_ms();
-	curl_multi_add_handle(multi, pr->h);
+	confirm(w, 0);
 	return 0;
 }
 
-/* A finished probe: alive and not behind us, or a reason to reconnect. */
-static void probe_done(hr__watcher *w, probe *pr, CURLcode rc)
+/* The stream ended of itself. */
+static void on_ended(void *ud, const hr_error *why)
 {
-	long status = 0;
-	hr_error err = { 0 };
+	hr__watcher *w = ud;
+	hr_error err;
 
-	curl_easy_getinfo(pr->h, CURLINFO_RESPONSE_CODE, &status);
-	if (rc == CURLE_OK && status == 401) {
-		/* The token expired while the stream was quiet; the stream
-		 * itself keeps working, so only the token is renewed. */
-		if (hr__etcd_authenticate(w->etcd, &err) == 0) {
-			hr__log_emit(w->o.log, HR_LOG_INFO, "reauthenticated",
-				     "endpoint=%s reason=\"token rejected by a probe\"",
-				     endpoint(w));
-			return;
-		}
-	}
-	if (rc != CURLE_OK || status != 200) {
-		hr__etcd_transfer_error(w->etcd, rc, status, pr->body, pr->len, &err);
-		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
-			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
-			     now_ms() - pr->started_ms, err.message);
-		end_stream(w, END_RECONNECT);
+	if (why && (why->code == HR_ELIMIT || why->code == HR_ENOMEM)) {
+		hr__log_emit(w->o.log, HR_LOG_ERROR, "message_too_large",
+			     "endpoint=%s limit=%u", endpoint(w), MAX_LINE_BYTES);
+		end_stream(w, HR__END_RECONNECT);
 		return;
 	}
-
-	cJSON *root = cJSON_ParseWithLength(pr->body ? pr->body : "", pr->len);
-	int64_t rev = 0;
-	if (!root || hr__json_int64(cJSON_GetObjectItemCaseSensitive(root, "header"),
-				    "revision", 0, &rev)) {
-		cJSON_Delete(root);
-		end_stream(w, END_RECONNECT);
+	if (stopping(w)) {
+		end_stream(w, HR__END_STOP);
 		return;
 	}
-	uint64_t id = hr__json_cluster_id(root);
-	int other = other_cluster(w, id);
-	cJSON_Delete(root);
-	w->last_activity_ms = now_ms();
-	/* Another cluster, or a linearizable read below what we applied: a
-	 * watch at our next revision would wait forever. */
-	if (other || revision_backwards(w, rev)) {
-		data_replaced(w, other, id, rev);
-		end_stream(w, END_RESYNC);
-		return;
-	}
-	confirm(w, 0);
-}
-
-static char *watch_body(const hr__watcher *w)
-{
-	char extra[160];
-	char *range, *body;
-	size_t size;
-
-	snprintf(extra, sizeof extra,
-		 ",\"start_revision\":\"%" PRId64 "\",\"progress_notify\":true,\"fragment\":true",
-		 w->next_rev);
-	range = prefix_range_body(w, extra);
-	if (!range)
-		return NULL;
-	size = strlen(range) + 32;
-	body = malloc(size);
-	if (body)
-		snprintf(body, size, "{\"create_request\":{%s}}", range);
-	free(range);
-	return body;
+	if (why)
+		set_error(w, why);
+	else
+		hr__error_set(&err, HR_ECONNECT, "%s: stream closed", endpoint(w));
+	hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
+		     "endpoint=%s msg=%s", endpoint(w), why ? why->message : err.message);
+	end_stream(w, HR__END_RECONNECT);
 }
 
 /* Milliseconds until the stream loop has something to do: start a probe
  * (unless one runs) or write a stale warning. */
 static int next_deadline_ms(hr__watcher *w, int probing)
 {
-	int64_t now = now_ms(), due = now + 60000, t;
+	int64_t now = hr__now_ms(), due = now + 60000, t;
 
 	if (!probing) {
 		t = w->last_activity_ms + w->o.probe_interval_ms;
@@ -844,116 +550,67 @@ static int next_deadline_ms(hr__watcher *w, int probing)
 }
 
 /* Runs one watch stream until it ends; returns how it ended. */
-static stream_end run_stream(hr__watcher *w)
+static hr__stream_end run_stream(hr__watcher *w)
 {
-	CURLM *multi = curl_multi_init();
-	CURL *h = curl_easy_init();
-	struct curl_slist *headers = NULL;
+	const hr__etcd_stream_cbs cbs = { on_line, on_probe, on_ended, w };
+	hr__etcd_stream *s;
 	hr_error err = { 0 };
-	char *body = watch_body(w);
-	probe pr = { 0 };
-	int64_t started = now_ms();
-	int running = 1;
+	int64_t started = hr__now_ms();
 
-	w->end = END_NONE;
+	w->end = HR__END_NONE;
 	w->created = 0;
 	w->last_activity_ms = started;
-	hr__linebuf_reset(&w->lb);
-	if (!multi || !h || !body ||
-	    hr__etcd_setup(w->etcd, h, "/watch", body, 1, &headers, &err)) {
-		free(body);
-		curl_easy_cleanup(h);
-		curl_multi_cleanup(multi);
-		return END_RECONNECT;
-	}
-	free(body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
-	curl_multi_add_handle(multi, h);
+	if (hr__etcd_stream_open(w->etcd, w->prefix, w->next_rev, MAX_LINE_BYTES, &cbs,
+				 &s, &err))
+		return HR__END_RECONNECT;
 	pthread_mutex_lock(&w->mu);
-	w->multi = multi;
+	w->stream = s;
 	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
 	pthread_mutex_unlock(&w->mu);
 
-	while (w->end == END_NONE) {
-		CURLMsg *msg;
-		int left;
-
+	while (w->end == HR__END_NONE) {
 		if (stopping(w)) {
-			w->end = END_STOP;
+			w->end = HR__END_STOP;
 			break;
 		}
-		curl_multi_perform(multi, &running);
-		while ((msg = curl_multi_info_read(multi, &left))) {
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			if (msg->easy_handle == pr.h) {
-				CURLcode prc = msg->data.result;
-				probe_done(w, &pr, prc);
-				probe_free(multi, &pr);
-			} else if (msg->easy_handle == h && w->end == END_NONE) {
-				long status = 0;
-				CURLcode rc = msg->data.result;
-				/* etcd 3.4 ends a failed stream with an
-				 * error object and no newline. */
-				hr__linebuf_finish(&w->lb, on_line, w);
-				curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-				if (w->end == END_NONE && stopping(w)) {
-					w->end = END_STOP;
-				} else if (w->end == END_NONE) {
-					if (rc != CURLE_OK || status != 200) {
-						hr__etcd_transfer_error(w->etcd, rc, status,
-									NULL, 0, &err);
-						set_error(w, &err);
-					} else {
-						hr__error_set(&err, HR_ECONNECT, "%s: stream closed",
-							      endpoint(w));
-					}
-					hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
-						     "endpoint=%s msg=%s", endpoint(w), err.message);
-					w->end = END_RECONNECT;
-				}
-			}
-		}
-		if (w->end != END_NONE)
+		if (!hr__etcd_stream_perform(s))
+			end_stream(w, HR__END_RECONNECT);
+		if (w->end != HR__END_NONE)
 			break;
 		check_stale(w);
 		/* Lookups move to a new ring lazily; free what they left. */
 		hr__publish_reclaim(w->o.publisher);
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
-		if (!pr.h && now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
-			probe_start(w, multi, &pr);
+		if (!hr__etcd_stream_probing(s) &&
+		    hr__now_ms() - w->last_activity_ms >= w->o.probe_interval_ms)
+			hr__etcd_stream_probe(s, w->probe_timeout_ms, &err);
 		/* Sleep until the next deadline (libcurl shortens the wait
 		 * for its own timers; close wakes it up): an idle watcher
 		 * wakes about once per probe interval. */
-		curl_multi_poll(multi, NULL, 0, next_deadline_ms(w, pr.h != NULL), NULL);
+		hr__etcd_stream_wait(s, next_deadline_ms(w, hr__etcd_stream_probing(s)));
 	}
 
 	pthread_mutex_lock(&w->mu);
-	w->multi = NULL;
+	w->stream = NULL;
 	pthread_mutex_unlock(&w->mu);
-	probe_free(multi, &pr);
-	curl_multi_remove_handle(multi, h);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(headers);
-	curl_multi_cleanup(multi);
+	hr__etcd_stream_close(s);
 	hr__kvs_free(w->frag, w->n_frag);
 	w->frag = NULL;
 	w->n_frag = 0;
-	if (w->created && now_ms() - started >= HEALTHY_STREAM_MS)
+	if (w->created && hr__now_ms() - started >= HEALTHY_STREAM_MS)
 		w->backoff_ms = w->o.backoff_initial_ms;
 	return w->end;
 }
 
 /* ---- the thread ------------------------------------------------------------ */
 
-static void *watcher_main(void *arg)
+void *hr__watch_thread(void *arg)
 {
 	hr__watcher *w = arg;
 
 	while (!stopping(w)) {
-		stream_end how;
+		hr__stream_end how;
 
 		if (w->need_sync) {
 			int rc = full_sync(w);
@@ -984,12 +641,12 @@ static void *watcher_main(void *arg)
 			}
 		}
 		how = run_stream(w);
-		if (how == END_STOP || stopping(w))
+		if (how == HR__END_STOP || stopping(w))
 			break;
 		pthread_mutex_lock(&w->mu);
 		w->reconnects++;
 		pthread_mutex_unlock(&w->mu);
-		if (how == END_RESYNC) {
+		if (how == HR__END_RESYNC) {
 			w->need_sync = 1;
 			if (!w->created)
 				backoff(w);
@@ -999,149 +656,4 @@ static void *watcher_main(void *arg)
 		}
 	}
 	return NULL;
-}
-
-int hr__watcher_start(const hr__watch_opts *opts, hr__watcher **out,
-		      hr_error *err)
-{
-	hr__watcher *w;
-	hr__etcd_opts eo;
-	sigset_t all, old;
-	int rc;
-
-	*out = NULL;
-	if (!opts->prefix || !opts->prefix[0])
-		return hr__error_set(err, HR_EINVAL, "prefix: must be set and not empty");
-	w = calloc(1, sizeof *w);
-	if (!w)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	w->o = *opts;
-	w->prefix = strdup(opts->prefix);
-	w->prefix_len = w->prefix ? strlen(w->prefix) : 0;
-	w->next_rev = 0;
-	w->need_sync = 1;
-	w->backoff_ms = opts->backoff_initial_ms;
-	w->lb.max = MAX_LINE_BYTES;
-	w->last_confirm_ms = now_ms();
-	w->rng = (uint64_t)now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)w;
-	if (!w->rng)
-		w->rng = 1;
-	w->probe_timeout_ms = opts->etcd.request_timeout_ms < 2000 ?
-			      opts->etcd.request_timeout_ms : 2000;
-	if (w->probe_timeout_ms > opts->probe_interval_ms)
-		w->probe_timeout_ms = opts->probe_interval_ms;
-	if (w->probe_timeout_ms < 100)
-		w->probe_timeout_ms = 100;
-	pthread_mutex_init(&w->mu, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&w->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	if (!w->prefix) {
-		hr__watcher_stop(w);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	eo = opts->etcd;
-	eo.stop_flag = &w->stop;
-	eo.tick = tick;
-	eo.tick_userdata = w;
-	rc = hr__etcd_new(&eo, &w->etcd, err);
-	if (rc) {
-		hr__watcher_stop(w);
-		return rc;
-	}
-	/* The caller's strings are not kept: the etcd client has copies. */
-	memset(&w->o.etcd, 0, sizeof w->o.etcd);
-	w->o.prefix = w->prefix;
-	/* The host's signals are not ours to receive. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&w->thread, NULL, watcher_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	w->started = rc == 0;
-	if (rc) {
-		hr__watcher_stop(w);
-		return hr__error_set(err, HR_ENOMEM, "cannot start the watcher thread: %s",
-				     strerror(rc));
-	}
-	*out = w;
-	return 0;
-}
-
-int hr__watcher_wait_first(hr__watcher *w, int timeout_ms, hr_error *err)
-{
-	struct timespec ts;
-	int rc = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&w->mu);
-	while (!w->first_done && !w->first_fatal && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-	if (w->first_done) {
-		rc = 0;
-	} else if (w->first_fatal) {
-		rc = hr__error_copy(err, &w->last_err);
-	} else if (w->last_err.code) {
-		rc = hr__error_set(err, w->last_err.code == HR_ETIMEDOUT ? HR_ETIMEDOUT :
-				   w->last_err.code, "no ring after %d ms: %s",
-				   timeout_ms, w->last_err.message);
-	} else {
-		rc = hr__error_set(err, HR_ETIMEDOUT, "no ring after %d ms", timeout_ms);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return rc;
-}
-
-void hr__watcher_status(hr__watcher *w, hr_client_status *out)
-{
-	int64_t since;
-
-	pthread_mutex_lock(&w->mu);
-	since = now_ms() - w->last_confirm_ms;
-	out->confirmed_revision = w->confirmed_revision;
-	/* A quiet stream is confirmed once per probe interval: that long
-	 * (twice, for slack) counts as current, but never longer than the
-	 * stale warnings allow. */
-	int64_t current = 2 * (int64_t)w->o.probe_interval_ms;
-	if (current > w->o.stale_warn_ms)
-		current = w->o.stale_warn_ms;
-	out->unconfirmed_ms = since >= current ? since : 0;
-	out->rings_published = w->rings_published;
-	out->resyncs = w->resyncs;
-	out->reconnects = w->reconnects;
-	snprintf(out->endpoint, sizeof out->endpoint, "%s", w->endpoint);
-	pthread_mutex_unlock(&w->mu);
-}
-
-void hr__watcher_stop(hr__watcher *w)
-{
-	if (!w)
-		return;
-	if (w->etcd) {
-		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&w->mu);
-		pthread_cond_broadcast(&w->cv);
-		if (w->multi)
-			curl_multi_wakeup(w->multi);
-		pthread_mutex_unlock(&w->mu);
-		if (w->started)
-			pthread_join(w->thread, NULL);
-	}
-	hr__etcd_free(w->etcd);
-	hr__nodeset_clear(&w->set);
-	hr__linebuf_free(&w->lb);
-	hr__kvs_free(w->frag, w->n_frag);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->cv);
-	free(w->prefix);
-	free(w);
 }

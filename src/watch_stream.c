@@ -4,6 +4,7 @@
 
 #include "error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,38 +14,23 @@ int hr__linebuf_feed(hr__linebuf *b, const char *p, size_t n, hr__line_fn fn,
 	while (n) {
 		const char *nl = memchr(p, '\n', n);
 		size_t take = nl ? (size_t)(nl - p) : n;
+		int rc;
 
-		if (b->max && b->len + take > b->max)
+		if (b->max && b->part.len + take > b->max)
 			return HR_ELIMIT;
-		if (nl && b->len == 0) {
+		if (nl && b->part.len == 0) {
 			/* The common case: a whole line inside one read. */
-			if (take) {
-				int rc = fn(userdata, p, take);
-				if (rc)
-					return rc;
-			}
+			rc = take ? fn(userdata, p, take) : 0;
 		} else {
-			if (b->len + take + 1 > b->cap) {
-				size_t cap = b->cap ? b->cap : 4096;
-				char *d;
-				while (cap < b->len + take + 1)
-					cap *= 2;
-				d = realloc(b->data, cap);
-				if (!d)
-					return HR_ENOMEM;
-				b->data = d;
-				b->cap = cap;
-			}
-			memcpy(b->data + b->len, p, take);
-			b->len += take;
-			if (nl) {
-				size_t len = b->len;
-				b->len = 0;
-				int rc = fn(userdata, b->data, len);
-				if (rc)
-					return rc;
+			rc = hr__buffer_append(&b->part, p, take, 0);
+			if (!rc && nl) {
+				size_t len = b->part.len;
+				b->part.len = 0;
+				rc = fn(userdata, b->part.data, len);
 			}
 		}
+		if (rc)
+			return rc;
 		if (!nl)
 			break;
 		p = nl + 1;
@@ -55,28 +41,25 @@ int hr__linebuf_feed(hr__linebuf *b, const char *p, size_t n, hr__line_fn fn,
 
 int hr__linebuf_finish(hr__linebuf *b, hr__line_fn fn, void *userdata)
 {
-	size_t len = b->len;
+	size_t len = b->part.len;
 	int blank = 1;
 
-	b->len = 0;
+	b->part.len = 0;
 	for (size_t i = 0; i < len; i++)
-		if (b->data[i] != ' ' && b->data[i] != '\r' && b->data[i] != '\t')
+		if (b->part.data[i] != ' ' && b->part.data[i] != '\r' && b->part.data[i] != '\t')
 			blank = 0;
-	return blank ? 0 : fn(userdata, b->data, len);
+	return blank ? 0 : fn(userdata, b->part.data, len);
 }
 
 void hr__linebuf_reset(hr__linebuf *b)
 {
-	b->len = 0;
+	b->part.len = 0;
 }
 
 void hr__linebuf_free(hr__linebuf *b)
 {
-	if (!b)
-		return;
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
+	if (b)
+		hr__buffer_free(&b->part);
 }
 
 void hr__wmsg_clear(hr__wmsg *m)
@@ -96,6 +79,42 @@ static void copy_reason(hr__wmsg *m, const cJSON *s)
 			if ((unsigned char)*p < 0x20)
 				*p = ' ';
 	}
+}
+
+/* etcd's refusals by gRPC code, or by description (the same texts without
+ * the status around them). */
+static const struct refusal {
+	const char *code, *desc;
+	hr__wcancel why;
+} refusals[] = {
+	{ "PermissionDenied", NULL, HR__WCANCEL_DENIED },
+	{ "Unauthenticated", NULL, HR__WCANCEL_UNAUTHENTICATED },
+	{ NULL, "etcdserver: permission denied", HR__WCANCEL_DENIED },
+	{ NULL, "etcdserver: invalid auth token", HR__WCANCEL_UNAUTHENTICATED },
+	{ NULL, "etcdserver: user name is empty", HR__WCANCEL_UNAUTHENTICATED },
+};
+
+hr__wcancel hr__wcancel_of(const char *reason)
+{
+	static const char status[] = "rpc error: code = ", sep[] = " desc = ";
+	const char *code = "", *desc = reason;
+	size_t code_len = 0;
+
+	if (!strncmp(reason, status, sizeof status - 1)) {
+		const char *end = strstr(reason + sizeof status - 1, sep);
+		if (end) {
+			code = reason + sizeof status - 1;
+			code_len = (size_t)(end - code);
+			desc = end + sizeof sep - 1;
+		}
+	}
+	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+		const struct refusal *r = &refusals[i];
+		if (r->code ? strlen(r->code) == code_len && !memcmp(r->code, code, code_len) :
+			      !strcmp(r->desc, desc))
+			return r->why;
+	}
+	return HR__WCANCEL_OTHER;
 }
 
 static int parse_error(const cJSON *e, hr__wmsg *out)
@@ -164,8 +183,14 @@ int hr__wmsg_parse(const char *line, size_t len, hr__wmsg *out, hr_error *err)
 	events = cJSON_GetObjectItemCaseSensitive(res, "events");
 
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
-		out->kind = out->compact_revision ? HR__WMSG_COMPACTED : HR__WMSG_CANCELED;
 		copy_reason(out, cJSON_GetObjectItemCaseSensitive(res, "cancel_reason"));
+		if (out->compact_revision) {
+			out->kind = HR__WMSG_COMPACTED;
+			out->cancel = HR__WCANCEL_COMPACTED;
+		} else {
+			out->kind = HR__WMSG_CANCELED;
+			out->cancel = hr__wcancel_of(out->reason);
+		}
 	} else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "created"))) {
 		out->kind = HR__WMSG_CREATED;
 	} else if (events) {

@@ -4,15 +4,15 @@
 #ifndef HR_WATCH_STREAM_H
 #define HR_WATCH_STREAM_H
 
-#include "etcd.h"
+#include "buffer.h"
+#include "etcd_json.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* Accumulates stream bytes; hands out whole lines. */
 typedef struct hr__linebuf {
-	char *data;
-	size_t len, cap;
+	hr__buffer part;   /* the bytes of a line not yet complete */
 	size_t max;        /* longest accepted line (HR_ELIMIT beyond) */
 } hr__linebuf;
 
@@ -38,8 +38,28 @@ typedef enum hr__wmsg_kind {
 	HR__WMSG_ERROR       /* {"error":{...}}: the stream failed          */
 } hr__wmsg_kind;
 
+/* Why etcd canceled a watch.  etcd 3.4 and later refuse a watch they may
+ * not serve with a gRPC status text, "rpc error: code = <code> desc =
+ * <desc>" (v3rpc/watch.go): PermissionDenied "etcdserver: permission
+ * denied", Unauthenticated "etcdserver: invalid auth token",
+ * InvalidArgument "etcdserver: user name is empty" (no token sent) or
+ * InvalidArgument "etcdserver: revision of auth store is old" (a retry
+ * authenticates afresh: OTHER). */
+typedef enum hr__wcancel {
+	HR__WCANCEL_NONE = 0,        /* not a cancel                        */
+	HR__WCANCEL_COMPACTED,       /* start revision compacted: resync    */
+	HR__WCANCEL_DENIED,          /* permission denied (HR_EPERM)        */
+	HR__WCANCEL_UNAUTHENTICATED, /* bad token or no user (HR_EAUTH)     */
+	HR__WCANCEL_OTHER            /* any other reason, or none: resync   */
+} hr__wcancel;
+
+/* The class of a cancel reason as etcd writes it (never NONE or
+ * COMPACTED, which only compact_revision tells). */
+hr__wcancel hr__wcancel_of(const char *reason);
+
 typedef struct hr__wmsg {
 	hr__wmsg_kind kind;
+	hr__wcancel cancel;        /* set for COMPACTED and CANCELED        */
 	int64_t header_revision;   /* 0 when absent                         */
 	uint64_t cluster_id;       /* 0 when absent                         */
 	int64_t compact_revision;

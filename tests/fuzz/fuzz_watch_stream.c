@@ -4,7 +4,8 @@
  *
  * The first input byte picks how the rest is cut into reads (1..16 bytes,
  * or all at once), so messages that span reads, lines split at every
- * offset and a last line without '\n' all get exercised. */
+ * offset and a last line without '\n' all get exercised.  Each line is
+ * also classified as a cancel reason, as the text it is. */
 #include "watch_stream.h"
 
 #include <stdint.h>
@@ -20,8 +21,18 @@ static int on_line(void *ud, const char *line, size_t len)
 	size_t *lines = ud;
 	hr__wmsg m;
 	hr_error err = { 0 };
+	char text[512];
 
 	(*lines)++;
+	if (len < sizeof text) {
+		hr__wcancel c;
+		memcpy(text, line, len);
+		text[len] = '\0';
+		c = hr__wcancel_of(text);
+		if (c != HR__WCANCEL_DENIED && c != HR__WCANCEL_UNAUTHENTICATED &&
+		    c != HR__WCANCEL_OTHER)
+			__builtin_trap();
+	}
 	if (hr__wmsg_parse(line, len, &m, &err) == 0) {
 		/* Touch what a watcher would read: ASan sees any bad pointer. */
 		for (size_t i = 0; i < m.n_events; i++) {
@@ -32,6 +43,11 @@ static int on_line(void *ud, const char *line, size_t len)
 				__builtin_trap();
 		}
 		if (memchr(m.reason, '\0', sizeof m.reason) == NULL)
+			__builtin_trap();
+		/* A class exactly for cancels, compaction exactly by kind. */
+		if ((m.cancel != HR__WCANCEL_NONE) !=
+		    (m.kind == HR__WMSG_CANCELED || m.kind == HR__WMSG_COMPACTED) ||
+		    (m.cancel == HR__WCANCEL_COMPACTED) != (m.kind == HR__WMSG_COMPACTED))
 			__builtin_trap();
 	} else if (!err.message[0] || m.n_events || m.events) {
 		/* A failed parse names its reason and leaves nothing behind. */

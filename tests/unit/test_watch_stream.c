@@ -7,6 +7,7 @@
 #include "watch_stream.h"
 #include "hrt_check.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,71 @@ START_TEST(msg_fragment_progress_compacted_canceled)
 	ck_assert_int_eq(m.kind, HR__WMSG_CANCELED);
 	ck_assert_int_eq(m.watch_id, -1);
 	ck_assert_ptr_nonnull(strstr(m.reason, "permission denied"));
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+/* A canceled message's class: the four refusals etcd 3.4 sends (v3rpc's
+ * isWatchPermitted), a compaction, a cancel with no reason, and others. */
+START_TEST(msg_cancel_reasons)
+{
+	static const struct {
+		const char *reason;
+		hr__wcancel want;
+	} cases[] = {
+		{ "rpc error: code = PermissionDenied desc = etcdserver: permission denied",
+		  HR__WCANCEL_DENIED },
+		{ "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token",
+		  HR__WCANCEL_UNAUTHENTICATED },
+		{ "rpc error: code = InvalidArgument desc = etcdserver: user name is empty",
+		  HR__WCANCEL_UNAUTHENTICATED },
+		/* The token predates a change of users or roles: a retry
+		 * authenticates afresh. */
+		{ "rpc error: code = InvalidArgument desc = etcdserver: revision of auth store is old",
+		  HR__WCANCEL_OTHER },
+		/* The same errors without the gRPC status around them. */
+		{ "etcdserver: permission denied", HR__WCANCEL_DENIED },
+		{ "etcdserver: invalid auth token", HR__WCANCEL_UNAUTHENTICATED },
+		{ "etcdserver: user name is empty", HR__WCANCEL_UNAUTHENTICATED },
+		/* A code says it all, whatever the description. */
+		{ "rpc error: code = PermissionDenied desc = auth: permission denied",
+		  HR__WCANCEL_DENIED },
+		{ "rpc error: code = Unavailable desc = etcdserver: no leader", HR__WCANCEL_OTHER },
+		{ "rpc error: code = PermissionDenie desc = x", HR__WCANCEL_OTHER },
+		{ "rpc error: code = PermissionDenied", HR__WCANCEL_OTHER },
+		{ "permission denied? no: a mere mention", HR__WCANCEL_OTHER },
+		{ "", HR__WCANCEL_OTHER },
+	};
+	char line[512];
+	hr__wmsg m;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(line, sizeof line,
+			 "{\"result\":{" H ",\"watch_id\":\"-1\",\"created\":true,\"canceled\":true,"
+			 "\"cancel_reason\":\"%s\"}}", cases[i].reason);
+		parse_ok(line, &m);
+		ck_assert_int_eq(m.kind, HR__WMSG_CANCELED);
+		ck_assert_msg(m.cancel == cases[i].want, "%s: class %d, not %d", cases[i].reason,
+			      (int)m.cancel, (int)cases[i].want);
+		ck_assert_str_eq(m.reason, cases[i].reason);
+		ck_assert_int_eq(hr__wcancel_of(cases[i].reason), cases[i].want);
+		hr__wmsg_clear(&m);
+	}
+
+	/* A cancel with nothing else: a cancel nobody asked for. */
+	parse_ok("{\"result\":{" H ",\"canceled\":true}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_CANCELED);
+	ck_assert_int_eq(m.cancel, HR__WCANCEL_OTHER);
+	hr__wmsg_clear(&m);
+	/* Compaction, whatever a reason might say. */
+	parse_ok("{\"result\":{\"header\":{\"cluster_id\":\"1\"},\"canceled\":true,"
+		 "\"compact_revision\":\"12\",\"cancel_reason\":\"etcdserver: permission denied\"}}", &m);
+	ck_assert_int_eq(m.kind, HR__WMSG_COMPACTED);
+	ck_assert_int_eq(m.cancel, HR__WCANCEL_COMPACTED);
+	hr__wmsg_clear(&m);
+	/* Anything else is no cancel. */
+	parse_ok("{\"result\":{" H ",\"created\":true}}", &m);
+	ck_assert_int_eq(m.cancel, HR__WCANCEL_NONE);
 	hr__wmsg_clear(&m);
 }
 END_TEST
@@ -439,6 +505,7 @@ int main(void)
 	tcase_add_test(tc, msg_created);
 	tcase_add_test(tc, msg_events_put_delete);
 	tcase_add_test(tc, msg_fragment_progress_compacted_canceled);
+	tcase_add_test(tc, msg_cancel_reasons);
 	tcase_add_test(tc, msg_errors_both_versions);
 	tcase_add_test(tc, msg_malformed);
 	tcase_add_test(tc, base64_round_trip);

@@ -1,0 +1,106 @@
+/* announce.c - the event=ring line and the host's callbacks. */
+#include "announce.h"
+
+#include "diff.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* How many ids a ring-change log line lists per category. */
+#define LOG_IDS_MAX 8
+
+/* Appends up to LOG_IDS_MAX ids to a comma list (the count written before
+ * the list says how many there were). */
+static void list_add(char *buf, size_t size, int *count, const char *id)
+{
+	size_t len = strlen(buf);
+
+	if ((*count)++ < LOG_IDS_MAX)
+		snprintf(buf + len, size - len, "%s%s", len ? "," : "", id);
+}
+
+/* "N" or "N:list", the form of the added/removed/changed fields. */
+static const char *counted(char *buf, size_t size, int n, const char *list)
+{
+	snprintf(buf, size, "%d%s%s", n, n ? ":" : "", list);
+	return buf;
+}
+
+static void log_ring_change(const hr__announcer *an, const hr_ring *old,
+			    const hr_ring *ring, const hr_diff *dw,
+			    const hr_diff *dr)
+{
+	char added[512] = "", removed[512] = "", changed[768] = "";
+	char ca[528], cr[528], cc[784];
+	int n_added = 0, n_removed = 0, n_changed = 0;
+	size_t i = 0, j = 0, no = old ? hr_ring_node_count(old) : 0;
+	size_t nn = hr_ring_node_count(ring);
+
+	if (!hr__log_enabled(an->log, HR_LOG_INFO))
+		return;
+	/* Both rings list their nodes in id order: one merge walk. */
+	while (i < no || j < nn) {
+		const hr_node *a = i < no ? hr_ring_node(old, i) : NULL;
+		const hr_node *b = j < nn ? hr_ring_node(ring, j) : NULL;
+		int c = !a ? 1 : !b ? -1 : strcmp(a->id, b->id);
+		if (c < 0) {
+			list_add(removed, sizeof removed, &n_removed, a->id);
+			i++;
+		} else if (c > 0) {
+			list_add(added, sizeof added, &n_added, b->id);
+			j++;
+		} else {
+			if (a->state != b->state || a->weight != b->weight ||
+			    strcmp(a->addr, b->addr) || strcmp(a->zone, b->zone)) {
+				char what[160];
+				if (a->state != b->state)
+					snprintf(what, sizeof what, "%s:%s->%s", b->id,
+						 hr_state_name(a->state), hr_state_name(b->state));
+				else if (a->weight != b->weight)
+					snprintf(what, sizeof what, "%s:weight=%g->%g", b->id,
+						 a->weight, b->weight);
+				else
+					snprintf(what, sizeof what, "%s:record", b->id);
+				list_add(changed, sizeof changed, &n_changed, what);
+			}
+			i++;
+			j++;
+		}
+	}
+	hr__log_emit(an->log, HR_LOG_INFO, "ring",
+		     "revision=%" PRIu64 " digest=%016" PRIx64 " nodes=%zu points=%zu"
+		     " added=%s removed=%s changed=%s"
+		     " moved_write=%.4f moved_read=%.4f",
+		     hr_ring_revision(ring), hr_ring_digest(ring), nn,
+		     hr_ring_point_count(ring),
+		     counted(ca, sizeof ca, n_added, added),
+		     counted(cr, sizeof cr, n_removed, removed),
+		     counted(cc, sizeof cc, n_changed, changed),
+		     dw ? hr__diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
+		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
+}
+
+void hr__announce(const hr__announcer *an, const hr_ring *old,
+		  const hr_ring *ring)
+{
+	hr_diff *dw = NULL, *dr = NULL;
+	hr_error err = { 0 };
+
+	if (an->on_diff &&
+	    (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) ||
+	     hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err))) {
+		hr__log_emit(an->log, HR_LOG_ERROR, "diff_failed",
+			     "revision=%" PRIu64 " msg=%s", hr_ring_revision(ring),
+			     err.message);
+		hr_diff_free(dw);
+		dw = NULL;
+	}
+	log_ring_change(an, old, ring, dw, dr);
+	if (an->on_change)
+		an->on_change(an->on_change_userdata, old, ring);
+	if (dw && dr)
+		an->on_diff(an->on_diff_userdata, dw, dr);
+	hr_diff_free(dw);
+	hr_diff_free(dr);
+}

@@ -1,0 +1,76 @@
+/* watch_state.h - the watcher's state (internal to the watcher): watch.c
+ * runs its thread, watch_control.c serves the other threads (start, the
+ * wait for the first ring, status, stop).  The fields under `mu` are the
+ * only ones both sides touch while the thread runs. */
+#ifndef HR_WATCH_STATE_H
+#define HR_WATCH_STATE_H
+
+#include "announce.h"
+#include "etcd_stream.h"
+#include "nodeset.h"
+#include "watch.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+typedef enum hr__stream_end {
+	HR__END_NONE = 0,
+	HR__END_RECONNECT,   /* resume at next_rev on the next endpoint */
+	HR__END_RESYNC,      /* compacted, unexpected cancel, revision went back */
+	HR__END_STOP
+} hr__stream_end;
+
+struct hr__watcher {
+	/* Configuration (immutable once the thread runs). */
+	hr__watch_opts o;
+	char *prefix;
+	size_t prefix_len;
+	hr__etcd *etcd;
+	hr__announcer announcer;
+	int probe_timeout_ms;
+
+	pthread_t thread;
+	int started;
+	int stop;                   /* atomic */
+
+	/* Shared with other threads, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;          /* first sync done; stop requested */
+	int first_done;
+	int first_fatal;
+	hr_error last_err;
+	uint64_t confirmed_revision;
+	uint64_t cluster_id;        /* of the last full sync; 0 unknown */
+	int64_t last_confirm_ms;
+	uint64_t rings_published, resyncs, reconnects;
+	char endpoint[256];
+	hr__etcd_stream *stream;    /* set while a stream runs (for wakeup) */
+
+	/* The watcher thread's own state. */
+	hr__nodeset set;
+	int64_t next_rev;
+	int need_sync;
+	int synced_once;
+	int replaced;               /* etcd's data was replaced: logged, and
+				       the next full sync publishes */
+	int backoff_ms;
+	uint64_t rng;
+	int stale_warned;
+	int64_t last_stale_log_ms;
+
+	/* Per stream. */
+	hr__kv *frag;               /* events of fragments not yet complete */
+	size_t n_frag;
+	hr__stream_end end;
+	int created;
+	int64_t last_activity_ms;
+};
+
+/* The thread's body (watch.c); `arg` is the watcher. */
+void *hr__watch_thread(void *arg);
+
+/* The etcd client's tick while the thread waits on a transfer: keeps the
+ * staleness warnings running (watch.c). */
+void hr__watch_tick(void *arg);
+
+#endif
