@@ -897,9 +897,8 @@ END_TEST
 static char *python_fields(const char *json_path, const char *field)
 {
 	char script[PATH_MAX + 64];
+	struct run r;
 	FILE *f;
-	pid_t pid;
-	int st;
 
 	snprintf(script, sizeof script, "%s/read.py", tmpdir);
 	f = fopen(script, "w");
@@ -909,20 +908,10 @@ static char *python_fields(const char *json_path, const char *field)
 	      "    obj = json.loads(line.decode('utf-8'))\n"
 	      "    print(obj[sys.argv[2]].encode('utf-8', 'surrogateescape').hex())\n", f);
 	ck_assert_int_eq(fclose(f), 0);
-	/* Not the CLI: run_argv only knows that one, so fork by hand. */
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int out = open(path_in_tmp("py.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (out < 0 || dup2(out, 1) < 0)
-			_exit(126);
-		execl("/usr/bin/python3", "python3", script, json_path, field, (char *)NULL);
-		_exit(127);
-	}
-	st = wait_child(pid, 60000);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "python3 failed (%#x)", st);
-	return read_all(path_in_tmp("py.out"));
+	r = run_prog("/usr/bin/python3", (const char *const[]){ script, json_path, field, NULL });
+	ck_assert_msg(r.status == 0, "python3 exited %d: %s", r.status, r.err);
+	free(r.err);
+	return r.out;
 }
 
 static void hex_of(const char *s, char *out)
