@@ -51,7 +51,7 @@ pkg-config and the CMake package (find_package(hashring) gives the
 imported target hashring::hashring).")
 
 # The tool links the library statically, so it depends on what the library
-# depends on (libcrypto included: ketama placement hashes with MD5).
+# depends on (libcrypto included: ketama's MD5 and the gateway's base64).
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME hashring)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}")

@@ -13,6 +13,16 @@
 			ck_assert(cond);                               \
 	} while (0)
 
+/* An error message must be one printable line: not empty, no control byte
+ * (bad input is shown escaped). */
+static inline void hrt_assert_clean_message(const char *msg)
+{
+	ck_assert_msg(msg[0] != '\0', "empty error message");
+	for (const char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+			ck_abort_msg("control byte 0x%02x in \"%s\"", (unsigned char)*p, msg);
+}
+
 /* Runs `s` (taking it over) and gives main()'s exit status. */
 static inline int hrt_run(Suite *s)
 {

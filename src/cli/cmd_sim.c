@@ -1,5 +1,6 @@
 /*
- * cmd_sim.c - `hashring sim`: reproduces the seed articles' tables.
+ * cmd_sim.c - `hashring sim`: reproduces the seed articles' tables on the
+ * library's ring.
  *
  * N nodes "node-0".."node-<N-1>" and K keys "key-0".."key-<K-1>".  First the
  * share of keys that `hash % N` moves when N grows by one; then, for each
@@ -7,10 +8,10 @@
  * mean, population standard deviation of keys/mean) and the share of keys
  * that move when node "node-<N>" joins, beside the ideal 1/(N+1).
  *
- * With xxh3 the ring is the library's own, so the figures are those of the
- * placement contract.  md5 and fnv1a exist to show why the hash matters:
- * for them this file builds a textbook sorted-array ring with the same point
- * names ("<id>#<i>"), as in the seed articles.
+ * The ring is the library's own, so the figures are those of the placement
+ * contract (XXH3).  The same tables with the seed articles' MD5 and FNV-1a
+ * are a test tool's (tests/tools/sim_hashes.c): the product carries one
+ * ring.
  */
 #include "cli.h"
 
@@ -19,19 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #define CMD "sim"
 
 #define NODES_DEFAULT 10
 #define KEYS_DEFAULT 200000
 #define KEYS_MAX 10000000ul /* keeps a run to seconds and memory to MBs */
 #define VNODES_LIST_MAX 32
-#define NAME_MAX_LEN 48     /* "node-<id>#<i>" and "key-<n>" fit easily */
-
-enum sim_hash { SIM_XXH3, SIM_MD5, SIM_FNV1A };
-
-static const char *const hash_names[] = { "xxh3", "md5", "fnv1a", NULL };
+#define NAME_MAX_LEN 48     /* "node-<id>" and "key-<n>" fit easily */
 
 static const char description[] =
 	"Places K keys (key-0, key-1, ...) on N nodes (node-0, ...) and prints\n"
@@ -39,16 +34,13 @@ static const char description[] =
 	"vnode count: the heaviest and the lightest node's keys over the mean,\n"
 	"the population standard deviation of keys/mean, and the share of keys\n"
 	"moved when node N joins the ring, beside the ideal 1/(N+1).\n"
-	"xxh3 uses the library's ring (the placement contract); md5 (first 8\n"
-	"bytes, big-endian) and fnv1a (64-bit) use a textbook ring with the\n"
-	"same point names, to show how much the hash matters.";
+	"The ring is the library's (the placement contract, XXH3).";
 
 struct sim_args {
 	unsigned long nodes;
 	unsigned long keys;
 	unsigned long vnodes[VNODES_LIST_MAX];
 	size_t nvnodes;
-	enum sim_hash hash;
 	int json;
 };
 
@@ -61,137 +53,9 @@ struct sim_row {
 	double ideal_moved;
 };
 
-/* ---- hashes ---------------------------------------------------------------- */
-
-struct hasher {
-	enum sim_hash kind;
-	EVP_MD *md5;
-	EVP_MD_CTX *ctx;
-};
-
-static int hasher_init(struct hasher *h, enum sim_hash kind)
-{
-	memset(h, 0, sizeof *h);
-	h->kind = kind;
-	if (kind != SIM_MD5)
-		return 0;
-	h->md5 = EVP_MD_fetch(NULL, "MD5", NULL);
-	h->ctx = EVP_MD_CTX_new();
-	return h->md5 && h->ctx ? 0 : -1;
-}
-
-static void hasher_free(struct hasher *h)
-{
-	EVP_MD_CTX_free(h->ctx);
-	EVP_MD_free(h->md5);
-}
-
-static uint64_t fnv1a64(const char *s, size_t len)
-{
-	uint64_t x = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= (unsigned char)s[i];
-		x *= 0x100000001b3ull;
-	}
-	return x;
-}
-
-static int hasher_hash(struct hasher *h, const char *s, size_t len,
-		       uint64_t *out)
-{
-	unsigned char digest[EVP_MAX_MD_SIZE];
-	unsigned int dlen = 0;
-	uint64_t x = 0;
-
-	switch (h->kind) {
-	case SIM_XXH3:
-		*out = hr_hash_key(s, len);
-		return 0;
-	case SIM_FNV1A:
-		*out = fnv1a64(s, len);
-		return 0;
-	case SIM_MD5:
-		if (!EVP_DigestInit_ex(h->ctx, h->md5, NULL) ||
-		    !EVP_DigestUpdate(h->ctx, s, len) ||
-		    !EVP_DigestFinal_ex(h->ctx, digest, &dlen) || dlen < 8)
-			return -1;
-		for (int i = 0; i < 8; i++)
-			x = x << 8 | digest[i];
-		*out = x;
-		return 0;
-	}
-	return -1;
-}
-
 static size_t key_name(char *buf, unsigned long i)
 {
 	return (size_t)snprintf(buf, NAME_MAX_LEN, "key-%lu", i);
-}
-
-/* ---- the textbook ring (md5, fnv1a) --------------------------------------- */
-
-struct tb_point {
-	uint64_t pos;
-	unsigned long node;
-};
-
-struct tb_ring {
-	struct tb_point *points;
-	size_t n;
-};
-
-static int tb_point_cmp(const void *pa, const void *pb)
-{
-	const struct tb_point *a = pa, *b = pb;
-	char ida[NAME_MAX_LEN], idb[NAME_MAX_LEN];
-
-	if (a->pos != b->pos)
-		return a->pos < b->pos ? -1 : 1;
-	/* Equal positions: by node id, bytewise, as the contract says. */
-	snprintf(ida, sizeof ida, "node-%lu", a->node);
-	snprintf(idb, sizeof idb, "node-%lu", b->node);
-	return strcmp(ida, idb);
-}
-
-static int tb_build(struct tb_ring *ring, struct hasher *h,
-		    unsigned long nodes, unsigned long vnodes)
-{
-	char name[NAME_MAX_LEN];
-	size_t k = 0;
-
-	ring->n = (size_t)nodes * vnodes;
-	ring->points = malloc(ring->n * sizeof *ring->points);
-	if (!ring->points)
-		return HR_ENOMEM;
-	for (unsigned long node = 0; node < nodes; node++) {
-		for (unsigned long i = 0; i < vnodes; i++) {
-			size_t len = (size_t)snprintf(name, sizeof name,
-						      "node-%lu#%lu", node, i);
-
-			if (hasher_hash(h, name, len, &ring->points[k].pos) < 0)
-				return HR_EINVAL;
-			ring->points[k++].node = node;
-		}
-	}
-	qsort(ring->points, ring->n, sizeof *ring->points, tb_point_cmp);
-	return 0;
-}
-
-/* The node of the first point at or after `pos`, wrapping to the first. */
-static unsigned long tb_owner(const struct tb_ring *ring, uint64_t pos)
-{
-	size_t lo = 0, hi = ring->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ring->points[mid].pos < pos)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return ring->points[lo == ring->n ? 0 : lo].node;
 }
 
 /* ---- one row ---------------------------------------------------------------- */
@@ -199,8 +63,6 @@ static unsigned long tb_owner(const struct tb_ring *ring, uint64_t pos)
 /* Everything a row needs, prepared once per run. */
 struct sim_ctx {
 	const struct sim_args *args;
-	struct hasher hasher;
-	uint64_t *key_hash;       /* textbook rings only               */
 	char (*ids)[NAME_MAX_LEN];/* "node-0".."node-N" (N+1 of them)  */
 	unsigned long *count;     /* keys per node, before growth      */
 };
@@ -222,7 +84,7 @@ static int node_index(const hr_node *node, unsigned long nodes,
 	return 0;
 }
 
-static int build_library_ring(struct sim_ctx *c, unsigned long nodes,
+static int build_ring(struct sim_ctx *c, unsigned long nodes,
 			      unsigned long vnodes, hr_ring **out)
 {
 	hr_ring_options opts = { .size = sizeof opts,
@@ -246,7 +108,7 @@ static int build_library_ring(struct sim_ctx *c, unsigned long nodes,
 }
 
 /* Counts keys per node before growth and keys that change owner. */
-static int place_library(struct sim_ctx *c, unsigned long vnodes,
+static int place_keys(struct sim_ctx *c, unsigned long vnodes,
 			 unsigned long *moved)
 {
 	unsigned long n = c->args->nodes;
@@ -254,9 +116,9 @@ static int place_library(struct sim_ctx *c, unsigned long vnodes,
 	char key[NAME_MAX_LEN];
 	int rc;
 
-	rc = build_library_ring(c, n, vnodes, &before);
+	rc = build_ring(c, n, vnodes, &before);
 	if (rc == CLI_EXIT_OK)
-		rc = build_library_ring(c, n + 1, vnodes, &after);
+		rc = build_ring(c, n + 1, vnodes, &after);
 	for (unsigned long i = 0; rc == CLI_EXIT_OK && i < c->args->keys; i++) {
 		size_t len = key_name(key, i);
 		hr_lookup a, b;
@@ -279,34 +141,6 @@ static int place_library(struct sim_ctx *c, unsigned long vnodes,
 	return rc;
 }
 
-static int place_textbook(struct sim_ctx *c, unsigned long vnodes,
-			  unsigned long *moved)
-{
-	unsigned long n = c->args->nodes;
-	struct tb_ring before = { 0 }, after = { 0 };
-	int rc;
-
-	rc = tb_build(&before, &c->hasher, n, vnodes);
-	if (rc == 0)
-		rc = tb_build(&after, &c->hasher, n + 1, vnodes);
-	if (rc == 0) {
-		for (unsigned long i = 0; i < c->args->keys; i++) {
-			unsigned long ia = tb_owner(&before, c->key_hash[i]);
-			unsigned long ib = tb_owner(&after, c->key_hash[i]);
-
-			c->count[ia]++;
-			*moved += ia != ib;
-		}
-	}
-	free(before.points);
-	free(after.points);
-	if (rc == 0)
-		return CLI_EXIT_OK;
-	cli_error(CMD, "%s", rc == HR_ENOMEM ? hr_strerror(rc) :
-		  "hashing failed in libcrypto");
-	return CLI_EXIT_ERROR;
-}
-
 static int run_row(struct sim_ctx *c, unsigned long vnodes,
 		   struct sim_row *row)
 {
@@ -316,10 +150,7 @@ static int run_row(struct sim_ctx *c, unsigned long vnodes,
 	int rc;
 
 	memset(c->count, 0, n * sizeof *c->count);
-	if (c->args->hash == SIM_XXH3)
-		rc = place_library(c, vnodes, &moved);
-	else
-		rc = place_textbook(c, vnodes, &moved);
+	rc = place_keys(c, vnodes, &moved);
 	if (rc != CLI_EXIT_OK)
 		return rc;
 
@@ -345,27 +176,18 @@ static int run_row(struct sim_ctx *c, unsigned long vnodes,
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* Share of keys whose `hash % N` differs from `hash % (N+1)`; also keeps
- * every key's hash for the textbook ring. */
-static int modulo_moved(struct sim_ctx *c, double *out)
+/* Share of keys whose `hash % N` differs from `hash % (N+1)`. */
+static double modulo_moved(const struct sim_args *a)
 {
-	unsigned long n = c->args->nodes, moved = 0;
+	unsigned long moved = 0;
 	char key[NAME_MAX_LEN];
 
-	for (unsigned long i = 0; i < c->args->keys; i++) {
-		size_t len = key_name(key, i);
-		uint64_t h;
+	for (unsigned long i = 0; i < a->keys; i++) {
+		uint64_t h = hr_hash_key(key, key_name(key, i));
 
-		if (hasher_hash(&c->hasher, key, len, &h) < 0) {
-			cli_error(CMD, "hashing failed in libcrypto");
-			return CLI_EXIT_ERROR;
-		}
-		if (c->key_hash)
-			c->key_hash[i] = h;
-		moved += h % n != h % (n + 1);
+		moved += h % a->nodes != h % (a->nodes + 1);
 	}
-	*out = (double)moved / (double)c->args->keys;
-	return CLI_EXIT_OK;
+	return (double)moved / (double)a->keys;
 }
 
 static void print_json(const struct sim_args *a, double modulo,
@@ -373,8 +195,8 @@ static void print_json(const struct sim_args *a, double modulo,
 {
 	FILE *out = cli_out();
 
-	fprintf(out, "{\"nodes\":%lu,\"keys\":%lu,\"hash\":\"%s\",\"modulo_moved\":%.6g,\"rows\":[",
-		a->nodes, a->keys, hash_names[a->hash], modulo);
+	fprintf(out, "{\"nodes\":%lu,\"keys\":%lu,\"hash\":\"xxh3\",\"modulo_moved\":%.6g,\"rows\":[",
+		a->nodes, a->keys, modulo);
 	for (size_t i = 0; i < a->nvnodes; i++) {
 		const struct sim_row *r = &rows[i];
 
@@ -391,9 +213,8 @@ static void print_table(const struct sim_args *a, double modulo,
 {
 	FILE *out = cli_out();
 
-	fprintf(out, "%lu keys on %lu nodes, hash %s%s\n\n", a->keys, a->nodes,
-		hash_names[a->hash],
-		a->hash == SIM_XXH3 ? " (the library's ring)" : " (textbook ring)");
+	fprintf(out, "%lu keys on %lu nodes, hash xxh3 (the library's ring)\n\n", a->keys,
+		a->nodes);
 	fprintf(out, "hash %% N, %lu -> %lu nodes: %.1f%% of keys move (ideal %.1f%%)\n\n",
 		a->nodes, a->nodes + 1, modulo * 100.0,
 		100.0 / (double)(a->nodes + 1));
@@ -413,39 +234,29 @@ static int sim_run(const struct sim_args *a)
 {
 	struct sim_ctx c = { .args = a };
 	struct sim_row rows[VNODES_LIST_MAX];
-	double modulo = 0;
-	int rc = CLI_EXIT_ERROR;
+	int rc = CLI_EXIT_OK;
 
-	if (hasher_init(&c.hasher, a->hash) < 0) {
-		cli_error(CMD, "MD5 is not available from libcrypto");
-		goto out;
-	}
 	c.ids = calloc(a->nodes + 1, sizeof *c.ids);
 	c.count = calloc(a->nodes, sizeof *c.count);
-	if (a->hash != SIM_XXH3)
-		c.key_hash = calloc(a->keys, sizeof *c.key_hash);
-	if (!c.ids || !c.count || (a->hash != SIM_XXH3 && !c.key_hash)) {
+	if (!c.ids || !c.count) {
 		rc = cli_fail(CMD, HR_ENOMEM, NULL);
 		goto out;
 	}
 	for (unsigned long i = 0; i <= a->nodes; i++)
 		snprintf(c.ids[i], sizeof c.ids[i], "node-%lu", i);
 
-	rc = modulo_moved(&c, &modulo);
 	for (size_t i = 0; rc == CLI_EXIT_OK && i < a->nvnodes; i++)
 		rc = run_row(&c, a->vnodes[i], &rows[i]);
 	if (rc != CLI_EXIT_OK)
 		goto out;
 
 	if (a->json)
-		print_json(a, modulo, rows);
+		print_json(a, modulo_moved(a), rows);
 	else
-		print_table(a, modulo, rows);
+		print_table(a, modulo_moved(a), rows);
 out:
-	free(c.key_hash);
 	free(c.ids);
 	free(c.count);
-	hasher_free(&c.hasher);
 	return rc;
 }
 
@@ -457,10 +268,9 @@ int cmd_sim(int argc, char **argv)
 	struct sim_args a = {
 		.nodes = NODES_DEFAULT,
 		.keys = KEYS_DEFAULT,
-		.hash = SIM_XXH3,
 	};
 	struct cli_uints vlist = { .items = a.vnodes, .max = VNODES_LIST_MAX };
-	int hash = SIM_XXH3, rc;
+	int rc;
 
 	vlist.n = sizeof default_vnodes / sizeof default_vnodes[0];
 	memcpy(a.vnodes, default_vnodes, sizeof default_vnodes);
@@ -474,16 +284,13 @@ int cmd_sim(int argc, char **argv)
 		  .min = 1, .max = HR_POINTS_MAX,
 		  .help = "comma-separated vnode counts; (N + 1) x each must fit the "
 			  "ring's 33554432 points" },
-		{ .name = "hash", .arg = "NAME", .type = CLI_CHOICE, .dest = &hash,
-		  .choices = hash_names,
-		  .help = "xxh3 is the library's ring; md5 and fnv1a a textbook one" },
 		{ .name = "json", .type = CLI_FLAG, .dest = &a.json,
 		  .help = "print one JSON object" },
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--hash xxh3|md5|fnv1a] [--json]",
+		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json]",
 		.description = description,
 		.options = options,
 	};
@@ -491,7 +298,6 @@ int cmd_sim(int argc, char **argv)
 	rc = cli_parse(&spec, argc, argv);
 	if (rc != CLI_RUN)
 		return rc;
-	a.hash = (enum sim_hash)hash;
 	a.nvnodes = vlist.n;
 
 	/* The grown ring must fit under the library's cap on points. */

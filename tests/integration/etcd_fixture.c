@@ -566,8 +566,7 @@ static bool member_exited(struct member *m, int *status)
 	return true;
 }
 
-/* Reads the state letter of /proc/PID/stat ('T' when stopped). */
-static char proc_state(pid_t pid)
+char hrt_proc_state(pid_t pid)
 {
 	char path[64], buf[512];
 	char *paren;
@@ -1156,7 +1155,7 @@ static int signal_and_check(struct member *m, int sig, bool stopped)
 			strerror(errno));
 		return -1;
 	}
-	while ((proc_state(m->pid) == 'T') != stopped) {
+	while ((hrt_proc_state(m->pid) == 'T') != stopped) {
 		if (now_ms() >= deadline) {
 			fprintf(stderr, "hrt-etcd: %s did not %s\n", m->name,
 				stopped ? "stop" : "resume");

@@ -209,6 +209,10 @@ int hrt_etcdctl_stdin(const hrt_etcd_cluster *c, const char *input,
  * Returns 0, or -1 if something could not be removed. */
 int hrt_remove_tree(const char *path);
 
+/* The state letter of process `pid` in /proc/PID/stat ('R', 'S', 'T' when
+ * stopped, 'Z' a zombie...), or '?' when there is no such process. */
+char hrt_proc_state(pid_t pid);
+
 /* ---- raw HTTP ------------------------------------------------------ */
 
 /*

@@ -26,15 +26,15 @@ static void slurp(int fd, char *buf, size_t len)
 	buf[got] = '\0';
 }
 
-hrt_child hrt_cli_spawn(const char *const *argv, const char *const *env)
+hrt_child hrt_cli_spawn_to(const char *const *argv, const char *const *env, int out_fd)
 {
 	hrt_child ch;
 	const char *args[64];
 	size_t n = 0;
 
-	ch.out = tmpfile();
+	ch.out = out_fd < 0 ? tmpfile() : NULL;
 	ch.err = tmpfile();
-	ck_assert(ch.out && ch.err);
+	ck_assert((ch.out || out_fd >= 0) && ch.err);
 	args[n++] = "hashring";
 	for (size_t i = 0; argv[i] && n < 63; i++)
 		args[n++] = argv[i];
@@ -49,12 +49,20 @@ hrt_child hrt_cli_spawn(const char *const *argv, const char *const *env)
 			unsetenv(vars[i]);
 		for (int i = 0; env && env[i]; i++)
 			putenv((char *)env[i]);
-		dup2(fileno(ch.out), 1);
+		signal(SIGPIPE, SIG_DFL);
+		dup2(ch.out ? fileno(ch.out) : out_fd, 1);
 		dup2(fileno(ch.err), 2);
 		execv(HR_CLI_PATH, (char *const *)args);
 		_exit(127);
 	}
+	if (out_fd >= 0)
+		close(out_fd);
 	return ch;
+}
+
+hrt_child hrt_cli_spawn(const char *const *argv, const char *const *env)
+{
+	return hrt_cli_spawn_to(argv, env, -1);
 }
 
 void hrt_cli_peek_err(const hrt_child *ch, char *buf, size_t len)
@@ -68,23 +76,30 @@ void hrt_cli_wait(hrt_child *ch, hrt_cli_run *r)
 	int st;
 
 	r->status = -1;
+	r->signal = 0;
 	for (;;) {
 		pid_t w = waitpid(ch->pid, &st, WNOHANG);
-		if (w == ch->pid) {
-			if (WIFEXITED(st))
-				r->status = WEXITSTATUS(st);
+		if (w == ch->pid)
 			break;
-		}
 		if (hrt_now_ms() > until) {
+			fprintf(stderr, "hrt: the command ran longer than %d ms: killed\n",
+				HRT_CLI_TIMEOUT_MS);
 			kill(ch->pid, SIGKILL);
 			waitpid(ch->pid, &st, 0);
 			break;
 		}
 		hrt_sleep_ms(10);
 	}
-	slurp(fileno(ch->out), r->out, sizeof r->out);
+	if (WIFEXITED(st))
+		r->status = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		r->signal = WTERMSIG(st);
+	r->out[0] = '\0';
+	if (ch->out) {
+		slurp(fileno(ch->out), r->out, sizeof r->out);
+		fclose(ch->out);
+	}
 	slurp(fileno(ch->err), r->err, sizeof r->err);
-	fclose(ch->out);
 	fclose(ch->err);
 }
 

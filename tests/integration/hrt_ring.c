@@ -197,24 +197,31 @@ void hrt_log_free(hrt_log *l)
 	pthread_mutex_destroy(&l->mu);
 }
 
+void hrt_text_append(char **text, size_t *len, size_t *cap, const void *p, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t want = *cap ? *cap * 2 : 65536;
+
+		while (want < *len + n + 1)
+			want *= 2;
+		*text = realloc(*text, want);
+		if (!*text)
+			abort();
+		*cap = want;
+	}
+	memcpy(*text + *len, p, n);
+	*len += n;
+	(*text)[*len] = '\0';
+}
+
 void hrt_log_fn(void *userdata, hr_log_level level, const char *line)
 {
 	hrt_log *l = userdata;
-	size_t n = strlen(line);
 
 	(void)level;
 	pthread_mutex_lock(&l->mu);
-	if (l->len + n + 2 > l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 65536;
-		while (cap < l->len + n + 2)
-			cap *= 2;
-		l->text = realloc(l->text, cap);
-		l->cap = cap;
-	}
-	memcpy(l->text + l->len, line, n);
-	l->len += n;
-	l->text[l->len++] = '\n';
-	l->text[l->len] = '\0';
+	hrt_text_append(&l->text, &l->len, &l->cap, line, strlen(line));
+	hrt_text_append(&l->text, &l->len, &l->cap, "\n", 1);
 	if (l->echo)
 		fprintf(stderr, "log: %s\n", line);
 	pthread_mutex_unlock(&l->mu);

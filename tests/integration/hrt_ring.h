@@ -55,6 +55,10 @@ int hrt_log_wait(hrt_log *l, int at_least, int timeout_ms, int poll_ms, ...);
 /* Forgets the lines so far. */
 void hrt_log_clear(hrt_log *l);
 
+/* Appends n bytes at p to the buffer *text of *len bytes (and *cap
+ * allocated), which grows as needed and stays NUL-terminated. */
+void hrt_text_append(char **text, size_t *len, size_t *cap, const void *p, size_t n);
+
 /* Sleeps `ms` milliseconds. */
 void hrt_sleep_ms(int ms);
 /* Monotonic milliseconds. */

@@ -18,10 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef HR_CLI_PATH
-#error "HR_CLI_PATH comes from the build"
-#endif
-
 #define PREFIX "/cli/nodes/"
 
 static hrt_etcd_cluster *etcd;
@@ -46,58 +42,15 @@ static void put(const char *id, const char *value)
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), key, value), 0);
 }
 
-/* Starts the CLI with stdout on `out_fd` (closed here) and stderr in a
- * temporary file, returned in *err. */
-static pid_t spawn_to(const char *const *argv, int out_fd, FILE **err)
+/* Waits for `ch`, which must end by SIGPIPE without a word on stderr. */
+static void assert_silent_sigpipe(hrt_child *ch)
 {
-	const char *args[32];
-	size_t n = 0;
-	pid_t pid;
+	hrt_cli_run run;
 
-	*err = tmpfile();
-	ck_assert_ptr_nonnull(*err);
-	args[n++] = "hashring";
-	for (size_t i = 0; argv[i] && n < 31; i++)
-		args[n++] = argv[i];
-	args[n] = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		signal(SIGPIPE, SIG_DFL);
-		unsetenv("ETCDCTL_ENDPOINTS");
-		unsetenv("ETCDCTL_USER");
-		dup2(out_fd, 1);
-		dup2(fileno(*err), 2);
-		execv(HR_CLI_PATH, (char *const *)args);
-		_exit(127);
-	}
-	close(out_fd);
-	return pid;
-}
-
-static int wait_for(pid_t pid, int timeout_ms)
-{
-	int64_t until = hrt_now_ms() + timeout_ms;
-	int st;
-
-	while (waitpid(pid, &st, WNOHANG) == 0) {
-		if (hrt_now_ms() > until) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			ck_abort_msg("the command did not end in %d ms", timeout_ms);
-		}
-		hrt_sleep_ms(10);
-	}
-	return st;
-}
-
-static void read_file(FILE *f, char *buf, size_t len)
-{
-	size_t n;
-
-	rewind(f);
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
+	hrt_cli_wait(ch, &run);
+	ck_assert_msg(run.signal == SIGPIPE, "exit %d, signal %d, stderr: %s", run.status,
+		      run.signal, run.err);
+	ck_assert_str_eq(run.err, "");
 }
 
 /* `watch | head -1`, then a change: the watch ends by SIGPIPE, silently,
@@ -105,37 +58,26 @@ static void read_file(FILE *f, char *buf, size_t len)
 START_TEST(watch_reader_goes_away)
 {
 	const char *eps = hrt_etcd_endpoints(etcd);
-	char errtext[4096], c;
-	int p[2], st;
-	FILE *err;
-	pid_t pid;
+	hrt_child ch;
+	int p[2];
+	char c;
 
 	put("a", "127.0.0.1:1");
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix", PREFIX,
-					      "--log-level", "warn", NULL }, p[1], &err);
+	ch = hrt_cli_spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix",
+					PREFIX, "--log-level", "warn", NULL }, NULL, p[1]);
 	while (read(p[0], &c, 1) == 1 && c != '\n')
 		;
 	close(p[0]);
 	put("b", "127.0.0.2:1");
-	st = wait_for(pid, 10000);
-	read_file(err, errtext, sizeof errtext);
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %#x, stderr: %s", st,
-		      errtext);
-	ck_assert_str_eq(errtext, "");
-	fclose(err);
+	assert_silent_sigpipe(&ch);
 
 	/* A one-shot command whose reader is gone before it writes. */
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	close(p[0]);
-	pid = spawn_to((const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
-					      NULL }, p[1], &err);
-	st = wait_for(pid, 10000);
-	read_file(err, errtext, sizeof errtext);
-	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %#x, stderr: %s", st,
-		      errtext);
-	ck_assert_str_eq(errtext, "");
-	fclose(err);
+	ch = hrt_cli_spawn_to((const char *const[]){ "nodes", "--endpoints", eps, "--prefix",
+					PREFIX, NULL }, NULL, p[1]);
+	assert_silent_sigpipe(&ch);
 }
 END_TEST
 
@@ -143,20 +85,16 @@ END_TEST
 START_TEST(watch_write_error)
 {
 	const char *eps = hrt_etcd_endpoints(etcd);
-	char errtext[4096];
-	FILE *err;
-	int st;
-	pid_t pid;
+	hrt_cli_run run;
+	hrt_child ch;
 
 	put("a", "127.0.0.1:1");
-	pid = spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix", PREFIX,
-					      "--log-level", "error", NULL },
-		       open("/dev/full", O_WRONLY), &err);
-	st = wait_for(pid, 10000);
-	read_file(err, errtext, sizeof errtext);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %#x", st);
-	ck_assert_str_eq(errtext, "hashring: watch: cannot write the output: No space left on device\n");
-	fclose(err);
+	ch = hrt_cli_spawn_to((const char *const[]){ "watch", "--endpoints", eps, "--prefix",
+					PREFIX, "--log-level", "error", NULL }, NULL,
+			      open("/dev/full", O_WRONLY));
+	hrt_cli_wait(&ch, &run);
+	ck_assert_msg(run.status == 1, "exit %d, signal %d", run.status, run.signal);
+	ck_assert_str_eq(run.err, "hashring: watch: cannot write the output: No space left on device\n");
 }
 END_TEST
 

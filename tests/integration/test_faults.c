@@ -71,19 +71,9 @@ typedef struct http {
 static size_t http_sink(char *p, size_t size, size_t nmemb, void *ud)
 {
 	http *c = ud;
-	size_t n = size * nmemb;
 
-	if (c->len + n + 1 > c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 65536;
-		while (cap < c->len + n + 1)
-			cap *= 2;
-		c->body = realloc(c->body, cap);
-		c->cap = cap;
-	}
-	memcpy(c->body + c->len, p, n);
-	c->len += n;
-	c->body[c->len] = '\0';
-	return n;
+	hrt_text_append(&c->body, &c->len, &c->cap, p, size * nmemb);
+	return size * nmemb;
 }
 
 static void http_init(http *c)
@@ -767,7 +757,8 @@ static void finish(hr_client *c, history *h, readers *r, const char *url)
 }
 
 /* The common start of a scenario: stable records, a client recording
- * every ring it publishes, and the reader threads. */
+ * every ring it publishes (the log holds its lines only), and the reader
+ * threads. */
 static hr_client *scenario_start(const char *endpoints, history *h,
 				 readers *r)
 {
@@ -775,9 +766,19 @@ static hr_client *scenario_start(const char *endpoints, history *h,
 
 	history_init(h);
 	put_stable();
+	hrt_log_clear(&logbuf);
 	c = open_client(endpoints, h);
 	readers_start(r, c);
 	return c;
+}
+
+/* scenario_start() with the client reaching member 0 through the fault
+ * proxy, started in *px. */
+static hr_client *proxied_start(hrt_proxy **px, history *h, readers *r)
+{
+	*px = hrt_proxy_start(hrt_etcd_client_port(etcd, 0));
+	ck_assert_ptr_nonnull(*px);
+	return scenario_start(hrt_proxy_url(*px), h, r);
 }
 
 /* ---- scenarios ------------------------------------------------------------------ */
@@ -917,7 +918,7 @@ END_TEST
 START_TEST(compaction_while_disconnected)
 {
 	const char *url = hrt_etcd_client_url(etcd, 0);
-	hrt_proxy *px = hrt_proxy_start(hrt_etcd_client_port(etcd, 0));
+	hrt_proxy *px;
 	history h;
 	readers r;
 	churn ch;
@@ -926,9 +927,8 @@ START_TEST(compaction_while_disconnected)
 	size_t before;
 	int64_t rev;
 
-	ck_assert_ptr_nonnull(px);
 	http_init(&hc);
-	c = scenario_start(hrt_proxy_url(px), &h, &r);
+	c = proxied_start(&px, &h, &r);
 	churn_start(&ch, scaled(600), 300);
 	churn_wait(&ch, 30000);
 	assert_converged(c, url, CONVERGE_MS);
@@ -1128,15 +1128,14 @@ END_TEST
 START_TEST(proxy_cuts_mid_message)
 {
 	const char *url = hrt_etcd_client_url(etcd, 0);
-	hrt_proxy *px = hrt_proxy_start(hrt_etcd_client_port(etcd, 0));
+	hrt_proxy *px;
 	uint64_t s = 12345;
 	history h;
 	readers r;
 	churn ch;
 	hr_client *c;
 
-	ck_assert_ptr_nonnull(px);
-	c = scenario_start(hrt_proxy_url(px), &h, &r);
+	c = proxied_start(&px, &h, &r);
 	churn_start(&ch, 1000000, 250);
 	/* Cut every open connection after a random number of reply bytes:
 	 * inside headers, chunk sizes, messages, between them.  A cut lands
@@ -1162,24 +1161,24 @@ END_TEST
 START_TEST(proxy_stall_stale_then_recovers)
 {
 	const char *url = hrt_etcd_client_url(etcd, 0);
-	hrt_proxy *px = hrt_proxy_start(hrt_etcd_client_port(etcd, 0));
+	hrt_proxy *px;
 	history h;
 	readers r;
 	hr_client *c;
 	hr_client_status st;
-	int64_t t0, took;
+	int64_t took;
 
-	ck_assert_ptr_nonnull(px);
-	c = scenario_start(hrt_proxy_url(px), &h, &r);
+	c = proxied_start(&px, &h, &r);
 	hrt_log_clear(&logbuf);
 	ck_assert_int_eq(hrt_proxy_stall(px), 0);
-	t0 = hrt_now_ms();
 	ck_assert_int_gt(hrt_put(url, PREFIX "during", "127.6.0.1:1"), 0);
-	hrt_log_wait(&logbuf, 2, 15000, 50, "level=warn", "event=stale", NULL);
-	/* stale_warn_ms is 1.5 s: the first warning within it plus a probe
-	 * interval and timeout, then one per 1.5 s while it lasts. */
-	ck_assert_int_ge(hrt_log_count(&logbuf, "level=warn", "event=stale", NULL), 2);
-	ck_assert_int_lt(hrt_now_ms() - t0, 1500 + 1000 + 1000 + 1500 + 1000);
+	/* The bound is the point: warnings while the stall lasts, repeated.
+	 * stale_warn_ms is 1.5 s: the first warning within it plus a probe
+	 * interval and timeout, then one per 1.5 s, about 5 s for two.  One
+	 * cap, generous for a loaded machine: a client that did not probe a
+	 * stalled stream would never warn at all. */
+	ck_assert_int_ge(hrt_log_wait(&logbuf, 2, 10000, 50, "level=warn", "event=stale", NULL),
+			 2);
 	hr_client_status_get(c, &st);
 	ck_assert_int_gt(st.unconfirmed_ms, 1000);
 	ck_assert_ptr_null(hr_ring_find(h.e[h.n - 1].ring, "during"));
@@ -1200,14 +1199,13 @@ END_TEST
 START_TEST(proxy_trickles_bytes)
 {
 	const char *url = hrt_etcd_client_url(etcd, 0);
-	hrt_proxy *px = hrt_proxy_start(hrt_etcd_client_port(etcd, 0));
+	hrt_proxy *px;
 	history h;
 	readers r;
 	churn ch;
 	hr_client *c;
 
-	ck_assert_ptr_nonnull(px);
-	c = scenario_start(hrt_proxy_url(px), &h, &r);
+	c = proxied_start(&px, &h, &r);
 	hrt_log_clear(&logbuf);
 	/* 20 kB/s: a watch message arrives in hundreds of reads. */
 	ck_assert_int_eq(hrt_proxy_trickle(px, 50), 0);
@@ -1252,18 +1250,13 @@ static void inject_and_recover(hrt_proxy *px, hr_client *c, const char *url,
 START_TEST(proxy_injects_errors_and_hostile_messages)
 {
 	const char *url = hrt_etcd_client_url(etcd, 0);
-	hrt_proxy *px = hrt_proxy_start(hrt_etcd_client_port(etcd, 0));
+	hrt_proxy *px;
 	history h;
 	readers r;
 	hr_client *c;
 	char big[8192], ghost[512], k64[64], v64[64];
 
-	ck_assert_ptr_nonnull(px);
-	history_init(&h);
-	put_stable();
-	hrt_log_clear(&logbuf);
-	c = open_client(hrt_proxy_url(px), &h);
-	readers_start(&r, c);
+	c = proxied_start(&px, &h, &r);
 	wait_watching(px, c, 5000);
 
 	/* etcd 3.4's own error chunk (no leader), and 3.6's shape. */

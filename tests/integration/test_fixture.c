@@ -37,40 +37,12 @@ static int64_t now_ms(void)
  * left (an orphan's zombie may linger until some reaper collects it). */
 static bool process_alive(pid_t pid)
 {
-	char path[64], buf[256];
-	char *paren;
-	FILE *f;
-	size_t n;
+	char st;
 
 	if (pid <= 0 || kill(pid, 0) != 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	paren = strrchr(buf, ')');
-	return !(paren && paren[1] == ' ' && paren[2] == 'Z');
-}
-
-static char process_state(pid_t pid)
-{
-	char path[64], buf[256];
-	char *paren;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	paren = strrchr(buf, ')');
-	return paren && paren[1] == ' ' ? paren[2] : '?';
+	st = hrt_proc_state(pid);
+	return st != '?' && st != 'Z';
 }
 
 static bool path_exists(const char *path)
@@ -362,14 +334,14 @@ START_TEST(test_freeze_thaw)
 	ck_assert_int_eq(hrt_etcdctl(c, NULL, 0, "put /f 1"), 0);
 
 	ck_assert_int_eq(hrt_etcd_freeze_member(c, 0), 0);
-	ck_assert_int_eq(process_state(pid), 'T');
+	ck_assert_int_eq(hrt_proc_state(pid), 'T');
 	ck_assert(process_alive(pid));
 	t0 = now_ms();
 	ck_assert(!hrt_etcd_member_healthy(c, 0));	/* hangs, then times out */
 	ck_assert_int_ge(now_ms() - t0, 900);
 
 	ck_assert_int_eq(hrt_etcd_thaw_member(c, 0), 0);
-	ck_assert_int_ne(process_state(pid), 'T');
+	ck_assert_int_ne(hrt_proc_state(pid), 'T');
 	ck_assert_int_eq(hrt_etcd_wait_healthy(c, 0, 10000), 0);
 	ck_assert_int_eq(hrt_etcd_pid(c, 0), pid);
 	ck_assert_int_eq(hrt_etcdctl(c, out, sizeof(out),

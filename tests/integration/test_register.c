@@ -601,35 +601,26 @@ START_TEST(outage_backs_off_and_logs_sparsely)
 }
 END_TEST
 
-/* Starts `hashring register` as a child; returns its PID once registered. */
-static pid_t start_sidecar(const char *id, const char *ttl, const char *drain)
+/* Starts `hashring register` for node `id` (active) as a child. */
+static hrt_child start_sidecar(const char *id, const char *ttl, const char *drain)
 {
-	char endpoints[512];
-	pid_t pid;
-
-	snprintf(endpoints, sizeof endpoints, "%s", hrt_etcd_endpoints(etcd));
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		execl(HR_CLI_PATH, "hashring", "register", "--endpoints", endpoints,
-		      "--prefix", PREFIX, "--id", id, "--addr", "127.0.0.9:1", "--state", "active",
-		      "--ttl", ttl, "--drain-seconds", drain, "--log-level", "warn", (char *)NULL);
-		_exit(127);
-	}
-	return pid;
+	return hrt_cli_spawn((const char *const[]){ "register", "--endpoints",
+		hrt_etcd_endpoints(etcd), "--prefix", PREFIX, "--id", id, "--addr", "127.0.0.9:1",
+		"--state", "active", "--ttl", ttl, "--drain-seconds", drain, "--log-level", "warn",
+		NULL }, NULL);
 }
 
 START_TEST(sidecar_kill9_sigterm_drain)
 {
 	hr_client *c = watcher();
-	int status;
-	pid_t pid;
+	hrt_cli_run run;
+	hrt_child ch;
 
 	/* kill -9: the node is gone within TTL + 1 s. */
-	pid = start_sidecar("s1", "2", "0");
+	ch = start_sidecar("s1", "2", "0");
 	ck_assert_int_eq(hrt_wait_state(c, "s1", HR_STATE_ACTIVE, 5000), 0);
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	kill(ch.pid, SIGKILL);
+	hrt_cli_wait(&ch, &run);
 	int64_t t0 = hrt_now_ms();
 	ck_assert_int_eq(hrt_wait_state(c, "s1", -1, 6000), 0);
 	int64_t gone_ms = hrt_now_ms() - t0;
@@ -637,23 +628,23 @@ START_TEST(sidecar_kill9_sigterm_drain)
 	ck_assert_int_le(gone_ms, 3000);
 
 	/* SIGTERM: gone at once, exit 0. */
-	pid = start_sidecar("s2", "10", "0");
+	ch = start_sidecar("s2", "10", "0");
 	ck_assert_int_eq(hrt_wait_state(c, "s2", HR_STATE_ACTIVE, 5000), 0);
-	kill(pid, SIGTERM);
+	kill(ch.pid, SIGTERM);
 	t0 = hrt_now_ms();
 	ck_assert_int_eq(hrt_wait_state(c, "s2", -1, 3000), 0);
 	ck_assert_int_lt(hrt_now_ms() - t0, 1000);
-	waitpid(pid, &status, 0);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	hrt_cli_wait(&ch, &run);
+	ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
 
 	/* --drain-seconds: draining first, then gone. */
-	pid = start_sidecar("s3", "10", "1");
+	ch = start_sidecar("s3", "10", "1");
 	ck_assert_int_eq(hrt_wait_state(c, "s3", HR_STATE_ACTIVE, 5000), 0);
-	kill(pid, SIGINT);
+	kill(ch.pid, SIGINT);
 	ck_assert_int_eq(hrt_wait_state(c, "s3", HR_STATE_DRAINING, 3000), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "s3", -1, 4000), 0);
-	waitpid(pid, &status, 0);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	hrt_cli_wait(&ch, &run);
+	ck_assert_msg(run.status == 0, "exit %d: %s", run.status, run.err);
 	hr_client_close(c);
 }
 END_TEST

@@ -6,6 +6,7 @@
 #include "client.h"
 #include "owner.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,20 +84,18 @@ static unsigned long count_stop(void)
  * both are searched. */
 static hr_ring *make_ring(void)
 {
-	char ids[40][16], addrs[40][24], zones[40][8];
-	hr_node nodes[40];
-	hr_ring *ring = NULL;
+	hrt_nodes *s = hrt_nodes_new(40, "node-%02zu", "127.0.0.%zu:11211", 0);
+	hr_ring *ring;
 
-	for (int i = 0; i < 40; i++) {
-		snprintf(ids[i], sizeof ids[i], "node-%02d", i);
-		snprintf(addrs[i], sizeof addrs[i], "127.0.0.%d:11211", i);
-		snprintf(zones[i], sizeof zones[i], "z%d", i % 3);
-		nodes[i] = (hr_node){ ids[i], addrs[i], zones[i], 1.0 + i % 2,
-				      i % 7 == 0 ? HR_STATE_WARMING :
-				      i % 7 == 1 ? HR_STATE_DRAINING :
-						   HR_STATE_ACTIVE };
+	for (size_t i = 0; i < 40; i++) {
+		snprintf(s->zones[i], sizeof s->zones[i], "z%zu", i % 3);
+		s->nodes[i].zone = s->zones[i];
+		s->nodes[i].weight = 1.0 + (double)(i % 2);
+		s->nodes[i].state = i % 7 == 0 ? HR_STATE_WARMING :
+				    i % 7 == 1 ? HR_STATE_DRAINING : HR_STATE_ACTIVE;
 	}
-	ck_assert_int_eq(hr_ring_build(nodes, 40, NULL, 5, &ring, NULL), 0);
+	ring = hrt_ring_build(s->nodes, 40, NULL, 5);
+	hrt_nodes_free(s);
 	return ring;
 }
 
@@ -105,26 +104,12 @@ static void key_of(unsigned long i, char *key, size_t *len)
 	*len = (size_t)snprintf(key, 32, "key:%lu", i * 2654435761u);
 }
 
-static void quiet(void *ud, hr_log_level level, const char *line)
-{
-}
-
-/* A client with nothing to watch (nobody listens on port 1), whose ring
- * is published by the test through the client's own publisher. */
+/* A client whose ring is published by the test through the client's own
+ * publisher. */
 static hr_client *open_client(hr_ring *ring)
 {
-	hr_etcd_config etcd;
-	hr_client_config cfg;
-	hr_client *c = NULL;
+	hr_client *c = hrt_offline_client("/alloc/");
 
-	hr_etcd_config_init(&etcd);
-	hr_client_config_init(&cfg);
-	etcd.endpoints = "127.0.0.1:1";
-	etcd.prefix = "/alloc/";
-	cfg.open_nonblocking = 1;
-	cfg.backoff_initial_ms = 5000;
-	etcd.log = quiet;
-	ck_assert_int_eq(hr_client_open(&etcd, &cfg, &c, NULL), 0);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
 	return c;
 }

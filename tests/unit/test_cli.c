@@ -13,7 +13,6 @@
 #include "hrt_check.h"
 
 #include <cjson/cJSON.h>
-#include <xxhash.h>
 
 #include <ctype.h>
 #include <dirent.h>
@@ -33,6 +32,8 @@
 #include <wchar.h>
 
 #include "hashring.h"
+#include "diff.h"
+#include "sim_rows.h"
 
 #ifndef HR_CLI_PATH
 #error "HR_CLI_PATH must name the built hashring binary"
@@ -114,18 +115,19 @@ static char *write_file(const char *name, const char *text)
 }
 
 /*
- * Starts the CLI with argv[1..] from the NULL-terminated list.  stdout goes
- * to `out_fd` (closed in the parent), or to a file when it is -1, and
- * stderr to a file, so that neither can fill a pipe and block.
+ * Starts program `prog` (the CLI unless a test tool) with argv[1..] from
+ * the NULL-terminated list.  stdout goes to `out_fd` (closed in the
+ * parent), or to a file when it is -1, and stderr to a file, so that
+ * neither can fill a pipe and block.
  */
-static pid_t spawn_argv(const char *const *args, int out_fd)
+static pid_t spawn_prog(const char *prog, const char *const *args, int out_fd)
 {
 	char out_path[PATH_MAX + 64], err_path[PATH_MAX + 64];
 	char *argv[MAX_ARGS + 2];
 	int n = 0;
 	pid_t pid;
 
-	argv[n++] = (char *)"hashring";
+	argv[n++] = (char *)(strcmp(prog, HR_CLI_PATH) ? prog : "hashring");
 	while (args[n - 1]) {
 		ck_assert_int_lt(n, MAX_ARGS);
 		argv[n] = (char *)args[n - 1];
@@ -151,12 +153,17 @@ static pid_t spawn_argv(const char *const *args, int out_fd)
 		unsetenv("ETCDCTL_ENDPOINTS");
 		unsetenv("ETCDCTL_USER");
 		unsetenv("ETCDCTL_PASSWORD");
-		execv(HR_CLI_PATH, argv);
+		execv(prog, argv);
 		_exit(127);
 	}
 	if (out_fd >= 0)
 		close(out_fd);
 	return pid;
+}
+
+static pid_t spawn_argv(const char *const *args, int out_fd)
+{
+	return spawn_prog(HR_CLI_PATH, args, out_fd);
 }
 
 /* Waits for `pid` (killing it after `timeout_ms`); returns its wait status. */
@@ -179,17 +186,22 @@ static int wait_child(pid_t pid, int timeout_ms)
 	}
 }
 
-/* Runs the CLI to its end; stdout and stderr are read from their files. */
-static struct run run_argv(const char *const *args)
+/* Runs `prog` to its end; stdout and stderr are read from their files. */
+static struct run run_prog(const char *prog, const char *const *args)
 {
 	struct run r = { .status = -1 };
-	int wstatus = wait_child(spawn_argv(args, -1), 60000);
+	int wstatus = wait_child(spawn_prog(prog, args, -1), 60000);
 
 	if (WIFEXITED(wstatus))
 		r.status = WEXITSTATUS(wstatus);
 	r.out = read_all(path_in_tmp("stdout"));
 	r.err = read_all(path_in_tmp("stderr"));
 	return r;
+}
+
+static struct run run_argv(const char *const *args)
+{
+	return run_prog(HR_CLI_PATH, args);
 }
 
 #define RUN(...) run_argv((const char *const[]){ __VA_ARGS__, NULL })
@@ -277,7 +289,7 @@ START_TEST(test_help)
 
 	r = RUN("help", "sim");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "--hash"));
+	ck_assert_ptr_nonnull(strstr(r.out, "--keys"));
 	run_free(&r);
 }
 END_TEST
@@ -297,9 +309,10 @@ END_TEST
 
 /* ---- sim --------------------------------------------------------------------- */
 
-static cJSON *run_sim_json(const char *const *args)
+/* Runs `hashring sim` (or the sim_hashes tool) with --json; its object. */
+static cJSON *run_sim_json_of(const char *prog, const char *const *args)
 {
-	struct run r = run_argv(args);
+	struct run r = run_prog(prog, args);
 	cJSON *doc;
 
 	ck_assert_msg(r.status == 0, "sim exit %d: %s", r.status, r.err);
@@ -309,6 +322,11 @@ static cJSON *run_sim_json(const char *const *args)
 	ck_assert_msg(doc != NULL, "sim output is not JSON: %s", r.out);
 	run_free(&r);
 	return doc;
+}
+
+static cJSON *run_sim_json(const char *const *args)
+{
+	return run_sim_json_of(HR_CLI_PATH, args);
 }
 
 static double num(const cJSON *obj, const char *name)
@@ -328,33 +346,6 @@ static const cJSON *rows_of(const cJSON *doc, int expect)
 	return rows;
 }
 
-static uint64_t fnv1a64(const char *s, size_t len)
-{
-	uint64_t x = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= (unsigned char)s[i];
-		x *= 0x100000001b3ull;
-	}
-	return x;
-}
-
-/* The modulo share computed here, independently of the CLI. */
-static double modulo_share(unsigned long nodes, unsigned long keys, int fnv)
-{
-	unsigned long moved = 0;
-	char key[32];
-
-	for (unsigned long i = 0; i < keys; i++) {
-		int len = snprintf(key, sizeof key, "key-%lu", i);
-		uint64_t h = fnv ? fnv1a64(key, (size_t)len) :
-				   XXH3_64bits(key, (size_t)len);
-
-		moved += h % nodes != h % (nodes + 1);
-	}
-	return (double)moved / (double)keys;
-}
-
 START_TEST(test_sim_xxh3_figures)
 {
 	cJSON *doc = run_sim_json((const char *const[]){
@@ -367,7 +358,7 @@ START_TEST(test_sim_xxh3_figures)
 	ck_assert(cJSON_IsString(hash));
 	ck_assert_str_eq(hash->valuestring, "xxh3");
 	ck_assert_double_eq_tol(num(doc, "modulo_moved"),
-				modulo_share(10, 200000, 0), 1e-5);
+				hrt_sim_modulo_moved(hrt_sim_xxh3, 10, 200000), 1e-5);
 	ck_assert_double_ge(num(doc, "modulo_moved"), 0.88);
 	ck_assert_double_le(num(doc, "modulo_moved"), 0.93);
 
@@ -425,64 +416,41 @@ START_TEST(test_sim_default_rows)
 END_TEST
 
 /* The CLI's row is what the library's rings give for the same nodes and
- * keys, computed here by the definitions of the issue. */
+ * keys, computed by the definitions of the issue (tests/tools/sim_rows.c). */
 START_TEST(test_sim_matches_library)
 {
-	const unsigned long n = 4, keys = 3000, vnodes = 7;
-	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = vnodes };
-	unsigned long count[4] = { 0 }, moved = 0, max = 0, min = ULONG_MAX;
-	char ids[5][16], key[32];
-	hr_node nodes[5];
-	hr_ring *before, *after;
-	double mean, sum = 0;
+	hrt_sim_row want;
 	const cJSON *row;
 	cJSON *doc;
 
-	for (unsigned long i = 0; i <= n; i++) {
-		snprintf(ids[i], sizeof ids[i], "node-%lu", i);
-		nodes[i] = (hr_node){ .id = ids[i], .addr = "127.0.0.1:1",
-				      .weight = 1, .state = HR_STATE_ACTIVE };
-	}
-	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 0, &before, NULL), 0);
-	ck_assert_int_eq(hr_ring_build(nodes, n + 1, &opts, 0, &after, NULL), 0);
-	for (unsigned long i = 0; i < keys; i++) {
-		int len = snprintf(key, sizeof key, "key-%lu", i);
-		hr_lookup a, b;
-
-		ck_assert_int_eq(hr_ring_lookup(before, key, (size_t)len, &a), 0);
-		ck_assert_int_eq(hr_ring_lookup(after, key, (size_t)len, &b), 0);
-		count[strtoul(a.node->id + 5, NULL, 10)]++;
-		moved += strcmp(a.node->id, b.node->id) != 0;
-	}
-	mean = (double)keys / n;
-	for (unsigned long i = 0; i < n; i++) {
-		max = count[i] > max ? count[i] : max;
-		min = count[i] < min ? count[i] : min;
-		sum += pow(count[i] / mean - 1, 2);
-	}
-	hr_ring_release(before);
-	hr_ring_release(after);
-
+	ck_assert_int_eq(hrt_sim_row_of(hrt_sim_xxh3, 4, 3000, 7, &want, NULL), 0);
 	doc = run_sim_json((const char *const[]){
 		"sim", "--nodes=4", "--keys", "3000", "--vnodes=7", "--json",
 		NULL });
 	row = cJSON_GetArrayItem(rows_of(doc, 1), 0);
-	ck_assert_double_eq_tol(num(row, "max_mean"), max / mean, 1e-5);
-	ck_assert_double_eq_tol(num(row, "min_mean"), min / mean, 1e-5);
-	ck_assert_double_eq_tol(num(row, "stddev"), sqrt(sum / n), 1e-5);
-	ck_assert_double_eq_tol(num(row, "moved"), (double)moved / keys, 1e-5);
+	ck_assert_double_eq_tol(num(row, "max_mean"), want.max_mean, 1e-5);
+	ck_assert_double_eq_tol(num(row, "min_mean"), want.min_mean, 1e-5);
+	ck_assert_double_eq_tol(num(row, "stddev"), want.stddev, 1e-5);
+	ck_assert_double_eq_tol(num(row, "moved"), want.moved, 1e-5);
 	ck_assert_double_eq_tol(num(row, "ideal_moved"), 0.2, 1e-9);
 	ck_assert_double_eq_tol(num(doc, "modulo_moved"),
-				modulo_share(4, 3000, 0), 1e-5);
+				hrt_sim_modulo_moved(hrt_sim_xxh3, 4, 3000), 1e-5);
 	cJSON_Delete(doc);
 }
 END_TEST
 
+/* The seed articles' hashes are a test tool's (tests/tools/sim_hashes.c),
+ * on the library's ring: the same experiment, other figures. */
 START_TEST(test_sim_other_hashes)
 {
-	cJSON *doc = run_sim_json((const char *const[]){
-		"sim", "--hash", "md5", "--vnodes", "200", "--json", NULL });
+	cJSON *doc = run_sim_json_of(HR_SIM_HASHES_PATH, (const char *const[]){
+		"--hash", "md5", "--vnodes", "200", "--json", NULL });
 	const cJSON *row = cJSON_GetArrayItem(rows_of(doc, 1), 0);
+
+	/* The hashes themselves, by published values. */
+	ck_assert_uint_eq(hrt_sim_md5("", 0), 0xd41d8cd98f00b204ull);
+	ck_assert_uint_eq(hrt_sim_md5("node-0#0", 8), 0x305a959a087ed12dull);
+	ck_assert_uint_eq(hrt_sim_fnv1a("a", 1), 0xaf63dc4c8601ec8cull);
 
 	ck_assert_str_eq(cJSON_GetObjectItem(doc, "hash")->valuestring, "md5");
 	/* MD5 mixes well: the seed's figures, within the noise. */
@@ -494,13 +462,12 @@ START_TEST(test_sim_other_hashes)
 	ck_assert_double_le(num(doc, "modulo_moved"), 0.93);
 	cJSON_Delete(doc);
 
-	doc = run_sim_json((const char *const[]){
-		"sim", "--hash=fnv1a", "--keys", "50000", "--vnodes", "10,200",
+	doc = run_sim_json_of(HR_SIM_HASHES_PATH, (const char *const[]){
+		"--hash", "fnv1a", "--keys", "50000", "--vnodes", "10,200",
 		"--json", NULL });
 	ck_assert_str_eq(cJSON_GetObjectItem(doc, "hash")->valuestring,
 			 "fnv1a");
-	ck_assert_double_eq_tol(num(doc, "modulo_moved"),
-				modulo_share(10, 50000, 1), 1e-5);
+	ck_assert_double_eq_tol(num(doc, "modulo_moved"), hrt_sim_modulo_moved(hrt_sim_fnv1a, 10, 50000), 1e-5);
 	for (int i = 0; i < 2; i++) {
 		row = cJSON_GetArrayItem(rows_of(doc, 2), i);
 		ck_assert_double_ge(num(row, "max_mean"), 1.0);
@@ -509,6 +476,29 @@ START_TEST(test_sim_other_hashes)
 		ck_assert_double_le(num(row, "moved"), 1.0);
 	}
 	cJSON_Delete(doc);
+}
+END_TEST
+
+/* Given xxh3, the tool prints exactly the CLI's tables: the other hashes
+ * are the same experiment on the same ring. */
+START_TEST(test_sim_tool_xxh3_is_the_cli)
+{
+	static const char *const args[] = { "--nodes", "7", "--keys", "30000", "--vnodes",
+					    "1,3,50", "--json" };
+	const char *cli[16] = { "sim" }, *tool[16] = { "--hash", "xxh3" };
+	struct run a, b;
+
+	for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+		cli[1 + i] = args[i];
+		tool[2 + i] = args[i];
+	}
+	a = run_argv(cli);
+	b = run_prog(HR_SIM_HASHES_PATH, tool);
+	ck_assert_int_eq(a.status, 0);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_str_eq(a.out, b.out);
+	run_free(&a);
+	run_free(&b);
 }
 END_TEST
 
@@ -549,8 +539,9 @@ START_TEST(test_sim_bad_options)
 		{ "sim", "--vnodes", "10,-5" },
 		{ "sim", "--vnodes", "x" },
 		{ "sim", "--nodes", "99999", "--vnodes", "400" },
-		{ "sim", "--hash", "sha1" },
-		{ "sim", "--hash", "XXH3" },
+		/* The seed articles' hashes are a test tool's, not the CLI's. */
+		{ "sim", "--hash", "md5" },
+		{ "sim", "--hash", "xxh3" },
 		{ "sim", "--json=yes" },
 		{ "sim", "--bogus" },
 		{ "sim", "-n", "3" },
@@ -561,8 +552,8 @@ START_TEST(test_sim_bad_options)
 		assert_usage_error(cases[i], "sim", NULL);
 	assert_usage_error((const char *const[]){ "sim", "--nodes", "0", NULL },
 			   "sim", "--nodes");
-	assert_usage_error((const char *const[]){ "sim", "--hash", "sha1", NULL },
-			   "sim", "sha1");
+	assert_usage_error((const char *const[]){ "sim", "--hash", "md5", NULL },
+			   "sim", "--hash");
 }
 END_TEST
 
@@ -906,9 +897,8 @@ END_TEST
 static char *python_fields(const char *json_path, const char *field)
 {
 	char script[PATH_MAX + 64];
+	struct run r;
 	FILE *f;
-	pid_t pid;
-	int st;
 
 	snprintf(script, sizeof script, "%s/read.py", tmpdir);
 	f = fopen(script, "w");
@@ -918,20 +908,10 @@ static char *python_fields(const char *json_path, const char *field)
 	      "    obj = json.loads(line.decode('utf-8'))\n"
 	      "    print(obj[sys.argv[2]].encode('utf-8', 'surrogateescape').hex())\n", f);
 	ck_assert_int_eq(fclose(f), 0);
-	/* Not the CLI: run_argv only knows that one, so fork by hand. */
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int out = open(path_in_tmp("py.out"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (out < 0 || dup2(out, 1) < 0)
-			_exit(126);
-		execl("/usr/bin/python3", "python3", script, json_path, field, (char *)NULL);
-		_exit(127);
-	}
-	st = wait_child(pid, 60000);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "python3 failed (%#x)", st);
-	return read_all(path_in_tmp("py.out"));
+	r = run_prog("/usr/bin/python3", (const char *const[]){ script, json_path, field, NULL });
+	ck_assert_msg(r.status == 0, "python3 exited %d: %s", r.status, r.err);
+	free(r.err);
+	return r.out;
 }
 
 static void hex_of(const char *s, char *out)
@@ -1638,6 +1618,83 @@ START_TEST(test_ring_options_where_rings_are_built)
 }
 END_TEST
 
+/* ---- diff ------------------------------------------------------------------- */
+
+/* `hashring diff` of two members files prints the arcs and the moved share
+ * the library's diff finds, under either placement; `lookup --placement
+ * ketama` answers as the ketama ring does. */
+START_TEST(test_diff_matches_library)
+{
+	static const char *old_json =
+		"{\"a\":\"127.0.0.1:11211\",\"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2},"
+		"\"c\":\"127.0.0.3:11212\"}";
+	static const char *new_json =
+		"{\"a\":\"127.0.0.1:11211\",\"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2},"
+		"\"d\":\"127.0.0.4\"}";
+	char *f1 = write_file("old.json", old_json), *f2 = write_file("new.json", new_json);
+	char want[64];
+	const char *last;
+	struct run r;
+
+	for (int k = 0; k < 2; k++) {
+		hr_ring_options o = { .size = sizeof o, .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
+		hr_ring *a, *b;
+		hr_diff *d;
+		size_t arcs = 0;
+
+		ck_assert_int_eq(hr_ring_load_file(f1, &o, &a, NULL), HR_OK);
+		ck_assert_int_eq(hr_ring_load_file(f2, &o, &b, NULL), HR_OK);
+		ck_assert_int_eq(hr_ring_diff(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
+		r = RUN("diff", "--placement", k ? "ketama" : "xxh3", f1, "--members", f2);
+		ck_assert_int_eq(r.status, 0);
+		for (const char *l = r.out; (l = strstr(l, "arc\t")); l++)
+			arcs += l == r.out || l[-1] == '\n';
+		ck_assert_uint_eq(arcs, hr_diff_arc_count(d));
+		snprintf(want, sizeof want, "moved\t%.6f\t%zu\n",
+			 hr__diff_moved_share(d), hr_diff_arc_count(d));
+		last = strstr(r.out, "moved\t");
+		ck_assert_ptr_nonnull(last);
+		ck_assert_str_eq(last, want);
+		run_free(&r);
+		hr_diff_free(d);
+		hr_ring_release(a);
+		hr_ring_release(b);
+	}
+	r = RUN("diff", "--json", "--view", "read", f1, f2);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert(strncmp(r.out, "{\"old_revision\":0,\"new_revision\":0,\"view\":\"read\"", 48) == 0);
+	run_free(&r);
+	/* Usage errors. */
+	assert_usage_error((const char *const[]){ "diff", f1, NULL }, "diff", NULL);
+	assert_usage_error((const char *const[]){ "diff", f1, f2, f1, NULL }, "diff", NULL);
+	assert_usage_error((const char *const[]){ "diff", "--view", "both", f1, f2, NULL },
+			   "diff", NULL);
+	assert_usage_error((const char *const[]){ "diff", "--placement", "md5", f1, f2, NULL },
+			   "diff", NULL);
+	assert_usage_error((const char *const[]){ "diff", "--count", "2", f1, f2, NULL },
+			   "diff", NULL);
+	r = RUN("diff", f1, "/nonexistent/members.json");
+	ck_assert_int_eq(r.status, 1);
+	run_free(&r);
+	{
+		hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_KETAMA };
+		hr_ring *ring;
+		hr_lookup res;
+
+		ck_assert_int_eq(hr_ring_load_file(f1, &o, &ring, NULL), HR_OK);
+		r = RUN("lookup", "--placement", "ketama", "--members", f1, "user:42");
+		ck_assert_int_eq(r.status, 0);
+		hr_ring_lookup(ring, "user:42", 7, &res);
+		snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
+		ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+		run_free(&r);
+		hr_ring_release(ring);
+	}
+	free(f1);
+	free(f2);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1656,6 +1713,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_sim_default_rows);
 	tcase_add_test(tc, test_sim_matches_library);
 	tcase_add_test(tc, test_sim_other_hashes);
+	tcase_add_test(tc, test_sim_tool_xxh3_is_the_cli);
 	tcase_add_test(tc, test_sim_text);
 	tcase_add_test(tc, test_sim_bad_options);
 	suite_add_tcase(s, tc);
@@ -1668,6 +1726,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_lookup_escaping);
 	tcase_add_test(tc, test_lookup_runtime_errors);
 	tcase_add_test(tc, test_lookup_usage_errors);
+	tcase_add_test(tc, test_diff_matches_library);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");

@@ -12,6 +12,7 @@
 #include "ring.h"
 #include "ring_build.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 #include "hrt_rand.h"
 
 #include <math.h>
@@ -431,17 +432,13 @@ END_TEST
  * weight flipped between 1 and 2 and back, state and addr changes. */
 START_TEST(weight_flips_100_nodes)
 {
-	static char ids[100][16], addrs[100][24];
-	hr_node nodes[100];
+	hrt_nodes *s = hrt_nodes_new(100, "node-%05zu", "127.0.0.1:%zu", 20000);
+	hr_node *nodes = s->nodes;
 	hr_ring *prev, *d, *f;
 	uint64_t rng = 5;
 
-	for (int i = 0; i < 100; i++) {
-		snprintf(ids[i], sizeof ids[i], "node-%05d", i);
-		snprintf(addrs[i], sizeof addrs[i], "127.0.0.1:%d", 20000 + i);
-		nodes[i] = (hr_node){ .id = ids[i], .addr = addrs[i], .zone = "z",
-				      .weight = 1 };
-	}
+	for (int i = 0; i < 100; i++)
+		nodes[i].zone = "z";
 	ck_assert_int_eq(hr_ring_build(nodes, 100, NULL, 1, &prev, NULL), HR_OK);
 	for (int step = 0; step < 30; step++) {
 		hr_node *nd = &nodes[below(&rng, 100)];
@@ -462,6 +459,7 @@ START_TEST(weight_flips_100_nodes)
 		prev = d;
 	}
 	hr_ring_release(prev);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -470,17 +468,12 @@ END_TEST
 START_TEST(wide_node_numbers)
 {
 	size_t n = UINT16_MAX + 2;
-	hr_node *nodes = calloc(n, sizeof *nodes);
-	char (*ids)[16] = calloc(n, sizeof *ids);
+	hrt_nodes *s = hrt_nodes_new(n, "w%zu", NULL, 0);
+	hr_node *nodes = s->nodes;
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 1 };
 	hr_ring *small, *big, *back, *f;
 	uint64_t rng = 9;
 
-	ck_assert(nodes && ids);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(ids[i], sizeof ids[i], "w%zu", i);
-		nodes[i] = (hr_node){ .id = ids[i], .addr = "127.0.0.1:1", .weight = 1 };
-	}
 	ck_assert_int_eq(hr_ring_build(nodes, n - 1, &opts, 1, &small, NULL), HR_OK);
 	ck_assert_int_eq(hr__ring_derive(small, nodes, n, &opts, 2, &big, NULL), HR_OK);
 	ck_assert(hr__ring_derived(big));
@@ -503,8 +496,7 @@ START_TEST(wide_node_numbers)
 	hr_ring_release(back);
 	hr_ring_release(big);
 	hr_ring_release(small);
-	free(ids);
-	free(nodes);
+	hrt_nodes_free(s);
 }
 END_TEST
 

@@ -2,7 +2,8 @@
  * test_diff.c - ring diffs: a position is inside a reported arc exactly
  * when its owner differs between the two rings (random keys and every arc
  * boundary), the arcs are ordered and maximal, the totals add up, and
- * empty rings, both placements and bad input behave.
+ * empty rings, both placements and bad input behave.  `hashring diff`
+ * itself is test_cli's.
  */
 #include "hashring.h"
 #include "diff.h"
@@ -14,8 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define MAXN 64
 
@@ -348,110 +347,6 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
-/* ---- the CLI ------------------------------------------------------------- */
-
-static void write_file(char *path, const char *text)
-{
-	int fd = mkstemp(path);
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-}
-
-/* Runs the CLI; returns its exit status, output in out. */
-static int run_cli(const char *args, char *out, size_t size)
-{
-	char cmd[2048];
-	FILE *p;
-	size_t n;
-	int status;
-
-	snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", HR_CLI_PATH, args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	n = fread(out, 1, size - 1, p);
-	out[n] = '\0';
-	status = pclose(p);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-START_TEST(test_cli)
-{
-	static const char *old_json =
-		"{\"a\":\"127.0.0.1:11211\",\"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2},"
-		"\"c\":\"127.0.0.3:11212\"}";
-	static const char *new_json =
-		"{\"a\":\"127.0.0.1:11211\",\"b\":{\"addr\":\"127.0.0.2:11211\",\"weight\":2},"
-		"\"d\":\"127.0.0.4\"}";
-	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	static char out[1 << 20];
-	char f1[256], f2[256], args[1024], want[64], *last;
-
-	snprintf(f1, sizeof f1, "%s/hr-diff-old-XXXXXX", tmp);
-	snprintf(f2, sizeof f2, "%s/hr-diff-new-XXXXXX", tmp);
-	write_file(f1, old_json);
-	write_file(f2, new_json);
-	for (int k = 0; k < 2; k++) {
-		hr_ring_options o = { .size = sizeof o,
-				       .placement = k ? HR_PLACEMENT_KETAMA : HR_PLACEMENT_XXH3 };
-		hr_ring *a, *b;
-		hr_diff *d;
-		size_t arcs = 0;
-
-		ck_assert_int_eq(hr_ring_load_file(f1, &o, &a, NULL), HR_OK);
-		ck_assert_int_eq(hr_ring_load_file(f2, &o, &b, NULL), HR_OK);
-		ck_assert_int_eq(hr_ring_diff(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
-		snprintf(args, sizeof args, "diff --placement %s %s --members %s",
-			 k ? "ketama" : "xxh3", f1, f2);
-		ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
-		for (char *l = out; (l = strstr(l, "arc\t")); l++)
-			arcs += l == out || l[-1] == '\n';
-		ck_assert_uint_eq(arcs, hr_diff_arc_count(d));
-		snprintf(want, sizeof want, "moved\t%.6f\t%zu\n",
-			 hr__diff_moved_share(d), hr_diff_arc_count(d));
-		last = strstr(out, "moved\t");
-		ck_assert_ptr_nonnull(last);
-		ck_assert_str_eq(last, want);
-		hr_diff_free(d);
-		hr_ring_release(a);
-		hr_ring_release(b);
-	}
-	snprintf(args, sizeof args, "diff --json --view read %s %s", f1, f2);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
-	ck_assert(strncmp(out, "{\"old_revision\":0,\"new_revision\":0,\"view\":\"read\"", 48) == 0);
-	/* Usage errors. */
-	snprintf(args, sizeof args, "diff %s", f1);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
-	snprintf(args, sizeof args, "diff %s %s %s", f1, f2, f1);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
-	snprintf(args, sizeof args, "diff --view both %s %s", f1, f2);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
-	snprintf(args, sizeof args, "diff --placement md5 %s %s", f1, f2);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
-	snprintf(args, sizeof args, "diff --count 2 %s %s", f1, f2);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
-	snprintf(args, sizeof args, "diff %s /nonexistent/members.json", f1);
-	ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
-	/* lookup --placement ketama answers as the ketama ring does. */
-	{
-		hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_KETAMA };
-		hr_ring *r;
-		hr_lookup res;
-
-		ck_assert_int_eq(hr_ring_load_file(f1, &o, &r, NULL), HR_OK);
-		snprintf(args, sizeof args, "lookup --placement ketama --members %s user:42", f1);
-		ck_assert_int_eq(run_cli(args, out, sizeof out), 0);
-		hr_ring_lookup(r, "user:42", 7, &res);
-		snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
-		ck_assert(strncmp(out, want, strlen(want)) == 0);
-		hr_ring_release(r);
-	}
-	unlink(f1);
-	unlink(f2);
-}
-END_TEST
-
 static Suite *diff_suite(void)
 {
 	Suite *s = suite_create("diff");
@@ -462,7 +357,6 @@ static Suite *diff_suite(void)
 	tcase_add_test(tc, test_empty);
 	tcase_add_test(tc, test_holds_rings);
 	tcase_add_test(tc, test_bad_input);
-	tcase_add_test(tc, test_cli);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -142,6 +142,15 @@ START_TEST(levels_filter)
 }
 END_TEST
 
+/* What a log line or a message names for a level or code that is not one. */
+START_TEST(unknown_level_and_code)
+{
+	ck_assert_ptr_null(hr_log_level_name((hr_log_level)42));
+	ck_assert_str_eq(hr_strerror(-12345), "unknown error");
+	ck_assert_str_eq(hr_strerror(12345), "unknown error");
+}
+END_TEST
+
 /* Decodes every captured line; each must parse. */
 static cJSON *decode_all(void)
 {
@@ -249,6 +258,7 @@ static Suite *log_suite(void)
 	tcase_add_test(tc, printf_subset);
 	tcase_add_test(tc, strings_bare_or_quoted);
 	tcase_add_test(tc, levels_filter);
+	tcase_add_test(tc, unknown_level_and_code);
 	tcase_add_test(tc, record_writers_cannot_inject_fields);
 	tcase_add_test(tc, any_bytes_read_back);
 	tcase_add_test(tc, long_lines_cut_at_a_field);

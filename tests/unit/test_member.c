@@ -1,6 +1,9 @@
 /*
  * test_member.c - node records (etcd values) and members documents:
- * both record forms, defaults, every kind of malformed or invalid record.
+ * both record forms, defaults, every kind of malformed or invalid record,
+ * and hostile ones: several MB, deep nesting, invalid UTF-8, control
+ * bytes, numbers out of range, duplicates.  Each gives a clear error
+ * (never a crash) in one printable line.
  */
 #include "hashring.h"
 #include "node.h"
@@ -397,6 +400,163 @@ START_TEST(members_file)
 }
 END_TEST
 
+/* ---- hostile records and documents ------------------------------------------ */
+
+/* hr__record_parse() of `len` bytes (no NUL needed). */
+static int parse_n(const char *id, const char *value, size_t len, hr__record *rec,
+		   hr_error *err)
+{
+	return hr__record_parse(id, strlen(id), value, len, rec, err);
+}
+
+START_TEST(record_of_several_megabytes)
+{
+	size_t n = 5u << 20;
+	char *v = malloc(n);
+	hr__record rec;
+	hr_error err = { 0 };
+
+	memset(v, ' ', n);
+	memcpy(v, "{\"addr\":\"127.0.0.1:1\"}", 22);
+	ck_assert_int_eq(parse_n("big", v, n, &rec, &err), HR_ELIMIT);
+	ck_assert_ptr_nonnull(strstr(err.message, "big"));
+	ck_assert_ptr_nonnull(strstr(err.message, "65536"));
+	ck_assert_ptr_null(rec.id);
+	hrt_assert_clean_message(err.message);
+	free(v);
+}
+END_TEST
+
+START_TEST(record_deeply_nested)
+{
+	size_t n = 200000;
+	char *v = malloc(n + 1);
+	hr__record rec;
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+
+	strcpy(v, "{\"addr\":\"a:1\",\"x\":");
+	memset(v + strlen(v), '[', n - strlen(v));
+	v[n] = '\0';
+	/* Over the record limit first; under it, the depth limit, where the
+	 * bracket opening level 1001 is (the record's object is level 1, its
+	 * first '[' at byte 18 level 2). */
+	ck_assert_int_eq(parse_n("deep", v, n, &rec, &err), HR_ELIMIT);
+	ck_assert_int_eq(parse_n("deep", v, 60000, &rec, &err), HR_EPARSE);
+	ck_assert_str_eq(err.message, "node \"deep\": nested deeper than 1000 levels"
+			 " of arrays and objects (byte 1017)");
+	hrt_assert_clean_message(err.message);
+	/* A members document has no record limit: depth still stops it. */
+	v[0] = '{';
+	ck_assert_int_eq(hr_ring_from_json(v, n, NULL, &ring, &err), HR_EPARSE);
+	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, "members document: nested deeper than 1000 levels"
+			 " of arrays and objects (byte 1017)");
+	hrt_assert_clean_message(err.message);
+	free(v);
+}
+END_TEST
+
+/* Exactly the limit is fine, inside an unknown field too (ignored whatever
+ * its type); one level more is the depth error, not "malformed JSON". */
+START_TEST(record_nesting_at_the_limit)
+{
+	static char v[4096];
+	hr__record rec;
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+	size_t o;
+
+	for (int extra = 0; extra <= 1; extra++) {
+		/* A record: its object plus 999 arrays (plus one). */
+		o = (size_t)sprintf(v, "{\"addr\":\"a:1\",\"x\":");
+		memset(v + o, '[', 999 + extra);
+		memset(v + o + 999 + extra, ']', 999 + extra);
+		strcpy(v + o + 2 * (999 + extra), "}");
+		ck_assert_int_eq(parse_n("n", v, strlen(v), &rec, &err),
+				 extra ? HR_EPARSE : HR_OK);
+		if (extra)
+			ck_assert_ptr_nonnull(strstr(err.message, "nested deeper than 1000"));
+		hr__record_clear(&rec);
+		/* A members document: its object, the record's, 998 arrays. */
+		o = (size_t)sprintf(v, "{\"n\":{\"addr\":\"a:1\",\"x\":");
+		memset(v + o, '[', 998 + extra);
+		memset(v + o + 998 + extra, ']', 998 + extra);
+		strcpy(v + o + 2 * (998 + extra), "}}");
+		ck_assert_int_eq(hr_ring_from_json(v, strlen(v), NULL, &ring, &err),
+				 extra ? HR_EPARSE : HR_OK);
+		if (extra)
+			ck_assert_ptr_nonnull(strstr(err.message, "nested deeper than 1000"));
+		hr_ring_release(ring);
+		ring = NULL;
+	}
+}
+END_TEST
+
+START_TEST(record_invalid_utf8_and_control_bytes)
+{
+	hr__record rec;
+	hr_error err = { 0 };
+	const char *addr_utf8 = "{\"addr\":\"h\xff\xfe:1\",\"zone\":\"\xc3\x28\"}";
+
+	/* Ids are printable ASCII: anything else is refused and shown
+	 * escaped. */
+	ck_assert_int_eq(hr__record_parse("caf\xc3", 4, "a:1", 3, &rec, &err), HR_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "\\xc3"));
+	hrt_assert_clean_message(err.message);
+	ck_assert_int_eq(hr__record_parse("a\x01" "b", 3, "a:1", 3, &rec, &err), HR_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.message, "\\x01"));
+	hrt_assert_clean_message(err.message);
+	ck_assert_int_eq(hr__record_parse("a\0b", 3, "a:1", 3, &rec, &err), HR_EINVAL);
+	hrt_assert_clean_message(err.message);
+	/* Addresses and zones are opaque bytes without control characters
+	 * (docs/placement.md): invalid UTF-8 there is taken as is. */
+	ck_assert_int_eq(parse_n("n", addr_utf8, strlen(addr_utf8), &rec, &err), 0);
+	ck_assert_str_eq(rec.addr, "h\xff\xfe:1");
+	hr__record_clear(&rec);
+	ck_assert_int_eq(parse_n("n", "{\"addr\":\"a\\u0007b\"}", 19, &rec, &err), HR_EINVAL);
+	hrt_assert_clean_message(err.message);
+	ck_assert_int_eq(parse_n("n", "127.0.0.1\r:1", 11, &rec, &err), HR_EINVAL);
+	hrt_assert_clean_message(err.message);
+}
+END_TEST
+
+START_TEST(record_numbers_out_of_range)
+{
+	static const char *const bad[] = {
+		"{\"addr\":\"a:1\",\"weight\":1e400}",
+		"{\"addr\":\"a:1\",\"weight\":-1e400}",
+		"{\"addr\":\"a:1\",\"weight\":-0.0}",
+		"{\"addr\":\"a:1\",\"weight\":NaN}",
+		"{\"addr\":\"a:1\",\"weight\":99999999999999999999999999999999999999e99999}",
+	};
+	hr__record rec;
+	hr_error err = { 0 };
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		int rc = parse_n("n", bad[i], strlen(bad[i]), &rec, &err);
+		ck_assert_msg(rc == HR_EINVAL || rc == HR_EPARSE, "%s: %d", bad[i], rc);
+		ck_assert_ptr_null(rec.addr);
+		hrt_assert_clean_message(err.message);
+	}
+}
+END_TEST
+
+/* A duplicate id anywhere in the document, not only next to its twin. */
+START_TEST(members_duplicate_id_apart)
+{
+	hr_ring *ring = NULL;
+	hr_error err = { 0 };
+	const char *dup_id = "{\"a\":\"x:1\",\"b\":\"y:1\",\"a\":\"z:1\"}";
+
+	ck_assert_int_eq(hr_ring_from_json(dup_id, strlen(dup_id), NULL, &ring, &err),
+			 HR_EDUPLICATE);
+	ck_assert_ptr_null(ring);
+	ck_assert_str_eq(err.message, "node \"a\": duplicate node id");
+	hrt_assert_clean_message(err.message);
+}
+END_TEST
+
 static Suite *member_suite(void)
 {
 	Suite *s = suite_create("member");
@@ -413,6 +573,16 @@ static Suite *member_suite(void)
 	tcase_add_test(tc, members_document);
 	tcase_add_test(tc, members_bad);
 	tcase_add_test(tc, members_file);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, record_of_several_megabytes);
+	tcase_add_test(tc, record_deeply_nested);
+	tcase_add_test(tc, record_nesting_at_the_limit);
+	tcase_add_test(tc, record_invalid_utf8_and_control_bytes);
+	tcase_add_test(tc, record_numbers_out_of_range);
+	tcase_add_test(tc, members_duplicate_id_apart);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,6 +6,7 @@
 #include "publish.h"
 #include "thread_cache.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -16,23 +17,10 @@
 #define READERS 3
 #define SWAPS 3000
 
-/* Ring `gen` has three nodes named "g<gen>-a".."g<gen>-c" and revision gen,
- * so any answer tells which ring it came from. */
+/* Ring `gen`: any answer tells which ring it came from. */
 static hr_ring *make_ring(unsigned gen)
 {
-	char ids[3][32], addrs[3][32];
-	hr_node nodes[3];
-	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 16 };
-	hr_ring *ring = NULL;
-
-	for (int i = 0; i < 3; i++) {
-		snprintf(ids[i], sizeof ids[i], "g%u-%c", gen, 'a' + i);
-		snprintf(addrs[i], sizeof addrs[i], "127.0.%u.%d:1", gen % 250, i);
-		nodes[i] = (hr_node){ ids[i], addrs[i], "", 1.0,
-				      i == 2 ? HR_STATE_WARMING : HR_STATE_ACTIVE };
-	}
-	ck_assert_int_eq(hr_ring_build(nodes, 3, &opts, gen, &ring, NULL), 0);
-	return ring;
+	return hrt_ring_generation("g", gen, 16);
 }
 
 struct shared {

@@ -4,6 +4,7 @@
  * refused. */
 #include "client.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -13,43 +14,10 @@
 #define READERS 2
 #define SWAPS 2000
 
-/* Ring `gen` has nodes "r<gen>-a".."r<gen>-c" at revision gen. */
+/* Ring `gen`: any answer tells which ring it came from. */
 static hr_ring *make_ring(unsigned gen)
 {
-	char ids[3][32], addrs[3][32];
-	hr_node nodes[3];
-	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 8 };
-	hr_ring *ring = NULL;
-
-	for (int i = 0; i < 3; i++) {
-		snprintf(ids[i], sizeof ids[i], "r%u-%c", gen, 'a' + i);
-		snprintf(addrs[i], sizeof addrs[i], "addr-%u-%d", gen, i);
-		nodes[i] = (hr_node){ ids[i], addrs[i], "", 1.0,
-				      i == 1 ? HR_STATE_DRAINING : HR_STATE_ACTIVE };
-	}
-	ck_assert_int_eq(hr_ring_build(nodes, 3, &opts, gen, &ring, NULL), 0);
-	return ring;
-}
-
-static void quiet(void *ud, hr_log_level level, const char *line)
-{
-}
-
-static hr_client *open_client(void)
-{
-	hr_etcd_config etcd;
-	hr_client_config cfg;
-	hr_client *c = NULL;
-
-	hr_etcd_config_init(&etcd);
-	hr_client_config_init(&cfg);
-	etcd.endpoints = "127.0.0.1:1";	/* nothing listens: the test publishes */
-	etcd.prefix = "/reader/";
-	cfg.open_nonblocking = 1;
-	cfg.backoff_initial_ms = 5000;
-	etcd.log = quiet;
-	ck_assert_int_eq(hr_client_open(&etcd, &cfg, &c, NULL), 0);
-	return c;
+	return hrt_ring_generation("r", gen, 8);
 }
 
 struct shared {
@@ -58,8 +26,16 @@ struct shared {
 	unsigned long reads, bad;
 };
 
+/* True when `s` ends with `tail`. */
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
 /* Owners and addresses of the ring the revision names (the draining
- * node "b" never owns a write). */
+ * node "b" never owns a write; addresses end with the revision's port). */
 static int consistent(const hr_owner *o)
 {
 	char want[32];
@@ -67,8 +43,8 @@ static int consistent(const hr_owner *o)
 
 	if (strncmp(o->node, want, (size_t)n) || strncmp(o->read_node, want, (size_t)n))
 		return 0;
-	n = snprintf(want, sizeof want, "addr-%llu-", (unsigned long long)o->revision);
-	return !strncmp(o->addr, want, (size_t)n) && !strncmp(o->read_addr, want, (size_t)n);
+	snprintf(want, sizeof want, ":%llu", (unsigned long long)o->revision);
+	return ends_with(o->addr, want) && ends_with(o->read_addr, want);
 }
 
 static void *reader_main(void *p)
@@ -103,7 +79,7 @@ static void *reader_main(void *p)
 
 START_TEST(swaps_under_handles)
 {
-	struct shared s = { open_client(), 0, 0, 0 };
+	struct shared s = { hrt_offline_client("/reader/"), 0, 0, 0 };
 	hr__publisher *pub = hr__client_publisher(s.client);
 	pthread_t th[READERS];
 
@@ -123,7 +99,7 @@ END_TEST
 
 START_TEST(same_answers_as_client_lookup)
 {
-	hr_client *c = open_client();
+	hr_client *c = hrt_offline_client("/reader/");
 	hr_reader *r = NULL;
 	hr_owner a, b;
 
@@ -156,7 +132,7 @@ END_TEST
 
 START_TEST(bad_input)
 {
-	hr_client *c = open_client();
+	hr_client *c = hrt_offline_client("/reader/");
 	hr_reader *r = (hr_reader *)&r;
 	hr_owner o;
 

@@ -1,13 +1,14 @@
 /*
  * test_ring.c - the placement core: contract vectors from an independent
  * implementation, the fast lookup against a naive reference, properties of
- * the ring (order, movement, balance, views, preference lists) and every
- * kind of bad input.
+ * the ring (order, movement, balance, views, preference lists), every
+ * kind of bad input, and the largest rings the limits allow.
  */
 #include "hashring.h"
 #include "ring.h"
 #include "ring_build.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 #include "hrt_rand.h"
 
 #include <cjson/cJSON.h>
@@ -30,71 +31,17 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-/* A node set with its own storage for the strings. */
-struct nodeset {
-	size_t n;
-	hr_node *nodes;
-	char (*ids)[32];
-	char (*addrs)[32];
-	char (*zones)[16];
-};
-
-static struct nodeset *nodeset_new(size_t n)
+/* n nodes "node-0".."node-<n-1>" at 127.0.0.1:11211, :11212, ... */
+static hrt_nodes *nodeset_new(size_t n)
 {
-	struct nodeset *s = calloc(1, sizeof *s);
-
-	ck_assert_ptr_nonnull(s);
-	s->n = n;
-	s->nodes = calloc(n ? n : 1, sizeof *s->nodes);
-	s->ids = calloc(n ? n : 1, sizeof *s->ids);
-	s->addrs = calloc(n ? n : 1, sizeof *s->addrs);
-	s->zones = calloc(n ? n : 1, sizeof *s->zones);
-	ck_assert(s->nodes && s->ids && s->addrs && s->zones);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(s->ids[i], sizeof s->ids[i], "node-%zu", i);
-		snprintf(s->addrs[i], sizeof s->addrs[i], "127.0.0.1:%zu",
-			 11211 + i);
-		s->nodes[i] = (hr_node){ .id = s->ids[i], .addr = s->addrs[i],
-					 .zone = NULL, .weight = 1,
-					 .state = HR_STATE_ACTIVE };
-	}
-	return s;
-}
-
-static void nodeset_zones(struct nodeset *s, unsigned zones)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		if (i % (zones + 1) == zones) {
-			s->nodes[i].zone = "";	/* the empty zone is a zone */
-		} else {
-			snprintf(s->zones[i], sizeof s->zones[i], "zone-%zu",
-				 i % (zones + 1));
-			s->nodes[i].zone = s->zones[i];
-		}
-	}
-}
-
-static void nodeset_free(struct nodeset *s)
-{
-	if (!s)
-		return;
-	free(s->nodes);
-	free(s->ids);
-	free(s->addrs);
-	free(s->zones);
-	free(s);
+	return hrt_nodes_new(n, "node-%zu", "127.0.0.1:%zu", 11211);
 }
 
 static hr_ring *build(const hr_node *nodes, size_t n, unsigned vpw)
 {
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = vpw };
-	hr_error err = { 0 };
-	hr_ring *ring = NULL;
-	int rc = hr_ring_build(nodes, n, &opts, 0, &ring, &err);
 
-	ck_assert_msg(rc == HR_OK, "build failed: %d %s", rc, err.message);
-	ck_assert_ptr_nonnull(ring);
-	return ring;
+	return hrt_ring_build(nodes, n, &opts, 0);
 }
 
 static int build_err(const hr_node *nodes, size_t n, hr_error *err)
@@ -474,7 +421,7 @@ END_TEST
 
 START_TEST(naive_equal_small)
 {
-	struct nodeset *s = nodeset_new(10);
+	hrt_nodes *s = nodeset_new(10);
 	hr_ring *ring = build(s->nodes, s->n, 200);
 
 	check_against_naive(ring, MILLION_KEYS, 1);
@@ -488,17 +435,17 @@ START_TEST(naive_equal_small)
 	ring = build(s->nodes, 2, 1);
 	check_against_naive(ring, MILLION_KEYS, 3);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(naive_weighted_states)
 {
-	struct nodeset *s = nodeset_new(100);
+	hrt_nodes *s = nodeset_new(100);
 	uint64_t seed = 42;
 	hr_ring *ring;
 
-	nodeset_zones(s, 3);
+	hrt_nodes_zones(s, 3);
 	for (size_t i = 0; i < s->n; i++) {
 		s->nodes[i].weight = 0.2 + (double)(splitmix64(&seed) % 280) / 100;
 		if (i % 10 == 3)
@@ -511,39 +458,39 @@ START_TEST(naive_weighted_states)
 	check_against_naive(ring, MILLION_KEYS, 4);
 	check_preflists_against_naive(ring, 100000, 5);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(naive_many_nodes)
 {
-	struct nodeset *s = nodeset_new(1000);
+	hrt_nodes *s = nodeset_new(1000);
 	hr_ring *ring;
 
-	nodeset_zones(s, 5);
+	hrt_nodes_zones(s, 5);
 	for (size_t i = 0; i < s->n; i += 97)
 		s->nodes[i].state = HR_STATE_DRAINING;
 	ring = build(s->nodes, s->n, 16);
 	check_against_naive(ring, MILLION_KEYS, 6);
 	check_preflists_against_naive(ring, 50000, 7);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(naive_two_zones)
 {
 	/* fewer zones than replicas, and the empty zone */
-	struct nodeset *s = nodeset_new(7);
+	hrt_nodes *s = nodeset_new(7);
 	hr_ring *ring;
 
-	nodeset_zones(s, 1);
+	hrt_nodes_zones(s, 1);
 	s->nodes[2].state = HR_STATE_WARMING;
 	ring = build(s->nodes, s->n, 50);
 	check_against_naive(ring, MILLION_KEYS, 8);
 	check_preflists_against_naive(ring, 200000, 9);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -628,11 +575,11 @@ END_TEST
 
 START_TEST(order_independent)
 {
-	struct nodeset *s = nodeset_new(40);
+	hrt_nodes *s = nodeset_new(40);
 	uint64_t seed = 11;
 	hr_ring *ref, *ring;
 
-	nodeset_zones(s, 4);
+	hrt_nodes_zones(s, 4);
 	for (size_t i = 0; i < s->n; i++) {
 		s->nodes[i].weight = 0.5 + (double)(i % 4) / 2;
 		s->nodes[i].state = (hr_state)(i % 3);
@@ -670,13 +617,13 @@ START_TEST(order_independent)
 		hr_ring_release(ring);
 	}
 	hr_ring_release(ref);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(digest_covers_membership)
 {
-	struct nodeset *s = nodeset_new(5);
+	hrt_nodes *s = nodeset_new(5);
 	hr_ring *ref = build(s->nodes, s->n, 0), *ring;
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 201 };
 	uint64_t d = hr_ring_digest(ref);
@@ -725,7 +672,7 @@ START_TEST(digest_covers_membership)
 	ck_assert_uint_ne(hr_ring_digest(ring), d);
 	hr_ring_release(ring);
 	hr_ring_release(ref);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -753,7 +700,7 @@ static double moved_sample(const hr_ring *a, const hr_ring *b, const char *id,
 
 START_TEST(movement_minimal)
 {
-	struct nodeset *s = nodeset_new(11);
+	hrt_nodes *s = nodeset_new(11);
 	hr_ring *ten = build(s->nodes, 10, 200);
 	hr_ring *eleven = build(s->nodes, 11, 200);
 	const hr_node *added = hr_ring_find(eleven, "node-10");
@@ -791,13 +738,13 @@ START_TEST(movement_minimal)
 	hr_ring_release(heavier);
 	hr_ring_release(ten);
 	hr_ring_release(eleven);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(balance_200_vnodes)
 {
-	struct nodeset *s = nodeset_new(10);
+	hrt_nodes *s = nodeset_new(10);
 	hr_ring *ring = build(s->nodes, s->n, 200);
 	size_t counts[10] = { 0 }, keys = 200000, max = 0, min = SIZE_MAX;
 	double total = 0, smax = 0;
@@ -836,16 +783,16 @@ START_TEST(balance_200_vnodes)
 	ck_assert_double_le(smax * 10, 1.25);
 	free(p);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(shares_exact)
 {
-	struct nodeset *s = nodeset_new(30);
+	hrt_nodes *s = nodeset_new(30);
 	hr_ring *ring;
 
-	nodeset_zones(s, 2);
+	hrt_nodes_zones(s, 2);
 	for (size_t i = 0; i < s->n; i++) {
 		s->nodes[i].weight = 0.25 * (double)(1 + i % 7);
 		s->nodes[i].state = (hr_state)(i % 3);
@@ -873,7 +820,7 @@ START_TEST(shares_exact)
 	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_node(ring, 0), (hr_view)2), 0);
 	ck_assert_double_eq(hr_ring_node_share(ring, &s->nodes[0], HR_VIEW_WRITE), 0);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -887,13 +834,13 @@ static bool has_zone(const hr_node **l, size_t n, const char *zone)
 
 START_TEST(preflist_rules)
 {
-	struct nodeset *s = nodeset_new(12);
+	hrt_nodes *s = nodeset_new(12);
 	hr_ring *ring;
 	const hr_node *pl[16];
 	uint64_t seed = 3;
 
 	/* three named zones and the empty zone: 4 zones */
-	nodeset_zones(s, 3);
+	hrt_nodes_zones(s, 3);
 	ring = build(s->nodes, s->n, 100);
 	for (int k = 0; k < 20000; k++) {
 		uint64_t key = splitmix64(&seed);
@@ -940,13 +887,13 @@ START_TEST(preflist_rules)
 	ck_assert_ptr_ne(pl[0], pl[2]);
 	check_preflists_against_naive(ring, 20000, 12);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(views_warming_draining)
 {
-	struct nodeset *s = nodeset_new(9);
+	hrt_nodes *s = nodeset_new(9);
 	hr_ring *base, *with, *ring;
 	size_t differ = 0;
 
@@ -1007,13 +954,13 @@ START_TEST(views_warming_draining)
 	hr_ring_release(ring);
 	hr_ring_release(base);
 	hr_ring_release(with);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(empty_ring_and_views)
 {
-	struct nodeset *s = nodeset_new(3);
+	hrt_nodes *s = nodeset_new(3);
 	hr_ring *ring;
 	hr_lookup lk;
 	const hr_node *pl[3];
@@ -1055,7 +1002,7 @@ START_TEST(empty_ring_and_views)
 	ck_assert_ptr_nonnull(lk.read_node);
 	check_against_naive(ring, 10000, 15);
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -1112,7 +1059,7 @@ END_TEST
 
 START_TEST(refcount)
 {
-	struct nodeset *s = nodeset_new(3);
+	hrt_nodes *s = nodeset_new(3);
 	hr_ring *ring = build(s->nodes, s->n, 10);
 	hr_lookup lk;
 
@@ -1125,13 +1072,13 @@ START_TEST(refcount)
 	hr_ring_release(ring);
 	ck_assert_ptr_null(hr_ring_retain(NULL));
 	hr_ring_release(NULL);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
 START_TEST(null_args)
 {
-	struct nodeset *s = nodeset_new(2);
+	hrt_nodes *s = nodeset_new(2);
 	hr_ring *ring = NULL;
 	hr_lookup lk;
 	hr_error err = { 0 };
@@ -1148,8 +1095,9 @@ START_TEST(null_args)
 	ck_assert_int_eq(hr__ring_lookup_pos(NULL, 0, &lk), HR_EINVAL);
 	ck_assert_uint_eq(hr_hash_key(NULL, 0), hr_hash_key("", 0));
 	ck_assert_uint_eq(hr__ring_view_nodes(ring, (hr_view)9), 0);
+	ck_assert_ptr_null(hr_ring_node(NULL, 0));
 	hr_ring_release(ring);
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -1194,7 +1142,7 @@ static void expect_bad(hr_node *nodes, size_t n, int code, const char *msg)
 
 START_TEST(bad_nodes)
 {
-	struct nodeset *s = nodeset_new(3);
+	hrt_nodes *s = nodeset_new(3);
 	char long_id[HR_ID_MAX + 2], long_addr[HR_ADDR_MAX + 2];
 	hr_node *nd = &s->nodes[1];
 	hr_error err;
@@ -1288,7 +1236,7 @@ START_TEST(bad_nodes)
 
 		ck_assert_int_eq(hr_ring_build(s->nodes, 3, &opts, 0, &ring, &err), HR_ELIMIT);
 	}
-	nodeset_free(s);
+	hrt_nodes_free(s);
 }
 END_TEST
 
@@ -1337,6 +1285,90 @@ START_TEST(node_check_same_rules)
 }
 END_TEST
 
+/* ---- the limits ------------------------------------------------------------ */
+
+/* The smallest positive weight still gets its one point. */
+START_TEST(smallest_weight_one_point)
+{
+	hr_node node = { "light", "127.0.0.1:1", "", 5e-324, HR_STATE_ACTIVE };
+	hr_ring *ring = build(&node, 1, 0);
+
+	ck_assert_uint_eq(hr_ring_point_count(ring), 1);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(ring_of_100000_nodes)
+{
+	size_t n = HR_NODES_MAX + 1;
+	hrt_nodes *s = nodeset_new(n);
+	const hr_node *nodes = s->nodes;
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 2 };
+	hr_ring *ring = NULL;
+	hr_error err = { 0 };
+	hr_lookup l;
+
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), 0);
+	ck_assert_uint_eq(hr_ring_node_count(ring), HR_NODES_MAX);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 2 * HR_NODES_MAX);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &l), 0);
+	ck_assert_ptr_eq(hr_ring_find(ring, l.node->id), l.node);
+	ck_assert_ptr_nonnull(hr_ring_find(ring, "node-99999"));
+	hr_ring_release(ring);
+	/* One more node is a clear limit error, not an allocation storm. */
+	ring = NULL;
+	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 7, &ring, &err), HR_ELIMIT);
+	ck_assert_ptr_null(ring);
+	hrt_assert_clean_message(err.message);
+	/* Within the node limit, over the point limit. */
+	opts.vnodes_per_weight = 400;
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), HR_ELIMIT);
+	ck_assert_ptr_null(ring);
+	ck_assert_ptr_nonnull(strstr(err.message, "more than 33554432 points"));
+	hrt_nodes_free(s);
+}
+END_TEST
+
+/* The largest ring the limits promise to hold: 100,000 nodes at the
+ * default 200 points per weight, 20 M points (past 2^24, and four-byte
+ * node numbers); every share at once in one pass; a one-node change
+ * derived from it equal to a full build. */
+START_TEST(ring_of_100000_nodes_default_vnodes)
+{
+	hrt_nodes *s = nodeset_new(HR_NODES_MAX + 1);
+	const hr_node *nodes = s->nodes;
+	double *shares = calloc(HR_NODES_MAX, sizeof *shares);
+	hr_ring *ring = NULL, *full = NULL, *derived = NULL;
+	hr_error err = { 0 };
+	double sum = 0;
+
+	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, NULL, 7, &ring, &err), 0);
+	ck_assert_uint_eq(hr_ring_point_count(ring), 200u * HR_NODES_MAX);
+	ck_assert_uint_gt(hr_ring_point_count(ring), 1u << 24);
+	ck_assert_uint_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, HR_NODES_MAX),
+			  HR_NODES_MAX);
+	for (size_t i = 0; i < HR_NODES_MAX; i++)
+		sum += shares[i];
+	ck_assert_double_eq_tol(sum, 1.0, 1e-9);
+	for (size_t i = 0; i < HR_NODES_MAX; i += 33333)
+		ck_assert(shares[i] == hr_ring_node_share(ring, hr_ring_node(ring, i),
+							  HR_VIEW_WRITE));
+	/* node-0 leaves, node-100000 joins. */
+	ck_assert_int_eq(hr__ring_derive(ring, nodes + 1, HR_NODES_MAX, NULL, 8,
+					 &derived, &err), 0);
+	ck_assert(hr__ring_derived(derived));
+	ck_assert_int_eq(hr_ring_build(nodes + 1, HR_NODES_MAX, NULL, 8, &full, &err), 0);
+	ck_assert_uint_eq(hr_ring_digest(derived), hr_ring_digest(full));
+	ck_assert_double_eq(hr_ring_moved_share(derived, full, HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hr_ring_moved_share(derived, full, HR_VIEW_READ), 0);
+	hr_ring_release(full);
+	hr_ring_release(derived);
+	hr_ring_release(ring);
+	free(shares);
+	hrt_nodes_free(s);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -1374,6 +1406,13 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, names_and_epochs);
 	tcase_add_test(tc, bad_nodes);
 	tcase_add_test(tc, node_check_same_rules);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, smallest_weight_one_point);
+	tcase_add_test(tc, ring_of_100000_nodes);
+	tcase_add_test(tc, ring_of_100000_nodes_default_vnodes);
 	suite_add_tcase(s, tc);
 	return s;
 }

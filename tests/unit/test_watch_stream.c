@@ -1,5 +1,7 @@
 /* test_watch_stream.c - the watch stream's framing and message parser, the
- * gateway's base64, and prefix range ends, on bytes as etcd 3.4 sends them. */
+ * gateway's base64, and prefix range ends, on bytes as etcd 3.4 sends them;
+ * and on hostile bytes: bad base64 and numbers, duplicate keys, messages
+ * cut anywhere, lines of megabytes. */
 #include "base64.h"
 #include "etcd.h"
 #include "watch_stream.h"
@@ -282,6 +284,7 @@ START_TEST(msg_malformed)
 		ck_assert_uint_eq(m.n_events, 0);
 		ck_assert_ptr_null(m.events);
 	}
+	hr__wmsg_clear(NULL);
 }
 END_TEST
 
@@ -366,6 +369,131 @@ START_TEST(int64_fields)
 }
 END_TEST
 
+/* ---- hostile messages ---------------------------------------------------- */
+
+START_TEST(msg_bad_base64_and_numbers)
+{
+	static const char *const bad[] = {
+		/* base64: a bad value, not a string */
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\",\"value\":\"*===\",\"mod_revision\":\"3\"}}]}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":7,\"mod_revision\":\"3\"}}]}}",
+		/* integers out of range or not integers */
+		"{\"result\":{\"header\":{\"revision\":\"99999999999999999999\"}}}",
+		"{\"result\":{\"header\":{\"revision\":\"-99999999999999999999\"}}}",
+		"{\"result\":{\"header\":{\"revision\":\"12abc\"}}}",
+		"{\"result\":{\"header\":{\"revision\":\"\"}}}",
+		"{\"result\":{\"header\":{\"revision\":\"-5\"}}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"0\"}}]}}",
+		"{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"-1\"}}]}}",
+		"{\"result\":{" H ",\"compact_revision\":\"1e3\",\"canceled\":true}}",
+	};
+	hr__wmsg m;
+	hr_error err = { 0 };
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		ck_assert_msg(hr__wmsg_parse(bad[i], strlen(bad[i]), &m, &err) == HR_EPARSE,
+			      "accepted: %s", bad[i]);
+		ck_assert_ptr_null(m.events);
+		hrt_assert_clean_message(err.message);
+	}
+}
+END_TEST
+
+START_TEST(msg_duplicate_keys_in_one_batch)
+{
+	const char *msg = "{\"result\":{" H ",\"events\":["
+		"{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"15\",\"value\":\"eDox\"}},"
+		"{\"type\":\"DELETE\",\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"15\"}},"
+		"{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"15\",\"value\":\"eDoy\"}}]}}";
+	hr__wmsg m;
+	hr_error err = { 0 };
+
+	/* etcd refuses such a txn, but the parser keeps whatever arrives in
+	 * stream order, so applying it leaves the last value. */
+	ck_assert_int_eq(hr__wmsg_parse(msg, strlen(msg), &m, &err), 0);
+	ck_assert_uint_eq(m.n_events, 3);
+	ck_assert_str_eq(m.events[0].value, "x:1");
+	ck_assert_int_eq(m.events[1].deleted, 1);
+	ck_assert_str_eq(m.events[2].value, "x:2");
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+START_TEST(msg_truncated_at_every_byte)
+{
+	const char *msg = "{\"result\":{" H ",\"events\":["
+		"{\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYQ==\",\"mod_revision\":\"15\",\"value\":\"MTI3LjAuMC4xOjE=\"}},"
+		"{\"type\":\"DELETE\",\"kv\":{\"key\":\"L3Jpbmcvbm9kZXMvYg==\",\"mod_revision\":\"15\"}}]}}";
+	size_t len = strlen(msg);
+	hr__wmsg m;
+	hr_error err = { 0 };
+
+	/* A stream cut anywhere leaves a prefix that must never be taken
+	 * for a (smaller) message. */
+	for (size_t i = 0; i < len; i++) {
+		ck_assert_msg(hr__wmsg_parse(msg, i, &m, &err) == HR_EPARSE,
+			      "a %zu-byte prefix was accepted", i);
+		ck_assert_ptr_null(m.events);
+	}
+	ck_assert_int_eq(hr__wmsg_parse(msg, len, &m, &err), 0);
+	ck_assert_uint_eq(m.n_events, 2);
+	hr__wmsg_clear(&m);
+}
+END_TEST
+
+struct count {
+	int ok, bad;
+};
+
+static int parse_line(void *ud, const char *line, size_t len)
+{
+	struct count *c = ud;
+	hr__wmsg m;
+	hr_error err = { 0 };
+
+	if (hr__wmsg_parse(line, len, &m, &err) == 0)
+		c->ok++;
+	else
+		c->bad++;
+	hr__wmsg_clear(&m);
+	return 0;
+}
+
+START_TEST(lines_huge_and_limit)
+{
+	size_t vlen = 3u << 20, enc = (vlen + 2) / 3 * 4;
+	const char *head = "{\"result\":{" H ",\"events\":[{\"kv\":{\"key\":\"YQ==\",\"mod_revision\":\"15\",\"value\":\"";
+	const char *tail = "\"}}]}}\n";
+	size_t n = strlen(head) + enc + strlen(tail);
+	char *s = malloc(n + 1);
+	hr__linebuf lb = { .max = 64u << 20 };
+	struct count c = { 0 };
+
+	/* A 4 MB message in 1000-byte reads, as a replay of big values. */
+	strcpy(s, head);
+	memset(s + strlen(head), 'A', enc);
+	strcpy(s + strlen(head) + enc, tail);
+	for (size_t off = 0; off < n; off += 1000)
+		ck_assert_int_eq(hr__linebuf_feed(&lb, s + off, n - off < 1000 ? n - off : 1000,
+						  parse_line, &c), 0);
+	ck_assert_int_eq(c.ok, 1);
+	/* Over the limit: HR_ELIMIT, and after a reset the stream goes on. */
+	lb.max = 1u << 20;
+	hr__linebuf_reset(&lb);
+	ck_assert_int_eq(hr__linebuf_feed(&lb, s, n, parse_line, &c), HR_ELIMIT);
+	hr__linebuf_reset(&lb);
+	ck_assert_int_eq(hr__linebuf_feed(&lb, "{\"result\":{" H "}}\n", strlen(H) + 14,
+					  parse_line, &c), 0);
+	ck_assert_int_eq(c.ok, 2);
+	/* A truncated last message is handed over at the end, and refused. */
+	ck_assert_int_eq(hr__linebuf_feed(&lb, s, 5000, parse_line, &c), 0);
+	ck_assert_int_eq(hr__linebuf_finish(&lb, parse_line, &c), 0);
+	ck_assert_int_eq(c.bad, 1);
+	hr__linebuf_free(&lb);
+	free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("watch_stream");
@@ -384,6 +512,14 @@ int main(void)
 	tcase_add_test(tc, base64_rejects);
 	tcase_add_test(tc, prefix_range_end);
 	tcase_add_test(tc, int64_fields);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, msg_bad_base64_and_numbers);
+	tcase_add_test(tc, msg_duplicate_keys_in_one_batch);
+	tcase_add_test(tc, msg_truncated_at_every_byte);
+	tcase_add_test(tc, lines_huge_and_limit);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
