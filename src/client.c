@@ -1,6 +1,7 @@
 /* client.c - the public client: open/close, and the lookup entry points
  * over the published ring. */
 #include "client.h"
+#include "clock.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
@@ -20,14 +21,6 @@ struct hr_client {
 	hr__watcher *watcher;
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
 };
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		   hr_client **out, hr_error *err)
@@ -55,7 +48,7 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		curl_global_cleanup();
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	c->opened_ms = monotonic_ms();
+	c->opened_ms = hr__now_ms();
 	c->log = conn.log;
 	/* Lookups before the first sync see an empty ring, never NULL. */
 	rc = hr_ring_build(NULL, 0, &conn.ring, 0, &empty, err);
@@ -134,9 +127,9 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 	cause = failure_cause(last.message);
 	if (*cause)
 		return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms: %s",
-				     (long long)(monotonic_ms() - c->opened_ms), cause);
+				     (long long)(hr__now_ms() - c->opened_ms), cause);
 	return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms",
-			     (long long)(monotonic_ms() - c->opened_ms));
+			     (long long)(hr__now_ms() - c->opened_ms));
 }
 
 void hr_client_close(hr_client *c)

@@ -1,6 +1,7 @@
 /* register.c - lease-backed self-registration of a node: the lease's life
  * (grant, renewal, loss and repair) and the registrar's own record.  The
  * in-place edit of a record is update.c's. */
+#include "clock.h"
 #include "config.h"
 #include "error.h"
 #include "etcd.h"
@@ -58,14 +59,6 @@ struct hr_registrar {
 	int64_t logged_ms;        /* when that line was logged */
 	int64_t failing_since_ms;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int status_of(hr_registrar *r)
 {
@@ -168,7 +161,7 @@ static void adopt(hr_registrar *r, const hr__kv *kv)
  * absent or still ours.  Called with mu held. */
 static int reregister(hr_registrar *r, hr_error *err)
 {
-	int64_t lease, ttl, t0 = now_ms();
+	int64_t lease, ttl, t0 = hr__now_ms();
 	hr__kv kv = { 0 };
 	int found = 0, done, rc;
 
@@ -250,13 +243,7 @@ static void wait_ms(hr_registrar *r, int64_t ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	hr__deadline_in(&ts, ms);
 	while (!r->stop && !status_of(r) && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
 		;
 }
@@ -276,7 +263,7 @@ static int64_t renew_interval_ms(const hr_registrar *r)
 static int64_t renewal_failed(hr_registrar *r, const char *event, int rc,
 			      const hr_error *err)
 {
-	int64_t now = now_ms(), interval = renew_interval_ms(r);
+	int64_t now = hr__now_ms(), interval = renew_interval_ms(r);
 	int64_t margin = r->ttl * 1000 / 4 < 1000 ? r->ttl * 1000 / 4 : 1000;
 	int64_t wait = RETRY_MS, left;
 
@@ -307,7 +294,7 @@ static void renewal_recovered(hr_registrar *r)
 		return;
 	hr__log_emit(&r->log, HR_LOG_INFO, "keepalive_recovered",
 		     "id=%s lease=" LEASE_FMT " failures=%d failing_ms=%" PRId64, r->id,
-		     LEASE_ARG(r->lease), r->failures, now_ms() - r->failing_since_ms);
+		     LEASE_ARG(r->lease), r->failures, hr__now_ms() - r->failing_since_ms);
 	r->failures = 0;
 	r->unlogged = 0;
 }
@@ -327,7 +314,7 @@ static void *renew_main(void *arg)
 		wait_ms(r, wait ? wait : renew_interval_ms(r));
 		if (r->stop || status_of(r))
 			break;
-		sent = now_ms();
+		sent = hr__now_ms();
 		rc = hr__etcd_lease_keepalive(r->etcd, r->lease, &ttl, &err);
 		if (!rc && ttl > 0) {
 			r->expires_ms = sent + ttl * 1000;
@@ -454,13 +441,7 @@ int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&r->mu, NULL);
-	{
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&r->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	hr__cond_init_monotonic(&r->cv);
 	r->log = conn.log;
 	r->ring = conn.ring;
 	r->on_lost = reg.on_lost;
@@ -472,7 +453,7 @@ int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 		registrar_free(r);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	t0 = now_ms();
+	t0 = hr__now_ms();
 	rc = hr__etcd_new(&conn.etcd, &r->etcd, err);
 	if (!rc)
 		rc = hr__etcd_lease_grant(r->etcd, reg.ttl_s, &r->lease, &granted, err);
