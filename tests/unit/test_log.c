@@ -206,14 +206,14 @@ START_TEST(any_bytes_read_back)
 	cJSON *all;
 
 	hr__log_emit(&lg, HR_LOG_INFO, "x", "zone=%s ctl=%s bad=%s",
-		     "z\xc3\xbcrich \xe2\x82\xac", "a\x01\x7f" "b", "caf\xc3 \xff");
+		     "z\xc3\xbcrich \xe2\x82\xac", "a\001\177b", "caf\xc3 \xff");
 	all = decode_all();
 	{
 		/* Valid UTF-8 comes back exactly; an invalid byte as U+FFFD
 		 * (Go's reading of the lone surrogate). */
 		const char *want[] = { "level", "info", "event", "x",
 				       "zone", "z\xc3\xbcrich \xe2\x82\xac",
-				       "ctl", "a\x01\x7f" "b",
+				       "ctl", "a\001\177b",
 				       "bad", "caf\xef\xbf\xbd \xef\xbf\xbd" };
 		assert_pairs(cJSON_GetArrayItem(all, 0), want, 5);
 	}
