@@ -18,9 +18,12 @@ libcurl4-openssl-dev liburcu-dev libssl-dev etcd-server etcd-client curl"
 # vectors and the compose file; clang and its runtime for the fuzzers;
 # libmemcached for ketama; openssl for the TLS suite's certificates;
 # groff-base (groff) and man-db (man) for the man page checks; Go and
-# go-logfmt, the reference logfmt parser the log tests read lines back with.
+# go-logfmt, the reference logfmt parser the log tests read lines back with;
+# prometheus (promtool and the server) and libmicrohttpd for the metrics
+# suites, and locales for their check that numbers ignore the locale.
 TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev
-libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev"
+libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev
+prometheus libmicrohttpd-dev locales"
 
 [ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 

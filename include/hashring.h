@@ -90,7 +90,8 @@ HR_EXPORT const char *hr_strerror(int code);
 
 /*
  * The settings a caller fills in - hr_ring_options, hr_etcd_config,
- * hr_client_config, hr_registration and hr_record_update - may gain fields
+ * hr_client_config, hr_registration, hr_record_update and
+ * hr_metrics_options - may gain fields
  * in a minor release.  Each starts with `size_t size`, the caller's sizeof
  * of the struct, which its init macro sets along with every default:
  *
@@ -111,8 +112,9 @@ HR_EXPORT const char *hr_strerror(int code);
  * No field is ever moved, resized or removed within a major version; new
  * ones are appended.
  *
- * Every field of hr_ring_options and hr_record_update defaults to 0, so a
- * designated initializer that names the size does what the init macro does:
+ * Every field of hr_ring_options, hr_record_update and hr_metrics_options
+ * defaults to 0, so a designated initializer that names the size does what
+ * the init macro does:
  *
  *     hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 100 };
  *
@@ -120,9 +122,9 @@ HR_EXPORT const char *hr_strerror(int code);
  * as an argument instead, which a macro passes: the library writes no byte
  * beyond it.
  *
- * Structs in arrays (hr_node, hr_replica, and the library's hr_arc and
- * hr_arc_total), those lookups fill (hr_lookup, hr_owner) and hr_error
- * keep their layout for the whole major version.
+ * Structs in arrays (hr_node, hr_replica, hr_metrics_label, and the
+ * library's hr_arc and hr_arc_total), those lookups fill (hr_lookup,
+ * hr_owner) and hr_error keep their layout for the whole major version.
  */
 
 /* ------------------------------------------------------------------------ */
@@ -671,6 +673,141 @@ HR_EXPORT int hr_client_status_get_size(hr_client *client,
 					hr_client_status *out, size_t size);
 #define hr_client_status_get(client, out) \
 	hr_client_status_get_size((client), (out), sizeof *(out))
+
+/* ------------------------------------------------------------------------ */
+/* Metrics: the Prometheus text exposition                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A client's state and its ring as Prometheus metrics, in the text
+ * exposition format 0.0.4, for a service to serve on an endpoint of its
+ * own with the Content-Type HR_METRICS_CONTENT_TYPE.  The metrics, with
+ * the default (empty) name prefix; docs/metrics.md gives their meaning and
+ * example queries:
+ *
+ *   hashring_build_info{version}        gauge 1: the library's version
+ *   hashring_ring_revision              gauge: the published ring's etcd
+ *                                       revision (0 before the first sync)
+ *   hashring_ring_info{digest}          gauge 1: its digest, 16 hex digits
+ *                                       (equal digests, equal placement)
+ *   hashring_ring_nodes{state}          gauge: nodes per state
+ *   hashring_ring_points                gauge: points of the ring
+ *   hashring_node_info{node,addr,zone}  gauge 1 per node
+ *   hashring_node_state{node,state}     gauge: 1 for the node's state, 0
+ *                                       for the two others
+ *   hashring_node_weight{node}          gauge
+ *   hashring_node_points{node}          gauge
+ *   hashring_node_share_ratio{node,view} gauge: share of the key space the
+ *                                       node owns in view "write" and
+ *                                       "read", 0 to 1 (hr_ring_node_share)
+ * and for a client (hr_client_status), between ring_info and ring_nodes:
+ *   hashring_confirmed_revision         gauge: newest revision known applied
+ *   hashring_unconfirmed_seconds        gauge: 0 while current, else the
+ *                                       time since it was last confirmed
+ *   hashring_rings_published_total      counter
+ *   hashring_resyncs_total              counter: full syncs after the first
+ *   hashring_reconnects_total           counter
+ *   hashring_etcd_endpoint_info{endpoint} gauge 1: the endpoint in use (no
+ *                                       sample while there is none)
+ *
+ * Every family has HELP and TYPE lines; every sample carries the
+ * options' constant labels first.  Later releases add families (per-node
+ * lookups, hot keys), with label names from those reserved below, and
+ * an `omit` flag for each; a family is never renamed or retyped within a
+ * major version.  Label values may hold any bytes: '\', '"' and newline
+ * are escaped as the format says, other bytes of valid UTF-8 pass
+ * through, and each byte that is not part of valid UTF-8 (which the
+ * format does not allow) is written as U+FFFD.  Node ids never need that
+ * (printable ASCII); addresses, zones and constant labels may.  Numbers
+ * are written in the C locale, whatever the program's: counts as exact
+ * integers, others in the fewest digits that read back as the same
+ * double.
+ */
+#define HR_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/*
+ * Receives the next `len` bytes of the exposition (at most 8192 at a
+ * time; pieces do not follow lines), on the thread that called the
+ * writer.  Returns 0 to go on; any other value stops the writer, which
+ * returns HR_EIO.
+ */
+typedef int (*hr_metrics_write_fn)(void *userdata, const char *data,
+				   size_t len);
+
+/* A label that every sample carries (an instance or client id).  Keeps
+ * its layout (an array of them is passed). */
+typedef struct hr_metrics_label {
+	const char *name;    /* [a-zA-Z_][a-zA-Z0-9_]*, at most 128 bytes   */
+	const char *value;   /* any bytes, NUL-terminated, at most 4096     */
+} hr_metrics_label;
+
+/* Leaves the per-node families (hashring_node_*) out: about 510 bytes
+ * per node, 51 MB for a ring of 100,000 nodes. */
+#define HR_METRICS_OMIT_NODES 0x1u
+
+/*
+ * How the metrics are written.  A NULL `const hr_metrics_options *` means
+ * the defaults.  Grows (see "Structs that grow"); every field defaults
+ * to 0, so `{ .size = sizeof opts, ... }` equals the init macro.
+ *
+ * HR_EINVAL, naming the field, for a bad size; a name prefix that is not
+ * [a-zA-Z_][a-zA-Z0-9_]* or is over 128 bytes; labels NULL with a count,
+ * more than 64 labels, a NULL name or value, a name that is not valid, is
+ * given twice, starts with "__" (reserved by Prometheus) or is one the
+ * library writes or will write (node, view, state, addr, zone, digest,
+ * version, endpoint, key, rank, le, quantile); a value over 4096 bytes;
+ * an unknown flag in `omit`.
+ */
+typedef struct hr_metrics_options {
+	size_t size;               /* sizeof, set by hr_metrics_options_init() */
+	/* Prepended verbatim to every metric name (NULL or "": none), so
+	 * "myapp_" gives myapp_hashring_ring_revision. */
+	const char *name_prefix;
+	const hr_metrics_label *labels; /* constant labels; NULL: none       */
+	size_t label_count;
+	uint64_t omit;             /* HR_METRICS_OMIT_* flags; 0: everything */
+} hr_metrics_options;
+
+/* Sets `size` bytes of `opts` (NULL: nothing) to zeros, with opts->size =
+ * size.  Call it through the macro. */
+HR_EXPORT void hr_metrics_options_init_size(hr_metrics_options *opts,
+					    size_t size);
+#define hr_metrics_options_init(opts) \
+	hr_metrics_options_init_size((opts), sizeof *(opts))
+
+/*
+ * Writes the metrics of `client` (its status and the ring published now:
+ * the ring families are those of one ring, read once) to `write_fn`, with
+ * `userdata`, as `opts` says (NULL: the defaults).  Neither `opts` nor
+ * its strings are kept.
+ *
+ * Returns 0 once everything was written.  Errors: HR_EINVAL (NULL client
+ * or write_fn, bad options: nothing written), HR_ENOMEM, HR_EIO (`write_fn`
+ * returned nonzero: the message gives its value).  On an error after
+ * some output the exposition is cut short: a server collects it and
+ * sends it once the call returned 0 (and answers 500 otherwise).
+ *
+ * Thread safe: any thread, any number at once, beside lookups, which it
+ * never slows down (it holds a ring reference, no lock); also from the
+ * client's callbacks; not during or after hr_client_close().  Costs
+ * O(points) for the shares, and allocates two doubles per node.
+ */
+HR_EXPORT int hr_client_metrics_write(hr_client *client,
+				      hr_metrics_write_fn write_fn,
+				      void *userdata,
+				      const hr_metrics_options *opts,
+				      hr_error *err);
+
+/*
+ * The ring families alone (build_info, ring_*, node_*; no client
+ * families) for `ring`, e.g. an offline ring from hr_ring_load_file().
+ * Same options, errors and output rules as hr_client_metrics_write (NULL
+ * ring: HR_EINVAL).  Thread safe.
+ */
+HR_EXPORT int hr_ring_metrics_write(const hr_ring *ring,
+				    hr_metrics_write_fn write_fn, void *userdata,
+				    const hr_metrics_options *opts,
+				    hr_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Registration: joining the cluster under a lease                          */

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "error.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,7 @@ NO_TAIL_PADDING(hr_etcd_config, log_userdata);
 NO_TAIL_PADDING(hr_client_config, on_diff_userdata);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
 NO_TAIL_PADDING(hr_record_update, weight);
+NO_TAIL_PADDING(hr_metrics_options, omit);
 #endif
 
 static const hr_ring_options ring_defaults = {
@@ -71,6 +73,10 @@ static const hr_registration registration_defaults = {
 
 static const hr_record_update update_defaults = {
 	.size = sizeof(hr_record_update),
+};
+
+static const hr_metrics_options metrics_defaults = {
+	.size = sizeof(hr_metrics_options),
 };
 
 /* ---- initialising ---------------------------------------------------------- */
@@ -110,6 +116,11 @@ void hr_registration_init_size(hr_registration *reg, size_t size)
 void hr_record_update_init_size(hr_record_update *upd, size_t size)
 {
 	init_sized(upd, size, &update_defaults, sizeof update_defaults);
+}
+
+void hr_metrics_options_init_size(hr_metrics_options *opts, size_t size)
+{
+	init_sized(opts, size, &metrics_defaults, sizeof metrics_defaults);
 }
 
 /* ---- the size protocol ------------------------------------------------------- */
@@ -330,5 +341,27 @@ int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 	if ((out->fields & HR_UPDATE_WEIGHT) && (!isfinite(out->weight) || out->weight <= 0))
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_record_update: weight must be a finite number > 0");
+	return 0;
+}
+
+int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,
+			     hr_error *err)
+{
+	int rc;
+
+	*out = metrics_defaults;
+	if (!in)
+		return 0;
+	rc = CHECK_SIZE(hr_metrics_options, in, name_prefix, err);
+	if (rc)
+		return rc;
+	TAKE(hr_metrics_options, in, out, name_prefix);
+	TAKE(hr_metrics_options, in, out, labels);
+	TAKE(hr_metrics_options, in, out, label_count);
+	TAKE(hr_metrics_options, in, out, omit);
+	if (out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_metrics_options: unknown flags 0x%" PRIx64 " in omit",
+				     out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES);
 	return 0;
 }

@@ -51,4 +51,10 @@ int hr__registration_read(const hr_registration *in, hr_registration *out,
 int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 			   hr_error *err);
 
+/* Reads `in` into *out; NULL: the defaults.  HR_EINVAL for a bad size or
+ * an unknown flag in omit.  The names and labels are the exposition's to
+ * check (metrics_text.h), which knows the format's rules. */
+int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,
+			     hr_error *err);
+
 #endif

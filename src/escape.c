@@ -91,6 +91,13 @@ size_t hr__escape_unit(const char *s, size_t n, size_t *used,
 	return len;
 }
 
+size_t hr__utf8_len(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	return u[0] < 0x80 ? 1 : utf8_len(u, n);
+}
+
 int hr__logfmt_needs_quotes(const char *s, size_t n)
 {
 	if (n == 0)

@@ -1,5 +1,5 @@
 /* escape.h - arbitrary bytes written as the inside of a double-quoted JSON
- * or logfmt string (internal).
+ * or logfmt string (internal); where valid UTF-8 ends.
  *
  * One escaping for log lines and the CLI's JSON, so that any JSON or logfmt
  * parser reads back exactly what was written:
@@ -27,6 +27,11 @@
  */
 size_t hr__escape_unit(const char *s, size_t n, size_t *used,
 		       char out[HR__ESCAPE_UNIT_MAX]);
+
+/* Length of the valid UTF-8 sequence at the start of s[0..n) (n > 0): 1
+ * for an ASCII byte, 2 to 4, or 0 when no valid sequence starts there.
+ * (The Prometheus exposition, which must be UTF-8, needs it too.) */
+size_t hr__utf8_len(const char *s, size_t n);
 
 /* Whether a logfmt value must be quoted: it is empty, or holds a byte
  * outside 0x21-0x7e, or '"', '=' or '\'. */

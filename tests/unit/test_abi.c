@@ -60,6 +60,7 @@ START_TEST(init_sets_size_and_defaults)
 	hr_registration reg;
 	hr_ring_options opts;
 	hr_record_update upd;
+	hr_metrics_options mo;
 
 	memset(&etcd, FILL, sizeof etcd);
 	hr_etcd_config_init(&etcd);
@@ -105,6 +106,14 @@ START_TEST(init_sets_size_and_defaults)
 	hr_record_update_init(&upd);
 	ck_assert_uint_eq(upd.size, sizeof upd);
 	ck_assert_uint_eq(upd.fields, 0);
+
+	memset(&mo, FILL, sizeof mo);
+	hr_metrics_options_init(&mo);
+	ck_assert_uint_eq(mo.size, sizeof mo);
+	ck_assert_ptr_null(mo.name_prefix);
+	ck_assert_ptr_null(mo.labels);
+	ck_assert_uint_eq(mo.label_count, 0);
+	ck_assert_uint_eq(mo.omit, 0);
 
 	/* NULL and sizes that cannot hold the size are left alone. */
 	hr_etcd_config_init_size(NULL, sizeof etcd);

@@ -1,0 +1,602 @@
+/* test_metrics.c - the Prometheus exposition of rings and clients: the
+ * exact text for a small ring, escaping of any bytes, numbers in the C
+ * locale whatever the program's, bad options refused before any output,
+ * a refusing callback, and promtool's verdict on what is written. */
+#define _GNU_SOURCE
+#include "client.h"
+#include "publish.h"
+#include "hrt_check.h"
+#include "hrt_ring_fixture.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <locale.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef HR_PROMTOOL
+#define HR_PROMTOOL "promtool"
+#endif
+
+/* ---- collecting the output ------------------------------------------------ */
+
+typedef struct sink {
+	char *text;
+	size_t len, cap;
+	size_t calls, biggest;
+	size_t refuse_at;      /* the call (1-based) that returns `refusal`; 0: none */
+	int refusal;
+} sink;
+
+static int sink_write(void *userdata, const char *data, size_t len)
+{
+	sink *s = userdata;
+
+	s->calls++;
+	if (len > s->biggest)
+		s->biggest = len;
+	if (s->refuse_at && s->calls == s->refuse_at)
+		return s->refusal;
+	if (s->len + len + 1 > s->cap) {
+		s->cap = (s->len + len + 1) * 2;
+		s->text = realloc(s->text, s->cap);
+		ck_assert_ptr_nonnull(s->text);
+	}
+	memcpy(s->text + s->len, data, len);
+	s->len += len;
+	s->text[s->len] = '\0';
+	return 0;
+}
+
+static void sink_free(sink *s)
+{
+	free(s->text);
+	memset(s, 0, sizeof *s);
+}
+
+/* The ring's exposition with `opts`, which must succeed. */
+static char *ring_text(const hr_ring *ring, const hr_metrics_options *opts)
+{
+	sink s = { 0 };
+	hr_error err = { 0 };
+
+	ck_assert_msg(hr_ring_metrics_write(ring, sink_write, &s, opts, &err) == 0,
+		      "%s", err.message);
+	ck_assert_ptr_nonnull(s.text);
+	return s.text;
+}
+
+/* ---- the small ring --------------------------------------------------------- */
+
+/* A warming node alone in the write view and a draining node alone in the
+ * read view: every share is exactly 0 or 1.  The ids hold '"' and '\';
+ * the first zone is valid UTF-8, the second address holds a byte that is
+ * not. */
+static hr_ring *small_ring(void)
+{
+	static const hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 4 };
+	const hr_node nodes[] = {
+		{ "a\"b\\c", "127.0.0.1:7001", "z\xc3\xa9\\", 2, HR_STATE_WARMING },
+		{ "d", "h\"st\xff:1", NULL, 0.5, HR_STATE_DRAINING },
+	};
+
+	return hrt_ring_build(nodes, 2, &opts, 42);
+}
+
+START_TEST(exact_text_of_a_small_ring)
+{
+	static const hr_metrics_label labels[] = {
+		{ "client", "c\"1\\\n\xfe" },
+		{ "Region_2", "" },
+	};
+	hr_metrics_options opts = { .size = sizeof opts, .name_prefix = "app_",
+				    .labels = labels, .label_count = 2 };
+	hr_ring *ring = small_ring();
+	char *got, *want;
+	const char *L = "client=\"c\\\"1\\\\\\n\xef\xbf\xbd\",Region_2=\"\"";
+	const char *A = "node=\"a\\\"b\\\\c\"";
+
+	ck_assert_int_eq(asprintf(&want,
+		"# HELP app_hashring_build_info The hashring library writing these metrics, by version.\n"
+		"# TYPE app_hashring_build_info gauge\n"
+		"app_hashring_build_info{%s,version=\"%s\"} 1\n"
+		"# HELP app_hashring_ring_revision The etcd revision of the published ring (0 before the first sync).\n"
+		"# TYPE app_hashring_ring_revision gauge\n"
+		"app_hashring_ring_revision{%s} 42\n"
+		"# HELP app_hashring_ring_info The published ring's digest: equal digests give equal placement.\n"
+		"# TYPE app_hashring_ring_info gauge\n"
+		"app_hashring_ring_info{%s,digest=\"%016" PRIx64 "\"} 1\n"
+		"# HELP app_hashring_ring_nodes Nodes of the ring, by state.\n"
+		"# TYPE app_hashring_ring_nodes gauge\n"
+		"app_hashring_ring_nodes{%s,state=\"active\"} 0\n"
+		"app_hashring_ring_nodes{%s,state=\"warming\"} 1\n"
+		"app_hashring_ring_nodes{%s,state=\"draining\"} 1\n"
+		"# HELP app_hashring_ring_points Points (virtual nodes) of the ring.\n"
+		"# TYPE app_hashring_ring_points gauge\n"
+		"app_hashring_ring_points{%s} 10\n"
+		"# HELP app_hashring_node_info Each node of the ring, with its address and zone.\n"
+		"# TYPE app_hashring_node_info gauge\n"
+		"app_hashring_node_info{%s,%s,addr=\"127.0.0.1:7001\",zone=\"z\xc3\xa9\\\\\"} 1\n"
+		"app_hashring_node_info{%s,node=\"d\",addr=\"h\\\"st\xef\xbf\xbd:1\",zone=\"\"} 1\n"
+		"# HELP app_hashring_node_state Each node's state: 1 for the one it is in, 0 for the others.\n"
+		"# TYPE app_hashring_node_state gauge\n"
+		"app_hashring_node_state{%s,%s,state=\"active\"} 0\n"
+		"app_hashring_node_state{%s,%s,state=\"warming\"} 1\n"
+		"app_hashring_node_state{%s,%s,state=\"draining\"} 0\n"
+		"app_hashring_node_state{%s,node=\"d\",state=\"active\"} 0\n"
+		"app_hashring_node_state{%s,node=\"d\",state=\"warming\"} 0\n"
+		"app_hashring_node_state{%s,node=\"d\",state=\"draining\"} 1\n"
+		"# HELP app_hashring_node_weight Each node's weight.\n"
+		"# TYPE app_hashring_node_weight gauge\n"
+		"app_hashring_node_weight{%s,%s} 2\n"
+		"app_hashring_node_weight{%s,node=\"d\"} 0.5\n"
+		"# HELP app_hashring_node_points Each node's points (virtual nodes).\n"
+		"# TYPE app_hashring_node_points gauge\n"
+		"app_hashring_node_points{%s,%s} 8\n"
+		"app_hashring_node_points{%s,node=\"d\"} 2\n"
+		"# HELP app_hashring_node_share_ratio Each node's share of the key space in the write and the read view, 0 to 1.\n"
+		"# TYPE app_hashring_node_share_ratio gauge\n"
+		"app_hashring_node_share_ratio{%s,%s,view=\"write\"} 1\n"
+		"app_hashring_node_share_ratio{%s,%s,view=\"read\"} 0\n"
+		"app_hashring_node_share_ratio{%s,node=\"d\",view=\"write\"} 0\n"
+		"app_hashring_node_share_ratio{%s,node=\"d\",view=\"read\"} 1\n",
+		L, HR_VERSION_STRING, L, L, hr_ring_digest(ring), L, L, L, L,
+		L, A, L,
+		L, A, L, A, L, A, L, L, L,
+		L, A, L,
+		L, A, L,
+		L, A, L, A, L, L) > 0, 1);
+	got = ring_text(ring, &opts);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* No options: no prefix, no braces where a sample has no label. */
+START_TEST(defaults_and_the_empty_ring)
+{
+	hr_ring *ring = hrt_ring_build(NULL, 0, NULL, 0);
+	char *got = ring_text(ring, NULL);
+
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_ring_revision 0\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_ring_points 0\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_ring_nodes{state=\"active\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_node_share_ratio gauge\n"));
+	/* Families without samples end the text. */
+	ck_assert_ptr_null(strstr(got, "\nhashring_node_"));
+	free(got);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(omit_nodes)
+{
+	hr_metrics_options opts = { .size = sizeof opts, .omit = HR_METRICS_OMIT_NODES };
+	hr_ring *ring = small_ring();
+	char *got = ring_text(ring, &opts);
+
+	ck_assert_ptr_null(strstr(got, "hashring_node_"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_ring_points 10\n"));
+	free(got);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* The value of the sample line that starts with `head`, parsed back. */
+static double sample_value(const char *text, const char *head)
+{
+	char *line;
+	const char *p;
+
+	ck_assert_int_gt(asprintf(&line, "\n%s ", head), 0);
+	p = strstr(text, line);
+	ck_assert_msg(p, "no sample %s", head);
+	p += strlen(line);
+	free(line);
+	return strtod(p, NULL);
+}
+
+/* Every double reads back as exactly the library's value, written in as
+ * few digits as that allows. */
+START_TEST(doubles_read_back_exactly)
+{
+	hrt_nodes *s = hrt_nodes_new(7, "n%zu", NULL, 0);
+	const double weights[] = { 1, 0.1, 1.0 / 3, 2.5, 7, 1e-3, 3.14159 };
+	hr_ring *ring;
+	char *got, head[128];
+
+	for (size_t i = 0; i < s->n; i++)
+		s->nodes[i].weight = weights[i];
+	ring = hrt_ring_build(s->nodes, s->n, NULL, 7);
+	got = ring_text(ring, NULL);
+	for (size_t i = 0; i < s->n; i++) {
+		const hr_node *n = hr_ring_find(ring, s->ids[i]);
+
+		snprintf(head, sizeof head, "hashring_node_weight{node=\"%s\"}", s->ids[i]);
+		ck_assert(sample_value(got, head) == n->weight);
+		for (int v = 0; v < 2; v++) {
+			snprintf(head, sizeof head,
+				 "hashring_node_share_ratio{node=\"%s\",view=\"%s\"}", s->ids[i],
+				 v ? "read" : "write");
+			ck_assert(sample_value(got, head) == hr_ring_node_share(ring, n, (hr_view)v));
+		}
+	}
+	ck_assert_ptr_nonnull(strstr(got, "hashring_node_weight{node=\"n1\"} 0.1\n"));
+	ck_assert_ptr_nonnull(strstr(got, "hashring_node_weight{node=\"n2\"} 0.33333333333333331\n"));
+	free(got);
+	hr_ring_release(ring);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+/* A program whose locale writes "0,5" still gets "0.5": a German
+ * locale compiled into a temporary directory with localedef. */
+START_TEST(numbers_ignore_the_programs_locale)
+{
+	char dir[] = "/tmp/hrt-locale-XXXXXX", cmd[512], probe[16];
+	hr_ring *ring = small_ring();
+	locale_t de;
+	locale_t old;
+	char *got;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd,
+		 "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >%s/localedef.log 2>&1", dir, dir);
+	ck_assert_msg(system(cmd) == 0,
+		      "localedef could not build de_DE.UTF-8 (Debian's locales package,"
+		      " deploy/install-deps.sh --tests): see %s/localedef.log", dir);
+	setenv("LOCPATH", dir, 1);
+	de = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
+	ck_assert_msg(de != (locale_t)0, "newlocale(de_DE.UTF-8): %s", strerror(errno));
+	old = uselocale(de);
+	snprintf(probe, sizeof probe, "%g", 0.5);
+	ck_assert_str_eq(probe, "0,5"); /* the locale does bite */
+	got = ring_text(ring, NULL);
+	uselocale(old);
+	freelocale(de);
+	unsetenv("LOCPATH");
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+
+	ck_assert_ptr_nonnull(strstr(got, "hashring_node_weight{node=\"d\"} 0.5\n"));
+	ck_assert_ptr_null(strstr(got, "0,5"));
+	free(got);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* ---- bad input -------------------------------------------------------------- */
+
+/* HR_EINVAL with a clean message holding `needle`, and not one byte out. */
+static void expect_refused(const hr_ring *ring, const hr_metrics_options *opts,
+			   const char *needle)
+{
+	hr_error err = { 0 };
+	sink s = { 0 };
+
+	ck_assert_int_eq(hr_ring_metrics_write(ring, sink_write, &s, opts, &err), HR_EINVAL);
+	ck_assert_int_eq(err.code, HR_EINVAL);
+	hrt_assert_clean_message(err.message);
+	ck_assert_msg(strstr(err.message, needle), "\"%s\" not in \"%s\"", needle, err.message);
+	ck_assert_uint_eq(s.calls, 0);
+}
+
+START_TEST(bad_options_are_refused_before_any_output)
+{
+	char long_name[130], long_value[4098];
+	struct { hr_metrics_options o; unsigned char more[8]; } newer;
+	hr_metrics_label one[2] = { { "client", "x" }, { "client", "y" } };
+	hr_metrics_label many[65];
+	hr_ring *ring = small_ring();
+	hr_metrics_options o;
+	static const struct { const char *name, *needle; } bad_names[] = {
+		{ "", "name \"\" is not" },
+		{ "1a", "name \"1a\" is not" },
+		{ "a-b", "name \"a-b\" is not" },
+		{ "a:b", "name \"a:b\" is not" },
+		{ "a\nb", "name \"a\\x0ab\" is not" },
+		{ "__x", "starts with \"__\"" },
+		{ "node", "name \"node\" is one the library's metrics use" },
+		{ "le", "name \"le\" is one" },
+		{ "view", "name \"view\" is one" },
+	};
+	static const char *const bad_prefixes[] = { "1app_", "app-", "app:", "app ", "\xc3\xa9" };
+
+	/* Sizes: the protocol of every struct that grows. */
+	hr_metrics_options_init(&o);
+	o.size = 0;
+	expect_refused(ring, &o, "hr_metrics_options: size is 0");
+	o.size = 4097;
+	expect_refused(ring, &o, "hr_metrics_options: size 4097");
+	memset(&newer, 0, sizeof newer);
+	hr_metrics_options_init_size(&newer.o, sizeof newer);
+	ck_assert_uint_eq(newer.o.size, sizeof newer);
+	free(ring_text(ring, &newer.o)); /* zeros past our fields: fine */
+	newer.more[3] = 1;
+	expect_refused(ring, &newer.o, "the program sets a field of a later release");
+
+	for (size_t i = 0; i < sizeof bad_prefixes / sizeof bad_prefixes[0]; i++) {
+		hr_metrics_options_init(&o);
+		o.name_prefix = bad_prefixes[i];
+		expect_refused(ring, &o, "hr_metrics_options: name_prefix");
+	}
+	memset(long_name, 'a', 129);
+	long_name[129] = '\0';
+	o.name_prefix = long_name;
+	expect_refused(ring, &o, "at most 128 bytes");
+	long_name[128] = '\0';
+	o.name_prefix = long_name;
+	free(ring_text(ring, &o)); /* 128 is fine */
+
+	hr_metrics_options_init(&o);
+	o.label_count = 1;
+	expect_refused(ring, &o, "labels is NULL with label_count 1");
+	for (size_t i = 0; i < 65; i++)
+		many[i] = (hr_metrics_label){ "x", "y" };
+	o.labels = many;
+	o.label_count = 65;
+	expect_refused(ring, &o, "label_count 65 is over 64");
+
+	o.labels = one;
+	o.label_count = 2;
+	expect_refused(ring, &o, "labels[1]: name \"client\" is given twice (also labels[0])");
+	one[1].name = NULL;
+	expect_refused(ring, &o, "labels[1]: name is NULL");
+	one[1] = (hr_metrics_label){ "other", NULL };
+	expect_refused(ring, &o, "labels[1]: value is NULL");
+	memset(long_value, 'v', 4097);
+	long_value[4097] = '\0';
+	one[1].value = long_value;
+	expect_refused(ring, &o, "labels[1] (\"other\"): value is longer than 4096 bytes");
+	long_value[4096] = '\0';
+	free(ring_text(ring, &o)); /* 4096 is fine */
+	long_name[128] = '\0';
+	one[1] = (hr_metrics_label){ long_name, "v" };
+	free(ring_text(ring, &o));
+	long_name[128] = 'a';
+	expect_refused(ring, &o, "at most 128 bytes");
+	for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
+		one[1] = (hr_metrics_label){ bad_names[i].name, "v" };
+		expect_refused(ring, &o, bad_names[i].needle);
+	}
+
+	hr_metrics_options_init(&o);
+	o.omit = 0x6;
+	expect_refused(ring, &o, "unknown flags 0x6 in omit");
+	o.omit = HR_METRICS_OMIT_NODES | (1ull << 63);
+	expect_refused(ring, &o, "unknown flags 0x8000000000000000 in omit");
+
+	{
+		hr_error err = { 0 };
+		sink s = { 0 };
+
+		ck_assert_int_eq(hr_ring_metrics_write(NULL, sink_write, &s, NULL, &err), HR_EINVAL);
+		ck_assert_str_eq(err.message, "hr_ring_metrics_write: ring is NULL");
+		ck_assert_int_eq(hr_ring_metrics_write(ring, NULL, &s, NULL, &err), HR_EINVAL);
+		ck_assert_str_eq(err.message, "hr_ring_metrics_write: write_fn is NULL");
+		ck_assert_int_eq(hr_client_metrics_write(NULL, sink_write, &s, NULL, &err), HR_EINVAL);
+		ck_assert_str_eq(err.message, "hr_client_metrics_write: client is NULL");
+		ck_assert_int_eq(hr_ring_metrics_write(NULL, NULL, NULL, NULL, NULL), HR_EINVAL);
+		ck_assert_uint_eq(s.calls, 0);
+	}
+	hr_metrics_options_init_size(NULL, sizeof o); /* does nothing */
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* A program built against older headers passes a smaller struct: the
+ * fields past its size are not read, whatever the bytes there. */
+START_TEST(older_options_are_read_to_their_size)
+{
+	static const hr_metrics_label labels[] = { { "client", "x" } };
+	hr_metrics_options opts = { .size = offsetof(hr_metrics_options, labels),
+				    .name_prefix = "old_", .labels = labels,
+				    .label_count = 1, .omit = 0xff };
+	hr_ring *ring = small_ring();
+	char *got = ring_text(ring, &opts);
+
+	ck_assert_ptr_nonnull(strstr(got, "\nold_hashring_ring_points 10\n"));
+	ck_assert_ptr_null(strstr(got, "client="));
+	ck_assert_ptr_nonnull(strstr(got, "\nold_hashring_node_points{node=\"d\"} 2\n"));
+	free(got);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* ---- the callback ------------------------------------------------------------ */
+
+/* A big ring comes in pieces of at most 8192 bytes; a refusal stops the
+ * writer at once with HR_EIO, whatever the callback returned. */
+START_TEST(pieces_and_refusals)
+{
+	hrt_nodes *s = hrt_nodes_new(300, "node-%03zu", "127.0.0.1:%zu", 10000);
+	hr_ring *ring = hrt_ring_build(s->nodes, s->n, NULL, 9);
+	const int refusals[] = { 1, -1, HR_ENOMEM, 12345 };
+	sink whole = { 0 };
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(hr_ring_metrics_write(ring, sink_write, &whole, NULL, &err), 0);
+	ck_assert_uint_gt(whole.calls, 3);
+	ck_assert_uint_eq(whole.biggest, 8192);
+	ck_assert_ptr_nonnull(strstr(whole.text, "hashring_node_points{node=\"node-299\"} 200\n"));
+	ck_assert(whole.text[whole.len - 1] == '\n');
+
+	for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+		sink cut = { .refuse_at = 2, .refusal = refusals[i] };
+		char want[64];
+
+		ck_assert_int_eq(hr_ring_metrics_write(ring, sink_write, &cut, NULL, &err), HR_EIO);
+		ck_assert_int_eq(err.code, HR_EIO);
+		snprintf(want, sizeof want, "the write callback returned %d", refusals[i]);
+		ck_assert_msg(strstr(err.message, want), "%s", err.message);
+		ck_assert_uint_eq(cut.calls, 2);
+		ck_assert_int_eq(memcmp(cut.text, whole.text, cut.len), 0);
+		sink_free(&cut);
+	}
+	sink_free(&whole);
+	hr_ring_release(ring);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+/* ---- a client ------------------------------------------------------------------ */
+
+static char *client_text(hr_client *c, const hr_metrics_options *opts)
+{
+	sink s = { 0 };
+	hr_error err = { 0 };
+
+	ck_assert_msg(hr_client_metrics_write(c, sink_write, &s, opts, &err) == 0,
+		      "%s", err.message);
+	return s.text;
+}
+
+/* The client's families, between the ring's, from a client that never
+ * reached etcd; the ring ones describe the ring published now. */
+START_TEST(client_families)
+{
+	hr_client *c = hrt_offline_client("/metrics/");
+	hr_ring *ring = small_ring();
+	char *got, *p;
+
+	got = client_text(c, NULL);
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_ring_revision 0\n"));
+	free(got);
+
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	got = client_text(c, NULL);
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_ring_revision 42\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_confirmed_revision 0\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_unconfirmed_seconds gauge\n"
+				     "hashring_unconfirmed_seconds "));
+	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_rings_published_total counter\n"
+				     "hashring_rings_published_total 0\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_resyncs_total 0\n"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_reconnects_total "));
+	/* Never connected: the family, no sample. */
+	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_etcd_endpoint_info gauge\n"
+				     "# HELP hashring_ring_nodes "));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_node_points{node=\"d\"} 2\n"));
+	/* The order of hashring.h: ring_info, the client's, ring_nodes. */
+	p = strstr(got, "# TYPE hashring_ring_info");
+	ck_assert_ptr_nonnull(p);
+	p = strstr(p, "# TYPE hashring_confirmed_revision");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(strstr(p, "# TYPE hashring_ring_nodes"));
+	free(got);
+
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* ---- promtool ---------------------------------------------------------------------- */
+
+/* Runs `promtool check metrics` on `text`; returns its exit status and
+ * puts what it printed in *said (to free). */
+static int promtool_check(const char *text, char **said)
+{
+	char dir[] = "/tmp/hrt-promtool-XXXXXX", path[64], cmd[256];
+	size_t cap = 4096, len = 0, n;
+	FILE *f, *p;
+	int status;
+
+	ck_assert_msg(access(HR_PROMTOOL, X_OK) == 0,
+		      "promtool not found at %s: install Debian's prometheus package"
+		      " (deploy/install-deps.sh --tests)", HR_PROMTOOL);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/metrics.txt", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(cmd, sizeof cmd, "%s check metrics < %s 2>&1", HR_PROMTOOL, path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	*said = malloc(cap);
+	while ((n = fread(*said + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap)
+			*said = realloc(*said, cap *= 2);
+	}
+	(*said)[len] = '\0';
+	status = pclose(p);
+	unlink(path);
+	rmdir(dir);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Everything a client writes passes promtool's parser and its lints
+ * (names, units, _total counters, HELP), hostile bytes included; a text
+ * that breaks a lint fails, so the check has teeth. */
+START_TEST(promtool_accepts_the_output)
+{
+	static const hr_metrics_label labels[] = {
+		{ "client", "q\"b\\s\nnl\xfe\xc3" },
+		{ "instance_id", "\xe2\x82\xac ok" },
+	};
+	hr_metrics_options opts = { .size = sizeof opts, .name_prefix = "app_",
+				    .labels = labels, .label_count = 2 };
+	hrt_nodes *s = hrt_nodes_new(20, "n\"%zu\\", "h\\\"%zu\xff\xfe", 1);
+	hr_client *c = hrt_offline_client("/metrics/");
+	char *got, *said;
+	int rc;
+
+	hrt_nodes_zones(s, 3);
+	s->nodes[3].state = HR_STATE_WARMING;
+	s->nodes[4].state = HR_STATE_DRAINING;
+	s->nodes[5].weight = 0.3;
+	hr__publish_swap(hr__client_publisher(c), hrt_ring_build(s->nodes, s->n, NULL, 5));
+
+	got = client_text(c, &opts);
+	rc = promtool_check(got, &said);
+	ck_assert_msg(rc == 0 && !said[0], "promtool: exit %d: %s", rc, said);
+	free(said);
+	free(got);
+	got = client_text(c, NULL);
+	rc = promtool_check(got, &said);
+	ck_assert_msg(rc == 0 && !said[0], "promtool: exit %d: %s", rc, said);
+	free(said);
+	free(got);
+
+	rc = promtool_check("# HELP x_requests Requests.\n# TYPE x_requests counter\n"
+			    "x_requests 1\n", &said);
+	ck_assert_msg(rc != 0 && strstr(said, "_total"), "promtool: exit %d: %s", rc, said);
+	free(said);
+
+	hr_client_close(c);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+static Suite *metrics_suite(void)
+{
+	Suite *s = suite_create("metrics");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, exact_text_of_a_small_ring);
+	tcase_add_test(tc, defaults_and_the_empty_ring);
+	tcase_add_test(tc, omit_nodes);
+	tcase_add_test(tc, doubles_read_back_exactly);
+	tcase_add_test(tc, numbers_ignore_the_programs_locale);
+	tcase_add_test(tc, bad_options_are_refused_before_any_output);
+	tcase_add_test(tc, older_options_are_read_to_their_size);
+	tcase_add_test(tc, pieces_and_refusals);
+	tcase_add_test(tc, client_families);
+	tcase_add_test(tc, promtool_accepts_the_output);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return hrt_run(metrics_suite());
+}
