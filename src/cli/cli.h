@@ -39,6 +39,7 @@ enum {
 
 int cmd_diff(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 int cmd_register(int argc, char **argv);
 int cmd_sim(int argc, char **argv);

@@ -1,7 +1,7 @@
 /*
  * test_cli_etcd.c - the `hashring` command against a real etcd: a reader
- * that goes away, write errors, what one-shot commands log, retries while
- * etcd is down, lease ids in hex.
+ * that goes away, write errors, what one-shot commands log, the metrics of
+ * a client, retries while etcd is down, lease ids in hex.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -128,6 +128,49 @@ START_TEST(one_shot_commands_show_bad_records)
 }
 END_TEST
 
+/* `hashring metrics` against etcd: the client's metrics after its first
+ * sync, at the revision etcd gave the last put, with the endpoint it used;
+ * no etcd: one error line after --timeout. */
+START_TEST(metrics_of_a_client)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	char want[512];
+	int64_t rev;
+	hrt_cli_run run;
+
+	put("a", "{\"addr\":\"127.0.0.1:1\",\"zone\":\"z1\"}");
+	rev = hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "b", "{\"addr\":\"127.0.0.2:1\","
+		      "\"state\":\"warming\",\"weight\":2}");
+	ck_assert_int_gt(rev, 0);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "metrics", "--endpoints", eps,
+		"--prefix", PREFIX, "--label", "instance_id=t1", NULL });
+	ck_assert_msg(run.status == 0, "metrics: %d %s", run.status, run.err);
+	ck_assert_str_eq(run.err, "");
+	snprintf(want, sizeof want, "\nhashring_ring_revision{instance_id=\"t1\"} %" PRId64 "\n",
+		 rev);
+	ck_assert_msg(strstr(run.out, want), "no %s in %s", want, run.out);
+	snprintf(want, sizeof want, "\nhashring_confirmed_revision{instance_id=\"t1\"} %" PRId64
+		 "\n", rev);
+	ck_assert_msg(strstr(run.out, want), "no %s in %s", want, run.out);
+	snprintf(want, sizeof want, "\nhashring_etcd_endpoint_info{instance_id=\"t1\","
+		 "endpoint=\"%s\"} 1\n", hrt_etcd_client_url(etcd, 0));
+	ck_assert_msg(strstr(run.out, want), "no %s in %s", want, run.out);
+	ck_assert_ptr_nonnull(strstr(run.out, "\nhashring_rings_published_total{instance_id=\"t1\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(run.out, "\nhashring_node_info{instance_id=\"t1\",node=\"a\","
+				     "addr=\"127.0.0.1:1\",zone=\"z1\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(run.out, "\nhashring_node_state{instance_id=\"t1\",node=\"b\","
+				     "state=\"warming\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(run.out, "\nhashring_ring_nodes{instance_id=\"t1\","
+				     "state=\"active\"} 1\n"));
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "metrics", "--endpoints", "127.0.0.1:1",
+		"--timeout", "1", NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_str_eq(run.out, "");
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: metrics: "));
+}
+END_TEST
+
 /* The lease etcdctl lists for the key (hex, as it prints leases). */
 static void etcd_lease_of(const char *id, char *hex, size_t len)
 {
@@ -203,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, watch_reader_goes_away);
 	tcase_add_test(tc, watch_write_error);
 	tcase_add_test(tc, one_shot_commands_show_bad_records);
+	tcase_add_test(tc, metrics_of_a_client);
 	tcase_add_test(tc, register_and_state_wait_for_etcd);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);

@@ -1088,6 +1088,77 @@ START_TEST(test_nodes_members)
 }
 END_TEST
 
+/* ---- metrics ------------------------------------------------------------------- */
+
+struct text_buf {
+	char *data;
+	size_t len;
+};
+
+static int text_buf_write(void *userdata, const char *data, size_t len)
+{
+	struct text_buf *t = userdata;
+
+	t->data = realloc(t->data, t->len + len + 1);
+	ck_assert_ptr_nonnull(t->data);
+	memcpy(t->data + t->len, data, len);
+	t->len += len;
+	t->data[t->len] = '\0';
+	return 0;
+}
+
+/* `hashring metrics --members` prints what hr_ring_metrics_write() writes,
+ * byte for byte, with the options its flags name; bad ones are usage
+ * errors, found before anything is read. */
+START_TEST(test_metrics_members)
+{
+	static const hr_metrics_label labels[] = { { "client", "x\"y" }, { "env", "a=b" } };
+	hr_metrics_options opts = { .size = sizeof opts };
+	char *path = write_file("members.json", members_states);
+	hr_ring *ring = load_ring(path);
+	struct text_buf want = { 0 }, want2 = { 0 };
+	struct run r = RUN("metrics", "--members", path);
+
+	ck_assert_int_eq(hr_ring_metrics_write(ring, text_buf_write, &want, NULL, NULL), 0);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_str_eq(r.out, want.data);
+	ck_assert_ptr_nonnull(strstr(r.out, "\nhashring_node_weight{node=\"w\"} 3\n"));
+	run_free(&r);
+
+	opts.name_prefix = "app_";
+	opts.labels = labels;
+	opts.label_count = 2;
+	opts.omit = HR_METRICS_OMIT_NODES;
+	ck_assert_int_eq(hr_ring_metrics_write(ring, text_buf_write, &want2, &opts, NULL), 0);
+	r = RUN("metrics", "--members", path, "--name-prefix", "app_", "--label", "client=x\"y",
+		"--label=env=a=b", "--omit-nodes");
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, want2.data);
+	ck_assert_ptr_null(strstr(r.out, "hashring_node_"));
+	run_free(&r);
+
+	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--label", "novalue",
+						  NULL }, "metrics", "--label wants NAME=VALUE (got \"novalue\")");
+	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--label", "=v",
+						  NULL }, "metrics", "NAME=VALUE");
+	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--label", "node=a",
+						  NULL }, "metrics", "name \"node\" is one the library's");
+	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--name-prefix",
+						  "my-app_", NULL }, "metrics", "name_prefix \"my-app_\"");
+	/* Checked before etcd is asked: no wait for a closed port. */
+	assert_usage_error((const char *const[]){ "metrics", "--endpoints", "127.0.0.1:1",
+						  "--label", "__x=1", NULL }, "metrics", "\"__\"");
+	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--prefix", "/x/",
+						  NULL }, "metrics", "--members and --prefix");
+	assert_usage_error((const char *const[]){ "metrics", "extra", NULL }, "metrics", "extra");
+	free(want.data);
+	free(want2.data);
+	hr_ring_release(ring);
+	free(path);
+}
+END_TEST
+
 /* A load error names the file once, whatever the library's message. */
 START_TEST(test_members_errors_name_the_file_once)
 {
@@ -1440,7 +1511,7 @@ END_TEST
 /* ---- help, man page and README agree --------------------------------------------- */
 
 static const char *const all_commands[] = {
-	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "sim", NULL
+	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "metrics", "sim", NULL
 };
 
 static char *read_source(const char *rel)
@@ -1597,7 +1668,7 @@ START_TEST(test_ring_options_where_rings_are_built)
 		const char *cmd;
 		int rings;
 	} cmds[] = {
-		{ "lookup", 1 }, { "nodes", 1 }, { "watch", 1 }, { "diff", 1 },
+		{ "lookup", 1 }, { "nodes", 1 }, { "watch", 1 }, { "diff", 1 }, { "metrics", 1 },
 		{ "register", 0 }, { "state", 0 }, { "weight", 0 },
 	};
 
@@ -1734,6 +1805,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_json_utf8_roundtrip);
 	tcase_add_test(tc, test_nodes_table_columns);
 	tcase_add_test(tc, test_nodes_members);
+	tcase_add_test(tc, test_metrics_members);
 	tcase_add_test(tc, test_members_errors_name_the_file_once);
 	tcase_add_test(tc, test_broken_pipe_offline);
 	tcase_add_test(tc, test_output_error);
