@@ -13,6 +13,8 @@
 #include <inttypes.h>
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,6 +513,78 @@ START_TEST(client_families)
 }
 END_TEST
 
+/* What a writer thread saw: expositions, and the first inconsistent one. */
+typedef struct writer {
+	pthread_t thread;
+	hr_client *client;
+	atomic_int *stop;
+	atomic_uint outputs;
+	char bad[256];            /* read once the thread is joined */
+} writer;
+
+/* Each exposition's ring families are those of one ring: generation N
+ * (hrt_ring_generation) has revision N and exactly the nodes gN-a, gN-b
+ * and gN-c. */
+static void *write_metrics_loop(void *p)
+{
+	writer *w = p;
+
+	while (!atomic_load(w->stop) && !w->bad[0]) {
+		sink s = { 0 };
+		const char *r;
+		unsigned long gen;
+		char id[64];
+		size_t infos = 0;
+
+		if (hr_client_metrics_write(w->client, sink_write, &s, NULL, NULL)) {
+			snprintf(w->bad, sizeof w->bad, "the writer failed");
+			break;
+		}
+		r = strstr(s.text, "\nhashring_ring_revision ");
+		gen = r ? strtoul(r + 24, NULL, 10) : 0;
+		for (const char *q = s.text; (q = strstr(q, "\nhashring_node_info{")); q++)
+			infos++;
+		for (int k = 0; k < 3 && !w->bad[0]; k++) {
+			snprintf(id, sizeof id, "hashring_node_points{node=\"g%lu-%c\"} 4\n", gen,
+				 'a' + k);
+			if (!gen || infos != 3 || !strstr(s.text, id))
+				snprintf(w->bad, sizeof w->bad, "revision %lu with %zu nodes, no %.40s",
+					 gen, infos, id);
+		}
+		atomic_fetch_add(&w->outputs, 1);
+		sink_free(&s);
+	}
+	return NULL;
+}
+
+/* Writers on two threads while rings are published as fast as they can
+ * be: every exposition describes one whole ring (and TSan sees no race). */
+START_TEST(writers_beside_publications)
+{
+	hr_client *c = hrt_offline_client("/metrics/");
+	atomic_int stop = 0;
+	writer w[2];
+
+	hr__publish_swap(hr__client_publisher(c), hrt_ring_generation("g", 1, 4));
+	for (int i = 0; i < 2; i++) {
+		w[i] = (writer){ .client = c, .stop = &stop };
+		ck_assert_int_eq(pthread_create(&w[i].thread, NULL, write_metrics_loop, &w[i]), 0);
+	}
+	/* At least 400 rings, and until each writer has written 50 times. */
+	for (unsigned gen = 2; gen <= 400 || ((atomic_load(&w[0].outputs) < 50 ||
+					       atomic_load(&w[1].outputs) < 50) && gen < 1000000);
+	     gen++)
+		hr__publish_swap(hr__client_publisher(c), hrt_ring_generation("g", gen, 4));
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_join(w[i].thread, NULL), 0);
+		ck_assert_msg(!w[i].bad[0], "writer %d: %s", i, w[i].bad);
+		ck_assert_uint_ge(atomic_load(&w[i].outputs), 50);
+	}
+	hr_client_close(c);
+}
+END_TEST
+
 /* ---- promtool ---------------------------------------------------------------------- */
 
 /* Runs `promtool check metrics` on `text`; returns its exit status and
@@ -655,6 +729,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, older_options_are_read_to_their_size);
 	tcase_add_test(tc, pieces_and_refusals);
 	tcase_add_test(tc, client_families);
+	tcase_add_test(tc, writers_beside_publications);
 	tcase_add_test(tc, promtool_accepts_the_output);
 	suite_add_tcase(s, tc);
 	return s;
