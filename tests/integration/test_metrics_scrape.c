@@ -16,7 +16,6 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
