@@ -1,7 +1,9 @@
 /* test_metrics.c - the Prometheus exposition of rings and clients: the
  * exact text for a small ring, escaping of any bytes, numbers in the C
  * locale whatever the program's, bad options refused before any output,
- * a refusing callback, and promtool's verdict on what is written. */
+ * older options structs, a refusing callback, writers on threads beside
+ * publications, and promtool's verdict on what is written (random bytes
+ * included). */
 #define _GNU_SOURCE
 #include "client.h"
 #include "publish.h"
