@@ -311,7 +311,7 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	{ .name = "client-id", .arg = "ID", .type = CLI_STRING,                \
 	  .dest = &(e)->ack_client_id, .flags = CLI_NONEMPTY,                 \
 	  .help = "acknowledge each ring under --ack-prefix as client ID, "   \
-		  "under a lease of its own (hashring acks lists them)",       \
+		  "under a lease of its own, for hashring acks",               \
 	  .dflt = "no acks" },                                                 \
 	{ .name = "ack-prefix", .arg = "ACK_PREFIX", .type = CLI_STRING,       \
 	  .dest = &(e)->ack_prefix, .flags = CLI_NONEMPTY,                     \

@@ -19,8 +19,9 @@ static const char description[] =
 	"of the key space whose owner changed in that view.  Runs until SIGINT or\n"
 	"SIGTERM (exit 0) or --count rings.  Library log lines (key=value, level\n"
 	"info by default) go to stderr.\n"
-	"With --client-id, the ring is also acknowledged for `hashring acks`: its\n"
-	"revision and digest at ACK_PREFIX/ID, under a lease revoked on exit.";
+	"With --client-id, each ring is also acknowledged for `hashring acks`: its\n"
+	"revision and digest at the key ACK_PREFIX followed by ID, under a lease\n"
+	"revoked on exit.";
 
 struct watch_state {
 	int json;
