@@ -1,6 +1,8 @@
 /* client.c - the public client: open/close, and the lookup entry points
  * over the published ring. */
 #include "client.h"
+#include "ack.h"
+#include "ack_record.h"
 #include "clock.h"
 #include "config.h"
 #include "error.h"
@@ -19,6 +21,7 @@ struct hr_client {
 	hr__log log;
 	hr__publisher pub;
 	hr__watcher *watcher;
+	hr__acker *acker;	/* NULL without acks; stopped after the watcher */
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
 };
 
@@ -40,6 +43,13 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		rc = hr__client_config_read(cfg, &cc, err);
 	if (rc)
 		return rc;
+	if (cc.ack_prefix) {
+		hr_error why;
+
+		rc = hr__ack_prefix_check(cc.ack_prefix, conn.prefix, &why);
+		if (rc)
+			return hr__error_set(err, rc, "hr_client_config: %s", why.message);
+	}
 	/* Thread safe since libcurl 7.84 and reference counted. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
@@ -59,6 +69,16 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 	}
 	hr__publish_init(&c->pub, empty);
 
+	if (cc.ack_client_id) {
+		hr__acker_opts ao = { conn.etcd, cc.ack_prefix, cc.ack_client_id, cc.ack_ttl_s,
+				      cc.ack_interval_ms, &c->log };
+
+		rc = hr__acker_start(&ao, &c->acker, err);
+		if (rc) {
+			hr_client_close(c);
+			return rc;
+		}
+	}
 	memset(&wo, 0, sizeof wo);
 	wo.etcd = conn.etcd;
 	wo.prefix = conn.prefix;
@@ -74,9 +94,17 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 	wo.on_change_userdata = cc.on_change_userdata;
 	wo.on_diff = cc.on_diff;
 	wo.on_diff_userdata = cc.on_diff_userdata;
+	wo.acker = c->acker;
 	rc = hr__watcher_start(&wo, &c->watcher, err);
 	if (!rc && !cc.open_nonblocking)
 		rc = hr__watcher_wait_first(c->watcher, cc.open_timeout_ms, err);
+	if (!rc && !cc.open_nonblocking && c->acker) {
+		/* Once open returns the client routes: from then on waits must
+		 * count it.  What is left of the open timeout, 1 s at least. */
+		int64_t left = cc.open_timeout_ms - (hr__now_ms() - c->opened_ms);
+
+		rc = hr__acker_wait_first(c->acker, left > 1000 ? (int)left : 1000, err);
+	}
 	if (rc) {
 		hr_client_close(c);
 		return rc;
@@ -137,6 +165,7 @@ void hr_client_close(hr_client *c)
 	if (!c)
 		return;
 	hr__watcher_stop(c->watcher);
+	hr__acker_stop(c->acker);
 	hr__thread_cache_forget(&c->pub);
 	hr__publish_destroy(&c->pub);
 	free(c);

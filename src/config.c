@@ -2,6 +2,7 @@
  * functions), the size protocol, and the one reading and checking of each
  * (hashring.h, "Structs that grow"; docs/abi.md). */
 #include "config.h"
+#include "ack_record.h"
 #include "error.h"
 
 #include <inttypes.h>
@@ -35,7 +36,7 @@
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_ring_options, placement);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
-NO_TAIL_PADDING(hr_client_config, on_diff_userdata);
+NO_TAIL_PADDING(hr_client_config, ack_interval_ms);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
@@ -62,6 +63,8 @@ static const hr_client_config client_defaults = {
 	.probe_interval_ms = 3000,
 	.stale_warn_ms = 10000,
 	.page_size = 1000,
+	.ack_ttl_s = 10,
+	.ack_interval_ms = 250,
 };
 
 static const hr_registration registration_defaults = {
@@ -266,6 +269,10 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		TAKE(hr_client_config, in, out, on_change_userdata);
 		TAKE(hr_client_config, in, out, on_diff);
 		TAKE(hr_client_config, in, out, on_diff_userdata);
+		TAKE(hr_client_config, in, out, ack_client_id);
+		TAKE(hr_client_config, in, out, ack_prefix);
+		TAKE(hr_client_config, in, out, ack_ttl_s);
+		TAKE(hr_client_config, in, out, ack_interval_ms);
 	}
 #define POSITIVE(f)                                                             \
 	if (out->f <= 0)                                                        \
@@ -284,6 +291,24 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_client_config: page_size must be 1..100000 (is %u)",
 				     out->page_size);
+	if (!out->ack_client_id != !out->ack_prefix)
+		return hr__error_set(err, HR_EINVAL, "hr_client_config: ack_client_id and"
+				     " ack_prefix go together: set both, or neither");
+	if (out->ack_client_id) {
+		hr_error why;
+
+		rc = hr__ack_client_id_check(out->ack_client_id, &why);
+		if (rc)
+			return hr__error_set(err, rc, "hr_client_config: %s", why.message);
+	}
+	if (out->ack_ttl_s < 2 || out->ack_ttl_s > 3600)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: ack_ttl_s must be 2..3600 (is %d)",
+				     out->ack_ttl_s);
+	if (out->ack_interval_ms < 10 || out->ack_interval_ms > 60000)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: ack_interval_ms must be 10..60000 (is %d)",
+				     out->ack_interval_ms);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ const char *hr_strerror(int code)
 	case HR_EEXIST: return "already registered by another owner";
 	case HR_ECLOSED: return "closed";
 	case HR_ECOMPACTED: return "revision compacted";
+	case HR_ECONFLICT: return "clients disagree on the ring at one revision";
 	default: return "unknown error";
 	}
 }

@@ -89,6 +89,11 @@ int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
 		  size_t max_keys, hr__kv **kvs, size_t *n, int64_t *revision,
 		  hr_error *err);
 
+/* The newest mod_revision of the keys under `prefix` (0: no key), from one
+ * linearizable range of a single key, sorted. */
+int hr__etcd_newest_mod(hr__etcd *e, const char *prefix, int64_t *revision,
+			hr_error *err);
+
 /* Reads one key; *found is 0 when it does not exist (out is then empty). */
 int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 		 hr_error *err);

@@ -90,6 +90,38 @@ int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
 	return 0;
 }
 
+int hr__etcd_newest_mod(hr__etcd *e, const char *prefix, int64_t *revision,
+			hr_error *err)
+{
+	cJSON *body = cJSON_CreateObject(), *reply = NULL;
+	const cJSON *kvs;
+	hr__kv kv;
+	int rc;
+
+	*revision = 0;
+	if (!body || !hr__json_add_prefix_range(body, prefix, strlen(prefix)) ||
+	    !hr__json_add_int64(body, "limit", 1) ||
+	    !cJSON_AddStringToObject(body, "sort_target", "MOD") ||
+	    !cJSON_AddStringToObject(body, "sort_order", "DESCEND") ||
+	    !cJSON_AddTrueToObject(body, "keys_only")) {
+		cJSON_Delete(body);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	rc = hr__etcd_call(e, "/kv/range", body, &reply, err);
+	cJSON_Delete(body);
+	if (rc)
+		return rc;
+	kvs = cJSON_GetObjectItemCaseSensitive(reply, "kvs");
+	if (cJSON_GetArraySize(kvs) > 0) {
+		rc = hr__kv_from_json(cJSON_GetArrayItem(kvs, 0), &kv, err);
+		if (!rc)
+			*revision = kv.mod_revision;
+		hr__kv_clear(&kv);
+	}
+	cJSON_Delete(reply);
+	return rc;
+}
+
 int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 		 hr_error *err)
 {

@@ -168,6 +168,8 @@ static int rebuild(hr__watcher *w, uint64_t revision, hr_error *err)
 	confirm(w, revision);
 	if (w->synced_once && !w->replaced && old &&
 	    hr_ring_digest(old) == hr_ring_digest(ring)) {
+		/* The ring in use is current at this revision too. */
+		hr__acker_note(w->o.acker, revision, hr_ring_digest(old));
 		hr_ring_release(ring);
 		hr_ring_release(old);
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
@@ -180,6 +182,7 @@ static int rebuild(hr__watcher *w, uint64_t revision, hr_error *err)
 	w->rings_published++;
 	pthread_mutex_unlock(&w->mu);
 	announce(w, old, ring);
+	hr__acker_note(w->o.acker, revision, hr_ring_digest(ring));
 	hr_ring_release(old);
 	return 0;
 }

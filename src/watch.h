@@ -13,6 +13,7 @@
 #ifndef HR_WATCH_H
 #define HR_WATCH_H
 
+#include "ack.h"
 #include "etcd.h"
 #include "log.h"
 #include "publish.h"
@@ -32,6 +33,7 @@ typedef struct hr__watch_opts {
 	void *on_change_userdata;
 	hr_ring_diff_fn on_diff;
 	void *on_diff_userdata;
+	hr__acker *acker;          /* NULL: no ack; must outlive the watcher */
 } hr__watch_opts;
 
 typedef struct hr__watcher hr__watcher;

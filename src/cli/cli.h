@@ -37,6 +37,7 @@ enum {
 
 /* ---- commands -------------------------------------------------------------- */
 
+int cmd_acks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
@@ -220,6 +221,7 @@ void cli_text_cell(FILE *out, const char *s, size_t width, int right);
 /* ---- etcd (cli_etcd.c) --------------------------------------------------------- */
 
 #define CLI_DEFAULT_PREFIX "/hashring/nodes/"
+#define CLI_DEFAULT_ACK_PREFIX "/hashring/acks/"
 #define CLI_TIMEOUT_DEFAULT 3       /* seconds: --timeout            */
 #define CLI_TIMEOUT_MAX 86400
 
@@ -241,6 +243,10 @@ struct cli_etcd {
 	int placement;               /* hr_placement */
 	/* What cli_etcd_config() points hr_etcd_config.ring to. */
 	hr_ring_options ring;
+	/* Acks of the ring a following command has (CLI_ACK_OPTIONS); no
+	 * client id: none. */
+	const char *ack_client_id, *ack_prefix;
+	unsigned long ack_ttl_s;
 };
 
 extern const char *const cli_log_levels[];
@@ -299,6 +305,27 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,              \
 	  .dest = &(e)->placement, .choices = cli_placements,                  \
 	  .help = "ketama: libmemcached-compatible placement" }
+
+/* The acks of a command that follows the ring (watch): --client-id, and
+ * --ack-prefix and --ack-ttl, which need it. */
+#define CLI_ACK_OPTIONS(e)                                                     \
+	{ .name = "client-id", .arg = "ID", .type = CLI_STRING,                \
+	  .dest = &(e)->ack_client_id, .flags = CLI_NONEMPTY,                 \
+	  .help = "acknowledge each ring under --ack-prefix as client ID, "   \
+		  "under a lease of its own, for hashring acks",               \
+	  .dflt = "no acks" },                                                 \
+	{ .name = "ack-prefix", .arg = "ACK_PREFIX", .type = CLI_STRING,       \
+	  .dest = &(e)->ack_prefix, .flags = CLI_NONEMPTY,                     \
+	  .help = "key prefix of the acks; must not overlap --prefix",         \
+	  .dflt = CLI_DEFAULT_ACK_PREFIX },                                    \
+	{ .name = "ack-ttl", .arg = "SECONDS", .type = CLI_UINT,               \
+	  .dest = &(e)->ack_ttl_s, .min = 2, .max = 3600,                      \
+	  .help = "TTL of the ack lease: a client that dies leaves after it",  \
+	  .dflt = "10" }
+
+/* Checks that --ack-prefix and --ack-ttl come with --client-id; 0, or
+ * CLI_EXIT_USAGE after the error line. */
+int cli_ack_options_check(const struct cli_etcd *e, const char *cmd);
 
 /* What --timeout bounds, for CLI_ETCD_OPTIONS. */
 #define CLI_TIMEOUT_SYNC "seconds to wait for the first full sync"

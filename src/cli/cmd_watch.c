@@ -18,7 +18,10 @@ static const char description[] =
 	"nodes counts every valid record, whatever its state; moved_* is the share\n"
 	"of the key space whose owner changed in that view.  Runs until SIGINT or\n"
 	"SIGTERM (exit 0) or --count rings.  Library log lines (key=value, level\n"
-	"info by default) go to stderr.";
+	"info by default) go to stderr.\n"
+	"With --client-id, each ring is also acknowledged for `hashring acks`: its\n"
+	"revision and digest at the key ACK_PREFIX followed by ID, under a lease\n"
+	"revoked on exit.";
 
 struct watch_state {
 	int json;
@@ -64,20 +67,25 @@ int cmd_watch(int argc, char **argv)
 		  .help = "exit after N rings" },
 		{ .name = "json", .type = CLI_FLAG, .dest = &st.json,
 		  .help = "print one JSON object per ring" },
+		CLI_ACK_OPTIONS(&conn),
 		CLI_RING_OPTIONS(&conn),
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--endpoints URLS] [--prefix P] [--json] [--count N]",
+		.usage = CMD " [--endpoints URLS] [--prefix P] [--json] [--count N]"
+			 " [--client-id ID [--ack-prefix ACK_PREFIX] [--ack-ttl S]]",
 		.description = description,
 		.options = options,
 	};
 
 	rc = cli_parse(&spec, argc, argv);
-	if (rc == CLI_RUN)
-		rc = cli_etcd_follow(&conn, CMD, on_ring, &st);
+	if (rc == CLI_RUN) {
+		rc = cli_ack_options_check(&conn, CMD);
+		if (!rc)
+			rc = cli_etcd_follow(&conn, CMD, on_ring, &st);
+	}
 	cli_etcd_free(&conn);
 	return rc;
 }

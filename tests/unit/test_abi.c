@@ -85,6 +85,10 @@ START_TEST(init_sets_size_and_defaults)
 	ck_assert_uint_eq(cfg.page_size, 1000);
 	ck_assert_ptr_null(cfg.on_change);
 	ck_assert_ptr_null(cfg.on_diff_userdata);
+	ck_assert_ptr_null(cfg.ack_client_id);
+	ck_assert_ptr_null(cfg.ack_prefix);
+	ck_assert_int_eq(cfg.ack_ttl_s, 10);
+	ck_assert_int_eq(cfg.ack_interval_ms, 250);
 
 	memset(&reg, FILL, sizeof reg);
 	hr_registration_init(&reg);
@@ -367,6 +371,17 @@ START_TEST(readers_take_defaults_past_the_size)
 	ck_assert_ptr_null(got_cfg.on_diff);
 	ck_assert_int_eq(hr__client_config_read(NULL, &got_cfg, &err), 0);
 	ck_assert_int_eq(got_cfg.open_timeout_ms, 10000);
+	/* A program of 1.0 knows no acks: none, whatever lies past its size. */
+	cfg = nonblocking();
+	cfg.ack_client_id = "web-1";
+	cfg.ack_prefix = "/acks/";
+	cfg.ack_ttl_s = 0;
+	cfg.size = offsetof(hr_client_config, ack_client_id);
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got_cfg, &err), 0);
+	ck_assert_ptr_null(got_cfg.ack_client_id);
+	ck_assert_ptr_null(got_cfg.ack_prefix);
+	ck_assert_int_eq(got_cfg.ack_ttl_s, 10);
+	ck_assert_int_eq(got_cfg.ack_interval_ms, 250);
 
 	hr_registration_init(&reg);
 	reg.id = "a";
@@ -456,6 +471,32 @@ START_TEST(readers_refuse_bad_values)
 	cfg.stale_warn_ms = -3;
 	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_client_config: stale_warn_ms must be > 0 (is -3)");
+	hr_client_config_init(&cfg);
+	cfg.ack_client_id = "web-1";
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: ack_client_id and ack_prefix go together:"
+			 " set both, or neither");
+	cfg.ack_client_id = NULL;
+	cfg.ack_prefix = "/acks/";
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	cfg.ack_client_id = "";
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: ack client id is empty");
+	cfg.ack_client_id = "web/1";
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: ack client id \"web\": must be printable"
+			 " ASCII without blanks or '/' (byte 0x2f at offset 3)");
+	cfg.ack_client_id = "web-1";
+	cfg.ack_ttl_s = 1;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: ack_ttl_s must be 2..3600 (is 1)");
+	cfg.ack_ttl_s = 10;
+	cfg.ack_interval_ms = 5;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: ack_interval_ms must be 10..60000 (is 5)");
+	cfg.ack_interval_ms = 250;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), 0);
+	ck_assert_str_eq(got.ack_client_id, "web-1");
 
 	for (size_t i = 0; i < sizeof updates / sizeof updates[0]; i++) {
 		hr_record_update_init(&upd);
