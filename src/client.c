@@ -187,6 +187,38 @@ int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 	return rc;
 }
 
+/* A batch on one ring, with the epoch it answered from. */
+static int batch_on(const hr_ring *ring, const void *const *keys,
+		    const size_t *lens, size_t n, hr_batch_owner *out,
+		    hr_epoch *epoch, hr_error *err)
+{
+	int rc = hr_ring_lookup_batch(ring, keys, lens, n, out, err);
+
+	if (epoch && rc != HR_EINVAL) {
+		epoch->revision = hr_ring_revision(ring);
+		epoch->digest = hr_ring_digest(ring);
+	}
+	return rc;
+}
+
+int hr_client_lookup_batch(hr_client *c, const void *const *keys,
+			   const size_t *lens, size_t n, hr_batch_owner *out,
+			   hr_epoch *epoch, hr_error *err)
+{
+	const hr_ring *ring;
+	int rc;
+
+	if (!c)
+		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL client");
+	ring = hr__thread_cache_ring(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return batch_on(ring, keys, lens, n, out, epoch, err);
+	rc = batch_on(hr__publish_read_begin(&c->pub), keys, lens, n, out, epoch,
+		      err);
+	hr__publish_read_end(&c->pub);
+	return rc;
+}
+
 struct hr_reader {
 	hr_client *client;
 	hr_ring *held;		/* followed reference (hr__publish_follow) */
@@ -224,6 +256,16 @@ int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
 		return HR_EINVAL;
 	return hr__ring_lookup_owner(hr__publish_follow(&r->client->pub, &r->held),
 				     key, len, out);
+}
+
+int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
+			   const size_t *lens, size_t n, hr_batch_owner *out,
+			   hr_epoch *epoch, hr_error *err)
+{
+	if (!r)
+		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
+	return batch_on(hr__publish_follow(&r->client->pub, &r->held), keys, lens,
+			n, out, epoch, err);
 }
 
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,

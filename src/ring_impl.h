@@ -109,16 +109,17 @@ static inline void view_set_node(struct view *v, size_t i, uint32_t node)
 }
 
 /*
- * The first point at or after `pos`, or v->npoints: no wrap.  Every point
- * after bucket k is above any position in it, and the padding ends the
- * array with UINT64_MAX, so the points below `pos` from the bucket's start
- * are a prefix: counting them among the next POS_PAD is exact unless all
- * are below, which needs a crowded bucket.  The count has no branch to
+ * The first point at or after `pos`, or v->npoints: no wrap, counting from
+ * `i`, the start of pos's index bucket (view_lower_bound() reads it; a
+ * batch reads it ahead, see ring_batch.c).  Every point after bucket k is
+ * above any position in it, and the padding ends the array with
+ * UINT64_MAX, so the points below `pos` from the bucket's start are a
+ * prefix: counting them among the next POS_PAD is exact unless all are
+ * below, which needs a crowded bucket.  The count has no branch to
  * mispredict.
  */
-static inline size_t view_lower_bound(const struct view *v, uint64_t pos)
+static inline size_t view_scan(const struct view *v, size_t i, uint64_t pos)
 {
-	size_t i = v->index[pos >> v->shift];
 	const uint64_t *p = v->pos + i;
 	size_t below = (size_t)(p[0] < pos) + (size_t)(p[1] < pos) +
 		       (size_t)(p[2] < pos) + (size_t)(p[3] < pos);
@@ -129,6 +130,17 @@ static inline size_t view_lower_bound(const struct view *v, uint64_t pos)
 			i++;
 	}
 	return i;
+}
+
+/* The index bucket of `pos`: where view_scan() starts. */
+static inline const uint32_t *view_bucket(const struct view *v, uint64_t pos)
+{
+	return &v->index[pos >> v->shift];
+}
+
+static inline size_t view_lower_bound(const struct view *v, uint64_t pos)
+{
+	return view_scan(v, *view_bucket(v, pos), pos);
 }
 
 /* The first point at or after `pos`, wrapping; the view is not empty. */

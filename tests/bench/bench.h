@@ -54,6 +54,7 @@ typedef struct hrb_report {
 
 typedef struct hrb_args {
 	int json;
+	int lookups_only;	/* no etcd: skips propagation and idle */
 	int puts;
 	int nodes;
 	int idle_ms;

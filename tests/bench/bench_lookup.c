@@ -11,7 +11,11 @@
  *   ketama     libmemcached's memcached_generate_hash() with
  *              MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED on as many servers;
  *   bsearch    hr_hash_key() then a textbook lower bound over a sorted
- *              array of the very same points (checked to agree).
+ *              array of the very same points (checked to agree);
+ *   batch      hr_client_lookup_batch() and hr_ring_lookup_batch() on
+ *              HRB_BATCH_KEYS keys per call (checked to agree with single
+ *              lookups), and the raw batch at each pipeline distance of
+ *              hrb_batch_distances, which is how the library's was chosen.
  *
  * Keys are 16 random bytes taken in turn from a pool far larger than the
  * caches.  "Throughput" runs independent lookups; the "dependent chain"
@@ -25,6 +29,7 @@
 #include "client.h"
 #include "hashring.h"
 #include "publish.h"
+#include "ring_batch.h"
 
 #include <libmemcached/memcached.h>
 #include <malloc.h>
@@ -269,6 +274,80 @@ TIMED_LOOPS(pref, const hr_ring *,
 	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3),
 	    (uintptr_t)pl[k - 1] >> 4)
 
+/* ---- batches ------------------------------------------------------------ */
+
+const unsigned hrb_batch_distances[HRB_BATCH_DISTANCES] = { 0, 1, 2, 3, 4, 6, 8,
+							     12, 16, 24 };
+
+/* Who answers a batch: the client, or the raw ring at the library's
+ * distance (dist < 0) or at `dist`. */
+struct batch_ctx {
+	hr_client *client;
+	const hr_ring *ring;
+	int dist;
+};
+
+/* thru_* for batches: the same keys in the same order, HRB_BATCH_KEYS per
+ * call, ns per key.  Filling the pointer array is timed too: a caller has
+ * to make it. */
+static double thru_batch(const struct batch_ctx *b, const struct keypool *kp,
+			 size_t ops, uint64_t *sink)
+{
+	const void *ptrs[HRB_BATCH_KEYS];
+	size_t lens[HRB_BATCH_KEYS];
+	hr_batch_owner out[HRB_BATCH_KEYS];
+	size_t warm = WARM_OPS / HRB_BATCH_KEYS, calls = ops / HRB_BATCH_KEYS;
+	int64_t t0 = 0;
+	uint64_t s = 0;
+
+	for (size_t k = 0; k < HRB_BATCH_KEYS; k++)
+		lens[k] = KEY_LEN;
+	for (size_t i = 0; i < warm + calls; i++) {
+		if (i == warm)
+			t0 = cpu_now_ns();
+		for (size_t k = 0; k < HRB_BATCH_KEYS; k++)
+			ptrs[k] = kp->keys + ((i * HRB_BATCH_KEYS + k) & kp->mask) * KEY_LEN;
+		if (b->client)
+			hr_client_lookup_batch(b->client, ptrs, lens, HRB_BATCH_KEYS, out,
+					       NULL, NULL);
+		else if (b->dist < 0)
+			hr_ring_lookup_batch(b->ring, ptrs, lens, HRB_BATCH_KEYS, out, NULL);
+		else
+			hr__ring_lookup_batch_dist(b->ring, ptrs, lens, HRB_BATCH_KEYS, out,
+						   (size_t)b->dist, NULL);
+		for (size_t k = 0; k < HRB_BATCH_KEYS; k++)
+			s += out[k].node;
+	}
+	*sink += s;
+	return (double)(cpu_now_ns() - t0) / (double)(calls * HRB_BATCH_KEYS);
+}
+
+/* The batch and single lookups must agree on every key. */
+static int check_batch_agree(const hr_ring *ring, const struct keypool *kp)
+{
+	const void *ptrs[HRB_BATCH_KEYS];
+	size_t lens[HRB_BATCH_KEYS];
+	hr_batch_owner out[HRB_BATCH_KEYS];
+
+	for (size_t i = 0; i < CHECK_KEYS; i += HRB_BATCH_KEYS) {
+		for (size_t k = 0; k < HRB_BATCH_KEYS; k++) {
+			ptrs[k] = kp->keys + (i + k) * KEY_LEN;
+			lens[k] = KEY_LEN;
+		}
+		if (hr_ring_lookup_batch(ring, ptrs, lens, HRB_BATCH_KEYS, out, NULL))
+			return -1;
+		for (size_t k = 0; k < HRB_BATCH_KEYS; k++) {
+			hr_lookup l;
+
+			if (hr_ring_lookup(ring, ptrs[k], KEY_LEN, &l) ||
+			    l.node != hr_ring_node(ring, out[k].node) ||
+			    l.read_node != hr_ring_node(ring, out[k].read_node))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -493,6 +572,8 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	double api[ROUNDS], ring[ROUNDS], mc[ROUNDS], bs[ROUNDS], pref[ROUNDS];
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
 	double rdr[ROUNDS], rdrd[ROUNDS];
+	double bapi[ROUNDS], bring[ROUNDS], bdist[HRB_BATCH_DISTANCES][ROUNDS];
+	struct batch_ctx batch_api, batch_ring;
 	hr_reader *reader = NULL;
 	memcached_st *mcs = NULL;
 	struct bs_ring bsr = { 0 };
@@ -517,6 +598,12 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		fprintf(stderr, "bench: ring and binary search disagree\n");
 		goto out;
 	}
+	if (check_batch_agree(a, kp)) {
+		fprintf(stderr, "bench: batch and single lookups disagree\n");
+		goto out;
+	}
+	batch_api = (struct batch_ctx){ c, NULL, -1 };
+	batch_ring = (struct batch_ctx){ NULL, a, -1 };
 	if (cf->nodes <= MC_SERVERS_MAX)
 		mcs = mc_create(cf->nodes, NULL);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
@@ -527,6 +614,13 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		api[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
 		rdr[i] = thru_reader(reader, kp, OPS_PER_ROUND, &sink);
 		ring[i] = thru_ring(a, kp, OPS_PER_ROUND, &sink);
+		bapi[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+		bring[i] = thru_batch(&batch_ring, kp, OPS_PER_ROUND, &sink);
+		for (int d = 0; d < HRB_BATCH_DISTANCES; d++) {
+			struct batch_ctx at = { NULL, a, (int)hrb_batch_distances[d] };
+
+			bdist[d][i] = thru_batch(&at, kp, OPS_PER_ROUND / 2, &sink);
+		}
 		bs[i] = thru_bs(&bsr, kp, OPS_PER_ROUND, &sink);
 		pref[i] = thru_pref(a, kp, OPS_PER_ROUND, &sink);
 		apid[i] = dep_api(c, kp, OPS_PER_ROUND, &sink);
@@ -542,6 +636,10 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	cf->ring_ns = median(ring, ROUNDS);
 	cf->reader_ns = median(rdr, ROUNDS);
 	cf->reader_dep_ns = median(rdrd, ROUNDS);
+	cf->batch_api_ns = median(bapi, ROUNDS);
+	cf->batch_ring_ns = median(bring, ROUNDS);
+	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
+		cf->batch_dist_ns[d] = median(bdist[d], ROUNDS);
 	cf->bsearch_ns = median(bs, ROUNDS);
 	cf->preflist3_ns = median(pref, ROUNDS);
 	cf->api_dep_ns = median(apid, ROUNDS);
@@ -697,6 +795,37 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 		}
 		printf("\n");
 	}
+	printf("Batch lookups, %d keys per call (ns per key, same rounds; x: single "
+	       "over batch, higher is better)\n", HRB_BATCH_KEYS);
+	printf("  %-11s %8s %8s %8s %8s %8s %8s\n", "nodes x vn", "api", "api batch",
+	       "x", "ring", "rng batch", "x");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s", label);
+		print_ns(c->api_ns);
+		print_ns(c->batch_api_ns);
+		printf(" %7.2fx", ratio(c->api_ns, c->batch_api_ns));
+		print_ns(c->ring_ns);
+		print_ns(c->batch_ring_ns);
+		printf(" %7.2fx\n", ratio(c->ring_ns, c->batch_ring_ns));
+	}
+	printf("Raw batch by pipeline distance (ns per key)\n  %-11s", "nodes x vn");
+	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
+		printf(" %6u", hrb_batch_distances[d]);
+	printf("\n");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s", label);
+		for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
+			printf(" %6.1f", c->batch_dist_ns[d]);
+		printf("\n");
+	}
 	printf("Build (thread CPU time) and memory\n");
 	for (int i = 0; i < lr->n; i++) {
 		const hrb_lookup_config *c = &lr->cfg[i];
@@ -742,9 +871,19 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		json_num("ring_dep_ns", c->ring_dep_ns, 0);
 		json_num("libmemcached_dep_ns", c->libmemcached_dep_ns, 0);
 		json_num("bsearch_dep_ns", c->bsearch_dep_ns, 0);
-		json_num("republish_per_s", c->republish_per_s, 1);
-		printf("}");
+		json_num("republish_per_s", c->republish_per_s, 0);
+		json_num("batch_api_ns", c->batch_api_ns, 0);
+		json_num("batch_ring_ns", c->batch_ring_ns, 0);
+		json_num("batch_api_speedup", ratio(c->api_ns, c->batch_api_ns), 0);
+		json_num("batch_ring_speedup", ratio(c->ring_ns, c->batch_ring_ns), 0);
+		printf("\"batch_dist_ns\":[");
+		for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
+			printf("%s%.3f", d ? "," : "", c->batch_dist_ns[d]);
+		printf("]}");
 	}
+	printf("],\"batch_keys\":%d,\"batch_distances\":[", HRB_BATCH_KEYS);
+	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
+		printf("%s%u", d ? "," : "", hrb_batch_distances[d]);
 	printf("],\"libmemcached_build_ms\":{\"100\":%.3f}",
 	       lr->libmemcached_build_ms_100);
 }

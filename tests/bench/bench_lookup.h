@@ -1,8 +1,9 @@
 /*
  * bench_lookup.h - hashring-bench, the lookup side: our lookup through the
  * public client API and on a raw ring, beside libmemcached's ketama and a
- * plain binary search over the same points; preference lists, two reader
- * threads under republication, build times and bytes per point.
+ * plain binary search over the same points; batch lookups beside single
+ * ones; preference lists, two reader threads under republication, build
+ * times and bytes per point.
  */
 #ifndef HRB_BENCH_LOOKUP_H
 #define HRB_BENCH_LOOKUP_H
@@ -10,6 +11,11 @@
 #include "bench.h"
 
 #define HRB_LOOKUP_CONFIGS_MAX 4
+#define HRB_BATCH_KEYS 128
+#define HRB_BATCH_DISTANCES 10
+
+/* The pipeline distances the batch is measured at (0: no overlap). */
+extern const unsigned hrb_batch_distances[HRB_BATCH_DISTANCES];
 
 /* One ring size.  A figure that could not be measured is negative. */
 typedef struct hrb_lookup_config {
@@ -21,6 +27,11 @@ typedef struct hrb_lookup_config {
 	/* Dependent chain: the next key depends on the previous answer. */
 	double api_dep_ns, ring_dep_ns, libmemcached_dep_ns, bsearch_dep_ns;
 	double reader_dep_ns;
+	/* Batches of HRB_BATCH_KEYS keys, ns per key: hr_client_lookup_batch()
+	 * and hr_ring_lookup_batch(), the pointer array filled in the loop. */
+	double batch_api_ns, batch_ring_ns;
+	/* hr_ring_lookup_batch() at each distance of hrb_batch_distances. */
+	double batch_dist_ns[HRB_BATCH_DISTANCES];
 	/* Client API lookups of two threads over one, while a writer
 	 * republishes the ring. */
 	double two_thread_speedup;

@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """Checks what libhashring exports against what its public headers declare.
 
-    check_symbols.py LIBHASHRING_SO LIBHASHRING_A HEADER...
+    check_symbols.py SYMBOLS_TXT LIBHASHRING_SO LIBHASHRING_A HEADER...
 
 - Every function declared in the public headers carries HR_EXPORT.
 - The dynamic symbols the shared library defines are exactly those
   functions: nothing internal (hr__*, static helpers) leaks out, and
   nothing declared is missing.
+- They are exactly the functions SYMBOLS_TXT lists ("MAJOR.MINOR name",
+  the release that added each): within a major version functions are only
+  added, so one that left the header and the library together still
+  fails, and none is listed as newer than the headers' version.
 - Every global symbol of the static library is in the hr_ namespace, so a
   program linking it statically cannot clash with us.
 """
@@ -73,10 +77,42 @@ def nm(args):
     return names
 
 
+def header_version(headers):
+    """(major, minor) from HR_VERSION_MAJOR and HR_VERSION_MINOR."""
+    found = {}
+    for path in headers:
+        with open(path, encoding="utf-8") as f:
+            for m in re.finditer(r"^#define HR_VERSION_(MAJOR|MINOR) +(\d+)$",
+                                 f.read(), flags=re.M):
+                found[m.group(1)] = int(m.group(2))
+    return found.get("MAJOR"), found.get("MINOR")
+
+
+def listed_functions(path, failures):
+    """{name: (major, minor)} from the list of public functions."""
+    listed = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            m = re.fullmatch(r"(\d+)\.(\d+) +(hr_\w+)", line)
+            if not m:
+                failures.append("%s:%d: not 'MAJOR.MINOR hr_name': %s"
+                                % (path, number, line))
+                continue
+            if m.group(3) in listed:
+                failures.append("%s:%d: %s listed twice"
+                                % (path, number, m.group(3)))
+            listed[m.group(3)] = (int(m.group(1)), int(m.group(2)))
+    return listed
+
+
 def main():
-    if len(sys.argv) < 4:
-        sys.exit("usage: check_symbols.py LIB.so LIB.a HEADER...")
-    shared, static, headers = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if len(sys.argv) < 5:
+        sys.exit("usage: check_symbols.py SYMBOLS.txt LIB.so LIB.a HEADER...")
+    listing, shared, static = sys.argv[1], sys.argv[2], sys.argv[3]
+    headers = sys.argv[4:]
     failures = []
 
     declared = declared_functions(headers)
@@ -95,6 +131,20 @@ def main():
                         + name)
     for name in sorted(set(declared) - exported):
         failures.append("declared but not exported: " + name)
+
+    listed = listed_functions(listing, failures)
+    major, minor = header_version(headers)
+    for name in sorted(set(declared) - set(listed)):
+        failures.append("public function missing from %s (with the release "
+                        "that adds it): %s" % (listing, name))
+    for name in sorted(set(listed) - set(declared)):
+        failures.append("listed in %s but no longer declared (functions are "
+                        "only removed in a major release): %s"
+                        % (listing, name))
+    for name, (ma, mi) in sorted(listed.items()):
+        if ma != major or mi > minor:
+            failures.append("%s is listed as added in %d.%d, but the headers "
+                            "are version %s.%s" % (name, ma, mi, major, minor))
 
     for name in sorted(nm(["-g", "--defined-only", static])):
         # ASan marks each instrumented global with "__odr_asan.<name>"

@@ -204,6 +204,45 @@ START_TEST(client_lookups_do_not_allocate)
 }
 END_TEST
 
+START_TEST(batch_lookups_do_not_allocate)
+{
+	enum { BATCH = 100 };
+	hr_ring *ring = make_ring();
+	hr_client *c = open_client(ring);
+	hr_reader *r = NULL;
+	char keys[BATCH][32];
+	const void *ptrs[BATCH];
+	size_t lens[BATCH];
+	hr_batch_owner raw[BATCH], api[BATCH], via_reader[BATCH];
+	hr_epoch ep;
+	hr_error err;
+	unsigned long n, bad = 0;
+
+	ck_assert_int_eq(hr_reader_open(c, &r), 0);
+	for (int k = 0; k < BATCH; k++)
+		ptrs[k] = keys[k];
+	ck_assert_int_eq(hr_client_lookup_batch(c, ptrs, lens, 0, NULL, &ep, &err), 0);
+	count_start();
+	for (unsigned long i = 0; i < CALLS / BATCH; i++) {
+		for (int k = 0; k < BATCH; k++)
+			key_of(i * BATCH + (unsigned long)k, keys[k], &lens[k]);
+		bad += hr_ring_lookup_batch(ring, ptrs, lens, BATCH, raw, &err) != 0;
+		bad += hr_client_lookup_batch(c, ptrs, lens, BATCH, api, &ep, &err) != 0;
+		bad += hr_reader_lookup_batch(r, ptrs, lens, BATCH, via_reader, &ep,
+					      &err) != 0;
+		bad += memcmp(raw, api, sizeof raw) != 0;
+		bad += memcmp(raw, via_reader, sizeof raw) != 0;
+		bad += ep.revision != 5;
+	}
+	n = count_stop();
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(bad, 0);
+	hr_reader_close(r);
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("alloc");
@@ -212,6 +251,7 @@ int main(void)
 	tcase_add_test(tc, counters_count);
 	tcase_add_test(tc, ring_lookups_do_not_allocate);
 	tcase_add_test(tc, client_lookups_do_not_allocate);
+	tcase_add_test(tc, batch_lookups_do_not_allocate);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
