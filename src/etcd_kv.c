@@ -90,51 +90,17 @@ int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
 	return 0;
 }
 
-int hr__etcd_newest_mod(hr__etcd *e, const char *prefix, int64_t *revision,
-			hr_error *err)
+/* Sends the range request `body` (freed here) and gives the first kv of
+ * the reply in *out (zeroed when there is none; *found says which). */
+static int range_first(hr__etcd *e, cJSON *body, hr__kv *out, int *found,
+		       hr_error *err)
 {
-	cJSON *body = cJSON_CreateObject(), *reply = NULL;
-	const cJSON *kvs;
-	hr__kv kv;
-	int rc;
-
-	*revision = 0;
-	if (!body || !hr__json_add_prefix_range(body, prefix, strlen(prefix)) ||
-	    !hr__json_add_int64(body, "limit", 1) ||
-	    !cJSON_AddStringToObject(body, "sort_target", "MOD") ||
-	    !cJSON_AddStringToObject(body, "sort_order", "DESCEND") ||
-	    !cJSON_AddTrueToObject(body, "keys_only")) {
-		cJSON_Delete(body);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	rc = hr__etcd_call(e, "/kv/range", body, &reply, err);
-	cJSON_Delete(body);
-	if (rc)
-		return rc;
-	kvs = cJSON_GetObjectItemCaseSensitive(reply, "kvs");
-	if (cJSON_GetArraySize(kvs) > 0) {
-		rc = hr__kv_from_json(cJSON_GetArrayItem(kvs, 0), &kv, err);
-		if (!rc)
-			*revision = kv.mod_revision;
-		hr__kv_clear(&kv);
-	}
-	cJSON_Delete(reply);
-	return rc;
-}
-
-int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
-		 hr_error *err)
-{
-	cJSON *body = cJSON_CreateObject(), *reply = NULL;
+	cJSON *reply = NULL;
 	const cJSON *kvs;
 	int rc;
 
 	memset(out, 0, sizeof *out);
 	*found = 0;
-	if (!body || !hr__json_add_b64(body, "key", key, strlen(key))) {
-		cJSON_Delete(body);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
 	rc = hr__etcd_call(e, "/kv/range", body, &reply, err);
 	cJSON_Delete(body);
 	if (rc)
@@ -146,6 +112,43 @@ int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
 	}
 	cJSON_Delete(reply);
 	return rc;
+}
+
+int hr__etcd_newest_mod(hr__etcd *e, const char *prefix, int64_t *revision,
+			hr_error *err)
+{
+	cJSON *body = cJSON_CreateObject();
+	hr__kv kv;
+	int found, rc;
+
+	*revision = 0;
+	if (!body || !hr__json_add_prefix_range(body, prefix, strlen(prefix)) ||
+	    !hr__json_add_int64(body, "limit", 1) ||
+	    !cJSON_AddStringToObject(body, "sort_target", "MOD") ||
+	    !cJSON_AddStringToObject(body, "sort_order", "DESCEND") ||
+	    !cJSON_AddTrueToObject(body, "keys_only")) {
+		cJSON_Delete(body);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	rc = range_first(e, body, &kv, &found, err);
+	if (!rc && found)
+		*revision = kv.mod_revision;
+	hr__kv_clear(&kv);
+	return rc;
+}
+
+int hr__etcd_get(hr__etcd *e, const char *key, hr__kv *out, int *found,
+		 hr_error *err)
+{
+	cJSON *body = cJSON_CreateObject();
+
+	memset(out, 0, sizeof *out);
+	*found = 0;
+	if (!body || !hr__json_add_b64(body, "key", key, strlen(key))) {
+		cJSON_Delete(body);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	return range_first(e, body, out, found, err);
 }
 
 /* ---- conditional put ------------------------------------------------------ */

@@ -101,3 +101,16 @@ hr_client *hrt_offline_client(const char *prefix)
 	ck_assert_int_eq(hr_client_open(&etcd, &cfg, &c, NULL), 0);
 	return c;
 }
+
+uint64_t hrt_tie_hash(const void *name, size_t len)
+{
+	const char *s = name;
+	size_t i = len;
+	uint64_t v = 0;
+
+	while (i > 0 && s[i - 1] != '#')
+		i--;
+	for (; i < len; i++)	/* the name is not NUL-terminated */
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	return (v + 1) << 40;
+}

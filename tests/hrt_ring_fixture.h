@@ -27,6 +27,11 @@ hrt_nodes *hrt_nodes_new(size_t n, const char *id_fmt, const char *addr_fmt,
 void hrt_nodes_zones(hrt_nodes *s, unsigned zones);
 void hrt_nodes_free(hrt_nodes *s);
 
+/* A point hash for hr__ring_build_hashed() that puts point i of every node
+ * at (i + 1) << 40: every position is shared by all the nodes, so only the
+ * tie rule (docs/placement.md section 3) orders them. */
+uint64_t hrt_tie_hash(const void *name, size_t len);
+
 /* hr_ring_build() that must succeed (the failure says why not). */
 hr_ring *hrt_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 			uint64_t revision);

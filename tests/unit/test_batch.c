@@ -135,22 +135,8 @@ START_TEST(random_rings_answer_as_single_lookups)
 }
 END_TEST
 
-/* Puts point i of every node at (i + 1) << 40, so that every position is
- * shared by all the nodes (test_ring's tie rule); const_hash puts every
- * point at one position, one crowded index bucket. */
-static uint64_t tie_hash(const void *name, size_t len)
-{
-	const char *s = name;
-	size_t i = len;
-	uint64_t v = 0;
-
-	while (i > 0 && s[i - 1] != '#')
-		i--;
-	for (; i < len; i++)
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	return (v + 1) << 40;
-}
-
+/* hrt_tie_hash shares every position between all the nodes; const_hash
+ * puts every point at one position, one crowded index bucket. */
 static uint64_t const_hash(const void *name, size_t len)
 {
 	(void)name;
@@ -162,7 +148,7 @@ static uint64_t const_hash(const void *name, size_t len)
  * points than at them, so keys wrap too. */
 START_TEST(tied_positions_answer_as_single_lookups)
 {
-	hr__point_hash_fn hashes[] = { tie_hash, const_hash };
+	hr__point_hash_fn hashes[] = { hrt_tie_hash, const_hash };
 	hrt_nodes *s = hrt_nodes_new(50, "t%zu", NULL, 0);
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 40 };
 

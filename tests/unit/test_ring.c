@@ -496,21 +496,6 @@ END_TEST
 
 /* ---- the tie rule ----------------------------------------------------------- */
 
-/* Puts point i of every node at (i + 1) << 40: every position is shared by
- * all the nodes, so only the tie rule decides. */
-static uint64_t tie_hash(const void *name, size_t len)
-{
-	const char *s = name;
-	size_t i = len;
-	uint64_t v = 0;
-
-	while (i > 0 && s[i - 1] != '#')
-		i--;
-	for (; i < len; i++)	/* the name is not NUL-terminated */
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	return (v + 1) << 40;
-}
-
 static uint64_t const_hash(const void *name, size_t len)
 {
 	(void)name;
@@ -532,7 +517,7 @@ START_TEST(tie_rule)
 	hr_ring *ring;
 	hr_lookup lk;
 
-	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, tie_hash,
+	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, hrt_tie_hash,
 					       &ring, NULL), HR_OK);
 	for (uint64_t pos = 0; pos < (5ULL << 40); pos += 1ULL << 38) {
 		ck_assert_int_eq(hr__ring_lookup_pos(ring, pos, &lk), HR_OK);
@@ -549,7 +534,7 @@ START_TEST(tie_rule)
 
 	/* "a" draining: writes go to the next id, reads stay */
 	nodes[2].state = HR_STATE_DRAINING;
-	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, tie_hash,
+	ck_assert_int_eq(hr__ring_build_hashed(nodes, 4, &opts, 0, hrt_tie_hash,
 					       &ring, NULL), HR_OK);
 	hr__ring_lookup_pos(ring, 7, &lk);
 	ck_assert_str_eq(lk.node->id, "a0");
