@@ -8,7 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_TIMEOUT_MS 2000
 #define PROGRESS_EVERY 1000
@@ -35,23 +34,6 @@ typedef struct scan {
 	int recheck;
 	size_t sorted;
 } scan;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
-			       .tv_nsec = (long)(ns % 1000000000u) };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0)
-		;
-}
 
 static int stopped(const rb_copy_options *opts)
 {
@@ -157,19 +139,8 @@ static int scan_item(void *userdata, const rb_mc_item *item)
 	return 0;
 }
 
-/* Waits until the cap lets one key of `bytes` bytes go, then takes it. */
-static void throttle(rb_rate *rate, size_t bytes)
-{
-	uint64_t w;
-
-	if (!rate)
-		return;
-	while ((w = rb_rate_wait_ns(rate, now_ns(), bytes)) > 0)
-		sleep_ns(w);
-	rb_rate_take(rate, now_ns(), bytes);
-}
-
-/* Copies one key from `src` to `dst`: fetch, add, look again. */
+/* Copies one key from `src` to `dst`: fetch, add, look again.  0 when
+ * done, 1 when stopped before the store, or an error. */
 static int copy_key(rb_mc *src, rb_mc *dst, const void *key, size_t len,
 		    rb_mc_value *v, const rb_copy_options *opts, rb_copy_stats *stats,
 		    hr_error *err)
@@ -186,7 +157,9 @@ static int copy_key(rb_mc *src, rb_mc *dst, const void *key, size_t len,
 		stats->gone++;
 		return 0;
 	}
-	throttle(opts->rate, v->len);
+	rb_rate_throttle(opts->rate, v->len, opts->stop);
+	if (stopped(opts))
+		return 1; /* stopped while waiting for the cap: not copied */
 	rc = rb_mc_store(dst, key, len, v, RB_MC_ADD, &cas, err);
 	if (rc < 0)
 		return rc;
@@ -227,17 +200,19 @@ static int copy_keys(const hr_ring *ring, const hr_node *source, scan *s,
 	for (size_t i = 0; rc == 0 && i < s->n; i++) {
 		const moving_key *k = &s->keys[i];
 
-		if (stopped(opts)) {
-			rc = rb_fail(err, HR_ECLOSED, "copy: stopped after %zu of %zu keys from %s",
-				     i, s->n, source->id);
-			break;
-		}
-		if (!dst[k->dest])
+		if (stopped(opts))
+			rc = 1;
+		else if (!dst[k->dest])
 			rc = rb_mc_connect(hr_ring_node(ring, k->dest)->addr, opts->timeout_ms,
 					   &dst[k->dest], err);
 		if (rc == 0)
 			rc = copy_key(src, dst[k->dest], s->arena + k->off, k->len, &v, opts,
 				      stats, err);
+		if (rc == 1) {
+			rc = rb_fail(err, HR_ECLOSED, "copy: stopped after %zu of %zu keys from %s",
+				     i, s->n, source->id);
+			break;
+		}
 		if ((i + 1) % PROGRESS_EVERY == 0)
 			progress(opts, stats);
 	}

@@ -7,7 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_TIMEOUT_MS 2000
 
@@ -58,14 +57,6 @@ static int stale_item(void *userdata, const rb_mc_item *item)
 	return 0;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int rb_purge_node(const hr_ring *ring, const hr_node *node,
 		  const rb_copy_options *opts, rb_purge_stats *stats, hr_error *err)
 {
@@ -103,17 +94,9 @@ int rb_purge_node(const hr_ring *ring, const hr_node *node,
 				     k, s.n, node->id);
 			break;
 		}
-		if (o.rate) {
-			uint64_t w;
-			struct timespec ts;
-
-			while ((w = rb_rate_wait_ns(o.rate, now_ns(), 0)) > 0) {
-				ts = (struct timespec){ (time_t)(w / 1000000000u),
-							(long)(w % 1000000000u) };
-				nanosleep(&ts, NULL);
-			}
-			rb_rate_take(o.rate, now_ns(), 0);
-		}
+		rb_rate_throttle(o.rate, 0, o.stop);
+		if (o.stop && *o.stop)
+			continue; /* said at the top of the loop */
 		rc = rb_mc_delete(mc, s.keys[k].key, s.keys[k].len, s.keys[k].cas, err);
 		if (rc >= 0) {
 			*(rc ? &stats->deleted : &stats->changed) += 1;

@@ -1,7 +1,9 @@
 /* rate.c - two token buckets, keys and bytes per second (see rate.h). */
+#define _GNU_SOURCE
 #include "rate.h"
 
 #include <math.h>
+#include <time.h>
 
 /* A bucket holds this fraction of a second of its rate: the burst above the
  * cap in any 1 s window. */
@@ -73,4 +75,30 @@ void rb_rate_take(rb_rate *r, uint64_t now_ns, size_t bytes)
 		r->keys.tokens -= 1;
 	if (r->bytes.rate > 0)
 		r->bytes.tokens -= (double)bytes;
+}
+
+uint64_t rb_rate_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void rb_rate_throttle(rb_rate *r, size_t bytes, const volatile sig_atomic_t *stop)
+{
+	uint64_t w;
+
+	if (!r)
+		return;
+	while ((w = rb_rate_wait_ns(r, rb_rate_now_ns(), bytes)) > 0) {
+		struct timespec ts = { .tv_sec = (time_t)(w / 1000000000u),
+				       .tv_nsec = (long)(w % 1000000000u) };
+
+		if (stop && *stop)
+			return;
+		/* A signal ends the sleep early: the loop looks at the flag. */
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+	}
+	rb_rate_take(r, rb_rate_now_ns(), bytes);
 }

@@ -6,8 +6,10 @@
  * moves, with the source's flags and remaining TTL, keeps what clients
  * wrote to the new owner meanwhile and what they deleted deleted, copies
  * nothing that does not move, and copies nothing again on a rerun; once
- * the node is promoted the purge removes the old owners' copies.  The
- * rate cap is checked on a real copy, and the uncapped rate is printed.
+ * the node is promoted the purge removes the old owners' copies.  Deletes
+ * racing the copy stay deleted; a copy stopped halfway and rerun copies
+ * exactly the rest.  The rate cap is checked on a real copy, and the
+ * uncapped rate is printed.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"

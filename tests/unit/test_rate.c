@@ -3,7 +3,8 @@
  * metadump lines, offline.  The cap runs on a fake clock: a copier that
  * always has a key ready takes one as soon as the buckets let it (plus a
  * random scheduling delay), and over every 1 s window the keys and bytes
- * that passed stay within 10% of the cap, above and below.
+ * that passed stay within 10% of the cap, above and below.  The real-clock
+ * wait built on it waits, and stops when told.
  */
 #include "hrt_check.h"
 #include "hrt_rand.h"
@@ -161,6 +162,30 @@ START_TEST(clock_going_back_refills_nothing)
 }
 END_TEST
 
+/* The real-clock wait: it waits as long as the cap says, and not at all
+ * once the stop flag is up (then it takes nothing). */
+START_TEST(throttle_waits_and_stops)
+{
+	volatile sig_atomic_t stop = 0;
+	rb_rate r;
+	uint64_t t0;
+	double tokens;
+
+	rb_rate_init(&r, 20, 0, rb_rate_now_ns());
+	rb_rate_take(&r, rb_rate_now_ns(), 0); /* the one key the bucket holds */
+	t0 = rb_rate_now_ns();
+	rb_rate_throttle(&r, 0, &stop);
+	ck_assert_uint_ge(rb_rate_now_ns() - t0, 40 * 1000000ull); /* 1/20 s */
+	stop = 1;
+	tokens = r.keys.tokens;
+	t0 = rb_rate_now_ns();
+	rb_rate_throttle(&r, 0, &stop);
+	ck_assert_uint_lt(rb_rate_now_ns() - t0, 20 * 1000000ull);
+	ck_assert(r.keys.tokens >= tokens); /* refilled a little, nothing taken */
+	rb_rate_throttle(NULL, 5, NULL);
+}
+END_TEST
+
 /* Metadump lines as memcached 1.6.18 prints them, and broken ones. */
 START_TEST(dump_lines)
 {
@@ -211,6 +236,7 @@ int main(void)
 	tcase_add_test(tc, large_values_pass_and_average_to_the_cap);
 	tcase_add_test(tc, zero_is_no_cap);
 	tcase_add_test(tc, clock_going_back_refills_nothing);
+	tcase_add_test(tc, throttle_waits_and_stops);
 	tcase_add_test(tc, dump_lines);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
