@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
 #include "hrt_check.h"
+#include "hrt_cli.h"
 #include "hrt_rand.h"
 #include "hrt_ring.h"
 #include "memcached_fixture.h"
@@ -567,6 +568,60 @@ START_TEST(stopped_copy_and_rerun_converge)
 }
 END_TEST
 
+/* `hashring rebalance` runs the whole join: wait, copy, promote, wait,
+ * purge; it refuses to go on with fewer clients than told. */
+START_TEST(cli_runs_the_join)
+{
+	enum { N = 6000 };
+	hr_client *c;
+	hr_ring *before, *ring;
+	rb_mc_value v = { 0 };
+	hrt_cli_run r;
+	const char *endpoints = hrt_etcd_endpoints(etcd);
+	int64_t rev;
+
+	put_node(0, "active");
+	put_node(1, "active");
+	c = acking_client();
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	before = hr_client_acquire(c);
+	fill(before, N);
+	rev = put_node(2, "warming");
+	wait_acked(rev);
+
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, "--clients", "2", NULL });
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "1 live clients acknowledge under '" ACKS
+					    "', fewer than --clients 2"));
+
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, "--clients", "1", "--rate", "20000",
+		"--promote", "--purge", "--json", NULL });
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"wait\",\"revision\":"));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"copy\",\"scanned\":6000,"));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"promote\",\"nodes\":1,"));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"purge\","));
+	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
+	ring = hr_client_acquire(c);
+	for (int i = 0; i < N; i++)
+		check_key(ring, i, 0, &v);
+	ck_assert_uint_eq(items_on(0) + items_on(1) + items_on(2), N);
+
+	/* Nothing left to hand over: a warning, and success. */
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, NULL });
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "no warming or draining node: nothing to copy"));
+
+	rb_mc_value_free(&v);
+	hr_ring_release(ring);
+	hr_ring_release(before);
+	hr_client_close(c);
+}
+END_TEST
+
 static void count_progress(void *userdata, const rb_copy_stats *s)
 {
 	(void)s;
@@ -674,6 +729,7 @@ int main(void)
 	tcase_add_test(tc, stopped_copy_and_rerun_converge);
 	tcase_add_test(tc, rate_cap_on_a_real_copy);
 	tcase_add_test(tc, failures_name_their_cause);
+	tcase_add_test(tc, cli_runs_the_join);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
