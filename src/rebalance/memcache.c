@@ -173,6 +173,25 @@ static int io_fail(rb_mc *mc, hr_error *err, const char *what)
 	return rb_fail(err, HR_EIO, "memcached %s: %s: %s", mc->addr, what, strerror(errno));
 }
 
+/* After a send or recv that failed with errno: 0 to try again (an
+ * interrupted call, or the socket ready within the timeout), else the
+ * error. */
+static int await(rb_mc *mc, short events, const char *what, hr_error *err)
+{
+	int p;
+
+	if (errno == EINTR)
+		return 0;
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		return io_fail(mc, err, what);
+	p = wait_fd(mc->fd, events, mc->timeout_ms);
+	if (p <= 0) {
+		errno = p == 0 ? ETIMEDOUT : errno;
+		return io_fail(mc, err, what);
+	}
+	return 0;
+}
+
 /* Sends every byte of iov[0..n), which it consumes. */
 static int send_iov(rb_mc *mc, struct iovec *iov, int n, const char *what, hr_error *err)
 {
@@ -181,17 +200,10 @@ static int send_iov(rb_mc *mc, struct iovec *iov, int n, const char *what, hr_er
 		ssize_t w = sendmsg(mc->fd, &m, MSG_NOSIGNAL);
 
 		if (w < 0) {
-			int p;
+			int rc = await(mc, POLLOUT, what, err);
 
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return io_fail(mc, err, what);
-			p = wait_fd(mc->fd, POLLOUT, mc->timeout_ms);
-			if (p <= 0) {
-				errno = p == 0 ? ETIMEDOUT : errno;
-				return io_fail(mc, err, what);
-			}
+			if (rc)
+				return rc;
 			continue;
 		}
 		while (n > 0 && (size_t)w >= iov->iov_len) {
@@ -230,7 +242,7 @@ static int fill(rb_mc *mc, size_t want, const char *what, hr_error *err)
 		mc->cap = cap;
 	}
 	for (;;) {
-		int p;
+		int rc;
 
 		r = recv(mc->fd, mc->buf + mc->end, mc->cap - mc->end, 0);
 		if (r > 0) {
@@ -241,15 +253,9 @@ static int fill(rb_mc *mc, size_t want, const char *what, hr_error *err)
 			errno = 0;
 			return io_fail(mc, err, what);
 		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return io_fail(mc, err, what);
-		p = wait_fd(mc->fd, POLLIN, mc->timeout_ms);
-		if (p <= 0) {
-			errno = p == 0 ? ETIMEDOUT : errno;
-			return io_fail(mc, err, what);
-		}
+		rc = await(mc, POLLIN, what, err);
+		if (rc)
+			return rc;
 	}
 }
 
