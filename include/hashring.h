@@ -1462,7 +1462,8 @@ typedef struct hr_rebalance_config {
 				     0: no cap (0)                            */
 	double bytes_per_s;       /* most value bytes copied a second; 0: no
 				     cap (0).  Over any 1 s window the copy
-				     stays within 5% of each cap.             */
+				     passes at most the cap plus 1/20 s of it
+				     (docs/handoff.md section 5).             */
 	const char *ack_prefix;   /* the clients' acks, for hr_rebalancer_run
 				     ("/hashring/acks/")                      */
 	size_t min_clients;       /* a run fails unless at least this many
