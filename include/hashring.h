@@ -1329,7 +1329,8 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
 /*
  * A store, seen by the rebalancer.  Nodes are named by their hr_node.addr.
  * Every callback returns a negative HR_E* code on failure, with `err`
- * filled (naming the node and what failed), which ends the step.
+ * (never NULL) filled, naming the node and what failed; that ends the
+ * step, whose caller gets the code and the message.
  * Callbacks are called from the thread that runs a step, one at a time;
  * the backend may keep connections in `userdata`.
  *
@@ -1524,9 +1525,10 @@ HR_EXPORT void hr_rebalancer_free(hr_rebalancer *rb);
  * that of the client's records).  Nothing to hand off (no warming or
  * draining node) is success, with nothing copied.
  *
- * Errors: HR_EINVAL (NULL client or etcd; bad settings); HR_ENOTFOUND
- * (`node_id` not in the ring) and HR_EINVAL (the node is active), naming
- * it; HR_ETIMEDOUT (a wait: the message names the clients behind),
+ * Errors: HR_EINVAL (NULL client or etcd; bad settings; another call of
+ * this rebalancer running); HR_EEMPTY (the client has no ring yet);
+ * HR_ENOTFOUND (`node_id` not in the ring) and HR_EINVAL (the node is
+ * active), naming it; HR_ETIMEDOUT (a wait: the message names the clients behind),
  * HR_ECONFLICT (clients at one revision with different rings, or the ring
  * changed during the copy: run again to copy its new arcs), HR_ECLOSED
  * (cancelled), the backend's errors, and those of hr_acks_wait() and

@@ -1,5 +1,5 @@
-/* rebalance.c - the rebalancer: its object, its figures and log lines, and
- * the whole handoff of a run (see rebalance.h and hashring.h). */
+/* rebalance.c - the rebalancer: its object, the start and end of each
+ * call, and the whole handoff of a run (see rebalance.h and hashring.h). */
 #define _GNU_SOURCE
 #include "rebalance.h"
 
@@ -161,9 +161,12 @@ static int claim(hr_rebalancer *rb, const char *fn, hr_error *err)
 int hr_rebalancer_copy(hr_rebalancer *rb, const hr_ring *ring, const char *node_id,
 		       hr_error *err)
 {
+	hr_error local = { 0 };
 	const hr_node *only;
 	int rc;
 
+	if (!err)
+		err = &local; /* the failure's line gives the message */
 	if (!rb || !ring)
 		return hr__error_set(err, HR_EINVAL, "hr_rebalancer_copy: %s is NULL",
 				     rb ? "ring" : "rebalancer");
@@ -181,8 +184,11 @@ int hr_rebalancer_copy(hr_rebalancer *rb, const hr_ring *ring, const char *node_
 
 int hr_rebalancer_purge(hr_rebalancer *rb, const hr_ring *ring, hr_error *err)
 {
+	hr_error local = { 0 };
 	int rc;
 
+	if (!err)
+		err = &local;
 	if (!rb || !ring)
 		return hr__error_set(err, HR_EINVAL, "hr_rebalancer_purge: %s is NULL",
 				     rb ? "ring" : "rebalancer");
@@ -390,9 +396,12 @@ static int run(hr_rebalancer *rb, hr_client *client, const hr_etcd_config *etcd,
 int hr_rebalancer_run(hr_rebalancer *rb, hr_client *client, const hr_etcd_config *etcd,
 		      const char *node_id, hr_error *err)
 {
+	hr_error local = { 0 };
 	hr_ring *ring;
 	int rc;
 
+	if (!err)
+		err = &local;
 	if (!rb || !client || !etcd)
 		return hr__error_set(err, HR_EINVAL, "hr_rebalancer_run: %s is NULL",
 				     !rb ? "rebalancer" : !client ? "client" : "etcd");

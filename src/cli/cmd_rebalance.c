@@ -51,7 +51,12 @@ struct run_state {
 	const hr_etcd_config *etcd;
 	const char *node_id;
 	int json, tty;
+	/* Between the run's thread (the step lines) and this one (the
+	 * progress): the output, and what follows. */
+	pthread_mutex_t lock;
 	double t0;           /* when the current step began */
+	uint64_t last_json;  /* keys done at the last JSON progress line */
+	int copied;          /* the copy line is out: no progress after it */
 	int rc;
 	hr_error err;
 	volatile int finished;
@@ -88,9 +93,11 @@ static void print_copy(FILE *out, const char *step, const hr_rebalance_progress 
 static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_progress *p)
 {
 	struct run_state *st = userdata;
-	double secs = now_s() - st->t0;
 	FILE *out = cli_out();
+	double secs;
 
+	pthread_mutex_lock(&st->lock);
+	secs = now_s() - st->t0;
 	if (st->tty)
 		fputs("\r\033[K", stderr);
 	switch (step) {
@@ -104,6 +111,7 @@ static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_p
 			fprintf(out, "wait\t%" PRIu64 "\t%zu\n", p->acked_revision, p->clients);
 		break;
 	case HR_REBALANCE_STEP_COPY:
+		st->copied = 1;
 		if (!p->nodes_total)
 			cli_warn(CMD, "no warming or draining node: nothing to copy");
 		else
@@ -132,22 +140,28 @@ static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_p
 	}
 	cli_out_flush();
 	st->t0 = now_s();
+	pthread_mutex_unlock(&st->lock);
 }
 
 /* The progress bar, or a JSON progress line every JSON_EVERY keys. */
-static void show_progress(struct run_state *st, const hr_rebalance_progress *p,
-			  uint64_t *last_json)
+static void show_progress(struct run_state *st)
 {
-	uint64_t done = p->copied + p->present + p->gone;
+	hr_rebalance_progress pr, *p = &pr;
+	uint64_t done;
 
-	if (p->step != HR_REBALANCE_STEP_SCAN && p->step != HR_REBALANCE_STEP_COPY)
+	pthread_mutex_lock(&st->lock);
+	if (hr_rebalancer_progress(st->rb, p) != 0 || st->copied ||
+	    (p->step != HR_REBALANCE_STEP_SCAN && p->step != HR_REBALANCE_STEP_COPY)) {
+		pthread_mutex_unlock(&st->lock);
 		return;
+	}
+	done = p->copied + p->present + p->gone;
 	if (st->json) {
-		if (done / JSON_EVERY == *last_json / JSON_EVERY)
-			return;
-		*last_json = done;
-		print_copy(cli_out(), "progress", p, now_s() - st->t0, 1);
-		cli_out_flush();
+		if (done / JSON_EVERY != st->last_json / JSON_EVERY) {
+			st->last_json = done;
+			print_copy(cli_out(), "progress", p, now_s() - st->t0, 1);
+			cli_out_flush();
+		}
 	} else if (st->tty) {
 		fprintf(stderr,
 			"\r\033[K%s %s  scanned %" PRIu64 "  moving %" PRIu64 "  copied %" PRIu64
@@ -158,6 +172,7 @@ static void show_progress(struct run_state *st, const hr_rebalance_progress *p,
 		if (p->eta_s >= 0)
 			fprintf(stderr, "  ETA %.0fs", p->eta_s);
 	}
+	pthread_mutex_unlock(&st->lock);
 }
 
 static void *run_thread(void *arg)
@@ -175,7 +190,6 @@ static void *run_thread(void *arg)
 static int run(struct run_state *st)
 {
 	struct timespec slice = { 0, POLL_MS * 1000000L };
-	uint64_t last_json = 0;
 	pthread_t thread;
 	sigset_t set;
 	int sig = 0;
@@ -188,15 +202,13 @@ static int run(struct run_state *st)
 		return CLI_EXIT_ERROR;
 	}
 	while (!__atomic_load_n(&st->finished, __ATOMIC_ACQUIRE)) {
-		hr_rebalance_progress p;
 		int got = sigtimedwait(&set, NULL, &slice);
 
 		if (got == SIGINT || got == SIGTERM) {
 			sig = got;
 			hr_rebalancer_cancel(st->rb);
 		}
-		if (hr_rebalancer_progress(st->rb, &p) == 0)
-			show_progress(st, &p, &last_json);
+		show_progress(st);
 	}
 	pthread_join(thread, NULL);
 	if (st->tty)
@@ -300,6 +312,7 @@ int cmd_rebalance(int argc, char **argv)
 	}
 	st = (struct run_state){ .etcd = &etcd, .node_id = node_id, .json = json,
 				 .tty = !json && isatty(2), .t0 = now_s() };
+	pthread_mutex_init(&st.lock, NULL);
 	hr_rebalance_config_init(&rcfg);
 	rcfg.keys_per_s = (double)rate;
 	rcfg.bytes_per_s = (double)bytes_rate;
@@ -332,5 +345,7 @@ out:
 	hr_rebalancer_free(rb);
 	hr_client_close(client);
 	cli_etcd_free(&conn);
+	if (st.etcd)
+		pthread_mutex_destroy(&st.lock);
 	return rc;
 }
