@@ -40,6 +40,8 @@ NO_TAIL_PADDING(hr_client_config, ack_interval_ms);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
+NO_TAIL_PADDING(hr_rebalance_config, on_step_userdata);
+NO_TAIL_PADDING(hr_rebalance_backend, enumerate_passes);
 #endif
 
 static const hr_ring_options ring_defaults = {
@@ -82,6 +84,18 @@ static const hr_metrics_options metrics_defaults = {
 	.size = sizeof(hr_metrics_options),
 };
 
+static const hr_rebalance_backend backend_defaults = {
+	.size = sizeof(hr_rebalance_backend),
+};
+
+static const hr_rebalance_config rebalance_defaults = {
+	.size = sizeof(hr_rebalance_config),
+	.ack_prefix = "/hashring/acks/",
+	.wait_timeout_ms = 30000,
+	.progress_interval_ms = 1000,
+	.log_level = HR_LOG_INFO,
+};
+
 /* ---- initialising ---------------------------------------------------------- */
 
 /* Writes the caller's `size` bytes of `p` and no more: the defaults of
@@ -119,6 +133,16 @@ void hr_registration_init_size(hr_registration *reg, size_t size)
 void hr_record_update_init_size(hr_record_update *upd, size_t size)
 {
 	init_sized(upd, size, &update_defaults, sizeof update_defaults);
+}
+
+void hr_rebalance_backend_init_size(hr_rebalance_backend *b, size_t size)
+{
+	init_sized(b, size, &backend_defaults, sizeof backend_defaults);
+}
+
+void hr_rebalance_config_init_size(hr_rebalance_config *cfg, size_t size)
+{
+	init_sized(cfg, size, &rebalance_defaults, sizeof rebalance_defaults);
 }
 
 void hr_metrics_options_init_size(hr_metrics_options *opts, size_t size)
@@ -388,5 +412,82 @@ int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *o
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_metrics_options: unknown flags 0x%" PRIx64 " in omit",
 				     out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES);
+	return 0;
+}
+
+int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_backend *out,
+			       hr_error *err)
+{
+	int rc;
+
+	*out = backend_defaults;
+	if (!in)
+		return hr__error_set(err, HR_EINVAL, "hr_rebalance_backend must not be NULL");
+	rc = CHECK_SIZE(hr_rebalance_backend, in, userdata, err);
+	if (rc)
+		return rc;
+	TAKE(hr_rebalance_backend, in, out, userdata);
+	TAKE(hr_rebalance_backend, in, out, enumerate);
+	TAKE(hr_rebalance_backend, in, out, fetch);
+	TAKE(hr_rebalance_backend, in, out, add);
+	TAKE(hr_rebalance_backend, in, out, remove);
+	TAKE(hr_rebalance_backend, in, out, close);
+	TAKE(hr_rebalance_backend, in, out, enumerate_passes);
+	if (!out->enumerate || !out->fetch || !out->add)
+		return hr__error_set(err, HR_EINVAL, "hr_rebalance_backend: %s is NULL (required)",
+				     !out->enumerate ? "enumerate" : !out->fetch ? "fetch" : "add");
+	if (out->enumerate_passes == 0)
+		out->enumerate_passes = 1;
+	if (out->enumerate_passes > 16)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_rebalance_backend: enumerate_passes %zu is over 16",
+				     out->enumerate_passes);
+	return 0;
+}
+
+int hr__rebalance_config_read(const hr_rebalance_config *in, hr_rebalance_config *out,
+			      hr_error *err)
+{
+	const unsigned known = HR_REBALANCE_PROMOTE | HR_REBALANCE_PURGE;
+	int rc;
+
+	*out = rebalance_defaults;
+	if (!in)
+		return 0;
+	rc = CHECK_SIZE(hr_rebalance_config, in, keys_per_s, err);
+	if (rc)
+		return rc;
+	TAKE(hr_rebalance_config, in, out, keys_per_s);
+	TAKE(hr_rebalance_config, in, out, bytes_per_s);
+	TAKE(hr_rebalance_config, in, out, ack_prefix);
+	TAKE(hr_rebalance_config, in, out, min_clients);
+	TAKE(hr_rebalance_config, in, out, wait_timeout_ms);
+	TAKE(hr_rebalance_config, in, out, flags);
+	TAKE(hr_rebalance_config, in, out, progress_interval_ms);
+	TAKE(hr_rebalance_config, in, out, log_level);
+	TAKE(hr_rebalance_config, in, out, log);
+	TAKE(hr_rebalance_config, in, out, log_userdata);
+	TAKE(hr_rebalance_config, in, out, on_step);
+	TAKE(hr_rebalance_config, in, out, on_step_userdata);
+	if (!isfinite(out->keys_per_s) || out->keys_per_s < 0)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_rebalance_config: keys_per_s must be a finite number >= 0");
+	if (!isfinite(out->bytes_per_s) || out->bytes_per_s < 0)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_rebalance_config: bytes_per_s must be a finite number >= 0");
+	if (!out->ack_prefix || !*out->ack_prefix || strlen(out->ack_prefix) > PREFIX_MAX)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_rebalance_config: ack_prefix must hold 1..%d bytes",
+				     PREFIX_MAX);
+	if (out->wait_timeout_ms < 0 || out->progress_interval_ms < 0)
+		return hr__error_set(err, HR_EINVAL, "hr_rebalance_config: %s must be >= 0",
+				     out->wait_timeout_ms < 0 ? "wait_timeout_ms" :
+				     "progress_interval_ms");
+	if (out->flags & ~known)
+		return hr__error_set(err, HR_EINVAL, "hr_rebalance_config: unknown flags 0x%x",
+				     out->flags & ~known);
+	if ((unsigned)out->log_level > HR_LOG_DEBUG)
+		return hr__error_set(err, HR_EINVAL, "hr_rebalance_config: invalid log_level %d",
+				     (int)out->log_level);
 	return 0;
 }

@@ -57,4 +57,15 @@ int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,
 			     hr_error *err);
 
+/* Reads `in` (required) into *out.  HR_EINVAL for a bad size, a missing
+ * enumerate, fetch or add (naming it), over 16 enumerate passes; 0 passes
+ * become 1. */
+int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_backend *out,
+			       hr_error *err);
+
+/* Reads `in` into *out; NULL: the defaults.  HR_EINVAL for the reasons
+ * hashring.h lists.  The strings stay the caller's. */
+int hr__rebalance_config_read(const hr_rebalance_config *in, hr_rebalance_config *out,
+			      hr_error *err);
+
 #endif

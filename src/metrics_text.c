@@ -21,7 +21,7 @@
  * sample the same label twice. */
 static const char *const reserved[] = {
 	"node", "view", "state", "addr", "zone", "digest", "version",
-	"endpoint", "key", "rank", "le", "quantile",
+	"endpoint", "key", "rank", "le", "quantile", "result", "step",
 };
 
 /* [a-zA-Z_][a-zA-Z0-9_]*: the names both metric and label names may

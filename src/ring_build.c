@@ -282,6 +282,18 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 			     prev ? prev->hash : xxh3_hash, out, err);
 }
 
+void hr__ring_options_of(const hr_ring *ring, hr_ring_options *out)
+{
+	const hr__placement *pl;
+
+	hr_ring_options_init(out);
+	out->vnodes_per_weight = ring->vnodes_per_weight;
+	for (out->placement = 0; hr__placement_get(out, &pl, NULL) == 0; out->placement++)
+		if (pl == ring->pl)
+			return;
+	out->placement = HR_PLACEMENT_XXH3; /* not reached: every ring has one */
+}
+
 int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 		  uint64_t revision, hr_ring **out, hr_error *err)
 {

@@ -35,4 +35,8 @@ int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
 			 const hr_ring_options *opts, uint64_t revision,
 			 hr_ring **out, hr_error *err);
 
+/* The options `ring` was built with: its placement and points per
+ * weight (with hr__ring_derive(ring, ...), a ring built as it was). */
+void hr__ring_options_of(const hr_ring *ring, hr_ring_options *out);
+
 #endif

@@ -1,14 +1,13 @@
 /* cmd_rebalance.c - `hashring rebalance`: the handoff of docs/handoff.md
- * for every warming and draining node of the ring, against memcached. */
+ * (hr_rebalancer_run) for every warming and draining node of the ring, or
+ * one, against memcached; its figures on a terminal or as JSON lines. */
 #define _GNU_SOURCE
 #include "cli.h"
 
-#include "copy.h"
-#include "purge.h"
-#include "rate.h"
-
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,21 +15,29 @@
 #include <unistd.h>
 
 #define CMD "rebalance"
+/* How often the figures are looked at while the run goes on. */
+#define POLL_MS 100
+/* --json prints the progress every this many keys done. */
+#define JSON_EVERY 1000
 
 static const char description[] =
 	"Runs the handoff (docs/handoff.md) for every warming and draining node of\n"
-	"the ring under PREFIX: waits until every live client under ACK_PREFIX\n"
-	"acknowledges the ring's revision (and at least --clients of them live),\n"
-	"then copies every key whose write owner differs from its read owner from\n"
-	"the read owner's memcached to the write owner's, with add semantics (a\n"
-	"key already there is left as it is), the source's flags and remaining\n"
-	"TTL, capped at --rate keys and --bytes-rate bytes a second.  With\n"
-	"--promote the warming nodes then become active and the command waits for\n"
-	"the clients again (a draining node is removed by whoever registered it);\n"
-	"with --purge it then deletes from every node the keys it owns in neither\n"
-	"view.  Interrupting it at any point is safe: a rerun converges.  Progress\n"
-	"goes to stderr on a terminal; the result is one line per step:\n"
+	"the ring under PREFIX, or for node ID alone with --id: waits until every\n"
+	"live client under ACK_PREFIX acknowledges the ring's revision (and at\n"
+	"least --clients of them live), then copies every key whose write owner\n"
+	"differs from its read owner from the read owner's memcached to the write\n"
+	"owner's, with add semantics (a key already there is left as it is), the\n"
+	"source's flags and remaining TTL, capped at --rate keys and --bytes-rate\n"
+	"bytes a second.  With --promote the warming nodes then become active and\n"
+	"the command waits for the clients again (a draining node is removed by\n"
+	"whoever registered it); with --purge it then deletes from every node the\n"
+	"keys it owns in neither view.  Interrupting it at any point is safe: a\n"
+	"rerun converges.  Progress goes to stderr on a terminal, event=rebalance_*\n"
+	"lines to the log; the result is one line per step:\n"
+	"  wait\tREVISION\tCLIENTS\n"
 	"  copy\tSCANNED\tMOVING\tEXPECTED\tCOPIED\tPRESENT\tGONE\tBYTES\tSECONDS\n"
+	"  promote\tNODES\tREVISION\n"
+	"  purge\tSCANNED\tSTALE\tDELETED\tCHANGED\tSECONDS\n"
 	"With --json each step and, every 1000 keys, the progress is one object\n"
 	"  {\"step\":\"copy\",\"scanned\":..,\"moving\":..,\"expected\":..,\"copied\":..,\n"
 	"   \"present\":..,\"gone\":..,\"taken_back\":..,\"bytes\":..,\"seconds\":..}\n"
@@ -38,9 +45,21 @@ static const char description[] =
 
 static const char *const backends[] = { "memcached", NULL };
 
-struct progress_state {
+struct run_state {
+	hr_rebalancer *rb;
+	hr_client *client;
+	const hr_etcd_config *etcd;
+	const char *node_id;
 	int json, tty;
-	double t0;
+	/* Between the run's thread (the step lines) and this one (the
+	 * progress): the output, and what follows. */
+	pthread_mutex_t lock;
+	double t0;           /* when the current step began */
+	uint64_t last_json;  /* keys done at the last JSON progress line */
+	int copied;          /* the copy line is out: no progress after it */
+	int rc;
+	hr_error err;
+	volatile int finished;
 };
 
 static double now_s(void)
@@ -51,183 +70,189 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void print_stats(FILE *out, const char *step, const rb_copy_stats *s, double secs,
-			int json)
+static void print_copy(FILE *out, const char *step, const hr_rebalance_progress *p,
+		       double secs, int json)
 {
-	if (json) {
+	if (json)
 		fprintf(out,
 			"{\"step\":\"%s\",\"scanned\":%" PRIu64 ",\"moving\":%" PRIu64
 			",\"expected\":%.0f,\"copied\":%" PRIu64 ",\"present\":%" PRIu64
 			",\"gone\":%" PRIu64 ",\"taken_back\":%" PRIu64 ",\"bytes\":%" PRIu64
 			",\"seconds\":%.3f}\n",
-			step, s->scanned, s->moving, s->expected_moving, s->copied, s->present,
-			s->gone, s->taken_back, s->bytes, secs);
-	} else {
+			step, p->scanned, p->moving, p->expected, p->copied, p->present,
+			p->gone, p->taken_back, p->bytes, secs);
+	else
 		fprintf(out,
 			"%s\t%" PRIu64 "\t%" PRIu64 "\t%.0f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 			"\t%" PRIu64 "\t%.3f\n",
-			step, s->scanned, s->moving, s->expected_moving, s->copied, s->present,
-			s->gone, s->bytes, secs);
-	}
+			step, p->scanned, p->moving, p->expected, p->copied, p->present,
+			p->gone, p->bytes, secs);
 }
 
-static void on_progress(void *userdata, const rb_copy_stats *s)
+/* The result line of each step, on the run's thread. */
+static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_progress *p)
 {
-	struct progress_state *p = userdata;
-	double secs = now_s() - p->t0;
-	uint64_t done = s->copied + s->present + s->gone;
+	struct run_state *st = userdata;
+	FILE *out = cli_out();
+	double secs;
 
-	if (p->json) {
-		print_stats(cli_out(), "progress", s, secs, 1);
-		cli_out_flush();
-	} else if (p->tty) {
-		/* Keys done (copied, present or gone) a second, for the ETA. */
-		double rate = secs > 0 ? (double)done / secs : 0;
-		double eta = rate > 0 && s->moving > done ? (double)(s->moving - done) / rate : 0;
+	pthread_mutex_lock(&st->lock);
+	secs = now_s() - st->t0;
+	if (st->tty)
+		fputs("\r\033[K", stderr);
+	switch (step) {
+	case HR_REBALANCE_STEP_WAIT:
+		if (!p->clients)
+			cli_warn(CMD, "no live client acknowledges: nothing waited for");
+		if (st->json)
+			fprintf(out, "{\"step\":\"wait\",\"revision\":%" PRIu64
+				",\"clients\":%zu}\n", p->acked_revision, p->clients);
+		else
+			fprintf(out, "wait\t%" PRIu64 "\t%zu\n", p->acked_revision, p->clients);
+		break;
+	case HR_REBALANCE_STEP_COPY:
+		st->copied = 1;
+		if (!p->nodes_total)
+			cli_warn(CMD, "no warming or draining node: nothing to copy");
+		else
+			print_copy(out, "copy", p, secs, st->json);
+		break;
+	case HR_REBALANCE_STEP_PROMOTE:
+		if (st->json)
+			fprintf(out, "{\"step\":\"promote\",\"nodes\":%zu,\"revision\":%" PRIu64
+				"}\n", p->promoted, p->revision);
+		else
+			fprintf(out, "promote\t%zu\t%" PRIu64 "\n", p->promoted, p->revision);
+		break;
+	case HR_REBALANCE_STEP_PURGE:
+		if (st->json)
+			fprintf(out,
+				"{\"step\":\"purge\",\"scanned\":%" PRIu64 ",\"stale\":%" PRIu64
+				",\"deleted\":%" PRIu64 ",\"changed\":%" PRIu64 ",\"seconds\":%.3f}\n",
+				p->purge_scanned, p->purge_stale, p->purged, p->purge_changed, secs);
+		else
+			fprintf(out, "purge\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+				"\t%.3f\n", p->purge_scanned, p->purge_stale, p->purged,
+				p->purge_changed, secs);
+		break;
+	default:
+		break;
+	}
+	cli_out_flush();
+	st->t0 = now_s();
+	pthread_mutex_unlock(&st->lock);
+}
 
+/* The progress bar, or a JSON progress line every JSON_EVERY keys. */
+static void show_progress(struct run_state *st)
+{
+	hr_rebalance_progress pr, *p = &pr;
+	uint64_t done;
+
+	pthread_mutex_lock(&st->lock);
+	if (hr_rebalancer_progress(st->rb, p) != 0 || st->copied ||
+	    (p->step != HR_REBALANCE_STEP_SCAN && p->step != HR_REBALANCE_STEP_COPY)) {
+		pthread_mutex_unlock(&st->lock);
+		return;
+	}
+	done = p->copied + p->present + p->gone;
+	if (st->json) {
+		if (done / JSON_EVERY != st->last_json / JSON_EVERY) {
+			st->last_json = done;
+			print_copy(cli_out(), "progress", p, now_s() - st->t0, 1);
+			cli_out_flush();
+		}
+	} else if (st->tty) {
 		fprintf(stderr,
-			"\rscanned %" PRIu64 "  moving %" PRIu64 "  copied %" PRIu64
-			"  present %" PRIu64 "  %.1f MB  %.0f keys/s  %3.0f%%  ETA %.0fs   ",
-			s->scanned, s->moving, s->copied, s->present, (double)s->bytes / 1e6, rate,
-			s->moving ? 100.0 * (double)done / (double)s->moving : 0.0, eta);
+			"\r\033[K%s %s  scanned %" PRIu64 "  moving %" PRIu64 "  copied %" PRIu64
+			"  present %" PRIu64 "  %.1f MB  %.0f keys/s  %3.0f%%",
+			hr_rebalance_step_name(p->step), p->node, p->scanned, p->moving,
+			p->copied, p->present, (double)p->bytes / 1e6, p->keys_per_s,
+			p->moving ? 100.0 * (double)done / (double)p->moving : 0.0);
+		if (p->eta_s >= 0)
+			fprintf(stderr, "  ETA %.0fs", p->eta_s);
 	}
+	pthread_mutex_unlock(&st->lock);
 }
 
-/* Waits until every live client acknowledges the newest change of the
- * records, and checks that at least `clients` of them are live.  (Not the
- * revision of our own ring: that of a full sync is etcd's at the time,
- * which the acks themselves move past the last change of a record.) */
-static int wait_clients(const hr_etcd_config *etcd, const char *ack_prefix,
-			unsigned long clients, int timeout_ms, int json)
+static void *run_thread(void *arg)
 {
-	hr_acks *last = NULL;
-	hr_error err = { 0 };
-	uint64_t revision;
-	size_t n;
-	int rc = hr_acks_list(etcd, ack_prefix, &last, &err);
+	struct run_state *st = arg;
 
-	if (rc)
-		return cli_fail_input(CMD, rc, &err);
-	revision = hr_acks_ring_revision(last);
-	hr_acks_free(last);
-	last = NULL;
-	rc = hr_acks_wait(etcd, ack_prefix, revision ? revision : 1, timeout_ms, &last, &err);
-	n = hr_acks_count(last);
-	hr_acks_free(last);
-	if (rc)
-		return cli_fail_input(CMD, rc, &err);
-	if (n < clients) {
-		cli_error(CMD, "%zu live clients acknowledge under '%s', fewer than --clients %lu",
-			  n, ack_prefix, clients);
+	st->rc = hr_rebalancer_run(st->rb, st->client, st->etcd, st->node_id, &st->err);
+	__atomic_store_n(&st->finished, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Runs the handoff on a thread of its own while this one shows the
+ * figures and waits for SIGINT or SIGTERM (blocked since the client
+ * opened), which cancel the run.  Returns the exit code. */
+static int run(struct run_state *st)
+{
+	struct timespec slice = { 0, POLL_MS * 1000000L };
+	pthread_t thread;
+	sigset_t set;
+	int sig = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (pthread_create(&thread, NULL, run_thread, st)) {
+		cli_error(CMD, "cannot start a thread");
 		return CLI_EXIT_ERROR;
 	}
-	if (!n)
-		cli_warn(CMD, "no live client acknowledges under '%s': nothing waited for",
-			 ack_prefix);
-	if (json)
-		fprintf(cli_out(), "{\"step\":\"wait\",\"revision\":%" PRIu64 ",\"clients\":%zu}\n",
-			revision, n);
-	else
-		fprintf(cli_out(), "wait\t%" PRIu64 "\t%zu\n", revision, n);
-	cli_out_flush();
+	while (!__atomic_load_n(&st->finished, __ATOMIC_ACQUIRE)) {
+		int got = sigtimedwait(&set, NULL, &slice);
+
+		if (got == SIGINT || got == SIGTERM) {
+			sig = got;
+			hr_rebalancer_cancel(st->rb);
+		}
+		show_progress(st);
+	}
+	pthread_join(thread, NULL);
+	if (st->tty)
+		fputs("\r\033[K", stderr);
+	if (sig)
+		return CLI_EXIT_SIGNAL(sig);
+	if (st->rc)
+		return cli_fail_input(CMD, st->rc, &st->err);
 	return CLI_EXIT_OK;
 }
 
-/* The number of warming and of draining nodes. */
-static size_t handoffs(const hr_ring *ring, size_t *warming)
+/* --id must name a warming or draining node of the ring. */
+static int check_id(const hr_ring *ring, const char *id)
 {
-	size_t n = 0;
+	const hr_node *n = hr_ring_find(ring, id);
 
-	*warming = 0;
-	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
-		hr_state st = hr_ring_node(ring, i)->state;
-
-		*warming += st == HR_STATE_WARMING;
-		n += st != HR_STATE_ACTIVE;
+	if (!n) {
+		cli_error(CMD, "node '%s' is not in the ring (revision %" PRIu64 ")", id,
+			  hr_ring_revision(ring));
+		return CLI_EXIT_ERROR;
 	}
-	return n;
-}
-
-/* Puts every warming node of `ring` to active, then waits (--timeout)
- * until the client's ring has none warming; its new ring in *out. */
-static int promote(hr_client *client, const hr_etcd_config *etcd, const hr_ring *ring,
-		   int timeout_ms, hr_ring **out)
-{
-	double end = now_s() + timeout_ms / 1000.0;
-	hr_error err = { 0 };
-	size_t warming;
-
-	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
-		const hr_node *n = hr_ring_node(ring, i);
-		hr_record_update upd;
-		int rc;
-
-		if (n->state != HR_STATE_WARMING)
-			continue;
-		hr_record_update_init(&upd);
-		upd.fields = HR_UPDATE_STATE;
-		upd.state = HR_STATE_ACTIVE;
-		rc = hr_node_update(etcd, n->id, &upd, &err);
-		if (rc)
-			return cli_fail(CMD, rc, &err);
+	if (n->state == HR_STATE_ACTIVE) {
+		cli_error(CMD, "node '%s' is active, not warming or draining: nothing to hand off",
+			  id);
+		return CLI_EXIT_ERROR;
 	}
-	for (;;) {
-		hr_ring *now = hr_client_acquire(client);
-
-		handoffs(now, &warming);
-		if (!warming) {
-			*out = now;
-			return CLI_EXIT_OK;
-		}
-		hr_ring_release(now);
-		if (now_s() > end) {
-			cli_error(CMD, "the promoted nodes did not reach the ring within --timeout");
-			return CLI_EXIT_ERROR;
-		}
-		usleep(20000);
-	}
-}
-
-static int purge_all(const hr_ring *ring, const rb_copy_options *o, int json)
-{
-	rb_purge_stats ps = { 0 };
-	hr_error err = { 0 };
-	double t0 = now_s();
-
-	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
-		int rc = rb_purge_node(ring, hr_ring_node(ring, i), o, &ps, &err);
-
-		if (rc)
-			return cli_fail(CMD, rc, &err);
-	}
-	if (json)
-		fprintf(cli_out(),
-			"{\"step\":\"purge\",\"scanned\":%" PRIu64 ",\"stale\":%" PRIu64
-			",\"deleted\":%" PRIu64 ",\"changed\":%" PRIu64 ",\"seconds\":%.3f}\n",
-			ps.scanned, ps.stale, ps.deleted, ps.changed, now_s() - t0);
-	else
-		fprintf(cli_out(), "purge\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.3f\n",
-			ps.scanned, ps.stale, ps.deleted, ps.changed, now_s() - t0);
-	cli_out_flush();
 	return CLI_EXIT_OK;
 }
 
 int cmd_rebalance(int argc, char **argv)
 {
-	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX;
+	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX, *node_id = NULL;
 	unsigned long rate = 0, bytes_rate = 0, clients = 0;
 	int json = 0, do_promote = 0, do_purge = 0, backend = 0;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
 	hr_client_config cfg;
 	hr_client *client = NULL;
-	hr_ring *ring = NULL, *after = NULL;
-	rb_rate bucket;
-	rb_copy_options o = { 0 };
-	rb_copy_stats st = { 0 };
-	struct progress_state prog = { 0 };
+	hr_rebalance_backend be;
+	hr_rebalance_config rcfg;
+	hr_rebalancer *rb = NULL;
+	struct run_state st = { 0 };
 	hr_error err = { 0 };
-	size_t n, warming;
+	hr_ring *ring;
 	int rc, timeout_ms;
 
 	cli_etcd_init(&conn, HR_LOG_WARN);
@@ -235,6 +260,9 @@ int cmd_rebalance(int argc, char **argv)
 	const struct cli_option options[] = {
 		{ .name = "backend", .arg = "NAME", .type = CLI_CHOICE, .dest = &backend,
 		  .choices = backends, .help = "the store the nodes' addresses name" },
+		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &node_id,
+		  .flags = CLI_NONEMPTY, .dflt = "every warming and draining node",
+		  .help = "hand off this warming or draining node only" },
 		{ .name = "rate", .arg = "KEYS_PER_S", .type = CLI_UINT, .dest = &rate,
 		  .min = 1, .max = 100000000, .dflt = "no cap",
 		  .help = "most keys copied a second" },
@@ -259,9 +287,9 @@ int cmd_rebalance(int argc, char **argv)
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--backend memcached] [--rate KEYS_PER_S] [--bytes-rate B_PER_S]"
-			 " [--clients N] [--promote] [--purge] [--json] [--endpoints URLS]"
-			 " [--prefix P] [--ack-prefix ACK_PREFIX]",
+		.usage = CMD " [--backend memcached] [--id ID] [--rate KEYS_PER_S]"
+			 " [--bytes-rate B_PER_S] [--clients N] [--promote] [--purge] [--json]"
+			 " [--endpoints URLS] [--prefix P] [--ack-prefix ACK_PREFIX]",
 		.description = description,
 		.options = options,
 	};
@@ -276,65 +304,48 @@ int cmd_rebalance(int argc, char **argv)
 	}
 	timeout_ms = !conn.timeout_s || conn.timeout_s > INT_MAX / 1000 ?
 		     INT_MAX : (int)conn.timeout_s * 1000;
+	hr_rebalance_backend_init(&be);
+	rc = hr_rebalance_memcached(0, &be, &err);
+	if (rc) {
+		rc = cli_fail(CMD, rc, &err);
+		goto out;
+	}
+	st = (struct run_state){ .etcd = &etcd, .node_id = node_id, .json = json,
+				 .tty = !json && isatty(2), .t0 = now_s() };
+	pthread_mutex_init(&st.lock, NULL);
+	hr_rebalance_config_init(&rcfg);
+	rcfg.keys_per_s = (double)rate;
+	rcfg.bytes_per_s = (double)bytes_rate;
+	rcfg.ack_prefix = ack_prefix;
+	rcfg.min_clients = clients;
+	rcfg.wait_timeout_ms = timeout_ms;
+	rcfg.flags = (do_promote ? HR_REBALANCE_PROMOTE : 0) | (do_purge ? HR_REBALANCE_PURGE : 0);
+	rcfg.log_level = (hr_log_level)conn.log_level;
+	rcfg.on_step = on_step;
+	rcfg.on_step_userdata = &st;
+	rc = hr_rebalancer_new(&be, &rcfg, &rb, &err);
+	if (rc) {
+		be.close(be.userdata);
+		rc = cli_fail_input(CMD, rc, &err);
+		goto out;
+	}
 	hr_client_config_init(&cfg);
 	rc = cli_etcd_open(&conn, CMD, &cfg, &client);
 	if (rc != CLI_EXIT_OK)
 		goto out;
 	ring = hr_client_acquire(client);
-	n = handoffs(ring, &warming);
-
-	rc = wait_clients(&etcd, ack_prefix, clients, timeout_ms, json);
-	if (rc)
-		goto out;
-	rb_rate_init(&bucket, (double)rate, (double)bytes_rate, rb_rate_now_ns());
-	o.rate = rate || bytes_rate ? &bucket : NULL;
-	if (n) {
-		prog = (struct progress_state){ .json = json, .tty = !json && isatty(2),
-						.t0 = now_s() };
-		o.progress = on_progress;
-		o.progress_userdata = &prog;
-		rc = rb_copy_ring(ring, &conn.ring, &o, &st, &err);
-		if (prog.tty)
-			fputc('\n', stderr);
-		if (rc) {
-			rc = cli_fail(CMD, rc, &err);
-			goto out;
-		}
-		o.progress = NULL;
-		print_stats(cli_out(), "copy", &st, now_s() - prog.t0, json);
-		cli_out_flush();
-	} else {
-		cli_warn(CMD, "no warming or draining node: nothing to copy");
-	}
-	if (do_promote && warming) {
-		hr_ring *now = hr_client_acquire(client);
-		int same = hr_ring_digest(now) == hr_ring_digest(ring);
-
-		hr_ring_release(now);
-		if (!same) {
-			cli_error(CMD, "the ring changed during the copy: run again to copy its new arcs");
-			rc = CLI_EXIT_ERROR;
-			goto out;
-		}
-		rc = promote(client, &etcd, ring, timeout_ms, &after);
-		if (rc)
-			goto out;
-		if (json)
-			fprintf(cli_out(), "{\"step\":\"promote\",\"nodes\":%zu,\"revision\":%" PRIu64
-				"}\n", warming, hr_ring_revision(after));
-		else
-			fprintf(cli_out(), "promote\t%zu\t%" PRIu64 "\n", warming,
-				hr_ring_revision(after));
-		rc = wait_clients(&etcd, ack_prefix, clients, timeout_ms, json);
-		if (rc)
-			goto out;
-	}
-	if (do_purge)
-		rc = purge_all(after ? after : ring, &o, json);
-out:
-	hr_ring_release(after);
+	rc = node_id ? check_id(ring, node_id) : CLI_EXIT_OK;
 	hr_ring_release(ring);
+	if (rc != CLI_EXIT_OK)
+		goto out;
+	st.rb = rb;
+	st.client = client;
+	rc = run(&st);
+out:
+	hr_rebalancer_free(rb);
 	hr_client_close(client);
 	cli_etcd_free(&conn);
+	if (st.etcd)
+		pthread_mutex_destroy(&st.lock);
 	return rc;
 }

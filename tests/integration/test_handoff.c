@@ -19,9 +19,7 @@
 #include "hrt_ring.h"
 #include "memcached_fixture.h"
 
-#include "copy.h"
 #include "memcache.h"
-#include "purge.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -39,7 +37,7 @@
 
 static hrt_etcd_cluster *etcd;
 static hrt_memcached *mcs[MAX_MC];
-static rb_mc *conns[MAX_MC];
+static hr__mc *conns[MAX_MC];
 static hr_etcd_config ecfg;
 
 static void up(void)
@@ -55,7 +53,7 @@ static void up(void)
 
 		mcs[i] = hrt_memcached_start(64);
 		ck_assert_msg(mcs[i] != NULL, "memcached did not start");
-		ck_assert_msg(rb_mc_connect(hrt_memcached_addr(mcs[i]), 5000, &conns[i], &err) == 0,
+		ck_assert_msg(hr__mc_connect(hrt_memcached_addr(mcs[i]), 5000, &conns[i], &err) == 0,
 			      "%s", err.message);
 	}
 }
@@ -63,7 +61,7 @@ static void up(void)
 static void down(void)
 {
 	for (int i = 0; i < MAX_MC; i++) {
-		rb_mc_close(conns[i]);
+		hr__mc_close(conns[i]);
 		conns[i] = NULL;
 		hrt_memcached_stop(mcs[i]);
 		mcs[i] = NULL;
@@ -87,7 +85,7 @@ static int64_t put_node(int i, const char *state)
 }
 
 /* The connection to a node of a ring (its id is "mc<i>"). */
-static rb_mc *conn_of(const hr_node *n)
+static hr__mc *conn_of(const hr_node *n)
 {
 	int i = atoi(n->id + 2);
 
@@ -117,7 +115,7 @@ static size_t key_of(int i, char *out)
 
 /* Its value (lengths 9..~400), flags and TTL: none, 1 hour, or 40 days
  * (past memcached's 30 days of relative TTL). */
-static void value_of(int i, rb_mc_value *v)
+static void value_of(int i, hr__mc_value *v)
 {
 	int reps = i % 50 + 1;
 
@@ -135,7 +133,7 @@ static void value_of(int i, rb_mc_value *v)
 /* Writes keys [0, n) to their write owners in `ring`. */
 static void fill(const hr_ring *ring, int n)
 {
-	rb_mc_value v = { 0 };
+	hr__mc_value v = { 0 };
 	hr_error err = { 0 };
 
 	for (int i = 0; i < n; i++) {
@@ -145,13 +143,13 @@ static void fill(const hr_ring *ring, int n)
 
 		value_of(i, &v);
 		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
-		EXPECT(rb_mc_store(conn_of(lk.node), key, len, &v, RB_MC_SET, NULL, &err) == 1);
+		EXPECT(hr__mc_store(conn_of(lk.node), key, len, &v, HR__MC_SET, NULL, &err) == 1);
 	}
-	rb_mc_value_free(&v);
+	hr__mc_value_free(&v);
 }
 
 /* Items on memcached i, by its metadump. */
-static int count_item(void *userdata, const rb_mc_item *item)
+static int count_item(void *userdata, const hr__mc_item *item)
 {
 	(void)item;
 	++*(size_t *)userdata;
@@ -160,13 +158,13 @@ static int count_item(void *userdata, const rb_mc_item *item)
 
 static size_t items_on(int i)
 {
-	rb_mc *d = NULL;
+	hr__mc *d = NULL;
 	hr_error err = { 0 };
 	size_t n = 0;
 
-	ck_assert_int_eq(rb_mc_connect(hrt_memcached_addr(mcs[i]), 5000, &d, &err), 0);
-	ck_assert_msg(rb_mc_metadump(d, count_item, &n, &err) == 0, "%s", err.message);
-	rb_mc_close(d);
+	ck_assert_int_eq(hr__mc_connect(hrt_memcached_addr(mcs[i]), 5000, &d, &err), 0);
+	ck_assert_msg(hr__mc_metadump(d, count_item, &n, &err) == 0, "%s", err.message);
+	hr__mc_close(d);
 	return n;
 }
 
@@ -185,17 +183,17 @@ static void wait_acked(int64_t rev)
 /* What the copy must have left at key i's write owner: `mark` says what
  * the test did to it (0: nothing, 'w': a client rewrote it there, 'd': a
  * client deleted it). */
-static void check_key(const hr_ring *ring, int i, char mark, rb_mc_value *got)
+static void check_key(const hr_ring *ring, int i, char mark, hr__mc_value *got)
 {
 	char key[32];
 	size_t len = key_of(i, key);
-	rb_mc_value want = { 0 };
+	hr__mc_value want = { 0 };
 	hr_lookup lk;
 	hr_error err = { 0 };
 	int rc;
 
 	ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
-	rc = rb_mc_get(conn_of(lk.node), key, len, got, &err);
+	rc = hr__mc_get(conn_of(lk.node), key, len, got, &err);
 	ck_assert_int_ge(rc, 0);
 	if (mark == 'd') {
 		ck_assert_msg(rc == 0, "%s: deleted by a client, copied back to %s", key, lk.node->id);
@@ -220,17 +218,49 @@ static void check_key(const hr_ring *ring, int i, char mark, rb_mc_value *got)
 		 * test sends twice (the fill, the copy): a few seconds more. */
 		ck_assert_msg(got->ttl <= want.ttl + 5 && got->ttl > want.ttl - 120,
 			      "%s: ttl %" PRId64 ", want about %" PRId64, key, got->ttl, want.ttl);
-	rb_mc_value_free(&want);
+	hr__mc_value_free(&want);
 }
 
-static void print_stats(const char *what, const rb_copy_stats *s, double secs)
+static void print_stats(const char *what, const hr_rebalance_progress *s, double secs)
 {
 	fprintf(stderr,
 		"%s: scanned=%" PRIu64 " moving=%" PRIu64 " expected=%.0f copied=%" PRIu64
 		" present=%" PRIu64 " gone=%" PRIu64 " taken_back=%" PRIu64 " bytes=%" PRIu64
 		" seconds=%.3f keys_per_s=%.0f\n",
-		what, s->scanned, s->moving, s->expected_moving, s->copied, s->present, s->gone,
+		what, s->scanned, s->moving, s->expected, s->copied, s->present, s->gone,
 		s->taken_back, s->bytes, secs, secs > 0 ? (double)s->copied / secs : 0);
+}
+
+/* A rebalancer over memcached, quiet but for errors; `cfg` may be NULL. */
+static hr_rebalancer *mc_rebalancer(hr_rebalance_config *cfg)
+{
+	hr_rebalance_backend be;
+	hr_rebalance_config quiet;
+	hr_rebalancer *rb = NULL;
+	hr_error err = { 0 };
+
+	hr_rebalance_backend_init(&be);
+	ck_assert_int_eq(hr_rebalance_memcached(5000, &be, &err), 0);
+	if (!cfg) {
+		hr_rebalance_config_init(&quiet);
+		quiet.log_level = HR_LOG_WARN;
+		cfg = &quiet;
+	}
+	ck_assert_msg(hr_rebalancer_new(&be, cfg, &rb, &err) == 0, "%s", err.message);
+	return rb;
+}
+
+/* hr_rebalancer_copy() on `ring` by a new rebalancer: 0 or the error,
+ * the figures in *out. */
+static int copy_ring(const hr_ring *ring, hr_rebalance_config *cfg, hr_rebalance_progress *out,
+		     hr_error *err)
+{
+	hr_rebalancer *rb = mc_rebalancer(cfg);
+	int rc = hr_rebalancer_copy(rb, ring, NULL, err);
+
+	ck_assert_int_eq(hr_rebalancer_progress(rb, out), 0);
+	hr_rebalancer_free(rb);
+	return rc;
 }
 
 static double now_s(void)
@@ -248,8 +278,8 @@ START_TEST(warming_node_is_filled)
 	static char mark[N];
 	hr_client *c;
 	hr_ring *before, *ring;
-	rb_copy_stats st = { 0 }, again = { 0 };
-	rb_mc_value v = { 0 };
+	hr_rebalance_progress st, again;
+	hr__mc_value v = { 0 };
 	hr_error err = { 0 };
 	int64_t rev;
 	size_t to_new = 0, moving = 0, written = 0, deleted = 0;
@@ -280,15 +310,15 @@ START_TEST(warming_node_is_filled)
 		if (strcmp(lk.node->id, "mc2") || !strcmp(lk.read_node->id, "mc2"))
 			continue;
 		if (written < WRITTEN) {
-			rb_mc_value cv = { .data = "client", .len = 6, .flags = 1, .ttl = 600 };
+			hr__mc_value cv = { .data = "client", .len = 6, .flags = 1, .ttl = 600 };
 
-			ck_assert_int_eq(rb_mc_store(conn_of(lk.node), key, len, &cv, RB_MC_SET,
+			ck_assert_int_eq(hr__mc_store(conn_of(lk.node), key, len, &cv, HR__MC_SET,
 						     NULL, &err), 1);
 			mark[i] = 'w';
 			written++;
 		} else if (deleted < DELETED) {
-			ck_assert_int_eq(rb_mc_delete(conn_of(lk.read_node), key, len, 0, &err), 1);
-			ck_assert_int_eq(rb_mc_delete(conn_of(lk.node), key, len, 0, &err), 0);
+			ck_assert_int_eq(hr__mc_delete(conn_of(lk.read_node), key, len, 0, &err), 1);
+			ck_assert_int_eq(hr__mc_delete(conn_of(lk.node), key, len, 0, &err), 0);
 			mark[i] = 'd';
 			deleted++;
 		}
@@ -296,7 +326,7 @@ START_TEST(warming_node_is_filled)
 	ck_assert_uint_eq(deleted, DELETED);
 
 	t0 = now_s();
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &st, &err) == 0, "%s", err.message);
+	ck_assert_msg(copy_ring(ring, NULL, &st, &err) == 0, "%s", err.message);
 	print_stats("join", &st, now_s() - t0);
 
 	for (int i = 0; i < N; i++) {
@@ -318,13 +348,13 @@ START_TEST(warming_node_is_filled)
 	ck_assert_uint_eq(st.copied, moving - WRITTEN);
 	ck_assert_uint_eq(st.gone, 0);
 	ck_assert_uint_eq(st.taken_back, 0);
-	ck_assert_msg(st.moving > 0.9 * st.expected_moving && st.moving < 1.1 * st.expected_moving,
-		      "%" PRIu64 " keys moved, the diff expects %.0f", st.moving, st.expected_moving);
+	ck_assert_msg(st.moving > 0.9 * st.expected && st.moving < 1.1 * st.expected,
+		      "%" PRIu64 " keys moved, the diff expects %.0f", st.moving, st.expected);
 	/* Nothing that stays with its owner was copied. */
 	ck_assert_uint_eq(items_on(2), to_new - DELETED);
 
 	/* A rerun finds every key present. */
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &again, &err) == 0, "%s", err.message);
+	ck_assert_msg(copy_ring(ring, NULL, &again, &err) == 0, "%s", err.message);
 	ck_assert_uint_eq(again.moving, st.moving);
 	ck_assert_uint_eq(again.copied, 0);
 	ck_assert_uint_eq(again.present, st.moving);
@@ -335,21 +365,23 @@ START_TEST(warming_node_is_filled)
 	wait_acked(rev);
 	hr_ring_release(ring);
 	ring = hr_client_acquire(c);
-	for (int i = 0; i < 2; i++) {
-		rb_purge_stats ps = { 0 };
-		const hr_node *old = hr_ring_find(ring, i ? "mc1" : "mc0");
+	{
+		hr_rebalancer *rb = mc_rebalancer(NULL);
+		hr_rebalance_progress ps;
 
-		ck_assert_msg(rb_purge_node(ring, old, NULL, &ps, &err) == 0, "%s", err.message);
-		ck_assert_uint_eq(ps.deleted, ps.stale);
-		ck_assert_uint_eq(ps.changed, 0);
-		purged += ps.deleted;
+		ck_assert_msg(hr_rebalancer_purge(rb, ring, &err) == 0, "%s", err.message);
+		ck_assert_int_eq(hr_rebalancer_progress(rb, &ps), 0);
+		ck_assert_uint_eq(ps.purged, ps.purge_stale);
+		ck_assert_uint_eq(ps.purge_changed, 0);
+		purged = ps.purged;
+		hr_rebalancer_free(rb);
 	}
 	ck_assert_uint_eq(purged, st.moving);
 	ck_assert_uint_eq(items_on(0) + items_on(1), N - DELETED - st.moving);
 	for (int i = 0; i < N; i++)
 		check_key(ring, i, mark[i], &v);
 
-	rb_mc_value_free(&v);
+	hr__mc_value_free(&v);
 	hr_ring_release(ring);
 	hr_ring_release(before);
 	hr_client_close(c);
@@ -362,8 +394,8 @@ START_TEST(draining_node_is_emptied)
 	enum { N = 12000 };
 	hr_client *c;
 	hr_ring *before, *ring;
-	rb_copy_stats st = { 0 }, again = { 0 };
-	rb_mc_value v = { 0 };
+	hr_rebalance_progress st, again;
+	hr__mc_value v = { 0 };
 	hr_error err = { 0 };
 	uint64_t from_drained = 0;
 	int64_t rev;
@@ -378,7 +410,7 @@ START_TEST(draining_node_is_emptied)
 	rev = put_node(1, "draining");
 	wait_acked(rev);
 	ring = hr_client_acquire(c);
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &st, &err) == 0, "%s", err.message);
+	ck_assert_msg(copy_ring(ring, NULL, &st, &err) == 0, "%s", err.message);
 	print_stats("drain", &st, 0);
 
 	for (int i = 0; i < N; i++) {
@@ -396,13 +428,13 @@ START_TEST(draining_node_is_emptied)
 	ck_assert_uint_eq(st.moving, from_drained);
 	ck_assert_uint_eq(st.copied, from_drained);
 	/* The diff expects every key of the draining node to move. */
-	ck_assert_uint_eq((uint64_t)(st.expected_moving + 0.5), from_drained);
+	ck_assert_uint_eq((uint64_t)(st.expected + 0.5), from_drained);
 
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &again, &err) == 0, "%s", err.message);
+	ck_assert_msg(copy_ring(ring, NULL, &again, &err) == 0, "%s", err.message);
 	ck_assert_uint_eq(again.copied, 0);
 	ck_assert_uint_eq(again.present, from_drained);
 
-	rb_mc_value_free(&v);
+	hr__mc_value_free(&v);
 	hr_ring_release(ring);
 	hr_ring_release(before);
 	hr_client_close(c);
@@ -416,7 +448,7 @@ typedef struct deleter {
 	const int *keys;   /* the moving keys to delete, in this order */
 	int n;
 	char *deleted;     /* deleted[i] once key i is deleted at both  */
-	rb_mc *conn[MAX_MC];
+	hr__mc *conn[MAX_MC];
 	atomic_int done;
 } deleter;
 
@@ -431,8 +463,8 @@ static void *delete_keys(void *arg)
 		hr_lookup lk;
 
 		hr_ring_lookup(d->ring, key, len, &lk);
-		if (rb_mc_delete(d->conn[atoi(lk.read_node->id + 2)], key, len, 0, &err) < 0 ||
-		    rb_mc_delete(d->conn[atoi(lk.node->id + 2)], key, len, 0, &err) < 0) {
+		if (hr__mc_delete(d->conn[atoi(lk.read_node->id + 2)], key, len, 0, &err) < 0 ||
+		    hr__mc_delete(d->conn[atoi(lk.node->id + 2)], key, len, 0, &err) < 0) {
 			fprintf(stderr, "deleter: %s\n", err.message);
 			break;
 		}
@@ -453,8 +485,8 @@ START_TEST(deletes_during_the_copy_stay_deleted)
 		{ .id = "mc1", .weight = 1, .state = HR_STATE_WARMING },
 	};
 	hr_ring *one, *ring;
-	rb_copy_stats st = { 0 };
-	rb_mc_value v = { 0 };
+	hr_rebalance_progress st;
+	hr__mc_value v = { 0 };
 	hr_error err = { 0 };
 	deleter d = { 0 };
 	pthread_t t;
@@ -488,9 +520,9 @@ START_TEST(deletes_during_the_copy_stay_deleted)
 	d.n = n;
 	d.deleted = deleted;
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(rb_mc_connect(hrt_memcached_addr(mcs[i]), 5000, &d.conn[i], &err), 0);
+		ck_assert_int_eq(hr__mc_connect(hrt_memcached_addr(mcs[i]), 5000, &d.conn[i], &err), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, delete_keys, &d), 0);
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &st, &err) == 0, "%s", err.message);
+	ck_assert_msg(copy_ring(ring, NULL, &st, &err) == 0, "%s", err.message);
 	atomic_store(&d.done, 1);
 	pthread_join(t, NULL);
 	print_stats("deletes during the copy", &st, 0);
@@ -510,24 +542,127 @@ START_TEST(deletes_during_the_copy_stay_deleted)
 		st.moving);
 	ck_assert_int_gt(ndeleted, 0);
 	for (int i = 0; i < 2; i++)
-		rb_mc_close(d.conn[i]);
-	rb_mc_value_free(&v);
+		hr__mc_close(d.conn[i]);
+	hr__mc_value_free(&v);
 	hr_ring_release(ring);
 	hr_ring_release(one);
 }
 END_TEST
 
-/* Stops the copy once it has copied 1000 keys. */
-static volatile sig_atomic_t stop_flag;
+/* The memcached backend with hooks, through the backend interface: what
+ * clients and operators do at a chosen point of a copy, made exact. */
+typedef struct hook {
+	hr_rebalance_backend inner;
+	hr_rebalancer *rb;
+	const char *src;         /* the source of the last fetch            */
+	int adds, stored;
+	int cancel_after;        /* cancel once this many keys were stored  */
+	int delete_every;        /* every n-th add: a client deletes the key at
+				    the source just before it (after the fetch) */
+	int rewrite_every;       /* every n-th of those: and rewrites it at the
+				    destination just after the add           */
+	int deleted, rewritten;
+	void (*on_first_enumerate)(struct hook *h);
+	int enumerates;
+	double first_add_s, last_add_s; /* when the first and last adds ended */
+} hook;
 
-static void stop_after_1000(void *userdata, const rb_copy_stats *s)
+static hr__mc *conn_of_addr(const char *addr)
 {
-	(void)userdata;
-	if (s->copied >= 1000)
-		stop_flag = 1;
+	for (int i = 0; i < MAX_MC; i++)
+		if (!strcmp(hrt_memcached_addr(mcs[i]), addr))
+			return conns[i];
+	ck_abort_msg("no memcached at %s", addr);
+	return NULL;
 }
 
-/* A copy stopped halfway (a rebalancer killed mid-copy) and run again:
+static int hook_enumerate(void *ud, const char *addr, unsigned pass, hr_rebalance_key_fn fn,
+			  void *ctx, hr_error *err)
+{
+	hook *h = ud;
+
+	if (h->on_first_enumerate && h->enumerates++ == 0)
+		h->on_first_enumerate(h);
+	return h->inner.enumerate(h->inner.userdata, addr, pass, fn, ctx, err);
+}
+
+static int hook_fetch(void *ud, const char *addr, const void *key, size_t len,
+		      hr_rebalance_value *out, hr_error *err)
+{
+	hook *h = ud;
+
+	if (out)
+		h->src = addr;
+	return h->inner.fetch(h->inner.userdata, addr, key, len, out, err);
+}
+
+static int hook_add(void *ud, const char *addr, const void *key, size_t len,
+		    const hr_rebalance_value *v, uint64_t *cas, hr_error *err)
+{
+	hook *h = ud;
+	int race = h->delete_every && ++h->adds % h->delete_every == 0, rc;
+
+	if (race) {
+		ck_assert_int_eq(hr__mc_delete(conn_of_addr(h->src), key, len, 0, err), 1);
+		h->deleted++;
+	}
+	rc = h->inner.add(h->inner.userdata, addr, key, len, v, cas, err);
+	if (rc == 1 && race && h->rewrite_every && h->deleted % h->rewrite_every == 0) {
+		hr__mc_value cv = { .data = "client", .len = 6, .flags = 1, .ttl = 600 };
+
+		ck_assert_int_eq(hr__mc_store(conn_of_addr(addr), key, len, &cv, HR__MC_SET, NULL,
+					      err), 1);
+		h->rewritten++;
+	}
+	if (rc == 1 && h->cancel_after && ++h->stored >= h->cancel_after)
+		hr_rebalancer_cancel(h->rb);
+	h->last_add_s = now_s();
+	if (!h->first_add_s)
+		h->first_add_s = h->last_add_s;
+	return rc;
+}
+
+static int hook_remove(void *ud, const char *addr, const void *key, size_t len, uint64_t cas,
+		       hr_error *err)
+{
+	hook *h = ud;
+
+	return h->inner.remove(h->inner.userdata, addr, key, len, cas, err);
+}
+
+static void hook_close(void *ud)
+{
+	hook *h = ud;
+
+	h->inner.close(h->inner.userdata);
+}
+
+/* A rebalancer over `h` (zeroed but for its settings). */
+static hr_rebalancer *hooked_rebalancer(hook *h, hr_rebalance_config *cfg)
+{
+	hr_rebalance_backend be;
+	hr_rebalance_config quiet;
+	hr_error err = { 0 };
+
+	hr_rebalance_backend_init(&h->inner);
+	ck_assert_int_eq(hr_rebalance_memcached(5000, &h->inner, &err), 0);
+	be = h->inner;
+	be.userdata = h;
+	be.enumerate = hook_enumerate;
+	be.fetch = hook_fetch;
+	be.add = hook_add;
+	be.remove = hook_remove;
+	be.close = hook_close;
+	if (!cfg) {
+		hr_rebalance_config_init(&quiet);
+		quiet.log_level = HR_LOG_WARN;
+		cfg = &quiet;
+	}
+	ck_assert_msg(hr_rebalancer_new(&be, cfg, &h->rb, &err) == 0, "%s", err.message);
+	return h->rb;
+}
+
+/* A copy cancelled halfway (a rebalancer stopped mid-copy) and run again:
  * the rerun copies exactly the rest, and every key ends at its owner. */
 START_TEST(stopped_copy_and_rerun_converge)
 {
@@ -537,9 +672,10 @@ START_TEST(stopped_copy_and_rerun_converge)
 		{ .id = "mc1", .weight = 1, .state = HR_STATE_WARMING },
 	};
 	hr_ring *one, *ring;
-	rb_copy_stats first = { 0 }, rest = { 0 };
-	rb_copy_options o = { 0 };
-	rb_mc_value v = { 0 };
+	hr_rebalance_progress first, rest;
+	hook h = { .cancel_after = 1000 };
+	hr_rebalancer *rb;
+	hr__mc_value v = { 0 };
 	hr_error err = { 0 };
 
 	nodes[0].addr = hrt_memcached_addr(mcs[0]);
@@ -548,13 +684,15 @@ START_TEST(stopped_copy_and_rerun_converge)
 	fill(one, N);
 	ck_assert_int_eq(hr_ring_build(nodes, 2, NULL, 0, &ring, &err), 0);
 
-	stop_flag = 0;
-	o.stop = &stop_flag;
-	o.progress = stop_after_1000;
-	ck_assert_int_eq(rb_copy_ring(ring, NULL, &o, &first, &err), HR_ECLOSED);
-	ck_assert_ptr_nonnull(strstr(err.message, "copy: stopped after 1000 of"));
+	rb = hooked_rebalancer(&h, NULL);
+	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, NULL, &err), HR_ECLOSED);
+	ck_assert_msg(strstr(err.message, "rebalance cancelled after 1000 of ") &&
+		      strstr(err.message, " keys from mc0"), "%s", err.message);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &first), 0);
 	ck_assert_uint_eq(first.copied, 1000);
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &rest, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(first.step, HR_REBALANCE_STEP_FAILED);
+	hr_rebalancer_free(rb);
+	ck_assert_msg(copy_ring(ring, NULL, &rest, &err) == 0, "%s", err.message);
 	print_stats("after a stop, the rerun", &rest, 0);
 	ck_assert_uint_eq(rest.present, 1000);
 	ck_assert_uint_eq(rest.copied, rest.moving - 1000);
@@ -562,74 +700,83 @@ START_TEST(stopped_copy_and_rerun_converge)
 		check_key(ring, i, 0, &v);
 	ck_assert_uint_eq(items_on(1), rest.moving);
 
-	rb_mc_value_free(&v);
+	hr__mc_value_free(&v);
 	hr_ring_release(ring);
 	hr_ring_release(one);
 }
 END_TEST
 
-/* `hashring rebalance` runs the whole join: wait, copy, promote, wait,
- * purge; it refuses to go on with fewer clients than told. */
-START_TEST(cli_runs_the_join)
+/* The take-back, made exact: for every 7th key a client deletes it at the
+ * source after the copy fetched it and before it stores it; the copy's
+ * second look sees it gone and removes its copy by CAS, except where a
+ * client rewrote the key at the destination in between (every 3rd of
+ * those), which stays as the client wrote it. */
+START_TEST(take_back_by_cas)
 {
 	enum { N = 6000 };
-	hr_client *c;
-	hr_ring *before, *ring;
-	rb_mc_value v = { 0 };
-	hrt_cli_run r;
-	const char *endpoints = hrt_etcd_endpoints(etcd);
-	int64_t rev;
+	hr_node nodes[2] = {
+		{ .id = "mc0", .weight = 1, .state = HR_STATE_ACTIVE },
+		{ .id = "mc1", .weight = 1, .state = HR_STATE_WARMING },
+	};
+	hr_ring *one, *ring;
+	hr_rebalance_progress st;
+	hook h = { .delete_every = 7, .rewrite_every = 3 };
+	hr_rebalancer *rb;
+	hr__mc_value v = { 0 };
+	hr_error err = { 0 };
+	int absent = 0, clients = 0;
 
-	put_node(0, "active");
-	put_node(1, "active");
-	c = acking_client();
-	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	before = hr_client_acquire(c);
-	fill(before, N);
-	rev = put_node(2, "warming");
-	wait_acked(rev);
+	nodes[0].addr = hrt_memcached_addr(mcs[0]);
+	nodes[1].addr = hrt_memcached_addr(mcs[1]);
+	ck_assert_int_eq(hr_ring_build(nodes, 1, NULL, 0, &one, &err), 0);
+	fill(one, N);
+	ck_assert_int_eq(hr_ring_build(nodes, 2, NULL, 0, &ring, &err), 0);
+	rb = hooked_rebalancer(&h, NULL);
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &st), 0);
+	hr_rebalancer_free(rb);
+	print_stats("take-back", &st, 0);
+	ck_assert_int_gt(h.deleted, 100);
+	ck_assert_int_gt(h.rewritten, 30);
+	ck_assert_uint_eq(st.copied, st.moving);
+	ck_assert_uint_eq(st.taken_back, (uint64_t)(h.deleted - h.rewritten));
+	for (int i = 0; i < N; i++) {
+		char key[32];
+		size_t len = key_of(i, key);
+		hr_lookup lk;
+		int rc;
 
-	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
-		"--prefix", PREFIX, "--ack-prefix", ACKS, "--clients", "2", NULL });
-	ck_assert_int_eq(r.status, 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "1 live clients acknowledge under '" ACKS
-					    "', fewer than --clients 2"));
-
-	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
-		"--prefix", PREFIX, "--ack-prefix", ACKS, "--clients", "1", "--rate", "20000",
-		"--promote", "--purge", "--json", NULL });
-	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
-	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"wait\",\"revision\":"));
-	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"copy\",\"scanned\":6000,"));
-	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"promote\",\"nodes\":1,"));
-	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"purge\","));
-	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
-	ring = hr_client_acquire(c);
-	for (int i = 0; i < N; i++)
-		check_key(ring, i, 0, &v);
-	ck_assert_uint_eq(items_on(0) + items_on(1) + items_on(2), N);
-
-	/* Nothing left to hand over: a warning, and success. */
-	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
-		"--prefix", PREFIX, "--ack-prefix", ACKS, NULL });
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_ptr_nonnull(strstr(r.err, "no warming or draining node: nothing to copy"));
-
-	rb_mc_value_free(&v);
+		hr_ring_lookup(ring, key, len, &lk);
+		if (strcmp(lk.node->id, "mc1"))
+			continue;
+		rc = hr__mc_get(conn_of(lk.read_node), key, len, &v, &err);
+		ck_assert_int_ge(rc, 0);
+		if (rc == 1) {
+			check_key(ring, i, 0, &v);
+			continue;
+		}
+		/* Deleted at the source during its copy. */
+		rc = hr__mc_get(conn_of(lk.node), key, len, &v, &err);
+		ck_assert_int_ge(rc, 0);
+		if (rc == 0) {
+			absent++;
+			continue;
+		}
+		ck_assert_msg(v.len == 6 && !memcmp(v.data, "client", 6),
+			      "%s: deleted at the source, its copy left at mc1", key);
+		clients++;
+	}
+	ck_assert_int_eq(absent, h.deleted - h.rewritten);
+	ck_assert_int_eq(clients, h.rewritten);
+	hr__mc_value_free(&v);
 	hr_ring_release(ring);
-	hr_ring_release(before);
-	hr_client_close(c);
+	hr_ring_release(one);
 }
 END_TEST
 
-static void count_progress(void *userdata, const rb_copy_stats *s)
-{
-	(void)s;
-	++*(int *)userdata;
-}
-
-/* The cap on a real copy: the rate measured stays within 10% of it.  The
- * same keys copied uncapped to another node give the copy's own speed. */
+/* The cap on a real copy: the rate measured never exceeds it by more than
+ * 10%.  The same keys copied uncapped to another node give the copy's own
+ * speed. */
 START_TEST(rate_cap_on_a_real_copy)
 {
 	enum { N = 9000 };
@@ -640,13 +787,12 @@ START_TEST(rate_cap_on_a_real_copy)
 		{ .id = "mc1", .weight = 1, .state = HR_STATE_WARMING },
 	};
 	hr_ring *one, *ring;
-	rb_copy_stats st = { 0 }, fast = { 0 };
-	rb_rate rate;
-	rb_copy_options o = { 0 };
+	hr_rebalance_progress st, fast;
+	hr_rebalance_config cfg;
+	hook h = { 0 }, fast_h = { 0 };
+	hr_rebalancer *rb;
 	hr_error err = { 0 };
-	struct timespec ts;
-	double t0, secs, fast_secs;
-	int calls = 0;
+	double t0, secs, fast_secs, fast_rate;
 
 	nodes[0].addr = hrt_memcached_addr(mcs[0]);
 	nodes[1].addr = hrt_memcached_addr(mcs[1]);
@@ -654,33 +800,45 @@ START_TEST(rate_cap_on_a_real_copy)
 	fill(one, N);
 	ck_assert_int_eq(hr_ring_build(nodes, 2, NULL, 0, &ring, &err), 0);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	rb_rate_init(&rate, cap, 0, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
-	o.rate = &rate;
-	o.progress = count_progress;
-	o.progress_userdata = &calls;
-	t0 = now_s();
-	ck_assert_msg(rb_copy_ring(ring, NULL, &o, &st, &err) == 0, "%s", err.message);
-	secs = now_s() - t0;
+	hr_rebalance_config_init(&cfg);
+	cfg.log_level = HR_LOG_WARN;
+	cfg.keys_per_s = cap;
+	rb = hooked_rebalancer(&h, &cfg);
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &st), 0);
+	hr_rebalancer_free(rb);
+	/* The copy's own time, from its first store to its last (the scan
+	 * before it is not capped). */
+	secs = h.last_add_s - h.first_add_s;
 	print_stats("capped", &st, secs);
 	ck_assert_uint_gt(st.copied, 2000);
-	ck_assert_int_ge(calls, 2);
 	/* The bucket starts full: its burst (1/20 s) comes on top. */
-	ck_assert_msg((double)st.copied <= 1.1 * cap * secs + cap / 20 &&
-		      (double)st.copied >= 0.9 * cap * secs,
-		      "%.0f keys/s against a cap of %.0f", (double)st.copied / secs, cap);
+	ck_assert_msg((double)(st.copied - 1) <= 1.1 * cap * secs + cap / 20,
+		      "%.0f keys/s against a cap of %.0f", (double)(st.copied - 1) / secs, cap);
 
 	/* Uncapped, to a third node in mc1's place. */
 	nodes[1].addr = hrt_memcached_addr(mcs[2]);
 	hr_ring_release(ring);
 	ck_assert_int_eq(hr_ring_build(nodes, 2, NULL, 0, &ring, &err), 0);
+	fast_h.first_add_s = 0;
 	t0 = now_s();
-	ck_assert_msg(rb_copy_ring(ring, NULL, NULL, &fast, &err) == 0, "%s", err.message);
+	rb = hooked_rebalancer(&fast_h, NULL);
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &fast), 0);
+	hr_rebalancer_free(rb);
 	fast_secs = now_s() - t0;
 	print_stats("uncapped", &fast, fast_secs);
+	fast_rate = (double)(fast.copied - 1) / (fast_h.last_add_s - fast_h.first_add_s);
+	fprintf(stderr, "uncapped copy alone: %.0f keys/s\n", fast_rate);
+	/* How close to the cap the copy came is a figure, not a check: a
+	 * loaded machine slows the copy itself below it at times (test_rate
+	 * checks the buckets' own accuracy on a fake clock). */
+	fprintf(stderr, "capped copy alone: %.0f keys/s against a cap of %.0f (%+.1f%%)\n",
+		(double)(st.copied - 1) / secs, cap,
+		100.0 * ((double)(st.copied - 1) / secs / cap - 1));
 	/* The same keys, but from a server whose LRU queues the first copy's
-	 * reads set moving: a dump may miss one (copy.c), which the test
-	 * allows here (the other tests count every key). */
+	 * reads set moving: a dump may miss one (docs/handoff.md section 5),
+	 * which the test allows here (the other tests count every key). */
 	ck_assert_msg(fast.copied <= st.copied && fast.copied + 3 >= st.copied,
 		      "%" PRIu64 " copied uncapped, %" PRIu64 " capped", fast.copied, st.copied);
 
@@ -696,24 +854,258 @@ START_TEST(failures_name_their_cause)
 		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1, .state = HR_STATE_ACTIVE },
 		{ .id = "b", .addr = "127.0.0.1:1", .weight = 1, .state = HR_STATE_WARMING },
 	};
-	hr_node other = { .id = "a", .addr = "127.0.0.1:1", .weight = 1 };
 	hr_ring *ring;
-	rb_copy_stats st = { 0 };
-	rb_mc *mc = NULL;
+	hr_rebalance_progress st;
+	hr_rebalancer *rb;
+	hr__mc *mc = NULL;
 	hr_error err = { 0 };
 
 	ck_assert_int_eq(hr_ring_build(nodes, 2, NULL, 0, &ring, &err), 0);
-	ck_assert_int_eq(rb_copy_ring(ring, NULL, NULL, &st, &err), HR_ECONNECT);
+	ck_assert_int_eq(copy_ring(ring, NULL, &st, &err), HR_ECONNECT);
 	ck_assert_str_eq(err.message, "memcached 127.0.0.1:1: cannot connect");
-	ck_assert_int_eq(rb_copy_node(ring, &other, NULL, &st, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "copy: source a is not a node of the ring");
-	ck_assert_int_eq(rb_mc_connect("localhost", 1000, &mc, &err), HR_EINVAL);
+	ck_assert_int_eq(st.error, HR_ECONNECT);
+	rb = mc_rebalancer(NULL);
+	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, "zz", &err), HR_ENOTFOUND);
+	ck_assert_str_eq(err.message, "rebalance: node zz is not in the ring (revision 0)");
+	hr_rebalancer_free(rb);
+	ck_assert_int_eq(hr__mc_connect("localhost", 1000, &mc, &err), HR_EINVAL);
 	hrt_assert_clean_message(err.message);
-	ck_assert_int_eq(rb_mc_get(conns[0], "", 0, &(rb_mc_value){ 0 }, &err), HR_EINVAL);
-	ck_assert_int_eq(rb_mc_get(conns[0], "x", 251, &(rb_mc_value){ 0 }, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__mc_get(conns[0], "", 0, &(hr__mc_value){ 0 }, &err), HR_EINVAL);
+	ck_assert_int_eq(hr__mc_get(conns[0], "x", 251, &(hr__mc_value){ 0 }, &err), HR_EINVAL);
 	/* The connection is still usable after refused input. */
-	ck_assert_int_eq(rb_mc_exists(conns[0], "nothing", 7, &err), 0);
+	ck_assert_int_eq(hr__mc_exists(conns[0], "nothing", 7, &err), 0);
 	hr_ring_release(ring);
+}
+END_TEST
+
+/* `hashring rebalance` runs the whole join: wait, copy, promote, wait,
+ * purge; it refuses to go on with fewer clients than told. */
+START_TEST(cli_runs_the_join)
+{
+	enum { N = 6000 };
+	hr_client *c;
+	hr_ring *before, *ring;
+	hr__mc_value v = { 0 };
+	hrt_cli_run r;
+	const char *endpoints = hrt_etcd_endpoints(etcd);
+	int64_t rev;
+
+	put_node(0, "active");
+	put_node(1, "active");
+	c = acking_client();
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	before = hr_client_acquire(c);
+	fill(before, N);
+	rev = put_node(2, "warming");
+	wait_acked(rev);
+
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, "--clients", "2", "--timeout", "1", NULL });
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "1 live clients acknowledge under " ACKS
+				    ", fewer than the 2 required"), "%s", r.err);
+
+	/* --id names a warming or draining node of the ring. */
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, "--id", "mc9", NULL });
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "hashring: rebalance: node 'mc9' is not in the ring (revision "),
+		      "%s", r.err);
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, "--id", "mc0", NULL });
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "node 'mc0' is active, not warming or draining: nothing to"
+				    " hand off"), "%s", r.err);
+	ck_assert_uint_eq(items_on(2), 0);
+
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, "--clients", "1", "--rate", "20000",
+		"--id", "mc2", "--promote", "--purge", "--json", "--log-level", "info", NULL });
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"wait\",\"revision\":"));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"copy\",\"scanned\":6000,"));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"promote\",\"nodes\":1,"));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"purge\","));
+	/* The library's lines, through the command's log. */
+	ck_assert_msg(strstr(r.err, "event=rebalance_start step=run node=mc2 ") &&
+		      strstr(r.err, "event=rebalance_promoted node=mc2 ") &&
+		      strstr(r.err, "event=rebalance_done step=run node=mc2 "), "%s", r.err);
+	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
+	ring = hr_client_acquire(c);
+	for (int i = 0; i < N; i++)
+		check_key(ring, i, 0, &v);
+	ck_assert_uint_eq(items_on(0) + items_on(1) + items_on(2), N);
+
+	/* Nothing left to hand over: a warning, and success. */
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--endpoints", endpoints,
+		"--prefix", PREFIX, "--ack-prefix", ACKS, NULL });
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "no warming or draining node: nothing to copy"));
+
+	hr__mc_value_free(&v);
+	hr_ring_release(ring);
+	hr_ring_release(before);
+	hr_client_close(c);
+}
+END_TEST
+
+/* ---- the whole handoff through hr_rebalancer_run ------------------------------ */
+
+/* A client that never acknowledges: its ack stays at revision 1, under a
+ * live lease.  The run's wait times out naming it, and nothing is copied. */
+START_TEST(client_that_never_acks_times_out)
+{
+	enum { N = 2000 };
+	hr_client *c;
+	hr_ring *before;
+	hr_rebalance_config cfg;
+	hr_rebalance_progress p;
+	hr_rebalancer *rb;
+	hr_error err = { 0 };
+	hrt_log log;
+	char out[256], lease[64];
+
+	put_node(0, "active");
+	put_node(1, "active");
+	c = acking_client();
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	before = hr_client_acquire(c);
+	fill(before, N);
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "lease grant 120"), 0);
+	ck_assert_int_eq(sscanf(out, "lease %63s granted", lease), 1);
+	ck_assert_int_eq(hrt_etcdctl(etcd, NULL, 0,
+		"put --lease=%s " ACKS "stuck-7 '{\"client\":\"stuck-7\",\"revision\":1,"
+		"\"digest\":\"0123456789abcdef\",\"version\":\"1.1.0\","
+		"\"time\":\"2026-12-01T12:00:00.000Z\"}'", lease), 0);
+	put_node(2, "warming");
+	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
+
+	hrt_log_init(&log);
+	hr_rebalance_config_init(&cfg);
+	cfg.ack_prefix = ACKS;
+	cfg.wait_timeout_ms = 1500;
+	cfg.flags = HR_REBALANCE_PROMOTE;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &log;
+	rb = mc_rebalancer(&cfg);
+	ck_assert_int_eq(hr_rebalancer_run(rb, c, &ecfg, NULL, &err), HR_ETIMEDOUT);
+	ck_assert_msg(strstr(err.message, "stuck-7") && strstr(err.message, "1"), "%s",
+		      err.message);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &p), 0);
+	ck_assert_int_eq(p.error, HR_ETIMEDOUT);
+	ck_assert_uint_eq(p.scanned + p.copied, 0);
+	ck_assert_uint_eq(items_on(2), 0);
+	ck_assert_int_eq(hrt_node_state(c, "mc2"), HR_STATE_WARMING);
+	ck_assert_int_eq(hrt_log_count(&log, "level=error event=rebalance_failed step=run",
+				       "code=-9", "stuck-7", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_start", "step=run", NULL), 1);
+	hr_rebalancer_free(rb);
+	hrt_log_free(&log);
+	hr_ring_release(before);
+	hr_client_close(c);
+}
+END_TEST
+
+static hr_client *changing_client;
+
+/* Another node joins while the copy runs (at its first listing). */
+static void another_node_joins(hook *h)
+{
+	(void)h;
+	put_node(3, "warming");
+	ck_assert_int_eq(hrt_wait_nodes(changing_client, 4, 10000), 0);
+}
+
+typedef struct steps {
+	hr_rebalance_step step[8];
+	hr_rebalance_progress last[8];
+	int n;
+} steps;
+
+static void record_step(void *userdata, hr_rebalance_step step, const hr_rebalance_progress *p)
+{
+	steps *s = userdata;
+
+	if (s->n < 8) {
+		s->last[s->n] = *p;
+		s->step[s->n++] = step;
+	}
+}
+
+/* A ring that changes during the copy is not promoted: its new arcs were
+ * not copied.  The rerun copies them, promotes both nodes, waits for the
+ * clients and purges: every key at its owner, once. */
+START_TEST(ring_changed_during_the_copy_is_refused)
+{
+	enum { N = 6000 };
+	hr_client *c;
+	hr_ring *before, *ring;
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb;
+	hook h = { .on_first_enumerate = another_node_joins };
+	steps st = { 0 };
+	hr__mc_value v = { 0 };
+	hr_error err = { 0 };
+	hrt_log log;
+
+	put_node(0, "active");
+	put_node(1, "active");
+	c = acking_client();
+	changing_client = c;
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	before = hr_client_acquire(c);
+	fill(before, N);
+	put_node(2, "warming");
+	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
+
+	hrt_log_init(&log);
+	hr_rebalance_config_init(&cfg);
+	cfg.ack_prefix = ACKS;
+	cfg.wait_timeout_ms = 10000;
+	cfg.flags = HR_REBALANCE_PROMOTE | HR_REBALANCE_PURGE;
+	cfg.min_clients = 1;
+	cfg.log = hrt_log_fn;
+	cfg.log_userdata = &log;
+	rb = hooked_rebalancer(&h, &cfg);
+	ck_assert_int_eq(hr_rebalancer_run(rb, c, &ecfg, NULL, &err), HR_ECONFLICT);
+	ck_assert_msg(strstr(err.message, "rebalance: the ring changed during the copy (revision ") &&
+		      strstr(err.message, "run again to copy its new arcs"), "%s", err.message);
+	hr_rebalancer_free(rb);
+	ck_assert_int_eq(hrt_node_state(c, "mc2"), HR_STATE_WARMING);
+	ck_assert_int_eq(hrt_node_state(c, "mc3"), HR_STATE_WARMING);
+
+	cfg.on_step = record_step;
+	cfg.on_step_userdata = &st;
+	rb = mc_rebalancer(&cfg);
+	ck_assert_msg(hr_rebalancer_run(rb, c, &ecfg, NULL, &err) == 0, "%s", err.message);
+	hr_rebalancer_free(rb);
+	ck_assert_int_eq(st.n, 5);
+	ck_assert_int_eq(st.step[0], HR_REBALANCE_STEP_WAIT);
+	ck_assert_uint_eq(st.last[0].clients, 1);
+	ck_assert_int_eq(st.step[1], HR_REBALANCE_STEP_COPY);
+	ck_assert_uint_gt(st.last[1].copied, 0);
+	ck_assert_int_eq(st.step[2], HR_REBALANCE_STEP_PROMOTE);
+	ck_assert_uint_eq(st.last[2].promoted, 2);
+	ck_assert_int_eq(st.step[3], HR_REBALANCE_STEP_WAIT);
+	ck_assert_uint_ge(st.last[3].acked_revision, st.last[2].revision);
+	ck_assert_int_eq(st.step[4], HR_REBALANCE_STEP_PURGE);
+	ck_assert_uint_gt(st.last[4].purged, 0);
+	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_promoted", "node=mc2", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_promoted", "node=mc3", NULL), 1);
+	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_purged", NULL), 4);
+	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_done", "step=run", NULL), 1);
+
+	ring = hr_client_acquire(c);
+	ck_assert_int_eq(hrt_node_state(c, "mc2"), HR_STATE_ACTIVE);
+	ck_assert_int_eq(hrt_node_state(c, "mc3"), HR_STATE_ACTIVE);
+	for (int i = 0; i < N; i++)
+		check_key(ring, i, 0, &v);
+	ck_assert_uint_eq(items_on(0) + items_on(1) + items_on(2) + items_on(3), N);
+	hr__mc_value_free(&v);
+	hrt_log_free(&log);
+	hr_ring_release(ring);
+	hr_ring_release(before);
+	hr_client_close(c);
 }
 END_TEST
 
@@ -728,9 +1120,12 @@ int main(void)
 	tcase_add_test(tc, draining_node_is_emptied);
 	tcase_add_test(tc, deletes_during_the_copy_stay_deleted);
 	tcase_add_test(tc, stopped_copy_and_rerun_converge);
+	tcase_add_test(tc, take_back_by_cas);
 	tcase_add_test(tc, rate_cap_on_a_real_copy);
 	tcase_add_test(tc, failures_name_their_cause);
 	tcase_add_test(tc, cli_runs_the_join);
+	tcase_add_test(tc, client_that_never_acks_times_out);
+	tcase_add_test(tc, ring_changed_during_the_copy_is_refused);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -554,6 +554,83 @@ START_TEST(status_written_up_to_the_callers_size)
 }
 END_TEST
 
+static int no_keys(void *ud, const char *addr, unsigned pass, hr_rebalance_key_fn fn, void *ctx,
+		   hr_error *err)
+{
+	(void)ud, (void)addr, (void)pass, (void)fn, (void)ctx, (void)err;
+	return 0;
+}
+
+static int no_fetch(void *ud, const char *addr, const void *key, size_t len,
+		    hr_rebalance_value *out, hr_error *err)
+{
+	(void)ud, (void)addr, (void)key, (void)len, (void)out, (void)err;
+	return 0;
+}
+
+static int no_add(void *ud, const char *addr, const void *key, size_t len,
+		  const hr_rebalance_value *v, uint64_t *cas, hr_error *err)
+{
+	(void)ud, (void)addr, (void)key, (void)len, (void)v, (void)cas, (void)err;
+	return 0;
+}
+
+/* The rebalancer's structs: defaults, bad sizes refused by name, the
+ * figures written up to the caller's size and no further. */
+START_TEST(rebalancer_structs)
+{
+	const size_t bad[] = { 0, 4, sizeof(size_t), 4097 };
+	NEWER(hr_rebalance_progress) big;
+	hr_rebalance_backend b;
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb = NULL;
+	hr_error err = { 0 };
+
+	memset(&cfg, FILL, sizeof cfg);
+	hr_rebalance_config_init(&cfg);
+	ck_assert_uint_eq(cfg.size, sizeof cfg);
+	ck_assert(cfg.keys_per_s == 0 && cfg.bytes_per_s == 0);
+	ck_assert_str_eq(cfg.ack_prefix, "/hashring/acks/");
+	ck_assert_uint_eq(cfg.min_clients, 0);
+	ck_assert_int_eq(cfg.wait_timeout_ms, 30000);
+	ck_assert_uint_eq(cfg.flags, 0);
+	ck_assert_int_eq(cfg.progress_interval_ms, 1000);
+	ck_assert_int_eq(cfg.log_level, HR_LOG_INFO);
+	ck_assert_ptr_null(cfg.log);
+	ck_assert_ptr_null(cfg.on_step);
+	memset(&b, FILL, sizeof b);
+	hr_rebalance_backend_init(&b);
+	ck_assert_uint_eq(b.size, sizeof b);
+	ck_assert(all_bytes(&b, sizeof b.size, sizeof b, 0));
+	b.enumerate = no_keys;
+	b.fetch = no_fetch;
+	b.add = no_add;
+	cfg.log = quiet;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		b.size = bad[i];
+		ck_assert_int_eq(hr_rebalancer_new(&b, &cfg, &rb, &err), HR_EINVAL);
+		ck_assert_msg(strstr(err.message, "hr_rebalance_backend: size") &&
+			      strstr(err.message, "hr_rebalance_backend_init()"), "%s", err.message);
+		b.size = sizeof b;
+		cfg.size = bad[i];
+		ck_assert_int_eq(hr_rebalancer_new(&b, &cfg, &rb, &err), HR_EINVAL);
+		ck_assert_msg(strstr(err.message, "hr_rebalance_config: size") &&
+			      strstr(err.message, "hr_rebalance_config_init()"), "%s", err.message);
+		cfg.size = sizeof cfg;
+	}
+	ck_assert_ptr_null(rb);
+	ck_assert_int_eq(hr_rebalancer_new(&b, &cfg, &rb, &err), 0);
+	memset(&big, FILL, sizeof big);
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big - 4), 0);
+	ck_assert_int_eq(big.s.step, HR_REBALANCE_STEP_IDLE);
+	ck_assert(big.s.eta_s == -1);
+	ck_assert(all_bytes(&big, sizeof big.s, sizeof big - 4, 0));
+	ck_assert(all_bytes(&big, sizeof big - 4, sizeof big, FILL));
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big.s - 8), HR_EINVAL);
+	hr_rebalancer_free(rb);
+}
+END_TEST
+
 static Suite *abi_suite(void)
 {
 	Suite *s = suite_create("abi");
@@ -569,6 +646,7 @@ static Suite *abi_suite(void)
 	tcase_add_test(tc, readers_take_defaults_past_the_size);
 	tcase_add_test(tc, readers_refuse_bad_values);
 	tcase_add_test(tc, status_written_up_to_the_callers_size);
+	tcase_add_test(tc, rebalancer_structs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -72,34 +72,34 @@ static void start(script *s, const char *reply, size_t len, int hold)
 	ck_assert_int_eq(pthread_create(&s->thread, NULL, serve, s), 0);
 }
 
-static void finish(script *s, rb_mc *mc)
+static void finish(script *s, hr__mc *mc)
 {
-	rb_mc_close(mc);
+	hr__mc_close(mc);
 	pthread_join(s->thread, NULL);
 	close(s->listen_fd);
 }
 
-static rb_mc *connect_to(const script *s, int timeout_ms)
+static hr__mc *connect_to(const script *s, int timeout_ms)
 {
-	rb_mc *mc = NULL;
+	hr__mc *mc = NULL;
 	hr_error err = { 0 };
 
-	ck_assert_msg(rb_mc_connect(s->addr, timeout_ms, &mc, &err) == 0, "%s", err.message);
+	ck_assert_msg(hr__mc_connect(s->addr, timeout_ms, &mc, &err) == 0, "%s", err.message);
 	return mc;
 }
 
 /* One mg against `reply`: its result, and the error's message in `msg`. */
 static int get_with(const char *reply, size_t len, int hold, int timeout_ms,
-		    rb_mc_value *v, char *msg, size_t msize)
+		    hr__mc_value *v, char *msg, size_t msize)
 {
 	script s;
-	rb_mc *mc;
+	hr__mc *mc;
 	hr_error err = { 0 };
 	int rc;
 
 	start(&s, reply, len, hold);
 	mc = connect_to(&s, timeout_ms);
-	rc = rb_mc_get(mc, "k", 1, v, &err);
+	rc = hr__mc_get(mc, "k", 1, v, &err);
 	snprintf(msg, msize, "%s", err.message);
 	finish(&s, mc);
 	if (rc < 0) {
@@ -112,7 +112,7 @@ static int get_with(const char *reply, size_t len, int hold, int timeout_ms,
 START_TEST(good_answers)
 {
 	static const char hit[] = "VA 3 s3 f7 t10\r\nxyz\r\n";
-	rb_mc_value v = { 0 };
+	hr__mc_value v = { 0 };
 	char msg[HR_ERROR_MSG_MAX];
 
 	ck_assert_int_eq(get_with(hit, sizeof hit - 1, 1, 2000, &v, msg, sizeof msg), 1);
@@ -121,8 +121,8 @@ START_TEST(good_answers)
 	ck_assert_uint_eq(v.flags, 7);
 	ck_assert_int_eq(v.ttl, 10);
 	ck_assert_int_eq(get_with("EN\r\n", 4, 1, 2000, &v, msg, sizeof msg), 0);
-	rb_mc_value_free(&v);
-	rb_mc_value_free(NULL);
+	hr__mc_value_free(&v);
+	hr__mc_value_free(NULL);
 }
 END_TEST
 
@@ -141,7 +141,7 @@ START_TEST(broken_answers)
 		{ "ERROR\r\n", HR_EIO, "mg answered \"ERROR\"" },
 		{ "", HR_EIO, "connection closed during mg" },
 	};
-	rb_mc_value v = { 0 };
+	hr__mc_value v = { 0 };
 	char msg[HR_ERROR_MSG_MAX];
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -151,7 +151,7 @@ START_TEST(broken_answers)
 		ck_assert_msg(rc == cases[i].rc, "case %zu: %d", i, rc);
 		ck_assert_msg(strstr(msg, cases[i].says), "case %zu: \"%s\"", i, msg);
 	}
-	rb_mc_value_free(&v);
+	hr__mc_value_free(&v);
 }
 END_TEST
 
@@ -160,7 +160,7 @@ START_TEST(endless_line_and_silence)
 {
 	size_t len = 70000;
 	char *garbage = malloc(len);
-	rb_mc_value v = { 0 };
+	hr__mc_value v = { 0 };
 	char msg[HR_ERROR_MSG_MAX];
 
 	memset(garbage, 'x', len);
@@ -169,11 +169,11 @@ START_TEST(endless_line_and_silence)
 	ck_assert_int_eq(get_with("", 0, 1, 200, &v, msg, sizeof msg), HR_ETIMEDOUT);
 	ck_assert_ptr_nonnull(strstr(msg, "no answer to mg within 200 ms"));
 	free(garbage);
-	rb_mc_value_free(&v);
+	hr__mc_value_free(&v);
 }
 END_TEST
 
-static int count_items(void *userdata, const rb_mc_item *item)
+static int count_items(void *userdata, const hr__mc_item *item)
 {
 	(void)item;
 	++*(int *)userdata;
@@ -194,13 +194,13 @@ START_TEST(dumps)
 		{ "key=a exp=-1\nkey=b", HR_EIO, "connection closed during lru_crawler metadump" },
 	};
 	script s;
-	rb_mc *mc;
+	hr__mc *mc;
 	hr_error err = { 0 };
 	int n = 0;
 
 	start(&s, good, sizeof good - 1, 1);
 	mc = connect_to(&s, 2000);
-	ck_assert_int_eq(rb_mc_metadump(mc, count_items, &n, &err), 0);
+	ck_assert_int_eq(hr__mc_metadump(mc, count_items, &n, &err), 0);
 	ck_assert_str_eq(s.request, "lru_crawler metadump all\r\n");
 	finish(&s, mc);
 	ck_assert_int_eq(n, 2);
@@ -208,7 +208,7 @@ START_TEST(dumps)
 		memset(&err, 0, sizeof err);
 		start(&s, bad[i].reply, strlen(bad[i].reply), 0);
 		mc = connect_to(&s, 2000);
-		ck_assert_int_eq(rb_mc_metadump(mc, count_items, &n, &err), bad[i].rc);
+		ck_assert_int_eq(hr__mc_metadump(mc, count_items, &n, &err), bad[i].rc);
 		ck_assert_msg(strstr(err.message, bad[i].says), "case %zu: \"%s\"", i, err.message);
 		hrt_assert_clean_message(err.message);
 		finish(&s, mc);
@@ -220,15 +220,15 @@ END_TEST
  * protocol cannot carry, and the CAS of a compare-and-delete. */
 START_TEST(requests)
 {
-	rb_mc_value v = { .data = "hi", .len = 2, .flags = 9, .ttl = 60 };
+	hr__mc_value v = { .data = "hi", .len = 2, .flags = 9, .ttl = 60 };
 	script s;
-	rb_mc *mc;
+	hr__mc *mc;
 	hr_error err = { 0 };
 	uint64_t cas = 0;
 
 	start(&s, "HD c42\r\n", 8, 1);
 	mc = connect_to(&s, 2000);
-	ck_assert_int_eq(rb_mc_store(mc, "k", 1, &v, RB_MC_ADD, &cas, &err), 1);
+	ck_assert_int_eq(hr__mc_store(mc, "k", 1, &v, HR__MC_ADD, &cas, &err), 1);
 	ck_assert_uint_eq(cas, 42);
 	finish(&s, mc);
 	ck_assert_str_eq(s.request, "ms k 2 F9 T60 ME c\r\nhi\r\n");
@@ -236,13 +236,13 @@ START_TEST(requests)
 	v.ttl = -1;
 	start(&s, "NS\r\n", 4, 1);
 	mc = connect_to(&s, 2000);
-	ck_assert_int_eq(rb_mc_store(mc, "a b", 3, &v, RB_MC_SET, NULL, &err), 0);
+	ck_assert_int_eq(hr__mc_store(mc, "a b", 3, &v, HR__MC_SET, NULL, &err), 0);
 	finish(&s, mc);
 	ck_assert_str_eq(s.request, "ms YSBi 2 F9 MS c b\r\nhi\r\n");
 
 	start(&s, "EX\r\n", 4, 1);
 	mc = connect_to(&s, 2000);
-	ck_assert_int_eq(rb_mc_delete(mc, "k", 1, 7, &err), 0);
+	ck_assert_int_eq(hr__mc_delete(mc, "k", 1, 7, &err), 0);
 	finish(&s, mc);
 	ck_assert_str_eq(s.request, "md k C7\r\n");
 }
@@ -251,18 +251,18 @@ END_TEST
 START_TEST(bad_addresses)
 {
 	static const char *const bad[] = { "localhost", "127.0.0.1:", ":11211", "[::1]11211", "[::1" };
-	rb_mc *mc = NULL;
+	hr__mc *mc = NULL;
 	hr_error err = { 0 };
 
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		ck_assert_msg(rb_mc_connect(bad[i], 1000, &mc, &err) == HR_EINVAL, "%s", bad[i]);
+		ck_assert_msg(hr__mc_connect(bad[i], 1000, &mc, &err) == HR_EINVAL, "%s", bad[i]);
 		ck_assert_ptr_null(mc);
 		hrt_assert_clean_message(err.message);
 	}
-	ck_assert_int_eq(rb_mc_connect("127.0.0.1:1", 1000, &mc, &err), HR_ECONNECT);
+	ck_assert_int_eq(hr__mc_connect("127.0.0.1:1", 1000, &mc, &err), HR_ECONNECT);
 	ck_assert_str_eq(err.message, "memcached 127.0.0.1:1: cannot connect");
-	ck_assert_int_eq(rb_mc_connect(NULL, 1000, &mc, &err), HR_EINVAL);
-	rb_mc_close(NULL);
+	ck_assert_int_eq(hr__mc_connect(NULL, 1000, &mc, &err), HR_EINVAL);
+	hr__mc_close(NULL);
 }
 END_TEST
 

@@ -715,6 +715,85 @@ START_TEST(promtool_accepts_the_output)
 }
 END_TEST
 
+/* ---- a rebalancer's families ------------------------------------------------------ */
+
+/* A store of 50 keys on every node, every add stored. */
+static int tiny_enumerate(void *ud, const char *addr, unsigned pass, hr_rebalance_key_fn fn,
+			  void *ctx, hr_error *err)
+{
+	(void)ud, (void)addr, (void)pass, (void)err;
+	for (int i = 0; i < 50; i++) {
+		char key[16];
+		int rc = fn(ctx, key, (size_t)sprintf(key, "k%d", i), (uint64_t)i + 1);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int tiny_fetch(void *ud, const char *addr, const void *key, size_t len,
+		      hr_rebalance_value *out, hr_error *err)
+{
+	(void)ud, (void)addr, (void)key, (void)len, (void)err;
+	if (out)
+		*out = (hr_rebalance_value){ "value", 5, 0, -1 };
+	return 1;
+}
+
+static int tiny_add(void *ud, const char *addr, const void *key, size_t len,
+		    const hr_rebalance_value *v, uint64_t *cas, hr_error *err)
+{
+	(void)ud, (void)addr, (void)key, (void)len, (void)v, (void)err;
+	*cas = 1;
+	return 1;
+}
+
+/* The rebalancer's families pass promtool, with a prefix and hostile
+ * constant labels, before any step and after a copy. */
+START_TEST(rebalancer_families_pass_promtool)
+{
+	static const hr_metrics_label labels[] = { { "instance_id", "q\"b\\s\nnl\xfe" } };
+	hr_metrics_options opts = { .size = sizeof opts, .name_prefix = "app_",
+				    .labels = labels, .label_count = 1 };
+	hrt_nodes *s = hrt_nodes_new(4, "node-%zu", NULL, 0);
+	hr_rebalance_backend b;
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb;
+	hr_ring *ring;
+	hr_error err = { 0 };
+	sink out = { 0 };
+	char *said;
+	int rc;
+
+	s->nodes[3].state = HR_STATE_WARMING;
+	ring = hrt_ring_build(s->nodes, s->n, NULL, 3);
+	hr_rebalance_backend_init(&b);
+	b.enumerate = tiny_enumerate;
+	b.fetch = tiny_fetch;
+	b.add = tiny_add;
+	hr_rebalance_config_init(&cfg);
+	cfg.log_level = HR_LOG_WARN;
+	ck_assert_int_eq(hr_rebalancer_new(&b, &cfg, &rb, &err), 0);
+	for (int round = 0; round < 2; round++) {
+		out.len = 0;
+		ck_assert_int_eq(hr_rebalancer_metrics_write(rb, sink_write, &out, &opts, &err), 0);
+		ck_assert_ptr_nonnull(strstr(out.text, round ? "app_hashring_rebalance_step{instance_id="
+							       : "# TYPE app_hashring_rebalance_step gauge"));
+		rc = promtool_check(out.text, &said);
+		ck_assert_msg(rc == 0 && !said[0], "promtool: exit %d: %s\n%s", rc, said, out.text);
+		free(said);
+		if (!round)
+			ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	}
+	ck_assert_ptr_nonnull(strstr(out.text, "result=\"copied\"} "));
+	free(out.text);
+	hr_rebalancer_free(rb);
+	hr_ring_release(ring);
+	hrt_nodes_free(s);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -731,6 +810,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, client_families);
 	tcase_add_test(tc, writers_beside_publications);
 	tcase_add_test(tc, promtool_accepts_the_output);
+	tcase_add_test(tc, rebalancer_families_pass_promtool);
 	suite_add_tcase(s, tc);
 	return s;
 }

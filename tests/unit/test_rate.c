@@ -27,21 +27,21 @@ typedef struct sent {
 /* Runs a greedy copier for `seconds` of fake time: each key of a random
  * size in [min_bytes, max_bytes] goes as soon as the cap allows, plus a
  * random 0..jitter_ns late (a sleep's overshoot).  Returns the keys sent. */
-static sent *run(rb_rate *r, double seconds, size_t min_bytes, size_t max_bytes,
+static sent *run(hr__rate *r, double seconds, size_t min_bytes, size_t max_bytes,
 		 uint64_t jitter_ns, uint64_t seed, size_t *n_out)
 {
 	uint64_t now = 1000 * NS, end = now + (uint64_t)(seconds * NS), rng = seed;
 	size_t n = 0, cap = 1024;
 	sent *s = malloc(cap * sizeof *s);
 
-	rb_rate_init(r, r->keys.rate, r->bytes.rate, now);
+	hr__rate_init(r, r->keys.rate, r->bytes.rate, now);
 	while (now < end) {
 		size_t bytes = min_bytes + (size_t)(splitmix64(&rng) % (max_bytes - min_bytes + 1));
 		uint64_t w;
 
-		while ((w = rb_rate_wait_ns(r, now, bytes)) > 0)
+		while ((w = hr__rate_wait_ns(r, now, bytes)) > 0)
 			now += w + (jitter_ns ? splitmix64(&rng) % jitter_ns : 0);
-		rb_rate_take(r, now, bytes);
+		hr__rate_take(r, now, bytes);
 		if (n == cap)
 			s = realloc(s, (cap *= 2) * sizeof *s);
 		s[n++] = (sent){ now, bytes };
@@ -81,7 +81,7 @@ START_TEST(key_cap_holds_in_every_window)
 	static const double caps[] = { 10, 100, 1000, 25000 };
 
 	for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
-		rb_rate r = { .keys.rate = caps[c] };
+		hr__rate r = { .keys.rate = caps[c] };
 		double kmin, kmax, bmin, bmax;
 		size_t n;
 		sent *s = run(&r, 20, 10, 100, 2000000, 7 + c, &n);
@@ -101,7 +101,7 @@ END_TEST
  * which then goes into debt) never more than 110%. */
 START_TEST(byte_cap_holds_in_every_window)
 {
-	rb_rate r = { .keys.rate = 100000, .bytes.rate = 1000000 };
+	hr__rate r = { .keys.rate = 100000, .bytes.rate = 1000000 };
 	double kmin, kmax, bmin, bmax;
 	size_t n;
 	sent *s = run(&r, 30, 100, 50000, 1000000, 3, &n);
@@ -123,7 +123,7 @@ END_TEST
  * and the average stays at the cap. */
 START_TEST(large_values_pass_and_average_to_the_cap)
 {
-	rb_rate r = { .bytes.rate = 100000 };
+	hr__rate r = { .bytes.rate = 100000 };
 	size_t n;
 	sent *s = run(&r, 60, 20000, 20000, 0, 5, &n);
 	double secs = (double)(s[n - 1].at_ns - s[0].at_ns) / NS;
@@ -137,28 +137,28 @@ END_TEST
 /* No cap: never a wait. */
 START_TEST(zero_is_no_cap)
 {
-	rb_rate r;
+	hr__rate r;
 
-	rb_rate_init(&r, 0, 0, 5);
+	hr__rate_init(&r, 0, 0, 5);
 	for (int i = 0; i < 100000; i++) {
-		ck_assert_uint_eq(rb_rate_wait_ns(&r, 5, 1 << 20), 0);
-		rb_rate_take(&r, 5, 1 << 20);
+		ck_assert_uint_eq(hr__rate_wait_ns(&r, 5, 1 << 20), 0);
+		hr__rate_take(&r, 5, 1 << 20);
 	}
-	rb_rate_init(&r, -1, -1, 5);
-	ck_assert_uint_eq(rb_rate_wait_ns(&r, 5, 1), 0);
+	hr__rate_init(&r, -1, -1, 5);
+	ck_assert_uint_eq(hr__rate_wait_ns(&r, 5, 1), 0);
 }
 END_TEST
 
 /* A clock that goes back counts as no time, never as a refill. */
 START_TEST(clock_going_back_refills_nothing)
 {
-	rb_rate r;
+	hr__rate r;
 
-	rb_rate_init(&r, 10, 0, 10 * NS);
-	rb_rate_take(&r, 10 * NS, 1);
-	ck_assert_uint_gt(rb_rate_wait_ns(&r, 10 * NS, 1), 0);
-	ck_assert_uint_gt(rb_rate_wait_ns(&r, 1 * NS, 1), 0);
-	ck_assert_uint_eq(rb_rate_wait_ns(&r, 10 * NS + NS / 10 + 1, 1), 0);
+	hr__rate_init(&r, 10, 0, 10 * NS);
+	hr__rate_take(&r, 10 * NS, 1);
+	ck_assert_uint_gt(hr__rate_wait_ns(&r, 10 * NS, 1), 0);
+	ck_assert_uint_gt(hr__rate_wait_ns(&r, 1 * NS, 1), 0);
+	ck_assert_uint_eq(hr__rate_wait_ns(&r, 10 * NS + NS / 10 + 1, 1), 0);
 }
 END_TEST
 
@@ -166,23 +166,23 @@ END_TEST
  * once the stop flag is up (then it takes nothing). */
 START_TEST(throttle_waits_and_stops)
 {
-	volatile sig_atomic_t stop = 0;
-	rb_rate r;
+	atomic_int stop = 0;
+	hr__rate r;
 	uint64_t t0;
 	double tokens;
 
-	rb_rate_init(&r, 20, 0, rb_rate_now_ns());
-	rb_rate_take(&r, rb_rate_now_ns(), 0); /* the one key the bucket holds */
-	t0 = rb_rate_now_ns();
-	rb_rate_throttle(&r, 0, &stop);
-	ck_assert_uint_ge(rb_rate_now_ns() - t0, 40 * 1000000ull); /* 1/20 s */
+	hr__rate_init(&r, 20, 0, hr__rate_now_ns());
+	hr__rate_take(&r, hr__rate_now_ns(), 0); /* the one key the bucket holds */
+	t0 = hr__rate_now_ns();
+	hr__rate_throttle(&r, 0, &stop);
+	ck_assert_uint_ge(hr__rate_now_ns() - t0, 40 * 1000000ull); /* 1/20 s */
 	stop = 1;
 	tokens = r.keys.tokens;
-	t0 = rb_rate_now_ns();
-	rb_rate_throttle(&r, 0, &stop);
-	ck_assert_uint_lt(rb_rate_now_ns() - t0, 20 * 1000000ull);
+	t0 = hr__rate_now_ns();
+	hr__rate_throttle(&r, 0, &stop);
+	ck_assert_uint_lt(hr__rate_now_ns() - t0, 20 * 1000000ull);
 	ck_assert(r.keys.tokens >= tokens); /* refilled a little, nothing taken */
-	rb_rate_throttle(NULL, 5, NULL);
+	hr__rate_throttle(NULL, 5, NULL);
 }
 END_TEST
 
@@ -200,28 +200,28 @@ START_TEST(dump_lines)
 		"key=a cas=-3",          /* negative cas */
 		"key=a size=99999999999999999999999", /* overflows */
 	};
-	rb_mc_item it;
+	hr__mc_item it;
 	hr_error err = { 0 };
 	char longkey[300 * 3 + 8];
 
-	ck_assert_int_eq(rb_mc_parse_dump_line(ok, strlen(ok), &it, &err), 0);
+	ck_assert_int_eq(hr__mc_parse_dump_line(ok, strlen(ok), &it, &err), 0);
 	ck_assert_uint_eq(it.key_len, 7);
 	ck_assert(!memcmp(it.key, "a%20b\xc3\xa9", 7));
 	ck_assert_int_eq(it.exp, 1796131638);
 	ck_assert_uint_eq(it.cas, 7);
 	ck_assert_uint_eq(it.size, 71);
-	ck_assert_int_eq(rb_mc_parse_dump_line("key=x exp=-1", 12, &it, &err), 0);
+	ck_assert_int_eq(hr__mc_parse_dump_line("key=x exp=-1", 12, &it, &err), 0);
 	ck_assert_int_eq(it.exp, -1);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		memset(&err, 0, sizeof err);
-		ck_assert_msg(rb_mc_parse_dump_line(bad[i], strlen(bad[i]), &it, &err) == HR_EPARSE,
+		ck_assert_msg(hr__mc_parse_dump_line(bad[i], strlen(bad[i]), &it, &err) == HR_EPARSE,
 			      "accepted \"%s\"", bad[i]);
 		hrt_assert_clean_message(err.message);
 	}
 	strcpy(longkey, "key=");
 	for (int i = 0; i < 251; i++)
 		strcat(longkey, "%41");
-	ck_assert_int_eq(rb_mc_parse_dump_line(longkey, strlen(longkey), &it, &err), HR_EPARSE);
+	ck_assert_int_eq(hr__mc_parse_dump_line(longkey, strlen(longkey), &it, &err), HR_EPARSE);
 	ck_assert_ptr_nonnull(strstr(err.message, "over 250 bytes"));
 }
 END_TEST

@@ -9,14 +9,14 @@
  * cap in any 1 s window. */
 #define BURST_S 0.05
 
-static void bucket_init(rb_bucket *b, double rate, double min_capacity)
+static void bucket_init(hr__bucket *b, double rate, double min_capacity)
 {
 	b->rate = rate > 0 ? rate : 0;
 	b->capacity = fmax(b->rate * BURST_S, min_capacity);
 	b->tokens = b->capacity;
 }
 
-static void bucket_refill(rb_bucket *b, double dt_s)
+static void bucket_refill(hr__bucket *b, double dt_s)
 {
 	if (b->rate > 0)
 		b->tokens = fmin(b->capacity, b->tokens + b->rate * dt_s);
@@ -24,7 +24,7 @@ static void bucket_refill(rb_bucket *b, double dt_s)
 
 /* Seconds until the bucket holds what a cost of `cost` needs: the cost, or
  * a full bucket for a cost larger than the bucket. */
-static double bucket_wait_s(const rb_bucket *b, double cost)
+static double bucket_wait_s(const hr__bucket *b, double cost)
 {
 	double need = fmin(cost, b->capacity);
 
@@ -33,7 +33,7 @@ static double bucket_wait_s(const rb_bucket *b, double cost)
 	return (need - b->tokens) / b->rate;
 }
 
-static void refill(rb_rate *r, uint64_t now_ns)
+static void refill(hr__rate *r, uint64_t now_ns)
 {
 	double dt_s;
 
@@ -45,7 +45,7 @@ static void refill(rb_rate *r, uint64_t now_ns)
 	r->last_ns = now_ns;
 }
 
-void rb_rate_init(rb_rate *r, double keys_per_s, double bytes_per_s,
+void hr__rate_init(hr__rate *r, double keys_per_s, double bytes_per_s,
 		  uint64_t now_ns)
 {
 	bucket_init(&r->keys, keys_per_s, 1);
@@ -55,7 +55,7 @@ void rb_rate_init(rb_rate *r, double keys_per_s, double bytes_per_s,
 	r->last_ns = now_ns;
 }
 
-uint64_t rb_rate_wait_ns(rb_rate *r, uint64_t now_ns, size_t bytes)
+uint64_t hr__rate_wait_ns(hr__rate *r, uint64_t now_ns, size_t bytes)
 {
 	double s;
 
@@ -68,7 +68,7 @@ uint64_t rb_rate_wait_ns(rb_rate *r, uint64_t now_ns, size_t bytes)
 	return (uint64_t)ceil(s * 1e9) + 1;
 }
 
-void rb_rate_take(rb_rate *r, uint64_t now_ns, size_t bytes)
+void hr__rate_take(hr__rate *r, uint64_t now_ns, size_t bytes)
 {
 	refill(r, now_ns);
 	if (r->keys.rate > 0)
@@ -77,7 +77,7 @@ void rb_rate_take(rb_rate *r, uint64_t now_ns, size_t bytes)
 		r->bytes.tokens -= (double)bytes;
 }
 
-uint64_t rb_rate_now_ns(void)
+uint64_t hr__rate_now_ns(void)
 {
 	struct timespec ts;
 
@@ -85,20 +85,25 @@ uint64_t rb_rate_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void rb_rate_throttle(rb_rate *r, size_t bytes, const volatile sig_atomic_t *stop)
+/* The longest sleep between two looks at the stop flag. */
+#define STOP_POLL_NS 100000000u
+
+void hr__rate_throttle(hr__rate *r, size_t bytes, const atomic_int *stop)
 {
 	uint64_t w;
 
 	if (!r)
 		return;
-	while ((w = rb_rate_wait_ns(r, rb_rate_now_ns(), bytes)) > 0) {
-		struct timespec ts = { .tv_sec = (time_t)(w / 1000000000u),
-				       .tv_nsec = (long)(w % 1000000000u) };
+	while ((w = hr__rate_wait_ns(r, hr__rate_now_ns(), bytes)) > 0) {
+		struct timespec ts;
 
-		if (stop && *stop)
+		if (stop && atomic_load(stop))
 			return;
+		if (w > STOP_POLL_NS)
+			w = STOP_POLL_NS;
+		ts = (struct timespec){ .tv_sec = 0, .tv_nsec = (long)w };
 		/* A signal ends the sleep early: the loop looks at the flag. */
 		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 	}
-	rb_rate_take(r, rb_rate_now_ns(), bytes);
+	hr__rate_take(r, hr__rate_now_ns(), bytes);
 }

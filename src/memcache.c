@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "memcache.h"
 
-#include "rb_error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +21,26 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Fills `err` (may be NULL) with `code` and the message, cut to one line
+ * whatever a server answered; returns `code`. */
+__attribute__((format(printf, 3, 4)))
+static int mc_fail(hr_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof err->message, fmt, ap);
+	va_end(ap);
+	/* One line, whatever a server answered. */
+	for (char *p = err->message; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+			*p = '?';
+	return code;
+}
+
 /* The longest line read (a metadump line is under 400 bytes) and the
  * largest value (memcached's item size limit is at most 1 GiB). */
 #define LINE_MAX_BYTES 65536
@@ -28,7 +48,7 @@
 /* memcached reads a TTL above 30 days as a Unix time. */
 #define RELATIVE_TTL_MAX 2592000
 
-struct rb_mc {
+struct hr__mc {
 	int fd;
 	int timeout_ms;
 	char addr[HR_ADDR_MAX + 1];
@@ -36,7 +56,7 @@ struct rb_mc {
 	size_t start, end, cap;
 };
 
-void rb_mc_value_free(rb_mc_value *v)
+void hr__mc_value_free(hr__mc_value *v)
 {
 	if (!v)
 		return;
@@ -45,12 +65,12 @@ void rb_mc_value_free(rb_mc_value *v)
 	v->len = v->cap = 0;
 }
 
-const char *rb_mc_addr(const rb_mc *mc)
+const char *hr__mc_addr(const hr__mc *mc)
 {
 	return mc->addr;
 }
 
-void rb_mc_close(rb_mc *mc)
+void hr__mc_close(hr__mc *mc)
 {
 	if (!mc)
 		return;
@@ -124,33 +144,33 @@ static int connect_one(const struct addrinfo *ai, int timeout_ms)
 	return fd;
 }
 
-int rb_mc_connect(const char *addr, int timeout_ms, rb_mc **out, hr_error *err)
+int hr__mc_connect(const char *addr, int timeout_ms, hr__mc **out, hr_error *err)
 {
 	char host[HR_ADDR_MAX + 1];
 	const char *port;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-	rb_mc *mc;
+	hr__mc *mc;
 	int rc, fd = -1;
 
 	if (!out || !addr || timeout_ms <= 0)
-		return rb_fail(err, HR_EINVAL, "memcached: no address, output or timeout");
+		return mc_fail(err, HR_EINVAL, "memcached: no address, output or timeout");
 	*out = NULL;
 	if (strlen(addr) > HR_ADDR_MAX || split_addr(addr, host, sizeof host, &port) < 0)
-		return rb_fail(err, HR_EINVAL,
+		return mc_fail(err, HR_EINVAL,
 			       "memcached %.200s: not host:port or [address]:port", addr);
 	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc)
-		return rb_fail(err, HR_ECONNECT, "memcached %s: %s", addr, gai_strerror(rc));
+		return mc_fail(err, HR_ECONNECT, "memcached %s: %s", addr, gai_strerror(rc));
 	for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
 		fd = connect_one(ai, timeout_ms);
 	freeaddrinfo(res);
 	if (fd < 0)
-		return rb_fail(err, HR_ECONNECT, "memcached %s: cannot connect", addr);
+		return mc_fail(err, HR_ECONNECT, "memcached %s: cannot connect", addr);
 	mc = calloc(1, sizeof *mc);
 	if (!mc || !(mc->buf = malloc(4096))) {
 		free(mc);
 		close(fd);
-		return rb_fail(err, HR_ENOMEM, "memcached %s: out of memory", addr);
+		return mc_fail(err, HR_ENOMEM, "memcached %s: out of memory", addr);
 	}
 	mc->fd = fd;
 	mc->cap = 4096;
@@ -162,21 +182,21 @@ int rb_mc_connect(const char *addr, int timeout_ms, rb_mc **out, hr_error *err)
 
 /* ---- bytes in and out -------------------------------------------------------- */
 
-static int io_fail(rb_mc *mc, hr_error *err, const char *what)
+static int io_fail(hr__mc *mc, hr_error *err, const char *what)
 {
 	if (errno == ETIMEDOUT)
-		return rb_fail(err, HR_ETIMEDOUT, "memcached %s: no answer to %s within %d ms",
+		return mc_fail(err, HR_ETIMEDOUT, "memcached %s: no answer to %s within %d ms",
 			       mc->addr, what, mc->timeout_ms);
 	if (errno == 0)
-		return rb_fail(err, HR_EIO, "memcached %s: connection closed during %s",
+		return mc_fail(err, HR_EIO, "memcached %s: connection closed during %s",
 			       mc->addr, what);
-	return rb_fail(err, HR_EIO, "memcached %s: %s: %s", mc->addr, what, strerror(errno));
+	return mc_fail(err, HR_EIO, "memcached %s: %s: %s", mc->addr, what, strerror(errno));
 }
 
 /* After a send or recv that failed with errno: 0 to try again (an
  * interrupted call, or the socket ready within the timeout), else the
  * error. */
-static int await(rb_mc *mc, short events, const char *what, hr_error *err)
+static int await(hr__mc *mc, short events, const char *what, hr_error *err)
 {
 	int p;
 
@@ -193,7 +213,7 @@ static int await(rb_mc *mc, short events, const char *what, hr_error *err)
 }
 
 /* Sends every byte of iov[0..n), which it consumes. */
-static int send_iov(rb_mc *mc, struct iovec *iov, int n, const char *what, hr_error *err)
+static int send_iov(hr__mc *mc, struct iovec *iov, int n, const char *what, hr_error *err)
 {
 	while (n > 0) {
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
@@ -220,7 +240,7 @@ static int send_iov(rb_mc *mc, struct iovec *iov, int n, const char *what, hr_er
 }
 
 /* Reads more bytes into the buffer, making room for at least `want`. */
-static int fill(rb_mc *mc, size_t want, const char *what, hr_error *err)
+static int fill(hr__mc *mc, size_t want, const char *what, hr_error *err)
 {
 	ssize_t r;
 
@@ -237,7 +257,7 @@ static int fill(rb_mc *mc, size_t want, const char *what, hr_error *err)
 			cap *= 2;
 		nb = realloc(mc->buf, cap);
 		if (!nb)
-			return rb_fail(err, HR_ENOMEM, "memcached %s: out of memory", mc->addr);
+			return mc_fail(err, HR_ENOMEM, "memcached %s: out of memory", mc->addr);
 		mc->buf = nb;
 		mc->cap = cap;
 	}
@@ -261,7 +281,7 @@ static int fill(rb_mc *mc, size_t want, const char *what, hr_error *err)
 
 /* The next line, without its "\r\n" or "\n", NUL-terminated in the
  * buffer; valid until the next read. */
-static int read_line(rb_mc *mc, char **line, size_t *len, const char *what, hr_error *err)
+static int read_line(hr__mc *mc, char **line, size_t *len, const char *what, hr_error *err)
 {
 	size_t scanned = 0;
 
@@ -283,7 +303,7 @@ static int read_line(rb_mc *mc, char **line, size_t *len, const char *what, hr_e
 		}
 		scanned = mc->end - mc->start;
 		if (scanned > LINE_MAX_BYTES)
-			return rb_fail(err, HR_EIO, "memcached %s: a line over %d bytes during %s",
+			return mc_fail(err, HR_EIO, "memcached %s: a line over %d bytes during %s",
 				       mc->addr, LINE_MAX_BYTES, what);
 		rc = fill(mc, 4096, what, err);
 		if (rc)
@@ -292,18 +312,18 @@ static int read_line(rb_mc *mc, char **line, size_t *len, const char *what, hr_e
 }
 
 /* Reads a value of `n` bytes and its "\r\n" into v->data. */
-static int read_value(rb_mc *mc, size_t n, rb_mc_value *v, const char *what, hr_error *err)
+static int read_value(hr__mc *mc, size_t n, hr__mc_value *v, const char *what, hr_error *err)
 {
 	int rc;
 
 	if (n > VALUE_MAX_BYTES)
-		return rb_fail(err, HR_EIO, "memcached %s: a value of %zu bytes during %s",
+		return mc_fail(err, HR_EIO, "memcached %s: a value of %zu bytes during %s",
 			       mc->addr, n, what);
 	if (v->cap < n + 1) {
 		char *d = realloc(v->data, n + 1);
 
 		if (!d)
-			return rb_fail(err, HR_ENOMEM, "memcached %s: out of memory", mc->addr);
+			return mc_fail(err, HR_ENOMEM, "memcached %s: out of memory", mc->addr);
 		v->data = d;
 		v->cap = n + 1;
 	}
@@ -311,7 +331,7 @@ static int read_value(rb_mc *mc, size_t n, rb_mc_value *v, const char *what, hr_
 		if ((rc = fill(mc, n + 2 - (mc->end - mc->start), what, err)))
 			return rc;
 	if (memcmp(mc->buf + mc->start + n, "\r\n", 2))
-		return rb_fail(err, HR_EIO, "memcached %s: a value not ended by CRLF during %s",
+		return mc_fail(err, HR_EIO, "memcached %s: a value not ended by CRLF during %s",
 			       mc->addr, what);
 	memcpy(v->data, mc->buf + mc->start, n);
 	v->data[n] = '\0';
@@ -324,19 +344,19 @@ static int read_value(rb_mc *mc, size_t n, rb_mc_value *v, const char *what, hr_
 
 /* The key as a command token: itself, or base64 (then *b64 = 1). */
 typedef struct key_token {
-	char text[(RB_MC_KEY_MAX + 2) / 3 * 4 + 1];
+	char text[(HR__MC_KEY_MAX + 2) / 3 * 4 + 1];
 	size_t len;
 	int b64;
 } key_token;
 
-static int key_token_make(rb_mc *mc, const void *key, size_t len, key_token *t,
+static int key_token_make(hr__mc *mc, const void *key, size_t len, key_token *t,
 			  hr_error *err)
 {
 	const unsigned char *k = key;
 
-	if (!key || len == 0 || len > RB_MC_KEY_MAX)
-		return rb_fail(err, HR_EINVAL, "memcached %s: a key of %zu bytes (1..%d)",
-			       mc->addr, len, RB_MC_KEY_MAX);
+	if (!key || len == 0 || len > HR__MC_KEY_MAX)
+		return mc_fail(err, HR_EINVAL, "memcached %s: a key of %zu bytes (1..%d)",
+			       mc->addr, len, HR__MC_KEY_MAX);
 	t->b64 = 0;
 	for (size_t i = 0; i < len; i++)
 		if (k[i] <= 0x20 || k[i] == 0x7f)
@@ -352,9 +372,9 @@ static int key_token_make(rb_mc *mc, const void *key, size_t len, key_token *t,
 }
 
 /* An answer the command does not expect: the server's own words. */
-static int unexpected(rb_mc *mc, const char *what, const char *line, hr_error *err)
+static int unexpected(hr__mc *mc, const char *what, const char *line, hr_error *err)
 {
-	return rb_fail(err, HR_EIO, "memcached %s: %s answered \"%.120s\"", mc->addr, what, line);
+	return mc_fail(err, HR_EIO, "memcached %s: %s answered \"%.120s\"", mc->addr, what, line);
 }
 
 /* The number after a one-letter flag token of a meta answer ("f12"). */
@@ -406,7 +426,7 @@ static int parse_number(const char *s, size_t len, int64_t *out)
 	return 0;
 }
 
-int rb_mc_parse_dump_line(const char *line, size_t len, rb_mc_item *out, hr_error *err)
+int hr__mc_parse_dump_line(const char *line, size_t len, hr__mc_item *out, hr_error *err)
 {
 	const char *p = line, *end = line + len;
 	int have_key = 0;
@@ -429,15 +449,15 @@ int rb_mc_parse_dump_line(const char *line, size_t len, rb_mc_item *out, hr_erro
 			for (const char *c = eq + 1; c < tend; c++) {
 				int hi, lo;
 
-				if (out->key_len == RB_MC_KEY_MAX)
-					return rb_fail(err, HR_EPARSE,
-						       "metadump: a key over %d bytes", RB_MC_KEY_MAX);
+				if (out->key_len == HR__MC_KEY_MAX)
+					return mc_fail(err, HR_EPARSE,
+						       "metadump: a key over %d bytes", HR__MC_KEY_MAX);
 				if (*c != '%') {
 					out->key[out->key_len++] = *c;
 					continue;
 				}
 				if (tend - c < 3 || (hi = hexval(c[1])) < 0 || (lo = hexval(c[2])) < 0)
-					return rb_fail(err, HR_EPARSE,
+					return mc_fail(err, HR_EPARSE,
 						       "metadump: a bad %%XX escape in \"%.*s\"",
 						       (int)(tend - tok > 80 ? 80 : tend - tok), tok);
 				out->key[out->key_len++] = (char)(hi << 4 | lo);
@@ -451,7 +471,7 @@ int rb_mc_parse_dump_line(const char *line, size_t len, rb_mc_item *out, hr_erro
 		    (eq - tok == 4 && !memcmp(tok, "size", 4))) {
 			if (parse_number(eq + 1, (size_t)(tend - eq - 1), &v) < 0 ||
 			    (tok[0] != 'e' && v < 0))
-				return rb_fail(err, HR_EPARSE, "metadump: \"%.*s\" is not a number",
+				return mc_fail(err, HR_EPARSE, "metadump: \"%.*s\" is not a number",
 					       (int)(tend - tok > 80 ? 80 : tend - tok), tok);
 			if (tok[0] == 'e')
 				out->exp = v;
@@ -462,16 +482,16 @@ int rb_mc_parse_dump_line(const char *line, size_t len, rb_mc_item *out, hr_erro
 		}
 	}
 	if (!have_key)
-		return rb_fail(err, HR_EPARSE, "metadump: a line without a key: \"%.80s\"", line);
+		return mc_fail(err, HR_EPARSE, "metadump: a line without a key: \"%.80s\"", line);
 	return 0;
 }
 
-int rb_mc_metadump(rb_mc *mc, int (*fn)(void *userdata, const rb_mc_item *item),
+int hr__mc_metadump(hr__mc *mc, int (*fn)(void *userdata, const hr__mc_item *item),
 		   void *userdata, hr_error *err)
 {
 	static const char cmd[] = "lru_crawler metadump all\r\n";
 	struct iovec iov = { (void *)cmd, sizeof cmd - 1 };
-	rb_mc_item item;
+	hr__mc_item item;
 	int rc;
 
 	if ((rc = send_iov(mc, &iov, 1, "lru_crawler metadump", err)))
@@ -486,11 +506,11 @@ int rb_mc_metadump(rb_mc *mc, int (*fn)(void *userdata, const rb_mc_item *item),
 			return 0;
 		if (strncmp(line, "key=", 4))
 			return unexpected(mc, "lru_crawler metadump", line, err);
-		if ((rc = rb_mc_parse_dump_line(line, len, &item, err))) {
+		if ((rc = hr__mc_parse_dump_line(line, len, &item, err))) {
 			char msg[HR_ERROR_MSG_MAX];
 
 			snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-			return rb_fail(err, rc, "memcached %s: %s", mc->addr, msg);
+			return mc_fail(err, rc, "memcached %s: %s", mc->addr, msg);
 		}
 		if ((rc = fn(userdata, &item)))
 			return rc;
@@ -499,7 +519,7 @@ int rb_mc_metadump(rb_mc *mc, int (*fn)(void *userdata, const rb_mc_item *item),
 
 /* ---- meta commands ------------------------------------------------------------- */
 
-int rb_mc_get(rb_mc *mc, const void *key, size_t len, rb_mc_value *out, hr_error *err)
+int hr__mc_get(hr__mc *mc, const void *key, size_t len, hr__mc_value *out, hr_error *err)
 {
 	key_token t;
 	char *line;
@@ -531,7 +551,7 @@ int rb_mc_get(rb_mc *mc, const void *key, size_t len, rb_mc_value *out, hr_error
 	return 1;
 }
 
-int rb_mc_exists(rb_mc *mc, const void *key, size_t len, hr_error *err)
+int hr__mc_exists(hr__mc *mc, const void *key, size_t len, hr_error *err)
 {
 	key_token t;
 	char *line;
@@ -554,8 +574,8 @@ int rb_mc_exists(rb_mc *mc, const void *key, size_t len, hr_error *err)
 	return unexpected(mc, "mg", line, err);
 }
 
-int rb_mc_store(rb_mc *mc, const void *key, size_t len, const rb_mc_value *v,
-		rb_mc_mode mode, uint64_t *cas, hr_error *err)
+int hr__mc_store(hr__mc *mc, const void *key, size_t len, const hr__mc_value *v,
+		hr__mc_mode mode, uint64_t *cas, hr_error *err)
 {
 	key_token t;
 	char head[128], *line;
@@ -572,7 +592,7 @@ int rb_mc_store(rb_mc *mc, const void *key, size_t len, const rb_mc_value *v,
 	if (ttl > 0)
 		n += snprintf(head + n, sizeof head - (size_t)n, " T%" PRId64, ttl);
 	n += snprintf(head + n, sizeof head - (size_t)n, " M%c c%s\r\n",
-		      mode == RB_MC_ADD ? 'E' : 'S', t.b64 ? " b" : "");
+		      mode == HR__MC_ADD ? 'E' : 'S', t.b64 ? " b" : "");
 	iov[0] = (struct iovec){ "ms ", 3 };
 	iov[1] = (struct iovec){ t.text, t.len };
 	iov[2] = (struct iovec){ head, (size_t)n };
@@ -591,7 +611,7 @@ int rb_mc_store(rb_mc *mc, const void *key, size_t len, const rb_mc_value *v,
 	return 1;
 }
 
-int rb_mc_delete(rb_mc *mc, const void *key, size_t len, uint64_t cas, hr_error *err)
+int hr__mc_delete(hr__mc *mc, const void *key, size_t len, uint64_t cas, hr_error *err)
 {
 	key_token t;
 	char tail[48], *line;
