@@ -1,0 +1,172 @@
+#!/bin/bash
+# demo-cache.sh - the cache cluster's promise, measured: installs what is
+# missing, builds, starts a temporary etcd and four memcached servers on
+# free loopback ports, and runs a load generator (build/hashring-load: a
+# watching, acknowledging client reading and writing 100,000 keys) through
+# a fourth node's join twice: once promoted without copying anything, once
+# filled by `hashring rebalance` first.  It prints the hit rates after the
+# promotion: without the rebalancer about 1/4 of the reads miss (the keys
+# the new node took), with it about none.  Everything it started is
+# stopped by PID at the end and its data removed.
+#
+#   bash deploy/demo-cache.sh [KEYS]      (default 100000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+KEYS=${1:-100000}
+RATE=5000        # the load generator's operations a second, 10% writes
+COPY_RATE=20000  # the rebalancer's cap, keys a second
+
+deploy/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHR_BUILD_TESTS=OFF >/dev/null
+cmake --build build -j"$(nproc)" --target hashring hashring-load >/dev/null
+
+# A port nobody listens on, below the kernel's ephemeral range (as demo.sh).
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+# Prints the command as it runs, ready to paste (words with shell
+# characters in single quotes), then runs it.
+run() {
+	local w line=
+	for w in "$@"; do
+		case $w in
+		'' | *[!A-Za-z0-9_./:=@%+,-]*) w="'${w//\'/\'\\\'\'}'" ;;
+		esac
+		line="$line${line:+ }$w"
+	done
+	printf '$ %s\n' "$line"
+	"$@"
+}
+step() { printf '\n== %s\n' "$*"; }
+
+STATE=$(mktemp -d)
+HR_ETCD_STATE_DIR=$STATE/etcd
+export HR_ETCD_STATE_DIR HR_ETCD_CLIENT_PORT HR_ETCD_PEER_PORT
+MC_PIDS=()
+LOAD_PID=
+stop_memcached() {
+	local pid
+	for pid in "${MC_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	MC_PIDS=()
+}
+cleanup() {
+	if [ -n "$LOAD_PID" ]; then
+		kill "$LOAD_PID" 2>/dev/null || true
+		wait "$LOAD_PID" 2>/dev/null || true
+	fi
+	stop_memcached
+	deploy/etcd-local.sh stop >/dev/null 2>&1 || true
+	rm -rf "$STATE"
+}
+trap cleanup EXIT
+
+mkdir -p "$HR_ETCD_STATE_DIR"
+for attempt in 1 2 3; do
+	HR_ETCD_CLIENT_PORT=$(free_port)
+	HR_ETCD_PEER_PORT=$(free_port)
+	if deploy/etcd-local.sh start >"$STATE/start.out" 2>&1; then
+		sed -n 1,2p "$STATE/start.out"
+		break
+	fi
+	[ "$attempt" = 3 ] && { cat "$STATE/start.out" >&2; exit 1; }
+done
+export ETCDCTL_API=3 ETCDCTL_ENDPOINTS="127.0.0.1:$HR_ETCD_CLIENT_PORT"
+
+# Four empty memcached servers; MC_ADDRS gets their addresses.
+start_memcached() {
+	local i port user=()
+	MC_ADDRS=()
+	[ "$(id -u)" = 0 ] && user=(-u root) # memcached refuses root without it
+	for i in 0 1 2 3; do
+		for _ in 1 2 3; do
+			port=$(free_port)
+			memcached "${user[@]}" -l 127.0.0.1 -p "$port" -U 0 -m 64 -t 1 &
+			MC_PIDS+=($!)
+			for _ in $(seq 100); do
+				(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+				sleep 0.05
+			done
+			if kill -0 "${MC_PIDS[-1]}" 2>/dev/null; then
+				MC_ADDRS+=("127.0.0.1:$port")
+				break
+			fi
+		done
+	done
+	[ "${#MC_ADDRS[@]}" = 4 ] || { echo "demo-cache: memcached did not start" >&2; exit 1; }
+}
+
+# The newest revision under the prefix, as etcd's header gives it.
+revision() {
+	etcdctl get "$P" --prefix --keys-only -w json | sed -n 's/.*"revision":\([0-9]*\).*/\1/p'
+}
+
+# One join: three nodes, KEYS keys, a fourth node warming, then active.
+# $1: "without" or "with" the rebalancer.
+round() {
+	local mode=$1 rev
+	P=/demo-cache/$mode/nodes/
+	A=/demo-cache/$mode/acks/
+	stop_memcached
+	start_memcached
+	step "$mode the rebalancer: three nodes, $KEYS keys written through the ring"
+	for i in 0 1 2; do
+		run etcdctl put "${P}mc$i" "{\"addr\":\"${MC_ADDRS[$i]}\"}"
+	done
+	run build/hashring-load --prefix "$P" --keys "$KEYS" --fill --duration 0
+
+	step "$mode the rebalancer: load (a watching client that acknowledges) while mc3 joins"
+	build/hashring-load --prefix "$P" --keys "$KEYS" --client-id load-1 --ack-prefix "$A" \
+		--rate "$RATE" --until-signal --json >"$STATE/$mode-join.json" &
+	LOAD_PID=$!
+	echo "build/hashring-load --prefix $P --keys $KEYS --client-id load-1 --ack-prefix $A --rate $RATE --until-signal --json &"
+	for _ in $(seq 100); do
+		build/hashring acks --prefix "$P" --ack-prefix "$A" 2>/dev/null | grep -q load-1 && break
+		sleep 0.1
+	done
+	run etcdctl put "${P}mc3" "{\"addr\":\"${MC_ADDRS[3]}\",\"state\":\"warming\"}"
+	rev=$(revision)
+	run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$rev"
+	if [ "$mode" = with ]; then
+		run build/hashring rebalance --prefix "$P" --ack-prefix "$A" --backend memcached \
+			--rate "$COPY_RATE" --clients 1 --promote | cut -f1-9
+	else
+		sleep 2 # as long as a copy would take, then the switch
+		run build/hashring state --prefix "$P" --id mc3 active
+		rev=$(revision)
+		run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$rev"
+	fi
+	kill "$LOAD_PID"
+	wait "$LOAD_PID" || true
+	LOAD_PID=
+
+	step "$mode the rebalancer: the same load after the promotion, 3 s"
+	run build/hashring-load --prefix "$P" --keys "$KEYS" --rate "$RATE" --duration 3 |
+		tee "$STATE/$mode-after.tsv" | cut -f1-10
+}
+
+printf 'columns: copy SCANNED MOVING EXPECTED COPIED PRESENT GONE BYTES SECONDS\n'
+printf '         second T REVISION READS HITS FALLBACK_HITS MISSES WRITES ERRORS HIT_RATE\n'
+round without
+round with
+
+# The hit rates of both runs after promotion, from their "total" lines.
+step "hit rates after the promotion ($KEYS keys, 4 nodes: 1/4 of the keys moved)"
+printf '%-24s %8s %8s %8s\n' "" reads hit_rate misses
+for mode in without with; do
+	awk -F'\t' -v m="$mode the rebalancer" '$1 == "total" {
+		printf "%-24s %8d %7.1f%% %7.1f%%\n", m, $4, 100 * $10, $4 ? 100 * $7 / $4 : 0 }' \
+		"$STATE/$mode-after.tsv"
+done
+echo
+echo "demo done: etcd and memcached stopped, temporary data removed"
