@@ -129,7 +129,7 @@ round() {
 	build/hashring-load --prefix "$P" --keys "$KEYS" --client-id load-1 --ack-prefix "$A" \
 		--rate "$RATE" --until-signal --json >"$STATE/$mode-join.json" &
 	LOAD_PID=$!
-	echo "build/hashring-load --prefix $P --keys $KEYS --client-id load-1 --ack-prefix $A --rate $RATE --until-signal --json &"
+	echo "\$ build/hashring-load --prefix $P --keys $KEYS --client-id load-1 --ack-prefix $A --rate $RATE --until-signal --json >$mode-join.json &"
 	for _ in $(seq 100); do
 		build/hashring acks --prefix "$P" --ack-prefix "$A" 2>/dev/null | grep -q load-1 && break
 		sleep 0.1
@@ -139,7 +139,7 @@ round() {
 	run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$rev"
 	if [ "$mode" = with ]; then
 		run build/hashring rebalance --prefix "$P" --ack-prefix "$A" --backend memcached \
-			--rate "$COPY_RATE" --clients 1 --promote | cut -f1-9
+			--rate "$COPY_RATE" --clients 1 --promote
 	else
 		sleep 2 # as long as a copy would take, then the switch
 		run build/hashring state --prefix "$P" --id mc3 active
@@ -152,21 +152,36 @@ round() {
 
 	step "$mode the rebalancer: the same load after the promotion, 3 s"
 	run build/hashring-load --prefix "$P" --keys "$KEYS" --rate "$RATE" --duration 3 |
-		tee "$STATE/$mode-after.tsv" | cut -f1-10
+		tee "$STATE/$mode-after.tsv"
+	SHARE=$(build/hashring nodes --prefix "$P" --json |
+		sed -n 's/.*"id":"mc3".*"share":\([0-9.]*\).*/\1/p')
 }
+
+# "reads hit_rate misses" of a total line: the join's (JSON) or the
+# promoted ring's (tab-separated).
+join_total() {
+	sed -n 's/.*"step":"total".*"reads":\([0-9]*\).*"misses":\([0-9]*\).*"hit_rate":\([0-9.]*\).*/\1 \3 \2/p' "$1"
+}
+after_total() { awk -F'\t' '$1 == "total" { print $4, $10, $7 }' "$1"; }
 
 printf 'columns: copy SCANNED MOVING EXPECTED COPIED PRESENT GONE BYTES SECONDS\n'
 printf '         second T REVISION READS HITS FALLBACK_HITS MISSES WRITES ERRORS HIT_RATE\n'
+printf '         (FALLBACK_HITS: a miss at the write owner found at the read owner)\n'
 round without
 round with
 
-# The hit rates of both runs after promotion, from their "total" lines.
-step "hit rates after the promotion ($KEYS keys, 4 nodes: 1/4 of the keys moved)"
-printf '%-24s %8s %8s %8s\n' "" reads hit_rate misses
+# The hit rates of both rounds, through the join (a miss at the new node
+# is served by the read owner) and after the promotion.
+step "hit rates ($KEYS keys; mc3 took a share of $SHARE of the key space)"
+printf '%-24s %28s   %28s\n' "" "through the join" "after the promotion"
+printf '%-24s %8s %9s %9s   %8s %9s %9s\n' "" reads "hit rate" misses reads "hit rate" misses
 for mode in without with; do
-	awk -F'\t' -v m="$mode the rebalancer" '$1 == "total" {
-		printf "%-24s %8d %7.1f%% %7.1f%%\n", m, $4, 100 * $10, $4 ? 100 * $7 / $4 : 0 }' \
-		"$STATE/$mode-after.tsv"
+	read -r jr jh jm < <(join_total "$STATE/$mode-join.json")
+	read -r ar ah am < <(after_total "$STATE/$mode-after.tsv")
+	awk -v m="$mode the rebalancer" -v jr="$jr" -v jh="$jh" -v jm="$jm" \
+		-v ar="$ar" -v ah="$ah" -v am="$am" 'BEGIN {
+		printf "%-24s %8d %8.2f%% %8.2f%%   %8d %8.2f%% %8.2f%%\n", m,
+			jr, 100 * jh, jr ? 100 * jm / jr : 0, ar, 100 * ah, ar ? 100 * am / ar : 0 }'
 done
 echo
 echo "demo done: etcd and memcached stopped, temporary data removed"
