@@ -8,13 +8,16 @@
  * it.  Afterwards every key is at its owner, none holds an older version
  * than the load last wrote, the keys moved are the diff's share of the
  * key space, and no 1 s window of the copy exceeds the cap by more than
- * 10%.  A rebalancer killed mid-copy and run again converges the same way.
+ * 10%.  A rebalancer killed mid-copy and run again converges the same way;
+ * one facing a client that stopped acknowledging copies nothing and names it.
  * The figures (copy rates, the cap's accuracy, hit rates) are printed.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
 #include "hrt_check.h"
+#include "hrt_cli.h"
 #include "hrt_ring.h"
+#include "mc_text.h"
 #include "memcached_fixture.h"
 
 #include <cjson/cJSON.h>
@@ -516,6 +519,69 @@ START_TEST(killed_mid_copy_and_rerun)
 }
 END_TEST
 
+/* A client that stopped (SIGSTOP: alive, its lease still held, its ring
+ * old): the rebalancer's wait times out naming it, and nothing is copied. */
+START_TEST(client_that_never_acknowledges)
+{
+	const char *const watch[] = { "watch", "--endpoints", hrt_etcd_endpoints(etcd), "--prefix",
+		PREFIX, "--client-id", "stuck-1", "--ack-prefix", ACKS, NULL };
+	const char *const fill[] = { "hashring-load", "--endpoints", hrt_etcd_endpoints(etcd),
+		"--prefix", PREFIX, "--keys", "1000", "--fill", "--duration", "0", NULL };
+	const char *const rb[] = { "rebalance", "--endpoints", hrt_etcd_endpoints(etcd), "--prefix",
+		PREFIX, "--ack-prefix", ACKS, "--backend", "memcached", "--promote", "--timeout", "3",
+		NULL };
+	hr_etcd_config ecfg;
+	hr_acks *acks = NULL;
+	hr_error err = { 0 };
+	hrt_child stuck;
+	hrt_cli_run r;
+	proc load;
+	int64_t rev = 0;
+	char errbuf[256], buf[256];
+	size_t len;
+	mct *m3;
+
+	for (int i = 0; i < 3; i++)
+		rev = put_node(i, "active");
+	proc_start(&load, HR_LOAD_PATH, fill);
+	ck_assert_int_eq(proc_wait(&load, 60000), 0);
+	proc_free(&load);
+	stuck = hrt_cli_spawn(watch, NULL);
+	hr_etcd_config_init(&ecfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	/* Its first ack is there (a wait with no live client succeeds). */
+	for (int64_t end = hrt_now_ms() + 10000; !hr_acks_count(acks); hrt_sleep_ms(50)) {
+		hr_acks_free(acks);
+		acks = NULL;
+		ck_assert_int_lt(hrt_now_ms(), end);
+		ck_assert_msg(hr_acks_wait(&ecfg, ACKS, (uint64_t)rev, 10000, &acks, &err) == 0,
+			      "%s", err.message);
+	}
+	hr_acks_free(acks);
+	ck_assert_int_eq(kill(stuck.pid, SIGSTOP), 0);
+	put_node(3, "warming");
+
+	hrt_cli_run_cmd(&r, NULL, rb);
+	printf("rebalance with a stopped client: exit %d: %s", r.status, r.err);
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "stuck-1") != NULL, "the client is not named: %s", r.err);
+	ck_assert_msg(strstr(r.out, "copy") == NULL, "copied anyway: %s", r.out);
+	ck_assert_int_eq(hrt_node_state(watcher, "mc3"), HR_STATE_WARMING);
+	m3 = mct_connect(hrt_memcached_addr(mcs[3]), 5000, errbuf, sizeof errbuf);
+	ck_assert_msg(m3 != NULL, "%s", errbuf);
+	for (int i = 0; i < 1000; i++) {
+		char key[32];
+
+		snprintf(key, sizeof key, "key:%d", i);
+		EXPECT(mct_get(m3, key, buf, sizeof buf, &len, NULL) == 0);
+	}
+	mct_close(m3);
+	kill(stuck.pid, SIGKILL);
+	hrt_cli_wait(&stuck, &r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cache_e2e");
@@ -528,6 +594,7 @@ int main(void)
 	tcase_add_test(tc, join_under_load);
 	tcase_add_test(tc, drain_under_load);
 	tcase_add_test(tc, killed_mid_copy_and_rerun);
+	tcase_add_test(tc, client_that_never_acknowledges);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
