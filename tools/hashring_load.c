@@ -33,7 +33,7 @@ static const char usage[] =
 	"usage: hashring-load [--endpoints URLS] [--prefix P] [--client-id ID]\n"
 	"         [--ack-prefix P] [--keys N] [--key-prefix S] [--value-size B]\n"
 	"         [--fill] [--rate OPS] [--write-ratio F] [--duration S | --until-signal]\n"
-	"         [--check] [--seed N] [--json]\n"
+	"         [--check] [--seed N] [--timeout S] [--json]\n"
 	"\n"
 	"Reads and writes the keys <key-prefix>0 .. <key-prefix>N-1 on the memcached\n"
 	"servers of the ring under P (default /hashring/nodes/), following the\n"
@@ -47,13 +47,14 @@ static const char usage[] =
 	"  --until-signal  load until SIGINT or SIGTERM instead\n"
 	"  --check         at the end, read every key at its owners: found, missing,\n"
 	"                  and stale (an older version than this run last wrote)\n"
+	"  --timeout S     seconds to wait for etcd's first answer (default 10)\n"
 	"One line per step: fill, second (each second of load), total, check;\n"
 	"tab-separated, or with --json one JSON object each.  Exit 0, or 1 on a\n"
 	"failure (etcd, a check that found a stale or missing key), 2 on bad usage.\n";
 
 struct opts {
 	const char *endpoints, *prefix, *client_id, *ack_prefix, *key_prefix;
-	long keys, value_size, duration;
+	long keys, value_size, duration, timeout;
 	double rate, write_ratio;
 	int fill, until_signal, check, json;
 	uint64_t seed;
@@ -133,7 +134,8 @@ static double parse_num(const char *name, const char *arg, double min, double ma
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { ENDPOINTS = 256, PREFIX, CLIENT_ID, ACK_PREFIX, KEYS, KEY_PREFIX, VALUE_SIZE,
-	       FILL, RATE, WRITE_RATIO, DURATION, UNTIL_SIGNAL, CHECK, SEED, JSON, HELP };
+	       FILL, RATE, WRITE_RATIO, DURATION, UNTIL_SIGNAL, CHECK, SEED, TIMEOUT, JSON,
+	       HELP };
 	static const struct option longs[] = {
 		{ "endpoints", required_argument, NULL, ENDPOINTS },
 		{ "prefix", required_argument, NULL, PREFIX },
@@ -149,6 +151,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "until-signal", no_argument, NULL, UNTIL_SIGNAL },
 		{ "check", no_argument, NULL, CHECK },
 		{ "seed", required_argument, NULL, SEED },
+		{ "timeout", required_argument, NULL, TIMEOUT },
 		{ "json", no_argument, NULL, JSON },
 		{ "help", no_argument, NULL, HELP },
 		{ NULL, 0, NULL, 0 }
@@ -158,7 +161,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .endpoints = getenv("ETCDCTL_ENDPOINTS"),
 			    .prefix = "/hashring/nodes/", .ack_prefix = "/hashring/acks/",
 			    .key_prefix = "key:", .keys = 100000, .value_size = 100,
-			    .duration = 10, .rate = 5000, .write_ratio = 0.1, .seed = 1 };
+			    .duration = 10, .timeout = 10, .rate = 5000, .write_ratio = 0.1, .seed = 1 };
 	/* "+": options end at the first operand, which is then refused. */
 	while ((c = getopt_long(argc, argv, "+", longs, NULL)) != -1) {
 		switch (c) {
@@ -179,6 +182,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case UNTIL_SIGNAL: o->until_signal = 1; break;
 		case CHECK: o->check = 1; break;
 		case SEED: o->seed = (uint64_t)parse_num("seed", optarg, 1, 1e15); break;
+		case TIMEOUT: o->timeout = (long)parse_num("timeout", optarg, 1, 3600); break;
 		case JSON: o->json = 1; break;
 		case HELP: fputs(usage, stdout); exit(0);
 		default: fputs(usage, stderr); exit(2);
@@ -491,6 +495,7 @@ int main(int argc, char **argv)
 	ecfg.prefix = o.prefix;
 	ecfg.log_level = HR_LOG_WARN;
 	hr_client_config_init(&cfg);
+	cfg.open_timeout_ms = (int)o.timeout * 1000;
 	cfg.ack_client_id = o.client_id;
 	cfg.ack_prefix = o.client_id ? o.ack_prefix : NULL;
 	if (hr_client_open(&ecfg, &cfg, &l.client, &err)) {

@@ -244,6 +244,7 @@ int mct_get(mct *c, const char *key, char *buf, size_t cap, size_t *len, uint32_
 	if (!strcmp(line, "END"))
 		return 0;
 	if (strncmp(line, "VALUE ", 6) || strncmp(line + 6, key, strlen(key)) ||
+	    line[6 + strlen(key)] != ' ' ||
 	    sscanf(line + 6 + strlen(key), " %lu %zu", &fl, &n) != 2)
 		return fail(c, "get %s: unexpected reply '%.80s'", key, line);
 	if (n > cap)

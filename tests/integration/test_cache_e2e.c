@@ -238,8 +238,7 @@ static void load_start(proc *load)
 	cJSON_Delete(fill);
 }
 
-/* The per-second lines of the load, summed by whether the ring had the
- * node being handed over in a mixed state. */
+/* The load's per-second lines, summed. */
 struct load_totals {
 	double reads, hits, fallback, misses, writes, errors, seconds;
 };
@@ -582,6 +581,55 @@ START_TEST(client_that_never_acknowledges)
 }
 END_TEST
 
+/* hashring-load on bad input: a usage error (2) naming the option, and an
+ * etcd that does not answer (1), each with one line on stderr. */
+START_TEST(load_refuses_bad_input)
+{
+	static const struct {
+		const char *args[4];
+		int status;
+		const char *says;
+	} cases[] = {
+		{ { "--keys", "0" }, 2, "--keys: '0'" },
+		{ { "--value-size", "20" }, 2, "--value-size: '20'" },
+		{ { "--write-ratio", "1.5" }, 2, "--write-ratio: '1.5'" },
+		{ { "--rate", "fast" }, 2, "--rate: 'fast'" },
+		{ { "--keys", "10", "extra" }, 2, "unexpected argument 'extra'" },
+		{ { "--endpoints", "127.0.0.1:1", "--timeout", "1" }, 1, "127.0.0.1:1" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *argv[8] = { "hashring-load", "--duration", "0" };
+		char err[1024] = "";
+		int errfd[2], status;
+		ssize_t n;
+		size_t at = 0;
+		pid_t pid;
+
+		for (size_t a = 0; a < 4 && cases[i].args[a]; a++)
+			argv[3 + a] = cases[i].args[a];
+		ck_assert_int_eq(pipe(errfd), 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			dup2(errfd[1], 2);
+			execv(HR_LOAD_PATH, (char *const *)argv);
+			_exit(127);
+		}
+		close(errfd[1]);
+		while (at < sizeof err - 1 && (n = read(errfd[0], err + at, sizeof err - 1 - at)) > 0)
+			at += (size_t)n;
+		err[at] = '\0';
+		close(errfd[0]);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == cases[i].status,
+			      "%s: status %d, not %d", cases[i].says, status, cases[i].status);
+		ck_assert_msg(strstr(err, cases[i].says) != NULL, "'%s' not in: %s",
+			      cases[i].says, err);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cache_e2e");
@@ -595,6 +643,7 @@ int main(void)
 	tcase_add_test(tc, drain_under_load);
 	tcase_add_test(tc, killed_mid_copy_and_rerun);
 	tcase_add_test(tc, client_that_never_acknowledges);
+	tcase_add_test(tc, load_refuses_bad_input);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
