@@ -129,7 +129,9 @@ round() {
 	build/hashring-load --prefix "$P" --keys "$KEYS" --client-id load-1 --ack-prefix "$A" \
 		--rate "$RATE" --until-signal --json >"$STATE/$mode-join.json" &
 	LOAD_PID=$!
-	echo "\$ build/hashring-load --prefix $P --keys $KEYS --client-id load-1 --ack-prefix $A --rate $RATE --until-signal --json >$mode-join.json &"
+	printf '$ build/hashring-load --prefix %s --keys %s --client-id load-1 --ack-prefix %s' \
+		"$P" "$KEYS" "$A"
+	printf ' --rate %s --until-signal --json >%s-join.json &\n' "$RATE" "$mode"
 	for _ in $(seq 100); do
 		build/hashring acks --prefix "$P" --ack-prefix "$A" 2>/dev/null | grep -q load-1 && break
 		sleep 0.1
