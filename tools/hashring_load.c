@@ -48,9 +48,15 @@ static const char usage[] =
 	"  --check         at the end, read every key at its owners: found, missing,\n"
 	"                  and stale (an older version than this run last wrote)\n"
 	"  --timeout S     seconds to wait for etcd's first answer (default 10)\n"
-	"One line per step: fill, second (each second of load), total, check;\n"
-	"tab-separated, or with --json one JSON object each.  Exit 0, or 1 on a\n"
-	"failure (etcd, a check that found a stale or missing key), 2 on bad usage.\n";
+	"One line per step, tab-separated (or with --json one JSON object each,\n"
+	"with these names in lower case and \"step\" first):\n"
+	"  fill    KEYS ERRORS SECONDS REVISION\n"
+	"  second  T REVISION READS HITS FALLBACK_HITS MISSES WRITES ERRORS HIT_RATE\n"
+	"  total   the same, over the whole load\n"
+	"  check   KEYS FOUND FOUND_READ_OWNER MISSING STALE ERRORS REVISION\n"
+	"HITS are found at the write owner, FALLBACK_HITS at the read owner after a\n"
+	"miss there, MISSES at neither.  Exit 0, or 1 on a failure (etcd, a check\n"
+	"that found a stale or missing key), 2 on bad usage.\n";
 
 struct opts {
 	const char *endpoints, *prefix, *client_id, *ack_prefix, *key_prefix;
