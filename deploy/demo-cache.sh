@@ -106,22 +106,28 @@ start_memcached() {
 	[ "${#MC_ADDRS[@]}" = 4 ] || { echo "demo-cache: memcached did not start" >&2; exit 1; }
 }
 
-# The newest revision under the prefix, as etcd's header gives it.
-revision() {
-	etcdctl get "$P" --prefix --keys-only -w json | sed -n 's/.*"revision":\([0-9]*\).*/\1/p'
+# Puts node mc$1's record with state $2, printing the command as run; REV
+# gets the put's revision.  (Not etcd's newest revision read afterwards:
+# the clients' acks move that past any ring, and a wait for it would
+# never end.)
+put_node() {
+	local value="{\"addr\":\"${MC_ADDRS[$1]}\",\"state\":\"$2\"}"
+	printf "\$ etcdctl put %s '%s'\n" "${P}mc$1" "$value"
+	REV=$(etcdctl put -w json "${P}mc$1" "$value" | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+	[ -n "$REV" ] || { echo "demo-cache: the put of mc$1 failed" >&2; exit 1; }
 }
 
 # One join: three nodes, KEYS keys, a fourth node warming, then active.
 # $1: "without" or "with" the rebalancer.
 round() {
-	local mode=$1 rev
+	local mode=$1
 	P=/demo-cache/$mode/nodes/
 	A=/demo-cache/$mode/acks/
 	stop_memcached
 	start_memcached
 	step "$mode the rebalancer: three nodes, $KEYS keys written through the ring"
 	for i in 0 1 2; do
-		run etcdctl put "${P}mc$i" "{\"addr\":\"${MC_ADDRS[$i]}\"}"
+		put_node "$i" active
 	done
 	run build/hashring-load --prefix "$P" --keys "$KEYS" --fill --duration 0
 
@@ -136,17 +142,15 @@ round() {
 		build/hashring acks --prefix "$P" --ack-prefix "$A" 2>/dev/null | grep -q load-1 && break
 		sleep 0.1
 	done
-	run etcdctl put "${P}mc3" "{\"addr\":\"${MC_ADDRS[3]}\",\"state\":\"warming\"}"
-	rev=$(revision)
-	run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$rev"
+	put_node 3 warming
+	run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$REV"
 	if [ "$mode" = with ]; then
 		run build/hashring rebalance --prefix "$P" --ack-prefix "$A" --backend memcached \
 			--rate "$COPY_RATE" --clients 1 --promote
 	else
 		sleep 2 # as long as a copy would take, then the switch
-		run build/hashring state --prefix "$P" --id mc3 active
-		rev=$(revision)
-		run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$rev"
+		put_node 3 active
+		run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$REV"
 	fi
 	kill "$LOAD_PID"
 	wait "$LOAD_PID" || true
