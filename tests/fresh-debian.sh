@@ -4,12 +4,13 @@
 # Builds a minimal Debian 12 root (debootstrap --variant=minbase bookworm)
 # in a temporary directory, adds git and nothing else, clones this
 # checkout's committed HEAD into it (uncommitted changes are not in the
-# clone) and runs there, as root, the README's two commands:
+# clone) and runs there, as root, the README's three commands:
 #
 #   bash deploy/demo.sh
+#   bash deploy/demo-cache.sh
 #   bash tests/run.sh
 #
-# It fails if either fails.  A machine that has built hashring before holds
+# It fails if any fails.  A machine that has built hashring before holds
 # most of what those commands install, which hides a package missing from
 # deploy/install-deps.sh; a fresh root hides nothing.  Everything it makes
 # is removed at the end, whatever happens.
@@ -26,7 +27,7 @@
 #                     them
 #
 # Nothing is cached: debootstrap takes under a minute and the packages
-# the two commands install about as long, against some 12 minutes of
+# the commands install about as long, against some 12 minutes of
 # tests, and every run starts from what a new machine downloads.
 #
 # Isolation: the root lives in its own mount and PID namespaces (unshare).
@@ -160,9 +161,11 @@ inside() {
 	[ "$(in_root git -C /root/hashring rev-parse HEAD)" = "$sha" ] ||
 		die "the clone is not at $sha"
 
-	# Both commands run even if the first fails: one run shows both.
+	# Every command runs even if one before fails: one run shows all.
 	phase "bash deploy/demo.sh" in_root bash -c \
 		'cd /root/hashring && exec bash deploy/demo.sh' || failed=1
+	phase "bash deploy/demo-cache.sh" in_root bash -c \
+		'cd /root/hashring && exec bash deploy/demo-cache.sh' || failed=1
 	phase "bash tests/run.sh" in_root bash -c \
 		'cd /root/hashring && exec bash tests/run.sh' || failed=1
 	# (-x: the root's own files, not the /proc, /sys and /dev mounted on it.)
@@ -231,4 +234,4 @@ rc=0
 wait "$ns_pid" || rc=$?
 ns_pid=
 [ "$rc" -eq 0 ] || die "FAILED (exit $rc)"
-say "both README commands passed on a fresh Debian $SUITE"
+say "the README's commands passed on a fresh Debian $SUITE"
