@@ -1,0 +1,217 @@
+/*
+ * serve_http.c - the dashboard's HTTP side, on libmicrohttpd: GET and HEAD
+ * of three paths, read-only, with the limits that keep one bad client from
+ * hurting the others.
+ *
+ * One internal polling thread (epoll) serves every connection: a request
+ * is answered from memory in one pass, so nothing blocks, and a slow
+ * client (slowloris) only holds its own connection, which the timeout
+ * closes.  The connection limit bounds what many of them can hold; the
+ * per-connection memory limit bounds the request line and headers, which
+ * libmicrohttpd answers with 414 or 431 when they do not fit.
+ */
+#include "serve.h"
+#include "cli.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct serve_http {
+	struct MHD_Daemon *daemon;
+	struct serve_state *state;
+	hr_client *client;
+	int loopback;
+	unsigned port;
+};
+
+/* The page may load nothing from anywhere but itself: no script, style,
+ * font or image from the network, even if someone edited it. */
+#define PAGE_CSP "default-src 'none'; script-src 'unsafe-inline'; " \
+		 "style-src 'unsafe-inline'; img-src data:; connect-src 'self'; " \
+		 "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned status,
+				   const char *type, void *data, size_t len,
+				   enum MHD_ResponseMemoryMode mode, int page)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, mode);
+	enum MHD_Result ok;
+
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	if (page)
+		MHD_add_response_header(r, "Content-Security-Policy", PAGE_CSP);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
+				 const char *text)
+{
+	return send_buffer(c, status, "text/plain; charset=utf-8", (void *)text,
+			   strlen(text), MHD_RESPMEM_PERSISTENT, 0);
+}
+
+/* A body made by `fn` into memory; 500 if it failed. */
+static enum MHD_Result send_made(struct MHD_Connection *c, const char *type,
+				 int (*fn)(struct serve_http *, FILE *),
+				 struct serve_http *h)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&data, &len);
+	int rc;
+
+	if (!f)
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	rc = fn(h, f);
+	if (fclose(f) || rc) {
+		free(data);
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make the answer\n");
+	}
+	return send_buffer(c, MHD_HTTP_OK, type, data, len, MHD_RESPMEM_MUST_FREE, 0);
+}
+
+static int make_ring_json(struct serve_http *h, FILE *f)
+{
+	return serve_ring_json(h->state, h->client, f);
+}
+
+static int metrics_write(void *userdata, const char *data, size_t len)
+{
+	return fwrite(data, 1, len, userdata) == len ? 0 : 1;
+}
+
+static int make_metrics(struct serve_http *h, FILE *f)
+{
+	hr_error err = { 0 };
+
+	return hr_client_metrics_write(h->client, metrics_write, f, NULL, &err);
+}
+
+/*
+ * In loopback mode the Host header must name a loopback address or
+ * localhost, with our port: a web page elsewhere that rebinds its own
+ * name to 127.0.0.1 (DNS rebinding) then cannot read the dashboard
+ * through the operator's browser.
+ */
+static int host_ok(const char *host, unsigned port)
+{
+	char name[64], want[16];
+	const char *colon;
+	size_t len;
+	struct in_addr a4;
+
+	if (!host)
+		return 1; /* HTTP/1.0; HTTP/1.1 without Host is a 400 already */
+	colon = strrchr(host, ':');
+	if (colon && strchr(colon, ']'))
+		colon = NULL; /* "[::1]" without a port */
+	len = colon ? (size_t)(colon - host) : strlen(host);
+	snprintf(want, sizeof want, "%u", port);
+	if (colon ? strcmp(colon + 1, want) != 0 : port != 80)
+		return 0;
+	if (len == 0 || len >= sizeof name)
+		return 0;
+	memcpy(name, host, len);
+	name[len] = '\0';
+	if (strcasecmp(name, "localhost") == 0 || strcmp(name, "[::1]") == 0)
+		return 1;
+	return inet_pton(AF_INET, name, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version,
+			      const char *upload_data, size_t *upload_data_size,
+			      void **req_cls)
+{
+	struct serve_http *h = cls;
+
+	/* Answered at the first call, before any body: nothing is read. */
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET or HEAD\n");
+	if (h->loopback &&
+	    !host_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+		     h->port))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "Host is not a loopback name\n");
+	if (strcmp(url, "/") == 0)
+		return send_buffer(c, MHD_HTTP_OK, "text/html; charset=utf-8",
+				   (void *)serve_page, serve_page_len,
+				   MHD_RESPMEM_PERSISTENT, 1);
+	if (strcmp(url, "/ring.json") == 0)
+		return send_made(c, "application/json", make_ring_json, h);
+	if (strcmp(url, "/metrics") == 0)
+		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics, h);
+	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /ring.json, /metrics\n");
+}
+
+struct serve_http *serve_http_start(const struct serve_http_options *opts,
+				    struct serve_state *state, hr_client *client,
+				    const char *cmd)
+{
+	struct serve_http *h = calloc(1, sizeof *h);
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	const union MHD_DaemonInfo *info;
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	if (!h) {
+		cli_error(cmd, "out of memory");
+		return NULL;
+	}
+	h->state = state;
+	h->client = client;
+	h->loopback = opts->loopback;
+	if (opts->addr.ss_family == AF_INET6) {
+		flags |= MHD_USE_IPv6;
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&opts->addr)->sin6_addr,
+			  addr, sizeof addr);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&opts->addr)->sin_addr,
+			  addr, sizeof addr);
+	}
+	h->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, handle, h,
+		MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&opts->addr,
+		MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->memory_limit,
+		/* Refuse what RFC 9112 refuses (bare LF, spaces before colons). */
+		MHD_OPTION_STRICT_FOR_CLIENT, 1,
+		MHD_OPTION_END);
+	if (!h->daemon) {
+		cli_error(cmd, "cannot listen on %s port %u (in use, or not an address of this host?)",
+			  addr, ntohs(opts->addr.ss_family == AF_INET6
+				      ? ((const struct sockaddr_in6 *)&opts->addr)->sin6_port
+				      : ((const struct sockaddr_in *)&opts->addr)->sin_port));
+		free(h);
+		return NULL;
+	}
+	info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : 0;
+	return h;
+}
+
+unsigned serve_http_port(const struct serve_http *h)
+{
+	return h->port;
+}
+
+void serve_http_stop(struct serve_http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->daemon);
+	free(h);
+}

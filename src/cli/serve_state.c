@@ -1,0 +1,425 @@
+/*
+ * serve_state.c - what `hashring serve` shows: the history of the rings a
+ * client published, and /ring.json, which the page polls.
+ *
+ * The ring is drawn from its arcs, which the public diff gives: the diff
+ * of an empty ring and the ring lists every arc of a view with its owner.
+ * The arcs a warming node takes over (and those a draining node hands
+ * over) are where the write view's owner differs from the read view's,
+ * found by one walk over both lists.
+ */
+#include "serve.h"
+#include "cli.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Node pairs kept per history entry: the largest moves. */
+#define MOVES_MAX 8
+#define NO_NODE UINT32_MAX
+#define CIRCLE 18446744073709551616.0 /* 2^64 */
+
+struct move {
+	char *from, *to; /* ids; NULL: no owner (empty view) */
+	double share;
+};
+
+struct entry {
+	uint64_t revision, digest;
+	int64_t time_ms; /* Unix time */
+	size_t nodes;
+	double moved_write, moved_read;
+	struct move moves[MOVES_MAX];
+	size_t nmoves;
+};
+
+struct serve_state {
+	pthread_mutex_t lock;
+	struct entry *entries; /* a circular buffer of history_max */
+	size_t max, count, next;
+};
+
+unsigned serve_node_hue(const char *id)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	/* 37 degrees apart for consecutive values: neighbours differ. */
+	return (unsigned)((h % 360u) * 37u % 360u);
+}
+
+struct serve_state *serve_state_new(size_t history_max)
+{
+	struct serve_state *s = calloc(1, sizeof *s);
+
+	if (!s)
+		return NULL;
+	s->entries = calloc(history_max, sizeof *s->entries);
+	if (!s->entries) {
+		free(s);
+		return NULL;
+	}
+	s->max = history_max;
+	pthread_mutex_init(&s->lock, NULL);
+	return s;
+}
+
+static void entry_clear(struct entry *e)
+{
+	for (size_t i = 0; i < e->nmoves; i++) {
+		free(e->moves[i].from);
+		free(e->moves[i].to);
+	}
+	memset(e, 0, sizeof *e);
+}
+
+void serve_state_free(struct serve_state *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->max; i++)
+		entry_clear(&s->entries[i]);
+	pthread_mutex_destroy(&s->lock);
+	free(s->entries);
+	free(s);
+}
+
+static int64_t unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *dup_id(const hr_node *n)
+{
+	return n ? strdup(n->id) : NULL;
+}
+
+static int by_share_desc(const void *a, const void *b)
+{
+	double x = ((const hr_arc_total *)a)->share, y = ((const hr_arc_total *)b)->share;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The largest moves of the write view between `old` and `ring`.  Without
+ * memory the entry just has fewer moves: the history is a view. */
+static void entry_moves(struct entry *e, const hr_ring *old, const hr_ring *ring)
+{
+	hr_diff *diff = NULL;
+	hr_error err = { 0 };
+	hr_arc_total *totals;
+	size_t n;
+
+	if (hr_ring_diff(old, ring, HR_VIEW_WRITE, &diff, &err))
+		return;
+	n = hr_diff_total_count(diff);
+	totals = n ? malloc(n * sizeof *totals) : NULL;
+	if (totals) {
+		memcpy(totals, hr_diff_totals(diff), n * sizeof *totals);
+		qsort(totals, n, sizeof *totals, by_share_desc);
+		for (size_t i = 0; i < n && e->nmoves < MOVES_MAX; i++) {
+			struct move *m = &e->moves[e->nmoves++];
+
+			m->from = dup_id(totals[i].old_node);
+			m->to = dup_id(totals[i].new_node);
+			m->share = totals[i].share;
+		}
+	}
+	free(totals);
+	hr_diff_free(diff);
+}
+
+void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring)
+{
+	struct serve_state *s = userdata;
+	struct entry e = { 0 };
+
+	e.revision = hr_ring_revision(ring);
+	e.digest = hr_ring_digest(ring);
+	e.time_ms = unix_ms();
+	e.nodes = hr_ring_node_count(ring);
+	e.moved_write = hr_ring_moved_share(old, ring, HR_VIEW_WRITE);
+	e.moved_read = hr_ring_moved_share(old, ring, HR_VIEW_READ);
+	entry_moves(&e, old, ring);
+
+	pthread_mutex_lock(&s->lock);
+	entry_clear(&s->entries[s->next]);
+	s->entries[s->next] = e;
+	s->next = (s->next + 1) % s->max;
+	if (s->count < s->max)
+		s->count++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- arcs ------------------------------------------------------------------- */
+
+/* An arc [start, end) of a view with its owner's number; end 0 is 2^64. */
+struct arc {
+	uint64_t start, end;
+	uint32_t node;
+};
+
+static int id_cmp(const void *key, const void *elem)
+{
+	const hr_ring *ring = ((const void *const *)key)[1];
+
+	return strcmp(((const char *const *)key)[0],
+		      hr_ring_node(ring, *(const size_t *)elem)->id);
+}
+
+/* The number of a node of `ring` (ids are in order): a binary search. */
+static uint32_t node_number(const hr_ring *ring, const size_t *order, size_t n,
+			    const hr_node *node)
+{
+	const void *key[2];
+	const size_t *at;
+
+	if (!node)
+		return NO_NODE;
+	key[0] = node->id;
+	key[1] = ring;
+	at = bsearch(key, order, n, sizeof *order, id_cmp);
+	return at ? (uint32_t)*at : NO_NODE;
+}
+
+/* Every arc of `view`, from position 0 round the circle; an empty view is
+ * one arc without owner.  Returns the count, or 0 without memory. */
+static size_t view_arcs(const hr_ring *ring, hr_view view, const size_t *order,
+			struct arc **out)
+{
+	hr_diff *diff = NULL;
+	hr_error err = { 0 };
+	size_t n = 0, nodes = hr_ring_node_count(ring);
+
+	*out = NULL;
+	if (hr_ring_diff(NULL, ring, view, &diff, &err))
+		return 0;
+	n = hr_diff_arc_count(diff);
+	*out = malloc((n ? n : 1) * sizeof **out);
+	if (*out && n == 0)
+		(*out)[n++] = (struct arc){ 0, 0, NO_NODE };
+	else if (*out)
+		for (size_t i = 0; i < n; i++) {
+			const hr_arc *a = &hr_diff_arcs(diff)[i];
+
+			(*out)[i] = (struct arc){ a->start, a->end,
+						  node_number(ring, order, nodes, a->new_node) };
+		}
+	else
+		n = 0;
+	hr_diff_free(diff);
+	return n;
+}
+
+static double frac(uint64_t pos)
+{
+	return (double)pos / CIRCLE;
+}
+
+/* The last position of an arc, inclusive: end 0 (2^64) needs no care. */
+static uint64_t last_of(const struct arc *a)
+{
+	return a->end - 1;
+}
+
+static void write_view(FILE *out, const struct arc *arcs, size_t n)
+{
+	const uint64_t min_len = (uint64_t)(SERVE_ARC_MIN_SHARE * CIRCLE);
+	int coarse = n > SERVE_ARCS_MAX;
+	int first = 1;
+
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		/* A short arc joins the previous one once there are many. */
+		if (coarse && !first && last_of(&arcs[i]) - arcs[i].start < min_len)
+			continue;
+		fprintf(out, "%s[%.7f,%" PRId64 "]", first ? "" : ",", frac(arcs[i].start),
+			arcs[i].node == NO_NODE ? (int64_t)-1 : (int64_t)arcs[i].node);
+		first = 0;
+	}
+	fputc(']', out);
+}
+
+/* The arcs whose write owner differs from the read owner: [start, end,
+ * read owner, write owner] as shares and numbers.  Returns their share. */
+static double write_takeover(FILE *out, const struct arc *w, size_t nw,
+			     const struct arc *r, size_t nr)
+{
+	size_t i = 0, j = 0;
+	uint64_t pos = 0;
+	double total = 0;
+	int first = 1;
+
+	fputc('[', out);
+	while (i < nw && j < nr) {
+		uint64_t last = last_of(&w[i]) < last_of(&r[j]) ? last_of(&w[i]) : last_of(&r[j]);
+
+		if (w[i].node != r[j].node) {
+			double a = frac(pos), b = last == UINT64_MAX ? 1.0 : frac(last + 1);
+
+			fprintf(out, "%s[%.7f,%.7f,%" PRId64 ",%" PRId64 "]", first ? "" : ",", a, b,
+				r[j].node == NO_NODE ? (int64_t)-1 : (int64_t)r[j].node,
+				w[i].node == NO_NODE ? (int64_t)-1 : (int64_t)w[i].node);
+			total += b - a;
+			first = 0;
+		}
+		if (last == UINT64_MAX)
+			break;
+		pos = last + 1;
+		if (last == last_of(&w[i]))
+			i++;
+		if (last == last_of(&r[j]))
+			j++;
+	}
+	fputc(']', out);
+	return total;
+}
+
+/* ---- /ring.json ------------------------------------------------------------- */
+
+static void json_str(FILE *out, const char *s)
+{
+	if (s)
+		cli_json_string(out, s, strlen(s));
+	else
+		fputs("null", out);
+}
+
+static void write_nodes(FILE *out, const hr_ring *ring, const double *shares, size_t n)
+{
+	double wsum[2] = { 0, 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+
+		if (node->state != HR_STATE_DRAINING)
+			wsum[HR_VIEW_WRITE] += node->weight;
+		if (node->state != HR_STATE_WARMING)
+			wsum[HR_VIEW_READ] += node->weight;
+	}
+	fputs("\"nodes\":[", out);
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+		int in_write = node->state != HR_STATE_DRAINING;
+		int in_read = node->state != HR_STATE_WARMING;
+
+		fputs(i ? ",{\"id\":" : "{\"id\":", out);
+		json_str(out, node->id);
+		fputs(",\"addr\":", out);
+		json_str(out, node->addr);
+		fputs(",\"zone\":", out);
+		json_str(out, node->zone);
+		fprintf(out, ",\"state\":\"%s\",\"hue\":%u,\"weight\":%.17g,\"vnodes\":%u,"
+			"\"share_write\":%.6f,\"share_read\":%.6f,"
+			"\"fair_write\":%.6f,\"fair_read\":%.6f}",
+			hr_state_name(node->state), serve_node_hue(node->id), node->weight,
+			hr_ring_node_vnodes(ring, node), shares[i], shares[n + i],
+			in_write && wsum[0] > 0 ? node->weight / wsum[0] : 0.0,
+			in_read && wsum[1] > 0 ? node->weight / wsum[1] : 0.0);
+	}
+	fputc(']', out);
+}
+
+static int write_ring(FILE *out, const hr_ring *ring)
+{
+	size_t n = hr_ring_node_count(ring), nw, nr;
+	double *shares = calloc(2 * (n ? n : 1), sizeof *shares);
+	size_t *order = calloc(n ? n : 1, sizeof *order);
+	struct arc *w = NULL, *r = NULL;
+	int rc = HR_ENOMEM;
+	double taken;
+
+	if (!shares || !order)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	nw = view_arcs(ring, HR_VIEW_WRITE, order, &w);
+	nr = view_arcs(ring, HR_VIEW_READ, order, &r);
+	if (!nw || !nr)
+		goto out;
+	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
+	hr_ring_node_shares(ring, HR_VIEW_READ, shares + n, n);
+	fprintf(out, "\"ring\":{\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
+		"\"points\":%zu,",
+		hr_ring_revision(ring), hr_ring_digest(ring), hr_ring_point_count(ring));
+	write_nodes(out, ring, shares, n);
+	fputs(",\"arcs\":{\"write\":", out);
+	write_view(out, w, nw);
+	fputs(",\"read\":", out);
+	write_view(out, r, nr);
+	fprintf(out, ",\"coarse\":%s},\"takeover\":",
+		nw > SERVE_ARCS_MAX || nr > SERVE_ARCS_MAX ? "true" : "false");
+	taken = write_takeover(out, w, nw, r, nr);
+	fprintf(out, ",\"takeover_share\":%.6f}", taken);
+	rc = 0;
+out:
+	free(w);
+	free(r);
+	free(order);
+	free(shares);
+	return rc;
+}
+
+static void write_history(FILE *out, struct serve_state *s)
+{
+	fputs("\"history\":[", out);
+	pthread_mutex_lock(&s->lock);
+	/* Newest first. */
+	for (size_t k = 0; k < s->count; k++) {
+		const struct entry *e = &s->entries[(s->next + s->max - 1 - k) % s->max];
+
+		fprintf(out, "%s{\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
+			"\"time_ms\":%" PRId64 ",\"nodes\":%zu,\"moved_write\":%.6f,"
+			"\"moved_read\":%.6f,\"moves\":[",
+			k ? "," : "", e->revision, e->digest, e->time_ms, e->nodes,
+			e->moved_write, e->moved_read);
+		for (size_t i = 0; i < e->nmoves; i++) {
+			fputs(i ? ",{\"from\":" : "{\"from\":", out);
+			json_str(out, e->moves[i].from);
+			fputs(",\"to\":", out);
+			json_str(out, e->moves[i].to);
+			fprintf(out, ",\"share\":%.6f}", e->moves[i].share);
+		}
+		fputs("]}", out);
+	}
+	pthread_mutex_unlock(&s->lock);
+	fputc(']', out);
+}
+
+int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
+{
+	hr_client_status st;
+	hr_ring *ring;
+	int rc;
+
+	if (hr_client_status_get(client, &st))
+		memset(&st, 0, sizeof st);
+	fprintf(out, "{\"version\":\"%s\",\"time_ms\":%" PRId64 ",\"status\":{"
+		"\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
+		"\"confirmed_revision\":%" PRIu64 ",\"unconfirmed_ms\":%" PRId64 ","
+		"\"rings_published\":%" PRIu64 ",\"resyncs\":%" PRIu64 ","
+		"\"reconnects\":%" PRIu64 ",\"endpoint\":",
+		hr_version(), unix_ms(), st.revision, st.digest, st.confirmed_revision,
+		st.unconfirmed_ms, st.rings_published, st.resyncs, st.reconnects);
+	json_str(out, st.endpoint);
+	fputs("},", out);
+	ring = hr_client_acquire(client);
+	rc = write_ring(out, ring);
+	hr_ring_release(ring);
+	if (rc)
+		return rc;
+	fputc(',', out);
+	write_history(out, s);
+	/* Filled by a later release (per-node lookup counts and rates, hot
+	 * keys with their owners): null until the library counts them. */
+	fputs(",\"lookups\":null,\"hot_keys\":null}\n", out);
+	return 0;
+}
