@@ -41,11 +41,6 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring);
  */
 int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out);
 
-/* The colour of a node, the same in the page (serve_page.html) and the
- * plots: a hue from the id's FNV-1a hash, so that a node keeps its colour
- * while others come and go. */
-unsigned serve_node_hue(const char *id);
-
 /* ---- HTTP (serve_http.c) ----------------------------------------------------- */
 
 struct serve_http_options {

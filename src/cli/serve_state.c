@@ -2,14 +2,13 @@
  * serve_state.c - what `hashring serve` shows: the history of the rings a
  * client published, and /ring.json, which the page polls.
  *
- * The ring is drawn from its arcs, which the public diff gives: the diff
- * of an empty ring and the ring lists every arc of a view with its owner.
- * The arcs a warming node takes over (and those a draining node hands
- * over) are where the write view's owner differs from the read view's,
- * found by one walk over both lists.
+ * The page draws the ring from the arcs of both views (cli_ring_arcs) and
+ * marks the arcs a warming node takes over, or a draining one hands over:
+ * where the write view's owner differs from the read view's.
  */
 #include "serve.h"
 #include "cli.h"
+#include "cli_svg.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -20,7 +19,6 @@
 
 /* Node pairs kept per history entry: the largest moves. */
 #define MOVES_MAX 8
-#define NO_NODE UINT32_MAX
 #define CIRCLE 18446744073709551616.0 /* 2^64 */
 
 struct move {
@@ -42,16 +40,6 @@ struct serve_state {
 	struct entry *entries; /* a circular buffer of history_max */
 	size_t max, count, next;
 };
-
-unsigned serve_node_hue(const char *id)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	/* 37 degrees apart for consecutive values: neighbours differ. */
-	return (unsigned)((h % 360u) * 37u % 360u);
-}
 
 struct serve_state *serve_state_new(size_t history_max)
 {
@@ -161,126 +149,41 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring)
 
 /* ---- arcs ------------------------------------------------------------------- */
 
-/* An arc [start, end) of a view with its owner's number; end 0 is 2^64. */
-struct arc {
-	uint64_t start, end;
-	uint32_t node;
-};
-
-static int id_cmp(const void *key, const void *elem)
-{
-	const hr_ring *ring = ((const void *const *)key)[1];
-
-	return strcmp(((const char *const *)key)[0],
-		      hr_ring_node(ring, *(const size_t *)elem)->id);
-}
-
-/* The number of a node of `ring` (ids are in order): a binary search. */
-static uint32_t node_number(const hr_ring *ring, const size_t *order, size_t n,
-			    const hr_node *node)
-{
-	const void *key[2];
-	const size_t *at;
-
-	if (!node)
-		return NO_NODE;
-	key[0] = node->id;
-	key[1] = ring;
-	at = bsearch(key, order, n, sizeof *order, id_cmp);
-	return at ? (uint32_t)*at : NO_NODE;
-}
-
-/* Every arc of `view`, from position 0 round the circle; an empty view is
- * one arc without owner.  Returns the count, or 0 without memory. */
-static size_t view_arcs(const hr_ring *ring, hr_view view, const size_t *order,
-			struct arc **out)
-{
-	hr_diff *diff = NULL;
-	hr_error err = { 0 };
-	size_t n = 0, nodes = hr_ring_node_count(ring);
-
-	*out = NULL;
-	if (hr_ring_diff(NULL, ring, view, &diff, &err))
-		return 0;
-	n = hr_diff_arc_count(diff);
-	*out = malloc((n ? n : 1) * sizeof **out);
-	if (*out && n == 0)
-		(*out)[n++] = (struct arc){ 0, 0, NO_NODE };
-	else if (*out)
-		for (size_t i = 0; i < n; i++) {
-			const hr_arc *a = &hr_diff_arcs(diff)[i];
-
-			(*out)[i] = (struct arc){ a->start, a->end,
-						  node_number(ring, order, nodes, a->new_node) };
-		}
-	else
-		n = 0;
-	hr_diff_free(diff);
-	return n;
-}
-
-static double frac(uint64_t pos)
-{
-	return (double)pos / CIRCLE;
-}
-
-/* The last position of an arc, inclusive: end 0 (2^64) needs no care. */
-static uint64_t last_of(const struct arc *a)
-{
-	return a->end - 1;
-}
-
-static void write_view(FILE *out, const struct arc *arcs, size_t n)
+static void write_view(FILE *out, const struct cli_arc *arcs, size_t n)
 {
 	const uint64_t min_len = (uint64_t)(SERVE_ARC_MIN_SHARE * CIRCLE);
 	int coarse = n > SERVE_ARCS_MAX;
-	int first = 1;
 
 	fputc('[', out);
 	for (size_t i = 0; i < n; i++) {
 		/* A short arc joins the previous one once there are many. */
-		if (coarse && !first && last_of(&arcs[i]) - arcs[i].start < min_len)
+		if (coarse && i && arcs[i].end - 1 - arcs[i].start < min_len)
 			continue;
-		fprintf(out, "%s[%.7f,%" PRId64 "]", first ? "" : ",", frac(arcs[i].start),
-			arcs[i].node == NO_NODE ? (int64_t)-1 : (int64_t)arcs[i].node);
-		first = 0;
+		fprintf(out, "%s[%.7f,%" PRId64 "]", i ? "," : "", cli_arc_share(arcs[i].start),
+			arcs[i].node == CLI_NO_NODE ? (int64_t)-1 : (int64_t)arcs[i].node);
 	}
 	fputc(']', out);
 }
 
-/* The arcs whose write owner differs from the read owner: [start, end,
- * read owner, write owner] as shares and numbers.  Returns their share. */
-static double write_takeover(FILE *out, const struct arc *w, size_t nw,
-			     const struct arc *r, size_t nr)
+struct take_ctx {
+	FILE *out;
+	int first;
+};
+
+static int64_t number(uint32_t node)
 {
-	size_t i = 0, j = 0;
-	uint64_t pos = 0;
-	double total = 0;
-	int first = 1;
+	return node == CLI_NO_NODE ? -1 : (int64_t)node;
+}
 
-	fputc('[', out);
-	while (i < nw && j < nr) {
-		uint64_t last = last_of(&w[i]) < last_of(&r[j]) ? last_of(&w[i]) : last_of(&r[j]);
+/* One arc whose write owner differs from the read owner: [start, end,
+ * read owner, write owner]. */
+static void write_take(void *ud, double a, double b, uint32_t read_node, uint32_t write_node)
+{
+	struct take_ctx *t = ud;
 
-		if (w[i].node != r[j].node) {
-			double a = frac(pos), b = last == UINT64_MAX ? 1.0 : frac(last + 1);
-
-			fprintf(out, "%s[%.7f,%.7f,%" PRId64 ",%" PRId64 "]", first ? "" : ",", a, b,
-				r[j].node == NO_NODE ? (int64_t)-1 : (int64_t)r[j].node,
-				w[i].node == NO_NODE ? (int64_t)-1 : (int64_t)w[i].node);
-			total += b - a;
-			first = 0;
-		}
-		if (last == UINT64_MAX)
-			break;
-		pos = last + 1;
-		if (last == last_of(&w[i]))
-			i++;
-		if (last == last_of(&r[j]))
-			j++;
-	}
-	fputc(']', out);
-	return total;
+	fprintf(t->out, "%s[%.7f,%.7f,%" PRId64 ",%" PRId64 "]", t->first ? "" : ",", a, b,
+		number(read_node), number(write_node));
+	t->first = 0;
 }
 
 /* ---- /ring.json ------------------------------------------------------------- */
@@ -320,7 +223,7 @@ static void write_nodes(FILE *out, const hr_ring *ring, const double *shares, si
 		fprintf(out, ",\"state\":\"%s\",\"hue\":%u,\"weight\":%.17g,\"vnodes\":%u,"
 			"\"share_write\":%.6f,\"share_read\":%.6f,"
 			"\"fair_write\":%.6f,\"fair_read\":%.6f}",
-			hr_state_name(node->state), serve_node_hue(node->id), node->weight,
+			hr_state_name(node->state), cli_node_hue(node->id), node->weight,
 			hr_ring_node_vnodes(ring, node), shares[i], shares[n + i],
 			in_write && wsum[0] > 0 ? node->weight / wsum[0] : 0.0,
 			in_read && wsum[1] > 0 ? node->weight / wsum[1] : 0.0);
@@ -332,17 +235,15 @@ static int write_ring(FILE *out, const hr_ring *ring)
 {
 	size_t n = hr_ring_node_count(ring), nw, nr;
 	double *shares = calloc(2 * (n ? n : 1), sizeof *shares);
-	size_t *order = calloc(n ? n : 1, sizeof *order);
-	struct arc *w = NULL, *r = NULL;
+	struct cli_arc *w = NULL, *r = NULL;
+	struct take_ctx take = { out, 1 };
 	int rc = HR_ENOMEM;
 	double taken;
 
-	if (!shares || !order)
+	if (!shares)
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		order[i] = i;
-	nw = view_arcs(ring, HR_VIEW_WRITE, order, &w);
-	nr = view_arcs(ring, HR_VIEW_READ, order, &r);
+	nw = cli_ring_arcs(ring, HR_VIEW_WRITE, &w);
+	nr = cli_ring_arcs(ring, HR_VIEW_READ, &r);
 	if (!nw || !nr)
 		goto out;
 	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
@@ -357,13 +258,14 @@ static int write_ring(FILE *out, const hr_ring *ring)
 	write_view(out, r, nr);
 	fprintf(out, ",\"coarse\":%s},\"takeover\":",
 		nw > SERVE_ARCS_MAX || nr > SERVE_ARCS_MAX ? "true" : "false");
-	taken = write_takeover(out, w, nw, r, nr);
+	fputc('[', out);
+	taken = cli_takeover(w, nw, r, nr, write_take, &take);
+	fputc(']', out);
 	fprintf(out, ",\"takeover_share\":%.6f}", taken);
 	rc = 0;
 out:
 	free(w);
 	free(r);
-	free(order);
 	free(shares);
 	return rc;
 }
