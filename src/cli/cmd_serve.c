@@ -170,7 +170,8 @@ int cmd_serve(int argc, char **argv)
 			  " metrics have no authentication)" },
 		{ .name = "max-connections", .arg = "N", .type = CLI_UINT, .dest = &max_conn,
 		  .min = 1, .max = 1024,
-		  .help = "connections served at once; more are closed when they come" },
+		  .help = "connections served at once; more wait in the kernel's backlog"
+			  " until one closes" },
 		{ .name = "http-timeout", .arg = "SECONDS", .type = CLI_UINT, .dest = &timeout_s,
 		  .min = 1, .max = 3600,
 		  .help = "a connection idle (or too slow) this long is closed" },

@@ -47,7 +47,7 @@ struct serve_http_options {
 	struct sockaddr_storage addr; /* where to listen               */
 	socklen_t addr_len;
 	int loopback;             /* check Host against loopback names  */
-	unsigned max_connections; /* at once; more are closed at once   */
+	unsigned max_connections; /* at once; more wait in the backlog  */
 	unsigned timeout_s;       /* a connection idle this long closes */
 	size_t memory_limit;      /* per connection: request line and
 				     headers must fit (431 or 414 else)  */
