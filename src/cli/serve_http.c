@@ -4,7 +4,8 @@
  * hurting the others.
  *
  * One internal polling thread (epoll) serves every connection: a request
- * is answered from memory in one pass, so nothing blocks, and a slow
+ * is answered from memory in one pass once it is complete (keeping the
+ * connection alive for the page's next poll), so nothing blocks, and a slow
  * client (slowloris) only holds its own connection, which the timeout
  * closes.  The connection limit bounds what many of them can hold; the
  * per-connection memory limit bounds the request line and headers, which
@@ -139,9 +140,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
 	struct serve_http *h = cls;
 
-	/* Answered at the first call, before any body: nothing is read. */
+	/* Other methods are answered at the first call, before any body is
+	 * read: libmicrohttpd then closes the connection. */
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET or HEAD\n");
+	/* GET and HEAD at the second, once the request is complete, which
+	 * keeps the connection alive for the page's next poll. */
+	if (!*req_cls) {
+		const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							      MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+		/* A body would only be read to be thrown away. */
+		if ((len && strcmp(len, "0")) ||
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_TRANSFER_ENCODING))
+			return send_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "a GET takes no body\n");
+		*req_cls = h; /* any pointer: "seen" */
+		return MHD_YES;
+	}
 	if (h->loopback &&
 	    !host_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
 		     h->port))

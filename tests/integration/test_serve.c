@@ -147,6 +147,22 @@ START_TEST(paths_and_update)
 		ck_assert_int_eq(hrt_http_raw(s.port, req, (size_t)len, buf, ANSWER_MAX), 200);
 	}
 
+	/* Two requests on one connection: kept alive for the page's polls. */
+	{
+		char req[256];
+		int fd = hrt_http_connect(s.port), len, n = 0;
+
+		len = snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+			       "HEAD / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+			       s.port, s.port);
+		ck_assert_int_eq(send(fd, req, (size_t)len, MSG_NOSIGNAL), len);
+		hrt_http_read_all(fd, buf, ANSWER_MAX);
+		close(fd);
+		for (const char *p = buf; (p = strstr(p, "HTTP/1.1 200 OK")); p++)
+			n++;
+		ck_assert_msg(n == 2, "two requests on one connection gave: %.300s", buf);
+	}
+
 	/* A node joins: the next ring is served, with what moved to it. */
 	put("cache-d", "{\"addr\":\"127.0.0.1:11214\",\"zone\":\"z1\"}");
 	deadline = hrt_now_ms() + 30000;
@@ -209,6 +225,11 @@ START_TEST(oversized_requests)
 	/* A body, which a GET-only server never reads. */
 	strcpy(req, "POST /ring.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n");
 	ck_assert_int_eq(hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX), 405);
+	strcpy(req, "GET /ring.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n");
+	ck_assert_int_eq(hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX), 413);
+	strcpy(req, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "100000\r\n");
+	ck_assert_int_eq(hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX), 413);
 	still_serves(s.port);
 	free(req);
 	hrt_serve_stop(&s);
