@@ -39,6 +39,14 @@ struct serve_state {
 	pthread_mutex_t lock;
 	struct entry *entries; /* a circular buffer of history_max */
 	size_t max, count, next;
+	/* The "ring" member of /ring.json for the ring held here, made once
+	 * per ring: O(points), some 75 ms for 100 nodes at 200 points,
+	 * while the ring changes far less often than the page polls.  A lock
+	 * of its own: the watcher's callback never waits for it. */
+	pthread_mutex_t made_lock;
+	hr_ring *made_for;
+	char *made;
+	size_t made_len;
 };
 
 struct serve_state *serve_state_new(size_t history_max)
@@ -54,6 +62,7 @@ struct serve_state *serve_state_new(size_t history_max)
 	}
 	s->max = history_max;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->made_lock, NULL);
 	return s;
 }
 
@@ -73,6 +82,9 @@ void serve_state_free(struct serve_state *s)
 	for (size_t i = 0; i < s->max; i++)
 		entry_clear(&s->entries[i]);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->made_lock);
+	hr_ring_release(s->made_for);
+	free(s->made);
 	free(s->entries);
 	free(s);
 }
@@ -270,6 +282,37 @@ out:
 	return rc;
 }
 
+/* The ring's part, made again only for a new ring.  Only the HTTP thread
+ * calls it, but the lock costs nothing and keeps that a detail. */
+static int ring_part(struct serve_state *s, hr_ring *ring, FILE *out)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->made_lock);
+	if (ring != s->made_for) {
+		char *made = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&made, &len);
+
+		rc = f ? write_ring(f, ring) : HR_ENOMEM;
+		if (f && fclose(f) && !rc)
+			rc = HR_ENOMEM;
+		if (rc) {
+			free(made);
+		} else {
+			free(s->made);
+			hr_ring_release(s->made_for);
+			s->made = made;
+			s->made_len = len;
+			s->made_for = hr_ring_retain(ring);
+		}
+	}
+	if (!rc)
+		fwrite(s->made, 1, s->made_len, out);
+	pthread_mutex_unlock(&s->made_lock);
+	return rc;
+}
+
 static void write_history(FILE *out, struct serve_state *s)
 {
 	fputs("\"history\":[", out);
@@ -314,7 +357,7 @@ int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
 	json_str(out, st.endpoint);
 	fputs("},", out);
 	ring = hr_client_acquire(client);
-	rc = write_ring(out, ring);
+	rc = ring_part(s, ring, out);
 	hr_ring_release(ring);
 	if (rc)
 		return rc;
