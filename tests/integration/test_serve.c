@@ -137,8 +137,12 @@ START_TEST(paths_and_update)
 	ck_assert_int_eq(hrt_http_request(s.port, "DELETE", "/ring.json", buf, ANSWER_MAX), 405);
 	ck_assert_int_eq(hrt_http_request(s.port, "PUT", "/metrics", buf, ANSWER_MAX), 405);
 	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/etc/passwd", buf, ANSWER_MAX), 404);
-	ck_assert_int_eq(hrt_http_raw(s.port, "GET / HTTP/1.1\r\nHost: rebound.example\r\n"
-				      "Connection: close\r\n\r\n", 62, buf, ANSWER_MAX), 403);
+	{
+		static const char rebound[] = "GET / HTTP/1.1\r\nHost: rebound.example\r\n"
+					      "Connection: close\r\n\r\n";
+
+		ck_assert_int_eq(hrt_http_raw(s.port, rebound, strlen(rebound), buf, ANSWER_MAX), 403);
+	}
 	{
 		char req[256];
 		int len = snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: localhost:%d\r\n"
@@ -264,8 +268,11 @@ START_TEST(malformed_requests)
 		still_serves(s.port);
 	}
 	/* An embedded NUL, which strlen() above cannot send. */
-	ck_assert_int_ne(hrt_http_raw(s.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: a\0b\r\n\r\n",
-				      45, buf, ANSWER_MAX), 200);
+	{
+		static const char nul[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: a\0b\r\n\r\n";
+
+		ck_assert_int_ne(hrt_http_raw(s.port, nul, sizeof nul - 1, buf, ANSWER_MAX), 200);
+	}
 	still_serves(s.port);
 	hrt_serve_stop(&s);
 }
