@@ -15,9 +15,12 @@
 #include "cli.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct serve_http {
 	struct MHD_Daemon *daemon;
@@ -173,14 +176,50 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /ring.json, /metrics\n");
 }
 
+/* The listening socket, bound here rather than by libmicrohttpd: its port
+ * is then known before the server's thread reads it, and a failure comes
+ * with its reason.  Returns the socket, or -1 after an error line. */
+static int listen_on(const struct serve_http_options *opts, const char *cmd,
+		     unsigned *port)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&opts->addr;
+	int v6 = opts->addr.ss_family == AF_INET6, one = 1;
+	char addr[INET6_ADDRSTRLEN] = "?";
+	struct sockaddr_storage bound;
+	socklen_t len = sizeof bound;
+	int fd;
+
+	inet_ntop(opts->addr.ss_family,
+		  v6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+		     : (const void *)&((const struct sockaddr_in *)sa)->sin_addr,
+		  addr, sizeof addr);
+	*port = ntohs(v6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+			 : ((const struct sockaddr_in *)sa)->sin_port);
+	fd = socket(opts->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (v6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	}
+	if (fd < 0 || bind(fd, sa, opts->addr_len) || listen(fd, 64) ||
+	    getsockname(fd, (struct sockaddr *)&bound, &len)) {
+		cli_error(cmd, "cannot listen on %s port %u: %s", addr, *port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(v6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+			 : ((struct sockaddr_in *)&bound)->sin_port);
+	return fd;
+}
+
 struct serve_http *serve_http_start(const struct serve_http_options *opts,
 				    struct serve_state *state, hr_client *client,
 				    const char *cmd)
 {
 	struct serve_http *h = calloc(1, sizeof *h);
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
-	const union MHD_DaemonInfo *info;
-	char addr[INET6_ADDRSTRLEN] = "?";
+	int fd;
 
 	if (!h) {
 		cli_error(cmd, "out of memory");
@@ -189,17 +228,17 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 	h->state = state;
 	h->client = client;
 	h->loopback = opts->loopback;
-	if (opts->addr.ss_family == AF_INET6) {
-		flags |= MHD_USE_IPv6;
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&opts->addr)->sin6_addr,
-			  addr, sizeof addr);
-	} else {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)&opts->addr)->sin_addr,
-			  addr, sizeof addr);
+	fd = listen_on(opts, cmd, &h->port);
+	if (fd < 0) {
+		free(h);
+		return NULL;
 	}
+	if (opts->addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/* Everything the handler reads is set: the thread may start. */
 	h->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, h,
-		MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&opts->addr,
+		MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->memory_limit,
@@ -207,15 +246,11 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 		MHD_OPTION_STRICT_FOR_CLIENT, 1,
 		MHD_OPTION_END);
 	if (!h->daemon) {
-		cli_error(cmd, "cannot listen on %s port %u (in use, or not an address of this host?)",
-			  addr, ntohs(opts->addr.ss_family == AF_INET6
-				      ? ((const struct sockaddr_in6 *)&opts->addr)->sin6_port
-				      : ((const struct sockaddr_in *)&opts->addr)->sin_port));
+		cli_error(cmd, "cannot start the HTTP server (libmicrohttpd)");
+		close(fd);
 		free(h);
 		return NULL;
 	}
-	info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	h->port = info ? info->port : 0;
 	return h;
 }
 
