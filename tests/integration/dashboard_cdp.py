@@ -37,7 +37,7 @@ FLAGS = [
     "--no-pings", "--disable-features=Translate,MediaRouter,OptimizationHints,"
     "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-    "--proxy-server=direct://", "--window-size=1400,900",
+    "--proxy-server=direct://", "--window-size=1400,900", "--disable-dev-shm-usage",
     "--remote-debugging-pipe",
 ]
 
