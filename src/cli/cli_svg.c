@@ -15,11 +15,6 @@
 
 #define CIRCLE 18446744073709551616.0 /* 2^64 */
 #define PI 3.14159265358979323846
-/* A view with more arcs than this is drawn with those shorter than
- * 1/16384 of the circle merged into the one before: they would be less
- * than a tenth of a pixel. */
-#define ARCS_DRAWN_MAX 4096
-#define ARC_MIN_SHARE (1.0 / 16384)
 
 /* ---- arcs ------------------------------------------------------------------- */
 
@@ -218,8 +213,7 @@ static void arc_path(FILE *out, double a, double b, double r, const char *attrs)
 static void draw_view(FILE *out, const hr_ring *ring, const struct cli_arc *arcs, size_t n,
 		      double r, double width)
 {
-	const uint64_t min_len = (uint64_t)(ARC_MIN_SHARE * CIRCLE);
-	int coarse = n > ARCS_DRAWN_MAX;
+	int coarse = n > CLI_ARCS_DRAWN_MAX;
 	char attrs[96];
 
 	for (size_t i = 0; i < n;) {
@@ -227,7 +221,7 @@ static void draw_view(FILE *out, const hr_ring *ring, const struct cli_arc *arcs
 		double a = cli_arc_share(arcs[i].start), b;
 
 		/* Short arcs after this one join it when the view is crowded. */
-		while (coarse && j < n && last_of(&arcs[j]) - arcs[j].start < min_len)
+		while (coarse && j < n && arcs[j].end - arcs[j].start < CLI_ARC_MIN_LEN)
 			j++;
 		b = j < n ? cli_arc_share(arcs[j].start) : 1.0;
 		if (arcs[i].node == CLI_NO_NODE)

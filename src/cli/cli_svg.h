@@ -13,6 +13,12 @@
 
 #define CLI_NO_NODE UINT32_MAX
 
+/* A view with more arcs than this is drawn with those shorter than
+ * CLI_ARC_MIN_LEN (1/16384 of the circle, under a tenth of a pixel)
+ * merged into the one before, in the plots and the dashboard alike. */
+#define CLI_ARCS_DRAWN_MAX 4096
+#define CLI_ARC_MIN_LEN (UINT64_C(1) << 50)
+
 /* An arc [start, end) of a view (end 0 stands for 2^64) and its owner's
  * number in the ring (hr_ring_node(ring, node)), or CLI_NO_NODE. */
 struct cli_arc {

@@ -28,12 +28,6 @@ void serve_state_free(struct serve_state *s);
 /* An hr_ring_change_fn, with a serve_state as userdata. */
 void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring);
 
-/* A view's arcs drawn finer than this share of the circle are merged into
- * the arc before them once a view has more than SERVE_ARCS_MAX arcs: a
- * dashboard draws a few pixels per arc at best. */
-#define SERVE_ARCS_MAX 4096
-#define SERVE_ARC_MIN_SHARE (1.0 / 16384)
-
 /*
  * Writes /ring.json for the ring `client` has now, its status and the
  * history to `out`.  The format is in docs/hashring.1 (serve).  Returns 0,

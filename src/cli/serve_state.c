@@ -19,7 +19,6 @@
 
 /* Node pairs kept per history entry: the largest moves. */
 #define MOVES_MAX 8
-#define CIRCLE 18446744073709551616.0 /* 2^64 */
 
 struct move {
 	char *from, *to; /* ids; NULL: no owner (empty view) */
@@ -40,7 +39,7 @@ struct serve_state {
 	struct entry *entries; /* a circular buffer of history_max */
 	size_t max, count, next;
 	/* The "ring" member of /ring.json for the ring held here, made once
-	 * per ring: O(points), some 75 ms for 100 nodes at 200 points,
+	 * per ring: O(points), some 70 ms for 100 nodes at 200 points,
 	 * while the ring changes far less often than the page polls.  A lock
 	 * of its own: the watcher's callback never waits for it. */
 	pthread_mutex_t made_lock;
@@ -163,13 +162,13 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring)
 
 static void write_view(FILE *out, const struct cli_arc *arcs, size_t n)
 {
-	const uint64_t min_len = (uint64_t)(SERVE_ARC_MIN_SHARE * CIRCLE);
-	int coarse = n > SERVE_ARCS_MAX;
+	int coarse = n > CLI_ARCS_DRAWN_MAX;
 
 	fputc('[', out);
 	for (size_t i = 0; i < n; i++) {
-		/* A short arc joins the previous one once there are many. */
-		if (coarse && i && arcs[i].end - 1 - arcs[i].start < min_len)
+		/* A short arc joins the previous one once there are many (end
+		 * 0 is 2^64: the difference is the length, mod 2^64). */
+		if (coarse && i && arcs[i].end - arcs[i].start < CLI_ARC_MIN_LEN)
 			continue;
 		fprintf(out, "%s[%.7f,%" PRId64 "]", i ? "," : "", cli_arc_share(arcs[i].start),
 			arcs[i].node == CLI_NO_NODE ? (int64_t)-1 : (int64_t)arcs[i].node);
@@ -269,7 +268,7 @@ static int write_ring(FILE *out, const hr_ring *ring)
 	fputs(",\"read\":", out);
 	write_view(out, r, nr);
 	fprintf(out, ",\"coarse\":%s},\"takeover\":",
-		nw > SERVE_ARCS_MAX || nr > SERVE_ARCS_MAX ? "true" : "false");
+		nw > CLI_ARCS_DRAWN_MAX || nr > CLI_ARCS_DRAWN_MAX ? "true" : "false");
 	fputc('[', out);
 	taken = cli_takeover(w, nw, r, nr, write_take, &take);
 	fputc(']', out);
