@@ -10,7 +10,9 @@ Screenshots and the DOM of both moments are written to --out.
 Chromium runs as root in CI, hence --no-sandbox, with a temporary profile,
 and may reach nothing but loopback: every name but 127.0.0.1 resolves to
 nothing, and the background services (updates, sync, safe browsing...) are
-off.
+off.  Traced with strace, its only other connect() is its IPv6
+reachability probe: a UDP socket connected to a public address to learn
+the route, on which nothing is ever sent.
 
     dashboard_cdp.py --chromium PATH --url URL --out DIR
                      --nodes a,b,c --etcdctl PATH --endpoints EPS
