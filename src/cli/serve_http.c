@@ -136,12 +136,21 @@ static int host_ok(const char *host, unsigned port)
 	return inet_pton(AF_INET, name, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key,
+				  const char *value)
+{
+	if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+		++*(int *)cls;
+	return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version,
 			      const char *upload_data, size_t *upload_data_size,
 			      void **req_cls)
 {
 	struct serve_http *h = cls;
+	int hosts = 0;
 
 	/* Other methods are answered at the first call, before any body is
 	 * read: libmicrohttpd then closes the connection. */
@@ -161,6 +170,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*req_cls = h; /* any pointer: "seen" */
 		return MHD_YES;
 	}
+	/* Two Hosts (RFC 9112: a 400) would let the check below read one
+	 * and a proxy in front another. */
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &hosts);
+	if (hosts > 1)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "more than one Host\n");
 	if (h->loopback &&
 	    !host_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
 		     h->port))
@@ -242,7 +256,8 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 		MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, opts->memory_limit,
-		/* Refuse what RFC 9112 refuses (bare LF, spaces before colons). */
+		/* libmicrohttpd's stricter parsing (0.9.75 still takes bare LF
+		 * and a space before a colon, harmless for a GET). */
 		MHD_OPTION_STRICT_FOR_CLIENT, 1,
 		MHD_OPTION_END);
 	if (!h->daemon) {
