@@ -251,10 +251,6 @@ static void draw_take(void *ud, double a, double b, uint32_t read_node, uint32_t
 	arc_path(t->out, a, b > a + 0.002 ? b : a + 0.002, R_TAKE, attrs);
 }
 
-static void no_take(void *ud, double a, double b, uint32_t r, uint32_t w)
-{
-}
-
 int cli_svg_ring(FILE *out, const hr_ring *ring)
 {
 	size_t n = hr_ring_node_count(ring), nw, nr;
@@ -281,8 +277,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 	fputs("<g id=\"ring\">\n", out);
 	draw_view(out, ring, w, nw, R_WRITE, 30);
 	draw_view(out, ring, r, nr, R_READ, 20);
-	cli_takeover(w, nw, r, nr, draw_take, &tc);
-	take = cli_takeover(w, nw, r, nr, no_take, NULL);
+	take = cli_takeover(w, nw, r, nr, draw_take, &tc);
 	fputs("</g>\n", out);
 	snprintf(line, sizeof line, "revision %" PRIu64, hr_ring_revision(ring));
 	text_at(out, RING_CX, RING_CY - 8, "middle", "font-size=\"20\" font-weight=\"bold\"", line);
