@@ -54,10 +54,11 @@ imported target hashring::hashring).")
 # depends on (libcrypto included: ketama's MD5 and the gateway's base64).
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME hashring)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION net)
-set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}")
+# And on libmicrohttpd, which only the tool links (hashring serve).
+set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}, libmicrohttpd12 (>= 0.9.75)")
 set(CPACK_COMPONENT_CLI_DESCRIPTION
     "The hashring command: look keys up, list and watch the ring, register
 a node under a lease as a sidecar, change a node's state or weight, and
-simulate balance and key movement.")
+simulate balance and key movement, and serve a live page of the ring.")
 
 include(CPack)

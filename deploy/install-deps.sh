@@ -10,21 +10,24 @@
 # Recommended packages are not installed, so nothing here may rely on them.
 set -eu
 
-# The build (compiler, CMake, the libraries' -dev packages) and the demos
-# (etcd and etcdctl; curl for deploy/etcd-local.sh's health check;
-# memcached for deploy/demo-cache.sh's servers and the handoff suites').
+# The build (compiler, CMake, the libraries' -dev packages; libmicrohttpd
+# for the tool's `hashring serve`) and the demos (etcd and etcdctl; curl for
+# deploy/etcd-local.sh's health check; memcached for deploy/demo-cache.sh's
+# servers and the handoff suites').
 PACKAGES="build-essential cmake pkg-config libxxhash-dev libcjson-dev
-libcurl4-openssl-dev liburcu-dev libssl-dev etcd-server etcd-client curl memcached"
+libcurl4-openssl-dev liburcu-dev libssl-dev libmicrohttpd-dev etcd-server etcd-client curl
+memcached"
 # The suites: Check; python3 with xxhash and yaml for the placement
 # vectors and the compose file; clang and its runtime for the fuzzers;
 # libmemcached for ketama; openssl for the TLS suite's certificates;
 # groff-base (groff) and man-db (man) for the man page checks; Go and
 # go-logfmt, the reference logfmt parser the log tests read lines back with;
-# prometheus (promtool and the server) and libmicrohttpd for the metrics
-# suites, and locales for their check that numbers ignore the locale.
+# prometheus (promtool and the server) for the metrics suites, and locales
+# for their check that numbers ignore the locale; chromium for the
+# dashboard's page in a real browser.
 TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev
 libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev
-prometheus libmicrohttpd-dev locales"
+prometheus locales chromium"
 
 [ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 

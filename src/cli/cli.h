@@ -44,6 +44,7 @@ int cmd_metrics(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
 int cmd_rebalance(int argc, char **argv);
 int cmd_register(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_state(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
@@ -327,6 +328,10 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 /* Checks that --ack-prefix and --ack-ttl come with --client-id; 0, or
  * CLI_EXIT_USAGE after the error line. */
 int cli_ack_options_check(const struct cli_etcd *e, const char *cmd);
+
+/* The acks the options ask for (--client-id...) into `cfg`; none without
+ * --client-id. */
+void cli_ack_config(const struct cli_etcd *e, hr_client_config *cfg);
 
 /* What --timeout bounds, for CLI_ETCD_OPTIONS. */
 #define CLI_TIMEOUT_SYNC "seconds to wait for the first full sync"

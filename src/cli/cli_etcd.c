@@ -279,6 +279,16 @@ int cli_ack_options_check(const struct cli_etcd *e, const char *cmd)
 	return 0;
 }
 
+void cli_ack_config(const struct cli_etcd *e, hr_client_config *cfg)
+{
+	if (e->ack_client_id) {
+		cfg->ack_client_id = e->ack_client_id;
+		cfg->ack_prefix = e->ack_prefix ? e->ack_prefix : CLI_DEFAULT_ACK_PREFIX;
+		if (e->ack_ttl_s)
+			cfg->ack_ttl_s = (int)e->ack_ttl_s;
+	}
+}
+
 static int follow_stopped;
 
 void cli_etcd_follow_stop(void)
@@ -303,12 +313,7 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	hr_client_config_init(&cfg);
 	cfg.on_change = fn;
 	cfg.on_change_userdata = userdata;
-	if (e->ack_client_id) {
-		cfg.ack_client_id = e->ack_client_id;
-		cfg.ack_prefix = e->ack_prefix ? e->ack_prefix : CLI_DEFAULT_ACK_PREFIX;
-		if (e->ack_ttl_s)
-			cfg.ack_ttl_s = (int)e->ack_ttl_s;
-	}
+	cli_ack_config(e, &cfg);
 	rc = cli_etcd_open(e, cmd, &cfg, &client);
 	if (CLI_EXIT_IS_SIGNAL(rc))
 		return CLI_EXIT_OK; /* asked to stop before the first ring */

@@ -1,6 +1,7 @@
 /* cmd_nodes.c - `hashring nodes`: the members of a ring, from etcd or from a
  * members file. */
 #include "cli.h"
+#include "cli_svg.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -143,10 +144,25 @@ static int print_nodes(const hr_ring *ring, int json, int etcd)
 	return CLI_EXIT_OK;
 }
 
+static int write_svg(const hr_ring *ring, const char *path)
+{
+	FILE *f = cli_svg_open(CMD, path);
+	int rc;
+
+	if (!f)
+		return CLI_EXIT_ERROR;
+	rc = cli_svg_ring(f, ring);
+	if (rc) {
+		fclose(f);
+		return cli_fail(CMD, rc, NULL);
+	}
+	return cli_svg_close(CMD, path, f);
+}
+
 int cmd_nodes(int argc, char **argv)
 {
 	struct cli_etcd conn;
-	const char *members = NULL;
+	const char *members = NULL, *svg = NULL;
 	int json = 0, rc;
 	hr_ring *ring = NULL;
 
@@ -158,13 +174,16 @@ int cmd_nodes(int argc, char **argv)
 		  .help = "build the ring from this members file (offline), as for lookup" },
 		{ .name = "json", .type = CLI_FLAG, .dest = &json,
 		  .help = "print one JSON object per node" },
+		{ .name = "svg", .arg = "FILE", .type = CLI_STRING, .dest = &svg,
+		  .flags = CLI_NONEMPTY,
+		  .help = "also draw the ring and the shares into FILE, as SVG" },
 		CLI_RING_OPTIONS(&conn),
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " (--members FILE | [--endpoints URLS] [--prefix P]) [--json]",
+		.usage = CMD " (--members FILE | [--endpoints URLS] [--prefix P]) [--json] [--svg FILE]",
 		.description = description,
 		.options = options,
 	};
@@ -178,6 +197,8 @@ int cmd_nodes(int argc, char **argv)
 		rc = cli_load_members(CMD, members, &conn, &ring);
 		if (rc == CLI_EXIT_OK)
 			rc = print_nodes(ring, json, 0);
+		if (rc == CLI_EXIT_OK && svg)
+			rc = write_svg(ring, svg);
 	} else {
 		hr_client_config cfg;
 		hr_client *client = NULL;
@@ -187,6 +208,8 @@ int cmd_nodes(int argc, char **argv)
 		if (rc == CLI_EXIT_OK) {
 			ring = hr_client_acquire(client);
 			rc = print_nodes(ring, json, 1);
+			if (rc == CLI_EXIT_OK && svg)
+				rc = write_svg(ring, svg);
 		}
 		hr_client_close(client);
 	}

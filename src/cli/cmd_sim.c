@@ -14,6 +14,7 @@
  * ring.
  */
 #include "cli.h"
+#include "cli_svg.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +43,7 @@ struct sim_args {
 	unsigned long vnodes[VNODES_LIST_MAX];
 	size_t nvnodes;
 	int json;
+	const char *svg;     /* --svg FILE, or NULL */
 };
 
 struct sim_row {
@@ -230,11 +232,27 @@ static void print_table(const struct sim_args *a, double modulo,
 	}
 }
 
+static int write_svg(const struct sim_args *a, double modulo, const struct sim_row *rows)
+{
+	struct cli_sim_point points[VNODES_LIST_MAX];
+	FILE *f = cli_svg_open(CMD, a->svg);
+
+	if (!f)
+		return CLI_EXIT_ERROR;
+	for (size_t i = 0; i < a->nvnodes; i++)
+		points[i] = (struct cli_sim_point){ rows[i].vnodes, rows[i].max_mean,
+						    rows[i].min_mean, rows[i].moved,
+						    rows[i].ideal_moved };
+	cli_svg_sim(f, a->nodes, a->keys, modulo, points, a->nvnodes);
+	return cli_svg_close(CMD, a->svg, f);
+}
+
 static int sim_run(const struct sim_args *a)
 {
 	struct sim_ctx c = { .args = a };
 	struct sim_row rows[VNODES_LIST_MAX];
 	int rc = CLI_EXIT_OK;
+	double modulo;
 
 	c.ids = calloc(a->nodes + 1, sizeof *c.ids);
 	c.count = calloc(a->nodes, sizeof *c.count);
@@ -250,10 +268,13 @@ static int sim_run(const struct sim_args *a)
 	if (rc != CLI_EXIT_OK)
 		goto out;
 
+	modulo = modulo_moved(a);
 	if (a->json)
-		print_json(a, modulo_moved(a), rows);
+		print_json(a, modulo, rows);
 	else
-		print_table(a, modulo_moved(a), rows);
+		print_table(a, modulo, rows);
+	if (a->svg)
+		rc = write_svg(a, modulo, rows);
 out:
 	free(c.ids);
 	free(c.count);
@@ -286,11 +307,14 @@ int cmd_sim(int argc, char **argv)
 			  "ring's 33554432 points" },
 		{ .name = "json", .type = CLI_FLAG, .dest = &a.json,
 		  .help = "print one JSON object" },
+		{ .name = "svg", .arg = "FILE", .type = CLI_STRING, .dest = &a.svg,
+		  .flags = CLI_NONEMPTY,
+		  .help = "also plot max/mean, min/mean and keys moved by vnodes into FILE, as SVG" },
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json]",
+		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json] [--svg FILE]",
 		.description = description,
 		.options = options,
 	};

@@ -1088,6 +1088,91 @@ START_TEST(test_nodes_members)
 }
 END_TEST
 
+/* ---- plots ---------------------------------------------------------------------- */
+
+/* Whether python3's XML parser reads `path` as well-formed XML whose root
+ * is an <svg> element. */
+static int svg_well_formed(const char *path)
+{
+	char cmd[PATH_MAX + 256];
+
+	snprintf(cmd, sizeof cmd,
+		 "python3 -c 'import sys, xml.etree.ElementTree as E; "
+		 "r = E.parse(sys.argv[1]).getroot(); "
+		 "sys.exit(r.tag != \"{http://www.w3.org/2000/svg}svg\")' '%s'", path);
+	return system(cmd) == 0;
+}
+
+/* `nodes --svg`: the table as before, and a plot with every node, its
+ * state, and the arcs the warming node takes over. */
+START_TEST(test_nodes_svg)
+{
+	char *path = write_file("members.json", members_states);
+	char *svg_path = strdup(path_in_tmp("ring.svg")), *svg, *odd;
+	struct run r = RUN("nodes", "--members", path, "--svg", svg_path);
+	hr_ring *ring = load_ring(path);
+
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "# 3 nodes"));
+	ck_assert(svg_well_formed(svg_path));
+	svg = read_all(svg_path);
+	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
+		char want[64];
+
+		snprintf(want, sizeof want, "data-node=\"%s\"", hr_ring_node(ring, i)->id);
+		ck_assert_msg(strstr(svg, want), "no %s in the plot", want);
+	}
+	ck_assert_ptr_nonnull(strstr(svg, "w (warming)"));
+	ck_assert_ptr_nonnull(strstr(svg, "d (draining)"));
+	ck_assert_ptr_nonnull(strstr(svg, "stroke-dasharray")); /* the takeover */
+	free(svg);
+	run_free(&r);
+
+	/* An id with XML's special characters: escaped, still well-formed. */
+	odd = write_file("odd.json", "{\"a&<b>\\\"x'\":{\"addr\":\"127.0.0.1:1\"},\"q\":\"127.0.0.1:2\"}");
+	r = RUN("nodes", "--members", odd, "--svg", svg_path);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert(svg_well_formed(svg_path));
+	svg = read_all(svg_path);
+	ck_assert_ptr_nonnull(strstr(svg, "data-node=\"a&amp;&lt;b&gt;&quot;x&apos;\""));
+	free(svg);
+	free(odd);
+	run_free(&r);
+
+	r = RUN("nodes", "--members", path, "--svg", "/nonexistent/dir/ring.svg");
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "cannot write /nonexistent/dir/ring.svg"));
+	run_free(&r);
+	hr_ring_release(ring);
+	free(svg_path);
+	free(path);
+}
+END_TEST
+
+/* `sim --svg`: both panels, one point per vnode count. */
+START_TEST(test_sim_svg)
+{
+	char *svg_path = strdup(path_in_tmp("sim.svg")), *svg;
+	struct run r = RUN("sim", "--keys", "20000", "--nodes", "5", "--vnodes", "1,10,100",
+			   "--svg", svg_path);
+	size_t lines = 0;
+
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "max/mean")); /* the table too */
+	ck_assert(svg_well_formed(svg_path));
+	svg = read_all(svg_path);
+	for (const char *p = svg; (p = strstr(p, "<polyline")); p++)
+		lines++;
+	ck_assert_uint_eq(lines, 4); /* max, min, moved, ideal */
+	ck_assert_ptr_nonnull(strstr(svg, ">100</text>"));
+	ck_assert_ptr_nonnull(strstr(svg, "20000 keys on 5 nodes"));
+	free(svg);
+	run_free(&r);
+	assert_usage_error((const char *const[]){ "sim", "--svg=", NULL }, "sim", "--svg");
+	free(svg_path);
+}
+END_TEST
+
 /* ---- metrics ------------------------------------------------------------------- */
 
 struct text_buf {
@@ -1512,7 +1597,7 @@ END_TEST
 
 static const char *const all_commands[] = {
 	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "metrics", "sim", "acks",
-	"rebalance", NULL
+	"rebalance", "serve", NULL
 };
 
 static char *read_source(const char *rel)
@@ -1807,6 +1892,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_json_utf8_roundtrip);
 	tcase_add_test(tc, test_nodes_table_columns);
 	tcase_add_test(tc, test_nodes_members);
+	tcase_add_test(tc, test_nodes_svg);
+	tcase_add_test(tc, test_sim_svg);
 	tcase_add_test(tc, test_metrics_members);
 	tcase_add_test(tc, test_members_errors_name_the_file_once);
 	tcase_add_test(tc, test_broken_pipe_offline);

@@ -1,0 +1,467 @@
+/*
+ * cli_svg.c - the plots of `nodes --svg` and `sim --svg`, written as
+ * plain SVG text, and the ring's arcs they (and the dashboard) draw.
+ */
+#include "cli_svg.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CIRCLE 18446744073709551616.0 /* 2^64 */
+#define PI 3.14159265358979323846
+
+/* ---- arcs ------------------------------------------------------------------- */
+
+static int id_cmp(const void *key, const void *elem)
+{
+	const void *const *k = key;
+
+	return strcmp(k[0], hr_ring_node(k[1], *(const size_t *)elem)->id);
+}
+
+size_t cli_ring_arcs(const hr_ring *ring, hr_view view, struct cli_arc **out)
+{
+	size_t nodes = hr_ring_node_count(ring), n;
+	size_t *order = malloc((nodes ? nodes : 1) * sizeof *order);
+	hr_diff *diff = NULL;
+	hr_error err = { 0 };
+
+	*out = NULL;
+	if (!order || hr_ring_diff(NULL, ring, view, &diff, &err)) {
+		free(order);
+		return 0;
+	}
+	/* Nodes are in id order: a node's number is a binary search away. */
+	for (size_t i = 0; i < nodes; i++)
+		order[i] = i;
+	n = hr_diff_arc_count(diff);
+	*out = malloc((n ? n : 1) * sizeof **out);
+	if (!*out) {
+		n = 0;
+	} else if (n == 0) {
+		(*out)[n++] = (struct cli_arc){ 0, 0, CLI_NO_NODE };
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const hr_arc *a = &hr_diff_arcs(diff)[i];
+			const void *key[2] = { a->new_node ? a->new_node->id : NULL, ring };
+			const size_t *at = a->new_node
+				? bsearch(key, order, nodes, sizeof *order, id_cmp) : NULL;
+
+			(*out)[i] = (struct cli_arc){ a->start, a->end,
+						      at ? (uint32_t)*at : CLI_NO_NODE };
+		}
+	}
+	hr_diff_free(diff);
+	free(order);
+	return n;
+}
+
+double cli_arc_share(uint64_t pos)
+{
+	return (double)pos / CIRCLE;
+}
+
+/* The last position of an arc, inclusive: end 0 (2^64) needs no care. */
+static uint64_t last_of(const struct cli_arc *a)
+{
+	return a->end - 1;
+}
+
+double cli_takeover(const struct cli_arc *w, size_t nw, const struct cli_arc *r,
+		    size_t nr, cli_takeover_fn fn, void *userdata)
+{
+	size_t i = 0, j = 0;
+	uint64_t pos = 0;
+	double total = 0;
+
+	while (i < nw && j < nr) {
+		uint64_t lw = last_of(&w[i]), lr = last_of(&r[j]);
+		uint64_t last = lw < lr ? lw : lr;
+
+		if (w[i].node != r[j].node) {
+			double a = cli_arc_share(pos);
+			double b = last == UINT64_MAX ? 1.0 : cli_arc_share(last + 1);
+
+			fn(userdata, a, b, r[j].node, w[i].node);
+			total += b - a;
+		}
+		if (last == UINT64_MAX)
+			break;
+		pos = last + 1;
+		i += last == lw;
+		j += last == lr;
+	}
+	return total;
+}
+
+unsigned cli_node_hue(const char *id)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	/* Spread: ids that differ by one character land 37 degrees apart. */
+	return (unsigned)((h % 360u) * 37u % 360u);
+}
+
+/* ---- text ------------------------------------------------------------------- */
+
+/* The length of the valid UTF-8 sequence at s (1-4), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3 : s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
+	uint32_t cp;
+
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3) {
+		cp = ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+		if (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000) || cp == 0xfffe || cp == 0xffff)
+			return 0;
+	} else if (n == 4) {
+		cp = ((s[0] & 0x07u) << 18) | ((s[1] & 0x3fu) << 12);
+		if (cp < 0x10000 || cp > 0x10ffff)
+			return 0;
+	}
+	return n;
+}
+
+void cli_svg_text(FILE *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = utf8_len(p);
+
+		if (n == 1 && (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r'))
+			n = 0; /* XML 1.0 cannot hold it, even escaped */
+		if (n == 0) {
+			fputs("\xef\xbf\xbd", out);
+			p++;
+			continue;
+		}
+		switch (*p) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&apos;", out); break;
+		default: fwrite(p, 1, n, out);
+		}
+		p += n;
+	}
+}
+
+static void svg_begin(FILE *out, int w, int h, const char *title)
+{
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n<title>",
+		w, h, w, h);
+	cli_svg_text(out, title);
+	fprintf(out, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", w, h);
+}
+
+static void text_at(FILE *out, double x, double y, const char *anchor, const char *extra,
+		    const char *s)
+{
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y, anchor,
+		extra ? " " : "", extra ? extra : "");
+	cli_svg_text(out, s);
+	fputs("</text>\n", out);
+}
+
+/* ---- nodes --svg ------------------------------------------------------------ */
+
+#define RING_CX 250.0
+#define RING_CY 260.0
+#define R_WRITE 185.0
+#define R_READ 150.0
+#define R_TAKE 212.0
+
+static void point(double share, double r, double *x, double *y)
+{
+	double a = 2 * PI * share - PI / 2; /* 0 at the top, clockwise */
+
+	*x = RING_CX + r * cos(a);
+	*y = RING_CY + r * sin(a);
+}
+
+static void arc_path(FILE *out, double a, double b, double r, const char *attrs)
+{
+	double x0, y0, x1, y1;
+
+	if (b - a >= 0.999999) { /* a whole circle */
+		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"none\" %s/>\n",
+			RING_CX, RING_CY, r, attrs);
+		return;
+	}
+	point(a, r, &x0, &y0);
+	point(b, r, &x1, &y1);
+	fprintf(out, "<path d=\"M%.2f %.2fA%.1f %.1f 0 %d 1 %.2f %.2f\" fill=\"none\" %s/>\n",
+		x0, y0, r, r, b - a > 0.5, x1, y1, attrs);
+}
+
+static void draw_view(FILE *out, const hr_ring *ring, const struct cli_arc *arcs, size_t n,
+		      double r, double width)
+{
+	int coarse = n > CLI_ARCS_DRAWN_MAX;
+	char attrs[96];
+
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		double a = cli_arc_share(arcs[i].start), b;
+
+		/* Short arcs after this one join it when the view is crowded. */
+		while (coarse && j < n && arcs[j].end - arcs[j].start < CLI_ARC_MIN_LEN)
+			j++;
+		b = j < n ? cli_arc_share(arcs[j].start) : 1.0;
+		if (arcs[i].node == CLI_NO_NODE)
+			snprintf(attrs, sizeof attrs, "stroke=\"#cccccc\" stroke-width=\"%.0f\"", width);
+		else
+			snprintf(attrs, sizeof attrs, "stroke=\"hsl(%u,62%%,52%%)\" stroke-width=\"%.0f\"",
+				 cli_node_hue(hr_ring_node(ring, arcs[i].node)->id), width);
+		arc_path(out, a, b, r, attrs);
+		i = j;
+	}
+}
+
+struct take_ctx {
+	FILE *out;
+	const hr_ring *ring;
+};
+
+static void draw_take(void *ud, double a, double b, uint32_t read_node, uint32_t write_node)
+{
+	struct take_ctx *t = ud;
+	char attrs[128];
+
+	snprintf(attrs, sizeof attrs,
+		 "stroke=\"hsl(%u,62%%,52%%)\" stroke-width=\"9\" stroke-dasharray=\"4 2\"",
+		 write_node == CLI_NO_NODE ? 0u
+		 : cli_node_hue(hr_ring_node(t->ring, write_node)->id));
+	arc_path(t->out, a, b > a + 0.002 ? b : a + 0.002, R_TAKE, attrs);
+}
+
+int cli_svg_ring(FILE *out, const hr_ring *ring)
+{
+	size_t n = hr_ring_node_count(ring), nw, nr;
+	int h = 60 + 26 * (int)n > 560 ? 60 + 26 * (int)n : 560;
+	double *shares = calloc(n ? n : 1, sizeof *shares), wsum = 0, take;
+	struct cli_arc *w = NULL, *r = NULL;
+	struct take_ctx tc = { out, ring };
+	char line[320];
+
+	nw = cli_ring_arcs(ring, HR_VIEW_WRITE, &w);
+	nr = cli_ring_arcs(ring, HR_VIEW_READ, &r);
+	if (!shares || !nw || !nr) {
+		free(shares);
+		free(w);
+		free(r);
+		return HR_ENOMEM;
+	}
+	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
+	for (size_t i = 0; i < n; i++)
+		if (hr_ring_node(ring, i)->state != HR_STATE_DRAINING)
+			wsum += hr_ring_node(ring, i)->weight;
+
+	svg_begin(out, 1000, h, "hashring: the ring and each node's share");
+	fputs("<g id=\"ring\">\n", out);
+	draw_view(out, ring, w, nw, R_WRITE, 30);
+	draw_view(out, ring, r, nr, R_READ, 20);
+	take = cli_takeover(w, nw, r, nr, draw_take, &tc);
+	fputs("</g>\n", out);
+	snprintf(line, sizeof line, "revision %" PRIu64, hr_ring_revision(ring));
+	text_at(out, RING_CX, RING_CY - 8, "middle", "font-size=\"20\" font-weight=\"bold\"", line);
+	snprintf(line, sizeof line, "digest %016" PRIx64, hr_ring_digest(ring));
+	text_at(out, RING_CX, RING_CY + 14, "middle", "fill=\"#677088\"", line);
+	snprintf(line, sizeof line, "%zu nodes, %zu points", n, hr_ring_point_count(ring));
+	text_at(out, RING_CX, RING_CY + 32, "middle", "fill=\"#677088\"", line);
+	snprintf(line, sizeof line, "outer: write view; inner: read view; dashed: taken over"
+		 " (%.2f%% of the key space)", 100 * take);
+	text_at(out, 20, (double)h - 14, "start", "fill=\"#677088\" font-size=\"11\"", line);
+
+	text_at(out, 500, 34, "start", "font-weight=\"bold\"", "node");
+	text_at(out, 690, 34, "start", "font-weight=\"bold\"",
+		"share of the write view; | fair share by weight");
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+		double y = 60 + 26.0 * (double)i, fair =
+			node->state != HR_STATE_DRAINING && wsum > 0 ? node->weight / wsum : 0;
+		unsigned hue = cli_node_hue(node->id);
+
+		fprintf(out, "<g class=\"node\" data-node=\"");
+		cli_svg_text(out, node->id);
+		fputs("\">\n", out);
+		snprintf(line, sizeof line, "%s%s%s", node->id,
+			 node->state == HR_STATE_ACTIVE ? "" : " ",
+			 node->state == HR_STATE_WARMING ? "(warming)"
+			 : node->state == HR_STATE_DRAINING ? "(draining)" : "");
+		fprintf(out, "<rect x=\"500\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"hsl(%u,62%%,52%%)\"/>\n",
+			y - 11, hue);
+		text_at(out, 518, y, "start", NULL, line);
+		fprintf(out, "<rect x=\"690\" y=\"%.1f\" width=\"220\" height=\"14\" fill=\"#eef0f5\"/>\n"
+			"<rect x=\"690\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"hsl(%u,62%%,52%%)\"/>\n"
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"2\" height=\"20\" fill=\"#1d2330\"/>\n",
+			y - 12, y - 12, 220 * (shares[i] < 1 ? shares[i] : 1), hue,
+			689 + 220 * (fair < 1 ? fair : 1), y - 15);
+		snprintf(line, sizeof line, "%.2f%%", 100 * shares[i]);
+		text_at(out, 990, y, "end", NULL, line);
+		fputs("</g>\n", out);
+	}
+	fputs("</svg>\n", out);
+	free(shares);
+	free(w);
+	free(r);
+	return 0;
+}
+
+/* ---- sim --svg ---------------------------------------------------------------- */
+
+struct panel {
+	double x, y, w, h;   /* the plot area */
+	double lx0, lx1;     /* log10 of the vnodes range */
+	double y1;           /* the top of the y axis */
+};
+
+static double px(const struct panel *p, unsigned long v)
+{
+	double l = log10((double)v);
+
+	return p->lx1 > p->lx0 ? p->x + p->w * (l - p->lx0) / (p->lx1 - p->lx0)
+			       : p->x + p->w / 2;
+}
+
+static double py(const struct panel *p, double v)
+{
+	return p->y + p->h - p->h * v / p->y1;
+}
+
+static void axes(FILE *out, const struct panel *p, const struct cli_sim_point *rows, size_t n,
+		 const char *title, int percent)
+{
+	char t[64];
+
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#d8dce6\"/>\n",
+		p->x, p->y, p->w, p->h);
+	text_at(out, p->x + p->w / 2, p->y - 14, "middle", "font-weight=\"bold\"", title);
+	for (int k = 0; k <= 4; k++) {
+		double v = p->y1 * k / 4;
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eef0f5\"/>\n",
+			p->x, py(p, v), p->x + p->w, py(p, v));
+		if (percent)
+			snprintf(t, sizeof t, "%.1f%%", 100 * v);
+		else
+			snprintf(t, sizeof t, "%.2fx", v);
+		text_at(out, p->x - 6, py(p, v) + 4, "end", "fill=\"#677088\" font-size=\"11\"", t);
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(t, sizeof t, "%lu", rows[i].vnodes);
+		text_at(out, px(p, rows[i].vnodes), p->y + p->h + 16, "middle",
+			"fill=\"#677088\" font-size=\"11\"", t);
+	}
+	text_at(out, p->x + p->w / 2, p->y + p->h + 34, "middle", "fill=\"#677088\"",
+		"vnodes per node (log scale)");
+}
+
+/* A polyline through the rows' values at `off` in each row, with dots. */
+static void series(FILE *out, const struct panel *p, const struct cli_sim_point *rows, size_t n,
+		   size_t off, const char *colour, const char *dash)
+{
+	fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"",
+		colour, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+	for (size_t i = 0; i < n; i++) {
+		double v = *(const double *)((const char *)&rows[i] + off);
+
+		fprintf(out, "%s%.1f,%.1f", i ? " " : "", px(p, rows[i].vnodes), py(p, v));
+	}
+	fputs("\"/>\n", out);
+	for (size_t i = 0; i < n; i++) {
+		double v = *(const double *)((const char *)&rows[i] + off);
+
+		fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+			px(p, rows[i].vnodes), py(p, v), colour);
+	}
+}
+
+static void legend(FILE *out, double x, double y, const char *colour, const char *dash,
+		   const char *label)
+{
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>\n",
+		x, y - 4, x + 22, y - 4, colour, dash ? " stroke-dasharray=\"" : "",
+		dash ? dash : "", dash ? "\"" : "");
+	text_at(out, x + 28, y, "start", NULL, label);
+}
+
+void cli_svg_sim(FILE *out, unsigned long nodes, unsigned long keys,
+		 double modulo_moved, const struct cli_sim_point *rows, size_t n)
+{
+	struct panel bal = { 70, 70, 380, 280, 0, 0, 0 }, mov = { 570, 70, 380, 280, 0, 0, 0 };
+	unsigned long vmin = ULONG_MAX, vmax = 0;
+	double top_bal = 1, top_mov = modulo_moved;
+	char t[160];
+
+	for (size_t i = 0; i < n; i++) {
+		vmin = rows[i].vnodes < vmin ? rows[i].vnodes : vmin;
+		vmax = rows[i].vnodes > vmax ? rows[i].vnodes : vmax;
+		top_bal = rows[i].max_mean > top_bal ? rows[i].max_mean : top_bal;
+		top_mov = rows[i].moved > top_mov ? rows[i].moved : top_mov;
+		top_mov = rows[i].ideal_moved > top_mov ? rows[i].ideal_moved : top_mov;
+	}
+	bal.lx0 = mov.lx0 = log10((double)(n ? vmin : 1));
+	bal.lx1 = mov.lx1 = log10((double)(n ? vmax : 1));
+	bal.y1 = top_bal * 1.1;
+	mov.y1 = top_mov * 1.1 > 0 ? top_mov * 1.1 : 1;
+
+	snprintf(t, sizeof t, "hashring sim: %lu keys on %lu nodes, node-%lu joins", keys, nodes,
+		 nodes);
+	svg_begin(out, 1000, 470, t);
+	text_at(out, 500, 26, "middle", "font-size=\"16\" font-weight=\"bold\"", t);
+	axes(out, &bal, rows, n, "balance: keys per node over the mean", 0);
+	series(out, &bal, rows, n, offsetof(struct cli_sim_point, max_mean), "#c62828", NULL);
+	series(out, &bal, rows, n, offsetof(struct cli_sim_point, min_mean), "#1565c0", NULL);
+	legend(out, bal.x, 420, "#c62828", NULL, "heaviest node (max/mean)");
+	legend(out, bal.x + 230, 420, "#1565c0", NULL, "lightest (min/mean)");
+
+	axes(out, &mov, rows, n, "keys moved when one node joins", 1);
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#b26a00\" stroke-width=\"2\" stroke-dasharray=\"2 3\"/>\n",
+		mov.x, py(&mov, modulo_moved), mov.x + mov.w, py(&mov, modulo_moved));
+	series(out, &mov, rows, n, offsetof(struct cli_sim_point, ideal_moved), "#677088", "6 4");
+	series(out, &mov, rows, n, offsetof(struct cli_sim_point, moved), "#1a7f37", NULL);
+	legend(out, mov.x, 420, "#1a7f37", NULL, "ring");
+	legend(out, mov.x + 80, 420, "#677088", "6 4", "ideal 1/(N+1)");
+	snprintf(t, sizeof t, "hash %% N (%.1f%%)", 100 * modulo_moved);
+	legend(out, mov.x + 220, 420, "#b26a00", "2 3", t);
+	fputs("</svg>\n", out);
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+FILE *cli_svg_open(const char *cmd, const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
+	return f;
+}
+
+int cli_svg_close(const char *cmd, const char *path, FILE *f)
+{
+	int failed = ferror(f);
+
+	if (fclose(f) || failed) {
+		cli_error(cmd, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
+		return CLI_EXIT_ERROR;
+	}
+	return CLI_EXIT_OK;
+}

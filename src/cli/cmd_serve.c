@@ -1,0 +1,213 @@
+/* cmd_serve.c - `hashring serve`: follows the ring and serves a live page
+ * of it, /ring.json and /metrics, until SIGINT or SIGTERM. */
+#include "cli.h"
+#include "serve.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMD "serve"
+#define LISTEN_DEFAULT "127.0.0.1:9800"
+/* The request line and headers of one request must fit in this (with
+ * libmicrohttpd's own bookkeeping): browsers send 1-2 KiB. */
+#define MEMORY_LIMIT (16 * 1024)
+
+static const char description[] =
+	"Follows the records under PREFIX and serves, over HTTP, until SIGINT or\n"
+	"SIGTERM (exit 0):\n"
+	"  /           a live page: the ring as a circle (arcs coloured by node,\n"
+	"              the arcs warming nodes take over marked), each node's share\n"
+	"              against its fair share by weight, the revision, digest and\n"
+	"              staleness, and the last rings with what moved; it polls\n"
+	"              /ring.json every second and loads nothing from elsewhere\n"
+	"  /ring.json  what the page shows, as JSON\n"
+	"  /metrics    the Prometheus metrics of the client (hashring metrics)\n"
+	"GET and HEAD only (others: 405).  It listens on loopback unless\n"
+	"--allow-remote is given; port 0 takes a free one.  Once listening it\n"
+	"prints `serving http://ADDRESS:PORT/` on stdout.  With --client-id, each\n"
+	"ring is also acknowledged for `hashring acks`, as by `hashring watch`.";
+
+struct listen_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int loopback;
+};
+
+/* "HOST:PORT": an IPv4 address, [IPv6] or localhost, and a port. */
+static int parse_listen(const char *text, struct listen_addr *out)
+{
+	const char *colon = strrchr(text, ':');
+	char host[INET6_ADDRSTRLEN + 2];
+	size_t hlen;
+	unsigned long port;
+	char *end;
+
+	memset(out, 0, sizeof *out);
+	if (!colon || colon == text || !colon[1])
+		return cli_usage(CMD, "--listen wants HOST:PORT (got \"%s\")", text);
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || port > 65535 || colon[1] < '0' || colon[1] > '9')
+		return cli_usage(CMD, "--listen: bad port \"%s\" (0 to 65535)", colon + 1);
+	hlen = (size_t)(colon - text);
+	if (hlen >= sizeof host)
+		return cli_usage(CMD, "--listen: bad address \"%.*s\"", (int)hlen, text);
+	memcpy(host, text, hlen);
+	host[hlen] = '\0';
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (host[0] == '[' && host[hlen - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&out->ss;
+
+		host[hlen - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			return cli_usage(CMD, "--listen: bad IPv6 address \"%s\"", host + 1);
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		out->len = sizeof *a;
+		out->loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&out->ss;
+
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return cli_usage(CMD, "--listen: bad address \"%s\" (an IPv4 address, [IPv6] or localhost)",
+					 host);
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		out->len = sizeof *a;
+		out->loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	return 0;
+}
+
+static void print_serving(const struct listen_addr *l, unsigned port)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	if (l->ss.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&l->ss)->sin6_addr, addr,
+			  sizeof addr);
+		fprintf(cli_out(), "serving http://[%s]:%u/\n", addr, port);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&l->ss)->sin_addr, addr,
+			  sizeof addr);
+		fprintf(cli_out(), "serving http://%s:%u/\n", addr, port);
+	}
+	cli_out_flush();
+}
+
+static int serve(struct cli_etcd *conn, const struct listen_addr *l,
+		 unsigned long max_conn, unsigned long timeout_s, unsigned long history)
+{
+	struct serve_state *state = serve_state_new(history);
+	struct serve_http_options hopts = { 0 };
+	struct serve_http *http = NULL;
+	hr_client_config cfg;
+	hr_client *client = NULL;
+	sigset_t set;
+	int rc;
+
+	if (!state)
+		return cli_fail(CMD, HR_ENOMEM, NULL);
+	/* Before any thread starts (the watcher's, the server's): only the
+	 * wait below takes the signals. */
+	cli_signals_block(&set);
+	hr_client_config_init(&cfg);
+	cfg.on_change = serve_on_change;
+	cfg.on_change_userdata = state;
+	cli_ack_config(conn, &cfg);
+	rc = cli_etcd_open(conn, CMD, &cfg, &client);
+	if (CLI_EXIT_IS_SIGNAL(rc))
+		rc = CLI_EXIT_OK; /* asked to stop before the first ring */
+	if (rc || !client)
+		goto out;
+	hopts.addr = l->ss;
+	hopts.addr_len = l->len;
+	hopts.loopback = l->loopback;
+	hopts.max_connections = (unsigned)max_conn;
+	hopts.timeout_s = (unsigned)timeout_s;
+	hopts.memory_limit = MEMORY_LIMIT;
+	http = serve_http_start(&hopts, state, client, CMD);
+	if (!http) {
+		rc = CLI_EXIT_ERROR;
+		goto out;
+	}
+	print_serving(l, serve_http_port(http));
+	for (;;) {
+		int sig = sigwaitinfo(&set, NULL);
+
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
+	}
+	rc = CLI_EXIT_OK;
+out:
+	/* The server first: its requests read the client. */
+	serve_http_stop(http);
+	hr_client_close(client);
+	serve_state_free(state);
+	return rc;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	const char *listen = LISTEN_DEFAULT;
+	unsigned long max_conn = 64, timeout_s = 10, history = 16;
+	int allow_remote = 0, rc;
+	struct listen_addr l;
+	struct cli_etcd conn;
+
+	cli_etcd_init(&conn, HR_LOG_INFO);
+	const struct cli_option options[] = {
+		{ .name = "listen", .arg = "HOST:PORT", .type = CLI_STRING, .dest = &listen,
+		  .flags = CLI_NONEMPTY,
+		  .help = "address to serve on: an IPv4 address, [IPv6] or localhost, and a"
+			  " port (0: any free one)" },
+		{ .name = "allow-remote", .type = CLI_FLAG, .dest = &allow_remote,
+		  .help = "allow a --listen address that is not loopback (the page and"
+			  " metrics have no authentication)" },
+		{ .name = "max-connections", .arg = "N", .type = CLI_UINT, .dest = &max_conn,
+		  .min = 1, .max = 1024,
+		  .help = "connections served at once; more wait in the kernel's backlog"
+			  " until one closes" },
+		{ .name = "http-timeout", .arg = "SECONDS", .type = CLI_UINT, .dest = &timeout_s,
+		  .min = 1, .max = 3600,
+		  .help = "a connection idle (or too slow) this long is closed" },
+		{ .name = "history", .arg = "N", .type = CLI_UINT, .dest = &history,
+		  .min = 1, .max = 1024, .help = "rings kept for the page's history" },
+		CLI_ACK_OPTIONS(&conn),
+		CLI_RING_OPTIONS(&conn),
+		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
+		{ .name = NULL }
+	};
+	struct cli_spec spec = {
+		.cmd = CMD,
+		.usage = CMD " [--listen HOST:PORT [--allow-remote]] [--endpoints URLS] [--prefix P]"
+			 " [--client-id ID [--ack-prefix ACK_PREFIX] [--ack-ttl S]]",
+		.description = description,
+		.options = options,
+	};
+
+	rc = cli_parse(&spec, argc, argv);
+	if (rc != CLI_RUN)
+		goto out;
+	rc = cli_ack_options_check(&conn, CMD);
+	if (!rc)
+		rc = parse_listen(listen, &l);
+	if (rc)
+		goto out;
+	if (!l.loopback && !allow_remote) {
+		rc = cli_usage(CMD, "--listen %s is not a loopback address: add --allow-remote"
+			       " to serve the cluster's layout to the network", listen);
+		goto out;
+	}
+	if (!l.loopback)
+		cli_warn(CMD, "serving on %s, beyond this host, without authentication:"
+			 " anyone who reaches it sees the ring and the metrics", listen);
+	rc = serve(&conn, &l, max_conn, timeout_s, history);
+out:
+	cli_etcd_free(&conn);
+	return rc;
+}

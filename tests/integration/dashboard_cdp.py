@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""dashboard_cdp.py - the dashboard page in a real headless Chromium.
+
+Drives Debian's chromium over the DevTools protocol on a pipe
+(--remote-debugging-pipe: no port is opened), so that one page load can be
+watched as it updates: the page must render and list every node; after
+`etcdctl put` of a new node it must show the new ring without a reload.
+Screenshots and the DOM of both moments are written to --out.
+
+Chromium runs as root in CI, hence --no-sandbox, with a temporary profile,
+and may reach nothing but loopback: every name but 127.0.0.1 resolves to
+nothing, and the background services (updates, sync, safe browsing...) are
+off.  Traced with strace, its only other connect() is its IPv6
+reachability probe: a UDP socket connected to a public address to learn
+the route, on which nothing is ever sent.
+
+    dashboard_cdp.py --chromium PATH --url URL --out DIR
+                     --nodes a,b,c --etcdctl PATH --endpoints EPS
+                     --put KEY VALUE --new-node ID
+Exit status 0 when every check held; 1 with the reason on stderr.
+"""
+import argparse
+import base64
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--no-default-browser-check", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-default-apps",
+    "--disable-extensions", "--disable-breakpad", "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection", "--safebrowsing-disable-auto-update",
+    "--no-pings", "--disable-features=Translate,MediaRouter,OptimizationHints,"
+    "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    "--proxy-server=direct://", "--window-size=1400,900", "--disable-dev-shm-usage",
+    "--remote-debugging-pipe",
+]
+
+
+class Browser:
+    def __init__(self, chromium, log_path):
+        self.profile = tempfile.mkdtemp(prefix="hrt-chromium-")
+        r1, w1 = os.pipe()  # we write, chromium reads on fd 3
+        r2, w2 = os.pipe()  # chromium writes on fd 4, we read
+
+        def fds():
+            os.dup2(r1, 3)
+            os.dup2(w2, 4)
+
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            [chromium] + FLAGS + ["--user-data-dir=" + self.profile, "about:blank"],
+            pass_fds=(3, 4), preexec_fn=fds, stdin=subprocess.DEVNULL,
+            stdout=self.log, stderr=self.log)
+        os.close(r1)
+        os.close(w2)
+        self.w, self.r = w1, r2
+        self.buf = b""
+        self.next_id = 0
+        self.session = None
+
+    def call(self, method, params=None, timeout=30):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if self.session:
+            msg["sessionId"] = self.session
+        os.write(self.w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                m = json.loads(raw)
+                if m.get("id") == self.next_id:
+                    if "error" in m:
+                        raise RuntimeError("%s: %s" % (method, m["error"]))
+                    return m["result"]
+            if time.monotonic() > deadline:
+                raise RuntimeError("%s: no answer from chromium" % method)
+            ready, _, _ = select.select([self.r], [], [], 1.0)
+            if ready:
+                data = os.read(self.r, 1 << 20)
+                if not data:
+                    raise RuntimeError("chromium went away (see its log)")
+                self.buf += data
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": url})["targetId"]
+        self.session = self.call("Target.attachToTarget",
+                                 {"targetId": target, "flatten": True})["sessionId"]
+
+    def eval(self, expr):
+        r = self.call("Runtime.evaluate", {"expression": expr, "returnByValue": True})
+        return r["result"].get("value")
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", {"format": "png"})["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def close(self):
+        try:
+            self.session = None
+            self.call("Browser.close", timeout=5)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# What the page shows, read from its DOM in one evaluation.
+STATE = """(() => {
+  const rows = [...document.querySelectorAll('#nodes tbody tr')];
+  return {
+    updates: +(document.body.getAttribute('data-updates') || 0),
+    revision: document.body.getAttribute('data-revision'),
+    nodes: rows.map(r => r.getAttribute('data-node')),
+    states: rows.map(r => r.querySelector('.state').textContent),
+    arcs: document.querySelectorAll('#ring path').length,
+    takeover: document.querySelectorAll('#ring path.takeover').length,
+    history: document.querySelectorAll('#history tbody tr').length,
+    conn: document.getElementById('conn').textContent,
+    loaded: window.__hrtLoaded || null,
+    navigations: performance.getEntriesByType('navigation').length,
+  };
+})()"""
+
+
+def wait_for(browser, what, pred, timeout=30):
+    deadline = time.monotonic() + timeout
+    state = None
+    while time.monotonic() < deadline:
+        state = browser.eval(STATE)  # None while the page is loading
+        if state and pred(state):
+            return state
+        time.sleep(0.2)
+    raise RuntimeError("timed out waiting for %s; the page shows %s" % (what, state))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chromium", required=True)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--nodes", required=True)
+    ap.add_argument("--etcdctl", required=True)
+    ap.add_argument("--endpoints", required=True)
+    ap.add_argument("--put", nargs=2, required=True)
+    ap.add_argument("--new-node", required=True)
+    a = ap.parse_args()
+    nodes = a.nodes.split(",")
+    os.makedirs(a.out, exist_ok=True)
+
+    b = Browser(a.chromium, os.path.join(a.out, "chromium.log"))
+    try:
+        b.open(a.url)
+        first = wait_for(b, "every node", lambda s: s["updates"] >= 1 and
+                         all(n in s["nodes"] for n in nodes))
+        if "warming" not in first["states"] or first["takeover"] == 0:
+            raise RuntimeError("no warming node or takeover arcs shown: %s" % first)
+        # A mark that a reload would wipe out.
+        b.eval("window.__hrtLoaded = 'first'")
+        b.screenshot(os.path.join(a.out, "dashboard-warming.png"))
+        with open(os.path.join(a.out, "dashboard-warming.html"), "w") as f:
+            f.write(b.eval("document.documentElement.outerHTML"))
+
+        env = dict(os.environ, ETCDCTL_API="3")
+        subprocess.run([a.etcdctl, "--endpoints", a.endpoints, "put", a.put[0], a.put[1]],
+                       env=env, check=True, stdout=subprocess.DEVNULL, timeout=20)
+        second = wait_for(b, "the new ring", lambda s: a.new_node in s["nodes"] and
+                          s["revision"] != first["revision"])
+        if second["loaded"] != "first" or second["navigations"] != 1:
+            raise RuntimeError("the page was reloaded: %s" % second)
+        if second["history"] < 2 or second["updates"] <= first["updates"]:
+            raise RuntimeError("no history of the new ring: %s" % second)
+        b.screenshot(os.path.join(a.out, "dashboard-joined.png"))
+        with open(os.path.join(a.out, "dashboard-joined.html"), "w") as f:
+            f.write(b.eval("document.documentElement.outerHTML"))
+        print("first: %s" % json.dumps(first))
+        print("after the put: %s" % json.dumps(second))
+    except Exception as e:
+        print("dashboard_cdp: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        b.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+/*
+ * test_dashboard.c - the dashboard in a real headless Chromium.
+ *
+ * A real etcd, three nodes of which one is warming, `hashring serve` on a
+ * free loopback port; tests/integration/dashboard_cdp.py then drives
+ * Debian's chromium over the DevTools protocol: the page renders and lists
+ * every node with the warming one's takeover arcs, and after an `etcdctl
+ * put` of a fourth node it shows the new ring without a reload.  The
+ * screenshots and DOMs of both moments stay in HR_TEST_OUTPUT_DIR
+ * (build/tests/dashboard/).
+ */
+#define _GNU_SOURCE
+#include "etcd_fixture.h"
+#include "hrt_cli.h"
+#include "hrt_ring.h"
+#include "hrt_check.h"
+#include "serve_http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef HR_CHROMIUM
+#define HR_CHROMIUM "chromium"
+#endif
+
+#define PREFIX "/dash/nodes/"
+
+static hrt_etcd_cluster *etcd;
+
+static void put(const char *id, const char *value)
+{
+	char key[256];
+
+	snprintf(key, sizeof key, PREFIX "%s", id);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), key, value), 0);
+}
+
+START_TEST(page_in_chromium)
+{
+	char url[64];
+	hrt_serve s;
+	pid_t pid;
+	int status;
+
+	ck_assert_msg(access(HR_CHROMIUM, X_OK) == 0,
+		      "%s not found: apt-get install chromium (deploy/install-deps.sh --tests)",
+		      HR_CHROMIUM);
+	etcd = hrt_etcd_start(1, NULL);
+	ck_assert_msg(etcd != NULL, "etcd did not start");
+	put("cache-a", "{\"addr\":\"127.0.0.1:11211\",\"zone\":\"z1\"}");
+	put("cache-b", "{\"addr\":\"127.0.0.1:11212\",\"zone\":\"z2\"}");
+	put("cache-c", "{\"addr\":\"127.0.0.1:11213\",\"zone\":\"z3\",\"state\":\"warming\"}");
+	hrt_serve_start(&s, hrt_etcd_endpoints(etcd), PREFIX, NULL);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl("/usr/bin/python3", "python3", HR_TEST_DATA_DIR "/integration/dashboard_cdp.py",
+		      "--chromium", HR_CHROMIUM, "--url", url, "--out", HR_TEST_OUTPUT_DIR,
+		      "--nodes", "cache-a,cache-b,cache-c", "--etcdctl", "/usr/bin/etcdctl",
+		      "--endpoints", hrt_etcd_endpoints(etcd),
+		      "--put", PREFIX "cache-d", "{\"addr\":\"127.0.0.1:11214\",\"zone\":\"z1\"}",
+		      "--new-node", "cache-d", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the page failed in chromium (status %d); see %s", status, HR_TEST_OUTPUT_DIR);
+	hrt_serve_stop(&s);
+	hrt_etcd_destroy(etcd);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dashboard");
+	TCase *tc = tcase_create("chromium");
+
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, page_in_chromium);
+	suite_add_tcase(s, tc);
+	return hrt_run(s);
+}

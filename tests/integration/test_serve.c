@@ -1,0 +1,466 @@
+/*
+ * test_serve.c - `hashring serve` against a real etcd, over raw loopback
+ * sockets: the three paths and their answers, an update after a put,
+ * read-only methods, the Host check, and bad clients: oversized, slow,
+ * malformed, too many; and a clean exit on SIGTERM with a client hanging.
+ */
+#define _GNU_SOURCE
+#include "etcd_fixture.h"
+#include "hrt_cli.h"
+#include "hrt_ring.h"
+#include "hrt_check.h"
+#include "serve_http.h"
+
+#include <cjson/cJSON.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define PREFIX "/serve/nodes/"
+#define ANSWER_MAX (1 << 20)
+
+static hrt_etcd_cluster *etcd;
+static char *buf;
+
+static void up(void)
+{
+	etcd = hrt_etcd_start(1, NULL);
+	ck_assert_msg(etcd != NULL, "etcd did not start");
+	buf = malloc(ANSWER_MAX);
+	ck_assert_ptr_nonnull(buf);
+}
+
+static void down(void)
+{
+	hrt_etcd_destroy(etcd);
+	etcd = NULL;
+	free(buf);
+}
+
+static void put(const char *id, const char *value)
+{
+	char key[256];
+
+	snprintf(key, sizeof key, PREFIX "%s", id);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), key, value), 0);
+}
+
+static void three_nodes(void)
+{
+	put("cache-a", "{\"addr\":\"127.0.0.1:11211\",\"zone\":\"z1\"}");
+	put("cache-b", "{\"addr\":\"127.0.0.1:11212\",\"zone\":\"z2\"}");
+	put("cache-c", "{\"addr\":\"127.0.0.1:11213\",\"zone\":\"z3\",\"state\":\"warming\"}");
+}
+
+static void start(hrt_serve *s, const char *const *extra)
+{
+	hrt_serve_start(s, hrt_etcd_endpoints(etcd), PREFIX, extra);
+}
+
+/* /ring.json, parsed. */
+static cJSON *ring_json(int port)
+{
+	cJSON *j;
+
+	ck_assert_int_eq(hrt_http_request(port, "GET", "/ring.json", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "Content-Type: application/json"));
+	j = cJSON_Parse(hrt_http_body(buf));
+	ck_assert_msg(j != NULL, "/ring.json is not JSON: %.300s", hrt_http_body(buf));
+	return j;
+}
+
+static const cJSON *node_named(const cJSON *ring, const char *id)
+{
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n, cJSON_GetObjectItem(ring, "nodes"))
+		if (!strcmp(cJSON_GetObjectItem(n, "id")->valuestring, id))
+			return n;
+	return NULL;
+}
+
+/* A good server still answers a good request. */
+static void still_serves(int port)
+{
+	ck_assert_int_eq(hrt_http_request(port, "GET", "/ring.json", buf, ANSWER_MAX), 200);
+}
+
+START_TEST(paths_and_update)
+{
+	hrt_serve s;
+	cJSON *j, *ring, *first;
+	int64_t deadline;
+
+	hrt_del(hrt_etcd_client_url(etcd, 0), PREFIX "cache-d"); /* a rerun's */
+	three_nodes();
+	start(&s, NULL);
+
+	/* The page: self-contained HTML, a policy that loads nothing else. */
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "Content-Type: text/html; charset=utf-8"));
+	ck_assert_ptr_nonnull(strstr(buf, "Content-Security-Policy: default-src 'none'"));
+	ck_assert_ptr_nonnull(strstr(buf, "<svg id=\"ring\""));
+	ck_assert_ptr_null(strstr(buf, "src=\"http"));
+	/* HEAD: the same headers, no body. */
+	ck_assert_int_eq(hrt_http_request(s.port, "HEAD", "/", buf, ANSWER_MAX), 200);
+	ck_assert_str_eq(hrt_http_body(buf), "");
+
+	j = ring_json(s.port);
+	ring = cJSON_GetObjectItem(j, "ring");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "nodes")), 3);
+	ck_assert_str_eq(cJSON_GetObjectItem(node_named(ring, "cache-c"), "state")->valuestring,
+			 "warming");
+	/* The warming node takes over about a third of the key space. */
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "takeover")), 0);
+	ck_assert_double_eq_tol(cJSON_GetObjectItem(ring, "takeover_share")->valuedouble,
+				cJSON_GetObjectItem(node_named(ring, "cache-c"),
+						    "share_write")->valuedouble, 1e-5);
+	ck_assert_double_eq_tol(cJSON_GetObjectItem(node_named(ring, "cache-a"),
+						    "fair_write")->valuedouble, 1.0 / 3, 1e-5);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "history")), 1);
+	/* The places for what the library does not count yet. */
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "lookups")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "hot_keys")));
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "status"),
+					     "unconfirmed_ms")->valueint, 0);
+	cJSON_Delete(j);
+
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "hashring_ring_revision "));
+	ck_assert_ptr_nonnull(strstr(buf, "node=\"cache-c\""));
+
+	/* Read-only, three paths, loopback names only. */
+	ck_assert_int_eq(hrt_http_request(s.port, "POST", "/", buf, ANSWER_MAX), 405);
+	ck_assert_ptr_nonnull(strstr(buf, "Allow: GET, HEAD"));
+	ck_assert_int_eq(hrt_http_request(s.port, "DELETE", "/ring.json", buf, ANSWER_MAX), 405);
+	ck_assert_int_eq(hrt_http_request(s.port, "PUT", "/metrics", buf, ANSWER_MAX), 405);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/etc/passwd", buf, ANSWER_MAX), 404);
+	{
+		static const char rebound[] = "GET / HTTP/1.1\r\nHost: rebound.example\r\n"
+					      "Connection: close\r\n\r\n";
+
+		ck_assert_int_eq(hrt_http_raw(s.port, rebound, strlen(rebound), buf, ANSWER_MAX), 403);
+	}
+	{
+		char req[256];
+		int len = snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: localhost:%d\r\n"
+				   "Connection: close\r\n\r\n", s.port);
+
+		ck_assert_int_eq(hrt_http_raw(s.port, req, (size_t)len, buf, ANSWER_MAX), 200);
+	}
+
+	/* Two requests on one connection: kept alive for the page's polls. */
+	{
+		char req[256];
+		int fd = hrt_http_connect(s.port), len, n = 0;
+
+		len = snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+			       "HEAD / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+			       s.port, s.port);
+		ck_assert_int_eq(send(fd, req, (size_t)len, MSG_NOSIGNAL), len);
+		hrt_http_read_all(fd, buf, ANSWER_MAX);
+		close(fd);
+		for (const char *p = buf; (p = strstr(p, "HTTP/1.1 200 OK")); p++)
+			n++;
+		ck_assert_msg(n == 2, "two requests on one connection gave: %.300s", buf);
+	}
+
+	/* A node joins: the next ring is served, with what moved to it. */
+	put("cache-d", "{\"addr\":\"127.0.0.1:11214\",\"zone\":\"z1\"}");
+	deadline = hrt_now_ms() + 30000;
+	for (;;) {
+		j = ring_json(s.port);
+		if (cJSON_GetArraySize(cJSON_GetObjectItem(j, "history")) == 2)
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(hrt_now_ms() < deadline, "no second ring in /ring.json");
+		hrt_sleep_ms(100);
+	}
+	ring = cJSON_GetObjectItem(j, "ring");
+	ck_assert_ptr_nonnull(node_named(ring, "cache-d"));
+	first = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "history"), 0); /* newest */
+	ck_assert_int_eq(cJSON_GetObjectItem(first, "revision")->valuedouble,
+			 cJSON_GetObjectItem(ring, "revision")->valuedouble);
+	ck_assert_double_gt(cJSON_GetObjectItem(first, "moved_write")->valuedouble, 0.1);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(first, "moves"), 0),
+					     "to")->valuestring, "cache-d");
+	cJSON_Delete(j);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Oversized request lines and headers get a 4xx, and cost the server
+ * nothing it keeps. */
+START_TEST(oversized_requests)
+{
+	size_t big = 256 * 1024;
+	char *req = malloc(big + 256);
+	hrt_serve s;
+	int st;
+
+	three_nodes();
+	start(&s, NULL);
+	ck_assert_ptr_nonnull(req);
+	/* A 256 KiB URL. */
+	memcpy(req, "GET /", 5);
+	memset(req + 5, 'a', big);
+	strcpy(req + 5 + big, " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+	st = hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX);
+	ck_assert_msg(st == 414 || st == 431, "a 256 KiB URL got %d: %.200s", st, buf);
+	still_serves(s.port);
+	/* One 256 KiB header. */
+	strcpy(req, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ");
+	memset(req + strlen(req), 'b', big);
+	req[41 + big] = '\0';
+	strcat(req, "\r\n\r\n");
+	st = hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX);
+	ck_assert_msg(st == 431 || st == 413 || st == 400, "a 256 KiB header got %d: %.200s", st, buf);
+	still_serves(s.port);
+	/* Thousands of small headers. */
+	strcpy(req, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+	for (int i = 0; strlen(req) < big; i++)
+		sprintf(req + strlen(req), "X-%d: %d\r\n", i, i);
+	strcat(req, "\r\n");
+	st = hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX);
+	ck_assert_msg(st == 431 || st == 413 || st == 400, "256 KiB of headers got %d: %.200s", st, buf);
+	still_serves(s.port);
+	/* A body, which a GET-only server never reads. */
+	strcpy(req, "POST /ring.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n");
+	ck_assert_int_eq(hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX), 405);
+	strcpy(req, "GET /ring.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n");
+	ck_assert_int_eq(hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX), 413);
+	strcpy(req, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "100000\r\n");
+	ck_assert_int_eq(hrt_http_raw(s.port, req, strlen(req), buf, ANSWER_MAX), 413);
+	still_serves(s.port);
+	free(req);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Garbage gets a 4xx (or a closed connection), never a crash; what
+ * libmicrohttpd tolerates (bare LF, a space before a colon, a NUL in a
+ * value) is answered, and the server goes on either way. */
+START_TEST(malformed_requests)
+{
+	static const struct { const char *req; size_t len; int must_fail; } bad[] = {
+#define BAD(lit, fail) { lit, sizeof lit - 1, fail }
+		BAD("GARBAGE\r\n\r\n", 1),
+		BAD("GET\r\n\r\n", 1),
+		BAD("GET / HTTP/9.9\r\nHost: %s\r\n\r\n", 1),
+		BAD("GET / HTTP/1.1\r\n\r\n", 1), /* no Host */
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\nHost: %s\r\n\r\n", 1),
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\nNo colon here\r\n\r\n", 1),
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\n folded\r\n\r\n", 1),
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\nContent-Length: -1\r\n\r\n", 1),
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n", 1),
+		BAD("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 1), /* a TLS hello */
+		BAD("GET /\x01\x7f HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", 1),
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\nBad : space\r\nConnection: close\r\n\r\n", 0),
+		BAD("GET / HTTP/1.1\nHost: %s\nConnection: close\n\n", 0),
+		BAD("GET / HTTP/1.1\r\nHost: %s\r\nX: a\0b\r\nConnection: close\r\n\r\n", 0),
+#undef BAD
+	};
+	char host[32], req[512];
+	hrt_serve s;
+
+	three_nodes();
+	start(&s, NULL);
+	snprintf(host, sizeof host, "127.0.0.1:%d", s.port);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		size_t len = 0;
+		int st;
+
+		/* Every %s is the good Host: only what is wrong on purpose is. */
+		for (size_t k = 0; k < bad[i].len; k++) {
+			if (bad[i].req[k] == '%' && bad[i].req[k + 1] == 's') {
+				len += (size_t)snprintf(req + len, sizeof req - len, "%s", host);
+				k++;
+			} else {
+				req[len++] = bad[i].req[k];
+			}
+		}
+		st = hrt_http_raw(s.port, req, len, buf, ANSWER_MAX);
+		if (bad[i].must_fail)
+			ck_assert_msg(st == 0 || (st >= 400 && st < 500) || st == 505,
+				      "bad request %zu got %d: %.200s", i, st, buf);
+		else
+			ck_assert_msg(st > 0, "request %zu got no answer", i);
+		still_serves(s.port);
+	}
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Whether the server has closed `fd` (within `ms`). */
+static int closed_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&p, 1, ms) <= 0)
+		return 0;
+	return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* Slow clients hold only their own connection: others are served at once
+ * meanwhile, and one that goes quiet is closed after --http-timeout. */
+START_TEST(slow_clients)
+{
+	static const char *const extra[] = { "--http-timeout", "2", NULL };
+	hrt_serve s;
+	int slow[8];
+	char req[128];
+
+	three_nodes();
+	start(&s, extra);
+	snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: ", s.port);
+	for (int i = 0; i < 8; i++) {
+		slow[i] = hrt_http_connect(s.port);
+		/* Half a request, and then a byte now and then. */
+		ck_assert_int_gt(send(slow[i], req, strlen(req), MSG_NOSIGNAL), 0);
+	}
+	for (int round = 0; round < 5; round++) {
+		int64_t t0 = hrt_now_ms();
+
+		for (int i = 0; i < 8; i++)
+			send(slow[i], "x", 1, MSG_NOSIGNAL);
+		still_serves(s.port);
+		/* Generous: a loaded machine; the point is that nobody waits
+		 * for the slow ones. */
+		ck_assert_int_lt(hrt_now_ms() - t0, 1500);
+		hrt_sleep_ms(300);
+	}
+	/* Now quiet: closed by the server after the timeout. */
+	for (int i = 0; i < 8; i++) {
+		ck_assert_msg(closed_within(slow[i], 15000), "slow connection %d not closed", i);
+		close(slow[i]);
+	}
+	/* A connection that never says anything is closed too. */
+	slow[0] = hrt_http_connect(s.port);
+	ck_assert(closed_within(slow[0], 15000));
+	close(slow[0]);
+	still_serves(s.port);
+	/* SIGTERM with a client mid-request: a clean, prompt exit. */
+	slow[0] = hrt_http_connect(s.port);
+	send(slow[0], req, strlen(req), MSG_NOSIGNAL);
+	hrt_serve_stop(&s);
+	close(slow[0]);
+}
+END_TEST
+
+/* More connections than --max-connections: the extra ones wait in the
+ * kernel's backlog, unanswered, and are served once a slot is free. */
+START_TEST(connection_limit)
+{
+	static const char *const extra[] = { "--max-connections", "4", NULL };
+	struct pollfd p;
+	hrt_serve s;
+	int held[4], fifth;
+	char req[128];
+	int len;
+
+	three_nodes();
+	start(&s, extra);
+	for (int i = 0; i < 4; i++) {
+		held[i] = hrt_http_connect(s.port);
+		send(held[i], "GET", 3, MSG_NOSIGNAL);
+	}
+	hrt_sleep_ms(200); /* accepted by now */
+	fifth = hrt_http_connect(s.port);
+	len = snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		       "Connection: close\r\n\r\n", s.port);
+	ck_assert_int_eq(send(fifth, req, (size_t)len, MSG_NOSIGNAL), len);
+	p = (struct pollfd){ .fd = fifth, .events = POLLIN };
+	ck_assert_msg(poll(&p, 1, 1000) == 0, "a fifth connection was served");
+	close(held[0]);
+	hrt_http_read_all(fifth, buf, ANSWER_MAX);
+	ck_assert_msg(!strncmp(buf, "HTTP/1.1 200", 12), "the fifth got: %.200s", buf);
+	close(fifth);
+	for (int i = 1; i < 4; i++)
+		close(held[i]);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* --listen: loopback unless told otherwise, and checked before etcd is
+ * asked anything (no etcd here: 127.0.0.1:1 is closed). */
+START_TEST(listen_options)
+{
+	static const struct { const char *listen; const char *msg; } bad[] = {
+		{ "0.0.0.0:8080", "not a loopback address: add --allow-remote" },
+		{ "[::]:8080", "not a loopback address" },
+		{ "127.0.0.1", "--listen wants HOST:PORT" },
+		{ "127.0.0.1:65536", "bad port" },
+		{ "127.0.0.1:-1", "bad port" },
+		{ "127.0.0.1:80x", "bad port" },
+		{ "cache.example:80", "bad address" },
+		{ "[::1:80", "bad address" },
+	};
+	hrt_cli_run run;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *argv[] = { "serve", "--endpoints", "127.0.0.1:1", "--listen",
+				       bad[i].listen, NULL };
+
+		hrt_cli_run_cmd(&run, NULL, argv);
+		ck_assert_msg(run.status == 2, "--listen %s: exit %d", bad[i].listen, run.status);
+		ck_assert_msg(strstr(run.err, bad[i].msg), "--listen %s: %s", bad[i].listen, run.err);
+	}
+	{
+		const char *argv[] = { "serve", "--endpoints", "127.0.0.1:1", "--ack-prefix",
+				       "/a/", NULL };
+
+		hrt_cli_run_cmd(&run, NULL, argv);
+		ck_assert_int_eq(run.status, 2);
+		ck_assert_ptr_nonnull(strstr(run.err, "--ack-prefix needs --client-id"));
+	}
+}
+END_TEST
+
+/* A port already taken: one error line, exit 1. */
+START_TEST(port_in_use)
+{
+	hrt_serve s;
+	hrt_cli_run run;
+	char listen[32];
+
+	three_nodes();
+	start(&s, NULL);
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", s.port);
+	{
+		const char *argv[] = { "serve", "--endpoints", hrt_etcd_endpoints(etcd), "--prefix",
+				       PREFIX, "--listen", listen, NULL };
+
+		hrt_cli_run_cmd(&run, NULL, argv);
+	}
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_ptr_nonnull(strstr(run.err, "cannot listen on 127.0.0.1 port"));
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("serve");
+	TCase *tc = tcase_create("serve");
+	TCase *offline = tcase_create("offline");
+
+	/* One etcd for every test (each forks from here): each starts its
+	 * own serve, and the records they put are the same ones. */
+	tcase_add_unchecked_fixture(tc, up, down);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, paths_and_update);
+	tcase_add_test(tc, oversized_requests);
+	tcase_add_test(tc, malformed_requests);
+	tcase_add_test(tc, slow_clients);
+	tcase_add_test(tc, connection_limit);
+	tcase_add_test(tc, port_in_use);
+	suite_add_tcase(s, tc);
+	tcase_add_test(offline, listen_options);
+	suite_add_tcase(s, offline);
+	return hrt_run(s);
+}
