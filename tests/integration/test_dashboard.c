@@ -8,6 +8,11 @@
  * put` of a fourth node it shows the new ring without a reload.  The
  * screenshots and DOMs of both moments stay in HR_TEST_OUTPUT_DIR
  * (build/tests/dashboard/).
+ *
+ * The suite runs in a network namespace of its own with only loopback up
+ * (where it may: as root), so that nothing the browser does can reach
+ * beyond this machine: Chromium probes IPv6 reachability with a UDP
+ * connect() to a public address even with background networking off.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -16,9 +21,14 @@
 #include "hrt_check.h"
 #include "serve_http.h"
 
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,8 +85,31 @@ START_TEST(page_in_chromium)
 }
 END_TEST
 
+/* A new network namespace has lo down and nothing else: bring lo up. */
+static void loopback_only(void)
+{
+	struct ifreq ifr;
+	int fd;
+
+	if (unshare(CLONE_NEWNET) != 0) {
+		fprintf(stderr, "test_dashboard: unshare(CLONE_NEWNET): %s; "
+			"running in the host's network namespace\n", strerror(errno));
+		return;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) != 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr)) != 0) {
+		fprintf(stderr, "test_dashboard: cannot bring lo up: %s\n", strerror(errno));
+		exit(1);
+	}
+	close(fd);
+}
+
 int main(void)
 {
+	loopback_only();
 	Suite *s = suite_create("dashboard");
 	TCase *tc = tcase_create("chromium");
 
