@@ -400,7 +400,8 @@ static void draw_probe_jitter(hr__watcher *w)
 }
 
 /* A progress notification arrived (at last_activity_ms).  etcd's interval
- * is the shortest gap between two: it skips a tick that follows events. */
+ * is the shortest gap between two (or from the stream's creation): it
+ * skips a tick that follows events. */
 static void note_progress(hr__watcher *w)
 {
 	int64_t now = w->last_activity_ms, gap = now - w->progress_last_ms;
@@ -485,6 +486,11 @@ static int on_line(void *ud, const char *line, size_t len)
 	switch (m.kind) {
 	case HR__WMSG_CREATED:
 		w->created = 1;
+		/* etcd's progress timer starts with the stream: the first
+		 * notification's gap from here is an interval too (or two, if
+		 * events came in between: too long, which costs a probe at
+		 * worst, since a late probe must still beat the stale warning). */
+		w->progress_last_ms = w->last_activity_ms;
 		hr__log_emit(w->o.log, HR_LOG_INFO, "watching",
 			     "start_revision=%" PRId64 " endpoint=%s", w->next_rev, endpoint(w));
 		confirm(w, 0);
