@@ -486,27 +486,36 @@ out:
 	return rc;
 }
 
-/* Per-client cost from the two largest counts, carried to `target`. */
+/* Per-client cost: the least-squares line through every count, carried
+ * to `target` clients spread over `members` (the two largest counts alone
+ * undershoot when the largest starves etcd of CPU). */
 static void extrapolate(hrb_clients_lever *lv, int target, int members)
 {
-	const hrb_clients_point *a, *b;
-	double per_cpu, per_rss, at;
+	double n = lv->n_points, sx = 0, sy = 0, sr = 0, sxx = 0, sxy = 0, sxr = 0, d;
+	double per_cpu, per_rss, at = (double)target / members;
 
 	if (lv->n_points < 2)
 		return;
-	a = &lv->points[lv->n_points - 2];
-	b = &lv->points[lv->n_points - 1];
-	if (b->clients == a->clients)
+	for (int i = 0; i < lv->n_points; i++) {
+		const hrb_clients_point *p = &lv->points[i];
+		sx += p->clients;
+		sy += p->etcd_cpu_pct;
+		sr += p->etcd_rss_mb;
+		sxx += (double)p->clients * p->clients;
+		sxy += p->clients * p->etcd_cpu_pct;
+		sxr += p->clients * p->etcd_rss_mb;
+	}
+	d = n * sxx - sx * sx;
+	if (d <= 0)
 		return;
-	per_cpu = (b->etcd_cpu_pct - a->etcd_cpu_pct) / (b->clients - a->clients);
-	per_rss = (b->etcd_rss_mb - a->etcd_rss_mb) / (b->clients - a->clients);
+	per_cpu = (n * sxy - sx * sy) / d;
+	per_rss = (n * sxr - sx * sr) / d;
 	lv->cpu_pct_per_1000 = per_cpu * 1000;
 	lv->rss_kb_per_client = per_rss * 1024;
-	at = (double)target / members;
 	lv->target = target;
 	lv->members = members;
-	lv->target_cpu_pct_per_member = b->etcd_cpu_pct + per_cpu * (at - b->clients);
-	lv->target_rss_mb_per_member = b->etcd_rss_mb + per_rss * (at - b->clients);
+	lv->target_cpu_pct_per_member = (sy - per_cpu * sx) / n + per_cpu * at;
+	lv->target_rss_mb_per_member = (sr - per_rss * sx) / n + per_rss * at;
 	lv->has_extrapolation = 1;
 }
 

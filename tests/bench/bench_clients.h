@@ -39,7 +39,7 @@ typedef struct hrb_clients_lever {
 	char what[128];
 	int n_points;
 	hrb_clients_point points[HRB_CLIENT_COUNTS_MAX];
-	/* From the two largest counts. */
+	/* The least-squares line through every count. */
 	int has_extrapolation;
 	double cpu_pct_per_1000;     /* etcd CPU per 1,000 more clients      */
 	double rss_kb_per_client;
