@@ -487,9 +487,10 @@ static int on_line(void *ud, const char *line, size_t len)
 	case HR__WMSG_CREATED:
 		w->created = 1;
 		/* etcd's progress timer starts with the stream: the first
-		 * notification's gap from here is an interval too (or two, if
-		 * events came in between: too long, which costs a probe at
-		 * worst, since a late probe must still beat the stale warning). */
+		 * notification's gap from here is an interval too.  If events
+		 * made etcd skip a tick it is two: a hung member then shows
+		 * later, still before the stale warning (update_quiet), until
+		 * a shorter gap corrects it. */
 		w->progress_last_ms = w->last_activity_ms;
 		hr__log_emit(w->o.log, HR_LOG_INFO, "watching",
 			     "start_revision=%" PRId64 " endpoint=%s", w->next_rev, endpoint(w));
