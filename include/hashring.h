@@ -563,7 +563,23 @@ typedef struct hr_client_config {
 				    a client that dies leaves this long after */
 	int ack_interval_ms;     /* least time between two acks, 10..60000
 				    (default 250: at most 4 puts a second) */
+	/* Each wait before a probe is drawn at random between
+	 * (100 - probe_jitter_pct)% of probe_interval_ms and all of it, so
+	 * that clients started together do not probe etcd together; 0..50
+	 * (default 20).  When etcd sends progress notifications often enough
+	 * (--experimental-watch-progress-notify-interval, docs/operators.md),
+	 * they confirm the stream and a probe is sent only if one is late. */
+	int probe_jitter_pct;
+	/* Which endpoint a client tries first: HR_ENDPOINTS_SPREAD (the
+	 * default) picks one at random so that many clients with the same
+	 * list spread over the members; HR_ENDPOINTS_IN_ORDER starts at the
+	 * first.  Either way a failure moves on to the next in the list. */
+	int endpoint_order;
 } hr_client_config;
+
+/* Values of hr_client_config.endpoint_order. */
+#define HR_ENDPOINTS_SPREAD 0
+#define HR_ENDPOINTS_IN_ORDER 1
 
 /* Sets `size` bytes of `cfg` (NULL: nothing) to the defaults above, with
  * cfg->size = size.  Call it through the macro. */

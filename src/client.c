@@ -88,6 +88,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 	wo.backoff_max_ms = cc.backoff_max_ms;
 	wo.probe_interval_ms = cc.probe_interval_ms;
 	wo.stale_warn_ms = cc.stale_warn_ms;
+	wo.probe_jitter_pct = cc.probe_jitter_pct;
+	wo.spread_endpoints = cc.endpoint_order == HR_ENDPOINTS_SPREAD;
 	wo.log = &c->log;
 	wo.publisher = &c->pub;
 	wo.on_change = cc.on_change;

@@ -36,7 +36,7 @@
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_ring_options, placement);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
-NO_TAIL_PADDING(hr_client_config, ack_interval_ms);
+NO_TAIL_PADDING(hr_client_config, endpoint_order);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
@@ -67,6 +67,8 @@ static const hr_client_config client_defaults = {
 	.page_size = 1000,
 	.ack_ttl_s = 10,
 	.ack_interval_ms = 250,
+	.probe_jitter_pct = 20,
+	.endpoint_order = HR_ENDPOINTS_SPREAD,
 };
 
 static const hr_registration registration_defaults = {
@@ -297,6 +299,8 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		TAKE(hr_client_config, in, out, ack_prefix);
 		TAKE(hr_client_config, in, out, ack_ttl_s);
 		TAKE(hr_client_config, in, out, ack_interval_ms);
+		TAKE(hr_client_config, in, out, probe_jitter_pct);
+		TAKE(hr_client_config, in, out, endpoint_order);
 	}
 #define POSITIVE(f)                                                             \
 	if (out->f <= 0)                                                        \
@@ -333,6 +337,15 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_client_config: ack_interval_ms must be 10..60000 (is %d)",
 				     out->ack_interval_ms);
+	if (out->probe_jitter_pct < 0 || out->probe_jitter_pct > 50)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: probe_jitter_pct must be 0..50 (is %d)",
+				     out->probe_jitter_pct);
+	if (out->endpoint_order != HR_ENDPOINTS_SPREAD &&
+	    out->endpoint_order != HR_ENDPOINTS_IN_ORDER)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: endpoint_order must be HR_ENDPOINTS_SPREAD"
+				     " or HR_ENDPOINTS_IN_ORDER (is %d)", out->endpoint_order);
 	return 0;
 }
 

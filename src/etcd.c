@@ -79,6 +79,7 @@ int hr__etcd_new(const hr__etcd_opts *opts, hr__etcd **out, hr_error *err)
 	e->stop_flag = opts->stop_flag;
 	e->tick = opts->tick;
 	e->tick_userdata = opts->tick_userdata;
+	e->current = opts->first_endpoint % e->eps.n;
 	e->unary = curl_easy_init();
 	if (!e->api_base || !e->unary || (opts->ca_file && !e->ca_file) ||
 	    (opts->cert_file && !e->cert_file) || (opts->key_file && !e->key_file) ||

@@ -34,6 +34,8 @@ typedef struct hr__etcd_opts {
 	 * the owner can keep its timers running through a blocking call. */
 	void (*tick)(void *userdata);
 	void *tick_userdata;
+	/* The endpoint tried first, modulo their number (0: the first). */
+	unsigned first_endpoint;
 } hr__etcd_opts;
 
 typedef struct hr__etcd hr__etcd;

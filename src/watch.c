@@ -17,6 +17,9 @@
 #define HEALTHY_STREAM_MS 5000
 /* Longest sleep of a backoff wait between two staleness checks. */
 #define POLL_SLICE_MS 200
+/* Beyond etcd's progress interval plus a quarter (it adds up to 10% of
+ * jitter), how late a notification may be before the stream is probed. */
+#define PROGRESS_SLACK_MS 500
 
 static int stopping(const hr__watcher *w)
 {
@@ -110,16 +113,22 @@ static void sleep_ms(hr__watcher *w, int ms)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* A random number in [0, n] (n >= 0). */
+static int rand_upto(hr__watcher *w, int n)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return (int)(w->rng % (uint64_t)(n + 1));
+}
+
 /* Exponential backoff with jitter: sleeps a random time in [d/2, d], then
  * doubles d up to the cap. */
 static void backoff(hr__watcher *w)
 {
 	int d = w->backoff_ms, ms;
 
-	w->rng ^= w->rng << 13;
-	w->rng ^= w->rng >> 7;
-	w->rng ^= w->rng << 17;
-	ms = d / 2 + (int)(w->rng % (uint64_t)(d / 2 + 1));
+	ms = d / 2 + rand_upto(w, d / 2);
 	hr__log_emit(w->o.log, HR_LOG_DEBUG, "backoff", "delay_ms=%d", ms);
 	sleep_ms(w, ms);
 	w->backoff_ms = d * 2 > w->o.backoff_max_ms ? w->o.backoff_max_ms : d * 2;
@@ -356,6 +365,61 @@ static int full_sync(hr__watcher *w)
 	return 0;
 }
 
+/* ---- liveness: probes and progress notifications -------------------------- */
+
+/*
+ * How long the stream may stay silent before it is probed: the probe
+ * interval less this wait's jitter, or, while etcd sends progress
+ * notifications, a little more than their interval, but only when a probe
+ * sent that late still fails (probe timeout) before the stale warning is
+ * due.  A notification proves less than a linearizable probe: a member cut
+ * off from the leader still sends them.  Such a member ends the stream
+ * itself, as every stream asks for a leader (Grpc-Metadata-hasleader):
+ * etcd cancels those streams a few election timeouts after it lost its
+ * leader (docs/reliability.md).
+ */
+static void update_quiet(hr__watcher *w)
+{
+	int64_t allowed = w->o.probe_interval_ms - w->probe_jitter_ms;
+	int64_t gap = w->progress_gap_ms;
+
+	if (gap > 0) {
+		int64_t late = gap + gap / 4 + PROGRESS_SLACK_MS;
+		if (late > allowed && late + w->probe_timeout_ms <= w->o.stale_warn_ms)
+			allowed = late;
+	}
+	__atomic_store_n(&w->quiet_allowed_ms, allowed, __ATOMIC_RELAXED);
+}
+
+/* A new draw of the jitter, for the next wait. */
+static void draw_probe_jitter(hr__watcher *w)
+{
+	w->probe_jitter_ms = rand_upto(w, (int)((int64_t)w->o.probe_interval_ms *
+						w->o.probe_jitter_pct / 100));
+	update_quiet(w);
+}
+
+/* A progress notification arrived (at last_activity_ms).  etcd's interval
+ * is the shortest gap between two (or from the stream's creation): it
+ * skips a tick that follows events. */
+static void note_progress(hr__watcher *w)
+{
+	int64_t now = w->last_activity_ms, gap = now - w->progress_last_ms;
+
+	if (w->progress_last_ms && gap > 0 &&
+	    (!w->progress_gap_ms || gap < w->progress_gap_ms)) {
+		w->progress_gap_ms = gap;
+		update_quiet(w);
+	}
+	w->progress_last_ms = now;
+}
+
+/* When the silent stream is due for a probe. */
+static int64_t probe_due_ms(const hr__watcher *w)
+{
+	return w->last_activity_ms + __atomic_load_n(&w->quiet_allowed_ms, __ATOMIC_RELAXED);
+}
+
 /* ---- the watch stream ----------------------------------------------------- */
 
 static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
@@ -422,6 +486,12 @@ static int on_line(void *ud, const char *line, size_t len)
 	switch (m.kind) {
 	case HR__WMSG_CREATED:
 		w->created = 1;
+		/* etcd's progress timer starts with the stream: the first
+		 * notification's gap from here is an interval too.  If events
+		 * made etcd skip a tick it is two: a hung member then shows
+		 * later, still before the stale warning (update_quiet), until
+		 * a shorter gap corrects it. */
+		w->progress_last_ms = w->last_activity_ms;
 		hr__log_emit(w->o.log, HR_LOG_INFO, "watching",
 			     "start_revision=%" PRId64 " endpoint=%s", w->next_rev, endpoint(w));
 		confirm(w, 0);
@@ -443,6 +513,7 @@ static int on_line(void *ud, const char *line, size_t len)
 		if (m.header_revision + 1 > w->next_rev)
 			w->next_rev = m.header_revision + 1;
 		confirm(w, (uint64_t)m.header_revision);
+		note_progress(w);
 		break;
 	case HR__WMSG_COMPACTED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "compacted",
@@ -535,7 +606,7 @@ static int next_deadline_ms(hr__watcher *w, int probing)
 	int64_t now = hr__now_ms(), due = now + 60000, t;
 
 	if (!probing) {
-		t = w->last_activity_ms + w->o.probe_interval_ms;
+		t = probe_due_ms(w);
 		if (t < due)
 			due = t;
 	}
@@ -563,6 +634,9 @@ static hr__stream_end run_stream(hr__watcher *w)
 	w->end = HR__END_NONE;
 	w->created = 0;
 	w->last_activity_ms = started;
+	w->progress_last_ms = 0;
+	w->progress_gap_ms = 0;
+	draw_probe_jitter(w);
 	if (hr__etcd_stream_open(w->etcd, w->prefix, w->next_rev, MAX_LINE_BYTES, &cbs,
 				 &s, &err))
 		return HR__END_RECONNECT;
@@ -585,12 +659,15 @@ static hr__stream_end run_stream(hr__watcher *w)
 		hr__publish_reclaim(w->o.publisher);
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
-		if (!hr__etcd_stream_probing(s) &&
-		    hr__now_ms() - w->last_activity_ms >= w->o.probe_interval_ms) {
+		if (!hr__etcd_stream_probing(s) && hr__now_ms() >= probe_due_ms(w)) {
 			pthread_mutex_lock(&w->mu);
 			w->probe_floor = w->confirmed_revision;
 			pthread_mutex_unlock(&w->mu);
+			hr__log_emit(w->o.log, HR_LOG_DEBUG, "probe",
+				     "endpoint=%s silent_ms=%" PRId64, endpoint(w),
+				     hr__now_ms() - w->last_activity_ms);
 			hr__etcd_stream_probe(s, w->probe_timeout_ms, &err);
+			draw_probe_jitter(w);
 		}
 		/* Sleep until the next deadline (libcurl shortens the wait
 		 * for its own timers; close wakes it up): an idle watcher

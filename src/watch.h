@@ -9,7 +9,10 @@
  *    next_rev is dropped; a message's events are applied as one batch and
  *    next_rev becomes the last mod_revision + 1; next_rev never decreases;
  *  - compaction or an unexpected cancel drops the stream and resyncs;
- *  - any other end of stream resumes at next_rev on the next endpoint. */
+ *  - any other end of stream resumes at next_rev on the next endpoint;
+ *  - a quiet stream is probed (linearizable) after a jittered interval,
+ *    or, while etcd's progress notifications arrive often enough to show
+ *    a hung member in time, only when one is late. */
 #ifndef HR_WATCH_H
 #define HR_WATCH_H
 
@@ -27,6 +30,8 @@ typedef struct hr__watch_opts {
 	int backoff_max_ms;
 	int probe_interval_ms;
 	int stale_warn_ms;
+	int probe_jitter_pct;      /* 0..50 */
+	int spread_endpoints;      /* start at a random endpoint */
 	const hr__log *log;        /* must outlive the watcher */
 	hr__publisher *publisher;  /* must outlive the watcher */
 	hr_ring_change_fn on_change;

@@ -50,6 +50,9 @@ int hr__watcher_start(const hr__watch_opts *opts, hr__watcher **out,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	eo = opts->etcd;
+	/* Clients given the same list start on different members. */
+	if (opts->spread_endpoints)
+		eo.first_endpoint = (unsigned)((w->rng * 0x9e3779b97f4a7c15ull) >> 33);
 	eo.stop_flag = &w->stop;
 	eo.tick = hr__watch_tick;
 	eo.tick_userdata = w;
@@ -107,10 +110,14 @@ void hr__watcher_status(hr__watcher *w, hr_client_status *out)
 	pthread_mutex_lock(&w->mu);
 	since = hr__now_ms() - w->last_confirm_ms;
 	out->confirmed_revision = w->confirmed_revision;
-	/* A quiet stream is confirmed once per probe interval: that long
-	 * (twice, for slack) counts as current, but never longer than the
-	 * stale warnings allow. */
-	int64_t current = 2 * (int64_t)w->o.probe_interval_ms;
+	/* A quiet stream is confirmed once per probe interval, or per
+	 * progress notification when they replace probes: that long (twice,
+	 * for slack) counts as current, but never longer than the stale
+	 * warnings allow. */
+	int64_t current = 2 * (int64_t)w->o.probe_interval_ms, quiet;
+	quiet = __atomic_load_n(&w->quiet_allowed_ms, __ATOMIC_RELAXED) + w->probe_timeout_ms;
+	if (quiet > current)
+		current = quiet;
 	if (current > w->o.stale_warn_ms)
 		current = w->o.stale_warn_ms;
 	out->unconfirmed_ms = since >= current ? since : 0;

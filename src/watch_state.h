@@ -68,6 +68,16 @@ struct hr__watcher {
 	 * linearizable answer can be no older.  The watch may confirm newer
 	 * revisions before the answer arrives; they prove nothing. */
 	uint64_t probe_floor;
+	/* etcd's progress notifications on this stream: when the last came,
+	 * and the shortest gap between two (its interval, as etcd skips a
+	 * tick that follows events); 0 until known. */
+	int64_t progress_last_ms;
+	int64_t progress_gap_ms;
+	/* This wait's share of the probe jitter, drawn at each probe. */
+	int probe_jitter_ms;
+	/* How long the stream may now stay silent before a probe (atomic:
+	 * the status reads it). */
+	int64_t quiet_allowed_ms;
 };
 
 /* The thread's body (watch.c); `arg` is the watcher. */

@@ -52,12 +52,23 @@ typedef struct hrb_report {
 	int n_notes;
 } hrb_report;
 
+/* hashring-bench --clients: how many counts and levers at most. */
+#define HRB_CLIENT_COUNTS_MAX 8
+#define HRB_LEVERS_MAX 6
+
 typedef struct hrb_args {
 	int json;
 	int lookups_only;	/* no etcd: skips propagation and idle */
 	int puts;
 	int nodes;
 	int idle_ms;
+	/* --clients mode: only the many-clients figures. */
+	int n_clients;
+	int clients[HRB_CLIENT_COUNTS_MAX];	/* ascending */
+	int clients_duration_s;
+	int fanout_puts;
+	int n_levers;
+	const char *levers[HRB_LEVERS_MAX];
 } hrb_args;
 
 /* Starts etcd, fills it, measures propagation then the idle watcher, and

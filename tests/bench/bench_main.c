@@ -3,13 +3,17 @@
  * report, readable or as one JSON object (--json).
  *
  *   hashring-bench [--json] [--lookups-only] [--puts N] [--nodes N] [--idle-ms N]
+ *   hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]
+ *                  [--levers L,L] [--json]
  *
  * Not a test: figures depend on the machine.  Only ratios and paired
  * differences taken within one run compare across machines.
  */
 #include "bench.h"
+#include "bench_clients.h"
 #include "bench_lookup.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +30,16 @@ static void usage(FILE *f)
 		"  --nodes N    node records under the prefix (1..10000, default 100)\n"
 		"  --idle-ms N  quiet window for the watcher's idle CPU (0..60000, default 10000;\n"
 		"               0 skips it)\n"
-		"  --json       print one JSON object instead of the readable report\n");
+		"  --json       print one JSON object instead of the readable report\n"
+		"usage: hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]\n"
+		"                      [--levers L,L] [--json]\n"
+		"  --clients    only the many-clients figures: idle clients opened up to each\n"
+		"               count (ascending, 1..20000) on one etcd, for each lever\n"
+		"  --duration S quiet window per count (1..600, default 30)\n"
+		"  --fanout-puts N  puts timed to the last client at 1,000 clients and more\n"
+		"               (0..1000, default 40)\n"
+		"  --levers L,L unjittered, baseline, progress, progress20, silent (default:\n"
+		"               all five, in that order)\n");
 }
 
 /* Parses a whole decimal integer in [lo, hi]; -1 with a message otherwise. */
@@ -50,6 +63,54 @@ static int parse_int(const char *opt, const char *s, long lo, long hi, int *out)
 	return 0;
 }
 
+/* Splits a comma list of counts (ascending) into a->clients. */
+static int parse_counts(const char *s, hrb_args *a)
+{
+	char buf[256], *save = NULL, *tok;
+
+	if (!s || strlen(s) >= sizeof buf) {
+		fprintf(stderr, "hashring-bench: --clients needs a list such as 1,100,1000\n");
+		return -1;
+	}
+	strcpy(buf, s);
+	a->n_clients = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int v;
+		if (a->n_clients == HRB_CLIENT_COUNTS_MAX) {
+			fprintf(stderr, "hashring-bench: --clients: at most %d counts\n",
+				HRB_CLIENT_COUNTS_MAX);
+			return -1;
+		}
+		if (parse_int("--clients", tok, 1, 20000, &v))
+			return -1;
+		if (a->n_clients && v <= a->clients[a->n_clients - 1]) {
+			fprintf(stderr, "hashring-bench: --clients: '%s' must be ascending\n", s);
+			return -1;
+		}
+		a->clients[a->n_clients++] = v;
+	}
+	return a->n_clients ? 0 : -1;
+}
+
+/* Splits a comma list of lever names into a->levers (pointing into argv). */
+static int parse_levers(char *s, hrb_args *a)
+{
+	char *save = NULL, *tok;
+
+	a->n_levers = 0;
+	for (tok = s ? strtok_r(s, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!hrb_clients_lever_known(tok) || a->n_levers == HRB_LEVERS_MAX) {
+			fprintf(stderr, "hashring-bench: --levers: unknown or too many: '%s'\n",
+				tok);
+			return -1;
+		}
+		a->levers[a->n_levers++] = tok;
+	}
+	if (!a->n_levers)
+		fprintf(stderr, "hashring-bench: --levers needs a list such as baseline,progress\n");
+	return a->n_levers ? 0 : -1;
+}
+
 /* 0 to run, 1 to exit successfully (--help), -1 on bad arguments. */
 static int parse_args(int argc, char **argv, hrb_args *a)
 {
@@ -58,6 +119,15 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 	a->puts = 300;
 	a->nodes = 100;
 	a->idle_ms = 10000;
+	a->n_clients = 0;
+	a->clients_duration_s = 30;
+	a->fanout_puts = 40;
+	a->n_levers = 5;
+	a->levers[0] = "unjittered";
+	a->levers[1] = "baseline";
+	a->levers[2] = "progress";
+	a->levers[3] = "progress20";
+	a->levers[4] = "silent";
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		int rc = 0;
@@ -72,6 +142,15 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 10000, &a->nodes);
 		} else if (!strcmp(o, "--idle-ms")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 0, 60000, &a->idle_ms);
+		} else if (!strcmp(o, "--clients")) {
+			rc = parse_counts(i + 1 < argc ? argv[++i] : NULL, a);
+		} else if (!strcmp(o, "--duration")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 600,
+				       &a->clients_duration_s);
+		} else if (!strcmp(o, "--fanout-puts")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 0, 1000, &a->fanout_puts);
+		} else if (!strcmp(o, "--levers")) {
+			rc = parse_levers(i + 1 < argc ? argv[++i] : NULL, a);
 		} else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
 			usage(stdout);
 			return 1;
@@ -134,11 +213,20 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
+static void print_notes_json(const hrb_report *r)
+{
+	printf(",\"notes\":[");
+	for (int i = 0; i < r->n_notes; i++) {
+		printf("%s", i ? "," : "");
+		json_string(r->notes[i]);
+	}
+	printf("]}\n");
+}
+
 static void print_json(const hrb_report *r, const hrb_lookup_report *lr)
 {
 	const hrb_propagation *p = &r->propagation;
 	const hrb_idle *id = &r->idle;
-	const char *sep = "";
 
 	printf("{");
 	hrb_lookup_print_json(lr);
@@ -164,13 +252,33 @@ static void print_json(const hrb_report *r, const hrb_lookup_report *lr)
 	} else {
 		printf(",\"idle_cpu_ms_per_s\":null");
 	}
-	printf(",\"notes\":[");
-	for (int i = 0; i < r->n_notes; i++) {
-		printf("%s", sep);
-		json_string(r->notes[i]);
-		sep = ",";
+	print_notes_json(r);
+}
+
+/* --clients: only that measurement. */
+static int clients_mode(const hrb_args *args, hrb_report *report)
+{
+	static hrb_clients_report c;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
+	if (hrb_measure_clients(args, report, &c)) {
+		fprintf(stderr, "hashring-bench: the many-clients measurement failed\n");
+		curl_global_cleanup();
+		return 1;
 	}
-	printf("]}\n");
+	curl_global_cleanup();
+	if (args->json) {
+		printf("{\"clients\":");
+		hrb_clients_print_json(&c);
+		print_notes_json(report);
+	} else {
+		hrb_clients_print_text(&c);
+		for (int i = 0; i < report->n_notes; i++)
+			printf("note: %s\n", report->notes[i]);
+	}
+	fflush(stdout);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -182,6 +290,8 @@ int main(int argc, char **argv)
 
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (args.n_clients)
+		return clients_mode(&args, &report);
 	if (hrb_measure_lookup(&lookup, &report)) {
 		fprintf(stderr, "hashring-bench: the lookup measurement failed\n");
 		return 1;

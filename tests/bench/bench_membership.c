@@ -11,9 +11,9 @@
  * commit and delivery time cancels out.
  */
 #include "bench.h"
+#include "bench_put.h"
 #include "raw_watch.h"
 
-#include "base64.h"
 #include "etcd_fixture.h"
 #include "hashring.h"
 
@@ -33,173 +33,6 @@
 /* The puts stop here even if not all were made: the run stays bounded. */
 #define PUT_PHASE_MAX_NS (25000 * 1000000LL)
 #define MAX_LIB_THREADS 16
-
-/* ---- writes over one kept-alive connection -------------------------------- */
-
-/* Node records written in one transaction while filling the prefix (etcd
- * accepts 128 operations per transaction by default). */
-#define LOAD_BATCH 100
-#define REPLY_MAX (256u << 10)
-
-typedef struct putter {
-	CURL *h;
-	struct curl_slist *headers;
-	char base[256];         /* "http://127.0.0.1:PORT/v3" */
-	char *reply;            /* REPLY_MAX bytes; a transaction's reply
-				   lists every operation */
-	size_t len;
-} putter;
-
-static size_t on_reply(char *p, size_t size, size_t nmemb, void *ud)
-{
-	putter *pt = ud;
-	size_t n = size * nmemb, room = REPLY_MAX - 1 - pt->len;
-
-	memcpy(pt->reply + pt->len, p, n < room ? n : room);
-	pt->len += n < room ? n : room;
-	pt->reply[pt->len] = '\0';
-	return n;
-}
-
-static int putter_init(putter *pt, const char *url)
-{
-	memset(pt, 0, sizeof *pt);
-	pt->h = curl_easy_init();
-	pt->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	pt->reply = malloc(REPLY_MAX);
-	if (!pt->h || !pt->headers || !pt->reply)
-		return -1;
-	snprintf(pt->base, sizeof pt->base, "%s/v3", url);
-	curl_easy_setopt(pt->h, CURLOPT_HTTPHEADER, pt->headers);
-	curl_easy_setopt(pt->h, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(pt->h, CURLOPT_WRITEDATA, pt);
-	curl_easy_setopt(pt->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(pt->h, CURLOPT_TIMEOUT_MS, 5000L);
-	return 0;
-}
-
-static void putter_free(putter *pt)
-{
-	curl_easy_cleanup(pt->h);
-	curl_slist_free_all(pt->headers);
-	free(pt->reply);
-}
-
-/* POSTs `body` to base + `path`; returns the revision of the reply's header
- * or -1.  *t0 gets the time just before the request is sent (everything
- * else is ready by then). */
-static int64_t post(putter *pt, const char *path, const char *body, int64_t *t0)
-{
-	char url[320];
-	long status = 0;
-	CURLcode rc;
-	int64_t rev = -1;
-	cJSON *root, *hdr, *r;
-
-	snprintf(url, sizeof url, "%s%s", pt->base, path);
-	curl_easy_setopt(pt->h, CURLOPT_URL, url);
-	curl_easy_setopt(pt->h, CURLOPT_POSTFIELDS, body);
-	pt->len = 0;
-	pt->reply[0] = '\0';
-	*t0 = hrb_now_ns();
-	rc = curl_easy_perform(pt->h);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(pt->h, CURLINFO_RESPONSE_CODE, &status);
-	if (rc != CURLE_OK || status != 200) {
-		fprintf(stderr, "bench: POST %s failed: %s (HTTP %ld) %s\n", path,
-			curl_easy_strerror(rc), status, pt->reply);
-		return -1;
-	}
-	root = cJSON_Parse(pt->reply);
-	hdr = cJSON_GetObjectItemCaseSensitive(root, "header");
-	r = cJSON_GetObjectItemCaseSensitive(hdr, "revision");
-	if (cJSON_IsString(r))
-		rev = strtoll(r->valuestring, NULL, 10);
-	else
-		fprintf(stderr, "bench: POST %s: no revision in the reply: %.200s\n",
-			path, pt->reply);
-	cJSON_Delete(root);
-	return rev;
-}
-
-/* Writes "key":"<b64>","value":"<b64>" at `out` (room for it is the
- * caller's: see kv_json_size). */
-static size_t kv_json(char *out, const char *key, const char *value)
-{
-	char *p = out;
-
-	p += sprintf(p, "\"key\":\"");
-	hr__base64_encode(key, strlen(key), p);
-	p += strlen(p);
-	p += sprintf(p, "\",\"value\":\"");
-	hr__base64_encode(value, strlen(value), p);
-	p += strlen(p);
-	p += sprintf(p, "\"");
-	return (size_t)(p - out);
-}
-
-static size_t kv_json_size(const char *key, const char *value)
-{
-	return hr__base64_encoded_size(strlen(key)) +
-	       hr__base64_encoded_size(strlen(value)) + 32;
-}
-
-static int64_t put(putter *pt, const char *key, const char *value, int64_t *t0)
-{
-	char body[1024];
-
-	if (kv_json_size(key, value) + 2 > sizeof body)
-		return -1;
-	body[0] = '{';
-	strcpy(body + 1 + kv_json(body + 1, key, value), "}");
-	return post(pt, "/kv/put", body, t0);
-}
-
-static void node_key(char *buf, size_t size, int i)
-{
-	snprintf(buf, size, PREFIX "node-%05d", i);
-}
-
-/* Node i's record; records are data only, so a loopback address is fine. */
-static void node_value(char *buf, size_t size, int i, int weight)
-{
-	snprintf(buf, size, "{\"addr\":\"127.0.0.1:%d\",\"weight\":%d,\"zone\":\"z%d\"}",
-		 20000 + i, weight, i % 3);
-}
-
-/* Writes every node record (weight 1), LOAD_BATCH per transaction; returns
- * the last revision or -1. */
-static int64_t load_nodes(putter *pt, int nodes)
-{
-	char key[128], value[256];
-	size_t size, len;
-	char *body;
-	int64_t rev = -1, t0;
-
-	node_key(key, sizeof key, 0);
-	node_value(value, sizeof value, nodes, 1);
-	size = LOAD_BATCH * (kv_json_size(key, value) + 32) + 64;
-	body = malloc(size);
-	if (!body)
-		return -1;
-	for (int first = 0; first < nodes; first += LOAD_BATCH) {
-		len = (size_t)sprintf(body, "{\"success\":[");
-		for (int i = first; i < nodes && i < first + LOAD_BATCH; i++) {
-			node_key(key, sizeof key, i);
-			node_value(value, sizeof value, i, 1);
-			len += (size_t)sprintf(body + len, "%s{\"request_put\":{",
-					       i > first ? "," : "");
-			len += kv_json(body + len, key, value);
-			len += (size_t)sprintf(body + len, "}}");
-		}
-		strcpy(body + len, "]}");
-		rev = post(pt, "/kv/txn", body, &t0);
-		if (rev < 0)
-			break;
-	}
-	free(body);
-	return rev;
-}
 
 /* ---- the reader thread ---------------------------------------------------- */
 
@@ -247,7 +80,7 @@ typedef struct run {
 	const hrb_args *args;
 	hrb_report *report;
 	hrt_etcd_cluster *etcd;
-	putter pt;
+	hrb_putter pt;
 	hr_client *client;
 	hrb_revlog raw_log, seen_log;
 	hrb_raw_watch *raw;
@@ -273,9 +106,9 @@ static int64_t flip_node(run *r, int i, int64_t *t0)
 	char key[128], value[256];
 
 	r->weights[i] = r->weights[i] == 1 ? 2 : 1;
-	node_key(key, sizeof key, i);
-	node_value(value, sizeof value, i, r->weights[i]);
-	return put(&r->pt, key, value, t0);
+	hrb_node_key(key, sizeof key, PREFIX, i);
+	hrb_node_value(value, sizeof value, i, r->weights[i]);
+	return hrb_put(&r->pt, key, value, t0);
 }
 
 static int both_seen(run *r, int64_t rev)
@@ -308,14 +141,14 @@ static int setup(run *r)
 	r->etcd = hrt_etcd_start(1, &eo);
 	if (!r->etcd)
 		return -1;
-	if (putter_init(&r->pt, hrt_etcd_client_url(r->etcd, 0)))
+	if (hrb_putter_init(&r->pt, hrt_etcd_client_url(r->etcd, 0)))
 		return -1;
 	r->weights = calloc((size_t)a->nodes, sizeof *r->weights);
 	if (!r->weights)
 		return -1;
 	for (int i = 0; i < a->nodes; i++)
 		r->weights[i] = 1;
-	rev = load_nodes(&r->pt, a->nodes);
+	rev = hrb_load_nodes(&r->pt, PREFIX, a->nodes);
 	if (rev < 0)
 		return -1;
 
@@ -380,7 +213,7 @@ static void teardown(run *r)
 	stop_reader(r);
 	hrb_raw_watch_stop(r->raw);
 	hr_client_close(r->client);
-	putter_free(&r->pt);
+	hrb_putter_free(&r->pt);
 	hrt_etcd_destroy(r->etcd);
 	hrb_revlog_free(&r->raw_log);
 	hrb_revlog_free(&r->seen_log);

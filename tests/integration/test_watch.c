@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@ static hrt_etcd_cluster *etcd;
 static hrt_log logbuf;
 /* Reconnect backoff for open_client(); 0 keeps the test default. */
 static int fixed_backoff_ms;
+/* Probe jitter for open_client(); -1 keeps the library default. */
+static int probe_jitter_pct = -1;
 
 static void up1(void)
 {
@@ -59,6 +62,8 @@ static hr_client *open_client(const char *endpoints, unsigned page_size)
 	cfg.backoff_max_ms = 1000;
 	if (fixed_backoff_ms)
 		cfg.backoff_initial_ms = cfg.backoff_max_ms = fixed_backoff_ms;
+	if (probe_jitter_pct >= 0)
+		cfg.probe_jitter_pct = probe_jitter_pct;
 	rc = hr_client_open(&ecfg, &cfg, &c, &err);
 	ck_assert_msg(rc == 0, "open: %d %s", rc, err.message);
 	return c;
@@ -737,6 +742,274 @@ START_TEST(cli_diff_follows_etcd)
 }
 END_TEST
 
+
+/* ---- liveness at scale: jitter, progress notifications --------------------- */
+
+/* When each of several clients sent its probes (debug "event=probe" lines,
+ * stamped as they are logged). */
+#define PROBERS 12
+#define PROBES_KEPT 64
+typedef struct prober {
+	pthread_mutex_t *mu;
+	int64_t at[PROBES_KEPT];
+	int n;
+} prober;
+
+static void probe_log(void *ud, hr_log_level level, const char *line)
+{
+	prober *p = ud;
+
+	(void)level;
+	if (!strstr(line, "event=probe "))
+		return;
+	pthread_mutex_lock(p->mu);
+	if (p->n < PROBES_KEPT)
+		p->at[p->n++] = hrt_now_ms();
+	pthread_mutex_unlock(p->mu);
+}
+
+/* The first probe of `p` at or after `since`, or -1. */
+static int64_t first_probe_after(prober *p, int64_t since)
+{
+	int64_t t = -1;
+
+	pthread_mutex_lock(p->mu);
+	for (int i = 0; i < p->n && t < 0; i++)
+		if (p->at[i] >= since)
+			t = p->at[i];
+	pthread_mutex_unlock(p->mu);
+	return t;
+}
+
+static hr_client *open_prober(const char *endpoints, prober *p, int jitter_pct)
+{
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = endpoints;
+	ecfg.prefix = PREFIX;
+	ecfg.log = probe_log;
+	ecfg.log_userdata = p;
+	ecfg.log_level = HR_LOG_DEBUG;
+	cfg.probe_interval_ms = 1000;
+	cfg.stale_warn_ms = 3000;
+	cfg.probe_jitter_pct = jitter_pct;
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
+	return c;
+}
+
+/*
+ * A put restarts every client's silence timer at the same moment.  Without
+ * jitter all of them probed etcd together one interval later: at 2,000
+ * clients a burst etcd could not answer within the probe timeout, so
+ * healthy streams were dropped and reconnected (and a put could take
+ * longer than 10 s to reach a client whose reconnects backed off).  With
+ * jitter the probes spread over a fifth of the interval (half, here).
+ */
+START_TEST(probes_are_jittered)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static prober p[PROBERS];
+	hr_client *c[PROBERS];
+	int64_t t_put, lo = INT64_MAX, hi = 0;
+
+	put_node("a", "127.0.0.1:1");
+	for (int i = 0; i < PROBERS; i++) {
+		memset(&p[i], 0, sizeof p[i]);
+		p[i].mu = &mu;
+		c[i] = open_prober(url(), &p[i], 50);
+	}
+	for (int i = 0; i < PROBERS; i++)
+		ck_assert_int_eq(hrt_wait_nodes(c[i], 1, 5000), 0);
+	hrt_sleep_ms(300);
+	t_put = hrt_now_ms();
+	put_node("b", "127.0.0.2:1");
+	for (int i = 0; i < PROBERS; i++)
+		ck_assert_int_eq(hrt_wait_nodes(c[i], 2, 5000), 0);
+	/* Each probes between 500 and 1,000 ms after the put (1,000 plus
+	 * scheduling delays on a loaded machine). */
+	hrt_sleep_ms(2500);
+	for (int i = 0; i < PROBERS; i++) {
+		int64_t t = first_probe_after(&p[i], t_put);
+		ck_assert_msg(t >= 0, "client %d sent no probe after the put", i);
+		lo = t < lo ? t : lo;
+		hi = t > hi ? t : hi;
+	}
+	/* Twelve draws over 500 ms all within 50 ms of each other: odds
+	 * below 1e-10.  Without jitter they are a few ms apart. */
+	ck_assert_msg(hi - lo >= 50, "probes %" PRId64 " ms apart", hi - lo);
+	for (int i = 0; i < PROBERS; i++)
+		hr_client_close(c[i]);
+}
+END_TEST
+
+/* Clients given the same list of three members spread over them; with
+ * HR_ENDPOINTS_IN_ORDER they all start at the first. */
+START_TEST(clients_spread_over_members)
+{
+	enum { N = 12 };
+	hr_client *c[N];
+	int on[3] = { 0, 0, 0 };
+
+	hrt_etcd_destroy(etcd);
+	etcd = hrt_etcd_start(3, NULL);
+	ck_assert_ptr_nonnull(etcd);
+	for (int order = HR_ENDPOINTS_SPREAD; order <= HR_ENDPOINTS_IN_ORDER; order++) {
+		memset(on, 0, sizeof on);
+		for (int i = 0; i < N; i++) {
+			hr_etcd_config ecfg;
+			hr_client_config cfg;
+			hr_client_status st;
+			hr_error err = { 0 };
+
+			hr_etcd_config_init(&ecfg);
+			hr_client_config_init(&cfg);
+			ecfg.endpoints = hrt_etcd_endpoints(etcd);
+			ecfg.prefix = PREFIX;
+			ecfg.log = hrt_log_fn;
+			ecfg.log_userdata = &logbuf;
+			cfg.endpoint_order = order;
+			ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c[i], &err), 0);
+			hr_client_status_get(c[i], &st);
+			for (int m = 0; m < 3; m++)
+				on[m] += !strcmp(st.endpoint, hrt_etcd_client_url(etcd, m));
+		}
+		if (order == HR_ENDPOINTS_SPREAD)
+			/* All twelve on one member by chance: odds 6e-6. */
+			ck_assert_msg((on[0] > 0) + (on[1] > 0) + (on[2] > 0) >= 2,
+				      "all on one member: %d %d %d", on[0], on[1], on[2]);
+		else
+			ck_assert_int_eq(on[0], N);
+		for (int i = 0; i < N; i++)
+			hr_client_close(c[i]);
+	}
+}
+END_TEST
+
+static void up_progress(void)
+{
+	hrt_etcd_opts eo = { .progress_notify_ms = 500 };
+
+	etcd = hrt_etcd_start(1, &eo);
+	ck_assert_msg(etcd != NULL, "etcd did not start");
+	hrt_log_init(&logbuf);
+}
+
+/*
+ * With etcd sending progress notifications every 500 ms, a quiet stream is
+ * confirmed by them and not probed (before, a probe went out whenever a
+ * notification came a little later than the probe interval); a hung
+ * member still goes stale, since its notifications stop.
+ */
+START_TEST(progress_notifications_replace_probes)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static prober p;
+	hr_client *c;
+	hr_client_status st;
+	int before;
+
+	memset(&p, 0, sizeof p);
+	p.mu = &mu;
+	put_node("a", "127.0.0.1:1");
+	/* A 400 ms probe interval, shorter than etcd's 500 ms (plus up to
+	 * 10%): every notification used to come after a probe was due. */
+	{
+		hr_etcd_config ecfg;
+		hr_client_config cfg;
+		hr_error err = { 0 };
+
+		hr_etcd_config_init(&ecfg);
+		hr_client_config_init(&cfg);
+		ecfg.endpoints = url();
+		ecfg.prefix = PREFIX;
+		ecfg.log = probe_log;
+		ecfg.log_userdata = &p;
+		ecfg.log_level = HR_LOG_DEBUG;
+		cfg.probe_interval_ms = 400;
+		cfg.stale_warn_ms = 3000;
+		ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
+	}
+	/* Two notifications teach the client etcd's interval. */
+	hrt_sleep_ms(2000);
+	pthread_mutex_lock(&mu);
+	before = p.n;
+	pthread_mutex_unlock(&mu);
+	hrt_sleep_ms(4000);
+	pthread_mutex_lock(&mu);
+	/* About ten probes in 4 s without the notifications; allow one for
+	 * a notification delayed by a loaded machine. */
+	ck_assert_msg(p.n - before <= 1, "%d probes in 4 s", p.n - before);
+	pthread_mutex_unlock(&mu);
+	hr_client_status_get(c, &st);
+	ck_assert_int_eq(st.unconfirmed_ms, 0);
+	ck_assert_int_gt(st.confirmed_revision, 0);
+
+	/* Hung: no notification, then a late probe that times out. */
+	ck_assert_int_eq(hrt_etcd_freeze_member(etcd, 0), 0);
+	int64_t until = hrt_now_ms() + 10000;
+	do {
+		hrt_sleep_ms(100);
+		hr_client_status_get(c, &st);
+	} while (st.unconfirmed_ms == 0 && hrt_now_ms() < until);
+	ck_assert_int_gt(st.unconfirmed_ms, 0);
+	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 0), 0);
+	put_node("b", "127.0.0.2:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	hr_client_close(c);
+}
+END_TEST
+
+/*
+ * Progress notifications come from the member's own store, so a member cut
+ * off from the others keeps sending them.  The stream asks for a leader
+ * (Grpc-Metadata-hasleader), so etcd cancels it once the member has had no
+ * leader for a few election timeouts; the client must then go stale rather
+ * than stay "confirmed" by a minority member.
+ */
+START_TEST(minority_member_with_progress_goes_stale)
+{
+	hrt_etcd_opts eo = { .progress_notify_ms = 500 };
+	hr_client *c;
+	hr_client_status st;
+
+	hrt_etcd_destroy(etcd);
+	etcd = hrt_etcd_start(3, &eo);
+	ck_assert_ptr_nonnull(etcd);
+	put_node("a", "127.0.0.1:1");
+	/* Only member 0: the client cannot escape to a healthy member. */
+	c = open_client(url(), 0);
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	hrt_sleep_ms(1500);
+	hr_client_status_get(c, &st);
+	ck_assert_int_eq(st.unconfirmed_ms, 0);
+	hrt_log_clear(&logbuf);
+	/* Members 1 and 2 freeze: member 0 loses its leader. */
+	ck_assert_int_eq(hrt_etcd_freeze_member(etcd, 1), 0);
+	ck_assert_int_eq(hrt_etcd_freeze_member(etcd, 2), 0);
+	int64_t until = hrt_now_ms() + 15000;
+	while (hrt_log_count(&logbuf, "level=warn", "event=stale", NULL) == 0 &&
+	       hrt_now_ms() < until)
+		hrt_sleep_ms(100);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "level=warn", "event=stale", NULL), 1);
+	hr_client_status_get(c, &st);
+	ck_assert_int_gt(st.unconfirmed_ms, 0);
+	/* Ended by etcd, not by a probe: the notifications alone would
+	 * have kept it "confirmed". */
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stream_error", "no leader", NULL), 1);
+	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 1), 0);
+	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 2), 0);
+	hrt_etcd_wait_cluster_healthy(etcd, 15000);
+	put_node("b", "127.0.0.2:1");
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 15000), 0);
+	hr_client_close(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("watch");
@@ -761,6 +1034,14 @@ int main(void)
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 	tcase_add_test(tc, first_ring_out_of_memory);
 #endif
+	tcase_add_test(tc, probes_are_jittered);
+	tcase_add_test(tc, minority_member_with_progress_goes_stale);
+	tcase_add_test(tc, clients_spread_over_members);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("progress");
+	tcase_add_checked_fixture(tc, up_progress, down);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, progress_notifications_replace_probes);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

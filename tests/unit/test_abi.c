@@ -89,6 +89,8 @@ START_TEST(init_sets_size_and_defaults)
 	ck_assert_ptr_null(cfg.ack_prefix);
 	ck_assert_int_eq(cfg.ack_ttl_s, 10);
 	ck_assert_int_eq(cfg.ack_interval_ms, 250);
+	ck_assert_int_eq(cfg.probe_jitter_pct, 20);
+	ck_assert_int_eq(cfg.endpoint_order, HR_ENDPOINTS_SPREAD);
 
 	memset(&reg, FILL, sizeof reg);
 	hr_registration_init(&reg);
@@ -382,6 +384,14 @@ START_TEST(readers_take_defaults_past_the_size)
 	ck_assert_ptr_null(got_cfg.ack_prefix);
 	ck_assert_int_eq(got_cfg.ack_ttl_s, 10);
 	ck_assert_int_eq(got_cfg.ack_interval_ms, 250);
+	/* Nor the probe jitter and endpoint order of 1.1: their defaults. */
+	cfg = nonblocking();
+	cfg.probe_jitter_pct = 99;
+	cfg.endpoint_order = 7;
+	cfg.size = offsetof(hr_client_config, probe_jitter_pct);
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got_cfg, &err), 0);
+	ck_assert_int_eq(got_cfg.probe_jitter_pct, 20);
+	ck_assert_int_eq(got_cfg.endpoint_order, HR_ENDPOINTS_SPREAD);
 
 	hr_registration_init(&reg);
 	reg.id = "a";
@@ -497,6 +507,20 @@ START_TEST(readers_refuse_bad_values)
 	cfg.ack_interval_ms = 250;
 	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), 0);
 	ck_assert_str_eq(got.ack_client_id, "web-1");
+	cfg.probe_jitter_pct = 51;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: probe_jitter_pct must be 0..50 (is 51)");
+	cfg.probe_jitter_pct = -1;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	cfg.probe_jitter_pct = 0;
+	cfg.endpoint_order = 2;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_client_config: endpoint_order must be"
+			 " HR_ENDPOINTS_SPREAD or HR_ENDPOINTS_IN_ORDER (is 2)");
+	cfg.endpoint_order = HR_ENDPOINTS_IN_ORDER;
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got, &err), 0);
+	ck_assert_int_eq(got.probe_jitter_pct, 0);
+	ck_assert_int_eq(got.endpoint_order, HR_ENDPOINTS_IN_ORDER);
 
 	for (size_t i = 0; i < sizeof updates / sizeof updates[0]; i++) {
 		hr_record_update_init(&upd);

@@ -1,0 +1,67 @@
+/*
+ * bench_clients.h - many idle watching clients on one etcd: its CPU and
+ * memory per client, this process's threads, sockets and memory per
+ * client, and the fan-out latency of a put to all of them, for each lever
+ * asked for (hashring-bench --clients).
+ */
+#ifndef HRB_BENCH_CLIENTS_H
+#define HRB_BENCH_CLIENTS_H
+
+#include "bench.h"
+
+#include <stdint.h>
+
+/* One count of clients under one lever. */
+typedef struct hrb_clients_point {
+	int clients;
+	double open_s;               /* opening them, to the last first ring */
+	double seconds;              /* the quiet window                     */
+	double load1_before, load1_after; /* /proc/loadavg around it         */
+	double etcd_cpu_pct;         /* % of one core over the window        */
+	double etcd_rss_mb;          /* after it                             */
+	double client_cpu_pct;       /* this whole process, % of one core    */
+	double threads_per_client, sockets_per_client, rss_kb_per_client;
+	double heap_kb_per_client;   /* malloc's bytes in use                */
+	uint64_t reconnects, resyncs; /* summed over clients, since open     */
+	int unconfirmed;             /* clients not current after the window */
+	int has_fanout;
+	int fanout_puts;             /* puts made                            */
+	int fanout_missed;           /* not on every client within 10 s     */
+	int fanout_coalesced;        /* one publication for several puts    */
+	double fanout_p50_ms, fanout_p99_ms, fanout_max_ms; /* put -> last   */
+	/* CPU per client per put beyond the idle rate: etcd's, and this
+	 * process's (the clients') */
+	double etcd_us_per_delivery, client_us_per_delivery;
+} hrb_clients_point;
+
+typedef struct hrb_clients_lever {
+	char name[32];
+	char what[128];
+	int n_points;
+	hrb_clients_point points[HRB_CLIENT_COUNTS_MAX];
+	/* The least-squares line through every count. */
+	int has_extrapolation;
+	double cpu_pct_per_1000;     /* etcd CPU per 1,000 more clients      */
+	double rss_kb_per_client;
+	int target, members;         /* 10,000 clients over 3 members        */
+	double target_cpu_pct_per_member, target_rss_mb_per_member;
+} hrb_clients_lever;
+
+typedef struct hrb_clients_report {
+	double load1_start, load1_end;
+	int n_levers;
+	hrb_clients_lever levers[HRB_LEVERS_MAX];
+} hrb_clients_report;
+
+/* Whether `name` is a lever hrb_measure_clients() knows. */
+int hrb_clients_lever_known(const char *name);
+
+/* Runs every lever of `args` in turn; 0, or -1 after printing why. */
+int hrb_measure_clients(const hrb_args *args, hrb_report *report,
+			hrb_clients_report *out);
+
+/* The report, readable or as the value of the JSON "clients" member. */
+void hrb_clients_print_text(const hrb_clients_report *c);
+void hrb_clients_print_json(const hrb_clients_report *c);
+
+#endif
