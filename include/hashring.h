@@ -634,15 +634,17 @@ typedef struct hr_owner {
 /*
  * Looks `key` up in the current ring and copies the owners out.  Thread
  * safe.  Lock free, allocation free and never blocking, except that a
- * thread's first lookup sets up its per-thread state once.  Errors:
- * HR_EEMPTY (no node yet), HR_EINVAL.
+ * thread's first lookup sets up its per-thread state once, and its first
+ * lookup on each new ring starts its counts there (one allocation; see
+ * hr_client_lookup_counts).  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
  *
  * Each calling thread keeps a counted reference to the ring it used last,
  * for each of the last four clients it looked up, so that while the ring
  * does not change a lookup only compares one pointer.  The thread moves to
  * a new ring on its next lookup after it is published; a thread that stops
  * looking up keeps its last ring alive until it looks up again, exits, or
- * calls hr_client_close().  Not async-signal-safe.
+ * calls hr_client_close() (its counts on that ring hold it until the
+ * thread looks up again or the client closes).  Not async-signal-safe.
  */
 HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
 			       hr_owner *out);
@@ -700,6 +702,41 @@ HR_EXPORT int hr_reader_lookup_batch(hr_reader *reader,
 				     const size_t *lens, size_t n,
 				     hr_batch_owner *out, hr_epoch *epoch,
 				     hr_error *err);
+
+/*
+ * Lookup counts: every hr_client_lookup() and every key of an
+ * hr_client_lookup_batch() that has owners adds one to its write owner's
+ * `write` count and one to its read owner's `read` count (the same node
+ * when no node warms or drains).  Reader handles, preference lists and a
+ * thread that could not set up its per-thread state (see
+ * hr_client_lookup) do not count.  The counts are kept per thread, so a
+ * lookup writes no memory another thread writes, and are summed when
+ * read.  A node's counts follow its id across rings: a node that leaves
+ * keeps them, and one that comes back continues from them, so each count
+ * only grows (a Prometheus counter).  They start at 0 when the client
+ * opens.  Keeps its layout (an array of them is filled).
+ */
+typedef struct hr_node_lookups {
+	char node[HR_ID_MAX + 1];	/* the node's id                      */
+	uint64_t write;			/* lookups it was the write owner of  */
+	uint64_t read;			/* lookups it was the read owner of   */
+} hr_node_lookups;
+
+/*
+ * The lookup counts of every node of the current ring and of every node
+ * counted since the client opened, in id order (bytewise), into
+ * out[0..n); *total (may be NULL) gets how many there are, so a caller
+ * whose n was too small can call again with a larger array.  Returns the
+ * number written, min(n, *total), or HR_EINVAL (NULL client, out NULL
+ * with n > 0), HR_ENOMEM.  Thread safe, beside lookups, which it never
+ * makes wait (they only try the lock it takes); costs O(nodes) per
+ * thread that has looked up, and allocates.  Not during or after
+ * hr_client_close().  Memory: each thread that has looked up on the
+ * client keeps its counts (16 bytes per node of its ring, and a
+ * reference to that ring) until the client closes.
+ */
+HR_EXPORT int hr_client_lookup_counts(hr_client *client, hr_node_lookups *out,
+				      size_t n, size_t *total, hr_error *err);
 
 /* Copy-out preference list entry. */
 typedef struct hr_replica {

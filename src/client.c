@@ -5,10 +5,12 @@
 #include "ack_record.h"
 #include "clock.h"
 #include "config.h"
+#include "counters.h"
 #include "error.h"
 #include "log.h"
 #include "owner.h"
 #include "publish.h"
+#include "ring.h"
 #include "thread_cache.h"
 #include "watch.h"
 
@@ -20,6 +22,7 @@
 struct hr_client {
 	hr__log log;
 	hr__publisher pub;
+	hr__counters counters;	/* the lookups' per-node counts */
 	hr__watcher *watcher;
 	hr__acker *acker;	/* NULL without acks; stopped after the watcher */
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
@@ -68,6 +71,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		return rc;
 	}
 	hr__publish_init(&c->pub, empty);
+	hr__counters_init(&c->counters);
+	c->pub.counters = &c->counters;
 
 	if (cc.ack_client_id) {
 		hr__acker_opts ao = { conn.etcd, cc.ack_prefix, cc.ack_client_id, cc.ack_ttl_s,
@@ -167,6 +172,7 @@ void hr_client_close(hr_client *c)
 	hr__watcher_stop(c->watcher);
 	hr__acker_stop(c->acker);
 	hr__thread_cache_forget(&c->pub);
+	hr__counters_destroy(&c->counters);
 	hr__publish_destroy(&c->pub);
 	free(c);
 	curl_global_cleanup();
@@ -181,7 +187,9 @@ int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 		return HR_EINVAL;
 	ring = hr__thread_cache_ring(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
-		return hr__ring_lookup_owner(ring, key, len, out);
+		return hr__ring_lookup_owner_counted(ring, key, len, out,
+						     hr__thread_cache_counts());
+	/* No per-thread state: not counted. */
 	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
 	hr__publish_read_end(&c->pub);
 	return rc;
@@ -201,6 +209,23 @@ static int batch_on(const hr_ring *ring, const void *const *keys,
 	return rc;
 }
 
+/* A batch's owners, counted as single lookups count them (owner.c). */
+static void count_batch(const hr_ring *ring, uint64_t *cnt,
+			const hr_batch_owner *out, size_t n)
+{
+	if (hr__ring_views_shared(ring)) {
+		for (size_t i = 0; i < n; i++)
+			hr__count(cnt, out[i].node, HR_VIEW_WRITE);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (out[i].node != HR_NO_NODE)
+			hr__count(cnt, out[i].node, HR_VIEW_WRITE);
+		if (out[i].read_node != HR_NO_NODE)
+			hr__count(cnt, out[i].read_node, HR_VIEW_READ);
+	}
+}
+
 int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 			   const size_t *lens, size_t n, hr_batch_owner *out,
 			   hr_epoch *epoch, hr_error *err)
@@ -211,8 +236,14 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 	if (!c)
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL client");
 	ring = hr__thread_cache_ring(&c->pub);
-	if (__builtin_expect(ring != NULL, 1))
-		return batch_on(ring, keys, lens, n, out, epoch, err);
+	if (__builtin_expect(ring != NULL, 1)) {
+		uint64_t *cnt = hr__thread_cache_counts();
+
+		rc = batch_on(ring, keys, lens, n, out, epoch, err);
+		if (cnt && rc == HR_OK)
+			count_batch(ring, cnt, out, n);
+		return rc;
+	}
 	rc = batch_on(hr__publish_read_begin(&c->pub), keys, lens, n, out, epoch,
 		      err);
 	hr__publish_read_end(&c->pub);
@@ -289,6 +320,42 @@ int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
 hr__publisher *hr__client_publisher(hr_client *c)
 {
 	return &c->pub;
+}
+
+void hr__client_count_lookups(hr_client *c, bool on)
+{
+	hr__counters_enable(&c->counters, on);
+}
+
+int hr_client_lookup_counts(hr_client *c, hr_node_lookups *out, size_t n,
+			    size_t *total, hr_error *err)
+{
+	hr__tally t;
+	hr_ring *ring;
+	size_t k;
+	int rc;
+
+	if (!c || (!out && n))
+		return hr__error_set(err, HR_EINVAL, "lookup_counts: %s",
+				     c ? "out is NULL with n > 0" : "NULL client");
+	ring = hr__publish_acquire(&c->pub);
+	rc = hr__counters_read(&c->counters, ring, &t);
+	if (rc) {
+		hr_ring_release(ring);
+		return hr__error_set(err, rc, "lookup_counts: out of memory");
+	}
+	k = t.n < n ? t.n : n;
+	for (size_t i = 0; i < k; i++) {
+		/* Ids fit: at most HR_ID_MAX bytes. */
+		strcpy(out[i].node, t.e[i].id);
+		out[i].write = t.e[i].n[HR_VIEW_WRITE];
+		out[i].read = t.e[i].n[HR_VIEW_READ];
+	}
+	if (total)
+		*total = t.n;
+	hr__counters_read_end(&c->counters, &t);
+	hr_ring_release(ring);
+	return (int)k;
 }
 
 const hr_ring *hr_client_read_begin(hr_client *c)

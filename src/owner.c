@@ -6,6 +6,7 @@
  */
 #include "owner.h"
 
+#include "counters.h"
 #include "ring_impl.h"
 
 #include <string.h>
@@ -49,8 +50,9 @@ static inline void fill_owner(char *id, char *addr, hr_state *state,
 	}
 }
 
-int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out)
+static inline __attribute__((always_inline)) int
+lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
+	     uint64_t *cnt)
 {
 	const struct ring_node *wn, *rn;
 
@@ -61,9 +63,29 @@ int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 	ring_owners(ring, ring_key_pos(ring, key, len), &wn, &rn);
 	if (!wn && !rn)
 		return HR_EEMPTY;
+	if (cnt) {
+		/* One view array: the read count is the write count
+		 * (hr__ring_views_shared), one store saved. */
+		if (wn)
+			hr__count(cnt, (size_t)(wn - ring->nodes), HR_VIEW_WRITE);
+		if (rn && ring->views[HR_VIEW_READ].pos != ring->views[HR_VIEW_WRITE].pos)
+			hr__count(cnt, (size_t)(rn - ring->nodes), HR_VIEW_READ);
+	}
 	fill_owner(out->node, out->addr, &out->state, wn);
 	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);
 	return HR_OK;
+}
+
+int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
+			  hr_owner *out)
+{
+	return lookup_owner(ring, key, len, out, NULL);
+}
+
+int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
+				  size_t len, hr_owner *out, uint64_t *cnt)
+{
+	return lookup_owner(ring, key, len, out, cnt);
 }
 
 int hr__ring_replicas(const hr_ring *ring, const void *key, size_t len,

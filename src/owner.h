@@ -14,6 +14,11 @@
 int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 			  hr_owner *out);
 
+/* hr__ring_lookup_owner() that also counts the answer's owners in `cnt`,
+ * the calling thread's counts on `ring` (counters.h; NULL: not counted). */
+int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
+				  size_t len, hr_owner *out, uint64_t *cnt);
+
 /* hr_client_replicas()'s copy-out on one ring: the preference list of
  * `key` in `view` (a valid view) copied into out[0..k), r at most
  * HR__REPLICAS_MAX; returns k, or HR_EINVAL.  `*revision` (may be NULL)

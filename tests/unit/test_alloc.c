@@ -1,6 +1,6 @@
 /* test_alloc.c - the lookup path never allocates: malloc and friends are
  * interposed with counters for the calling thread, and many lookups after
- * a warm-up must count zero.  A check that the counters do count keeps the
+ * a warm-up must count zero, lookup counting included.  A check that the counters do count keeps the
  * test from passing vacuously. */
 #define _GNU_SOURCE
 #include "client.h"
@@ -114,6 +114,21 @@ static hr_client *open_client(hr_ring *ring)
 	return c;
 }
 
+/* The write counts of every node of `c`: its lookups, as counted. */
+static unsigned long lookups_counted(hr_client *c)
+{
+	hr_node_lookups counts[64];
+	unsigned long sum = 0;
+	size_t total;
+	int n = hr_client_lookup_counts(c, counts, 64, &total, NULL);
+
+	ck_assert_int_eq(n, 40);
+	ck_assert_uint_eq(total, 40);
+	for (int i = 0; i < n; i++)
+		sum += counts[i].write;
+	return sum;
+}
+
 START_TEST(counters_count)
 {
 	/* Through volatile pointers: the compiler may assume a direct malloc
@@ -198,6 +213,8 @@ START_TEST(client_lookups_do_not_allocate)
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(bad, 0);
+	/* And they were counted (readers' lookups are not). */
+	ck_assert_uint_eq(lookups_counted(c), CALLS + 1);
 	hr_reader_close(r);
 	hr_client_close(c);
 	hr_ring_release(ring);
@@ -237,6 +254,7 @@ START_TEST(batch_lookups_do_not_allocate)
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(lookups_counted(c), CALLS);
 	hr_reader_close(r);
 	hr_client_close(c);
 	hr_ring_release(ring);
