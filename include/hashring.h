@@ -832,10 +832,16 @@ HR_EXPORT int hr_client_status_get_size(hr_client *client,
  *   hashring_reconnects_total           counter
  *   hashring_etcd_endpoint_info{endpoint} gauge 1: the endpoint in use (no
  *                                       sample while there is none)
+ * and for a client, last:
+ *   hashring_node_lookups_total{node,view} counter: lookups answered with
+ *                                       the node as owner in view "write"
+ *                                       and "read" (hr_client_lookup_counts),
+ *                                       for the nodes of the ring and those
+ *                                       counted before
  *
  * Every family has HELP and TYPE lines; every sample carries the
- * options' constant labels first.  Later releases add families (per-node
- * lookups, hot keys), with label names from those reserved below, and
+ * options' constant labels first.  Later releases add families (hot
+ * keys), with label names from those reserved below, and
  * an `omit` flag for each; a family is never renamed or retyped within a
  * major version.  Label values may hold any bytes: '\', '"' and newline
  * are escaped as the format says, other bytes of valid UTF-8 pass
@@ -867,6 +873,10 @@ typedef struct hr_metrics_label {
 /* Leaves the per-node families (hashring_node_*) out: about 510 bytes
  * per node, 51 MB for a ring of 100,000 nodes. */
 #define HR_METRICS_OMIT_NODES 0x1u
+/* Leaves hashring_node_lookups_total out (hr_client_metrics_write): the
+ * counts' read takes the lookup counters' lock and O(nodes) per thread
+ * that looked up (hr_client_lookup_counts). */
+#define HR_METRICS_OMIT_LOOKUPS 0x2u
 
 /*
  * How the metrics are written.  A NULL `const hr_metrics_options *` means

@@ -369,6 +369,9 @@ int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 	return 0;
 }
 
+/* The omit flags this release knows. */
+#define KNOWN_OMIT ((uint64_t)(HR_METRICS_OMIT_NODES | HR_METRICS_OMIT_LOOKUPS))
+
 int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,
 			     hr_error *err)
 {
@@ -384,9 +387,9 @@ int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *o
 	TAKE(hr_metrics_options, in, out, labels);
 	TAKE(hr_metrics_options, in, out, label_count);
 	TAKE(hr_metrics_options, in, out, omit);
-	if (out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES)
+	if (out->omit & ~KNOWN_OMIT)
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_metrics_options: unknown flags 0x%" PRIx64 " in omit",
-				     out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES);
+				     out->omit & ~KNOWN_OMIT);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* metrics.c - the metric families of a ring and of a client, in the order
  * and with the names hashring.h lists; written by metrics_text.c.  A new
- * family (lookups, hot keys) is one more function called below, with its
+ * family (hot keys) is one more function called below, with its
  * HR_METRICS_OMIT_* flag. */
 #include "hashring.h"
 #include "config.h"
@@ -16,6 +16,8 @@ typedef struct snapshot {
 	const hr_ring *ring;
 	double *shares[2];              /* per node, by hr_view */
 	size_t nodes;
+	hr_node_lookups *lookups;       /* a client's, unless omitted */
+	size_t nlookups;
 } snapshot;
 
 static const char *const view_names[2] = { "write", "read" };
@@ -34,6 +36,30 @@ static int snapshot_take(snapshot *s, const hr_ring *ring, uint64_t omit, hr_err
 	s->shares[1] = s->shares[0] + s->nodes;
 	hr_ring_node_shares(ring, HR_VIEW_WRITE, s->shares[0], s->nodes);
 	hr_ring_node_shares(ring, HR_VIEW_READ, s->shares[1], s->nodes);
+	return 0;
+}
+
+/* The client's lookup counts, read until the array holds them all (nodes
+ * may join between the two reads). */
+static int lookups_take(snapshot *s, hr_client *client, hr_error *err)
+{
+	size_t total = 0, cap = 0;
+	int n;
+
+	for (;;) {
+		n = hr_client_lookup_counts(client, s->lookups, cap, &total, err);
+		if (n < 0)
+			return n;
+		if (total <= cap)
+			break;
+		free(s->lookups);
+		cap = total + total / 8 + 1;
+		s->lookups = malloc(cap * sizeof *s->lookups);
+		if (!s->lookups)
+			return hr__error_set(err, HR_ENOMEM,
+					     "out of memory (lookup counts of %zu nodes)", total);
+	}
+	s->nlookups = (size_t)n;
 	return 0;
 }
 
@@ -150,10 +176,25 @@ static void node_families(hr__expo *e, const snapshot *s)
 	}
 }
 
+static void lookup_family(hr__expo *e, const snapshot *s)
+{
+	hr_metrics_label l[2];
+
+	hr__expo_family(e, "hashring_node_lookups_total", "counter",
+			"Lookups answered with the node as owner, in the write and the read view.");
+	for (size_t i = 0; i < s->nlookups; i++) {
+		l[0] = (hr_metrics_label){ "node", s->lookups[i].node };
+		l[1] = (hr_metrics_label){ "view", view_names[HR_VIEW_WRITE] };
+		hr__expo_u64(e, l, 2, s->lookups[i].write);
+		l[1] = (hr_metrics_label){ "view", view_names[HR_VIEW_READ] };
+		hr__expo_u64(e, l, 2, s->lookups[i].read);
+	}
+}
+
 /* Reads and checks the options, takes the snapshot of `ring`, writes
  * every family: the ring's and, with a status, the client's. */
 static int metrics_write(const hr_ring *ring, const hr_client_status *status,
-			 hr_metrics_write_fn write_fn, void *userdata,
+			 hr_client *client, hr_metrics_write_fn write_fn, void *userdata,
 			 const hr_metrics_options *opts_in, hr_error *err)
 {
 	hr_metrics_options opts;
@@ -168,6 +209,8 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 		return rc;
 	/* A failure here ends the exposition before its first byte. */
 	e.rc = snapshot_take(&s, ring, opts.omit, err);
+	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
+		e.rc = lookups_take(&s, client, err);
 	if (!e.rc) {
 		build_family(&e);
 		ring_families(&e, &s);
@@ -176,8 +219,11 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 		count_families(&e, &s);
 		if (!(opts.omit & HR_METRICS_OMIT_NODES))
 			node_families(&e, &s);
+		if (client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
+			lookup_family(&e, &s);
 	}
 	free(s.shares[0]);
+	free(s.lookups);
 	return hr__expo_end(&e);
 }
 
@@ -188,7 +234,7 @@ int hr_ring_metrics_write(const hr_ring *ring, hr_metrics_write_fn write_fn,
 	if (!ring || !write_fn)
 		return hr__error_set(err, HR_EINVAL, "hr_ring_metrics_write: %s is NULL",
 				     ring ? "write_fn" : "ring");
-	return metrics_write(ring, NULL, write_fn, userdata, opts, err);
+	return metrics_write(ring, NULL, NULL, write_fn, userdata, opts, err);
 }
 
 int hr_client_metrics_write(hr_client *client, hr_metrics_write_fn write_fn,
@@ -205,7 +251,7 @@ int hr_client_metrics_write(hr_client *client, hr_metrics_write_fn write_fn,
 	hr_client_status_get(client, &st);
 	/* The ring families describe this one ring, not the status's. */
 	ring = hr_client_acquire(client);
-	rc = metrics_write(ring, &st, write_fn, userdata, opts, err);
+	rc = metrics_write(ring, &st, client, write_fn, userdata, opts, err);
 	hr_ring_release(ring);
 	return rc;
 }

@@ -2,7 +2,7 @@
  * exact text for a small ring, escaping of any bytes, numbers in the C
  * locale whatever the program's, bad options refused before any output,
  * older options structs, a refusing callback, writers on threads beside
- * publications, and promtool's verdict on what is written (random bytes
+ * publications, a client's lookup counts, and promtool's verdict on what is written (random bytes
  * included). */
 #define _GNU_SOURCE
 #include "client.h"
@@ -385,7 +385,7 @@ START_TEST(bad_options_are_refused_before_any_output)
 
 	hr_metrics_options_init(&o);
 	o.omit = 0x6;
-	expect_refused(ring, &o, "unknown flags 0x6 in omit");
+	expect_refused(ring, &o, "unknown flags 0x4 in omit");
 	o.omit = HR_METRICS_OMIT_NODES | (1ull << 63);
 	expect_refused(ring, &o, "unknown flags 0x8000000000000000 in omit");
 
@@ -506,6 +506,62 @@ START_TEST(client_families)
 	p = strstr(p, "# TYPE hashring_confirmed_revision");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_ptr_nonnull(strstr(p, "# TYPE hashring_ring_nodes"));
+	free(got);
+
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* The lookups of small_ring(): "a\"b\\c" warms, so it owns every write
+ * and no read; "d" drains, so it owns every read.  Single and batch
+ * lookups count alike; the family comes last, and only for a client. */
+START_TEST(client_lookup_counts)
+{
+	hr_metrics_options omit = { .size = sizeof omit, .omit = HR_METRICS_OMIT_LOOKUPS };
+	hr_metrics_options no_nodes = { .size = sizeof no_nodes, .omit = HR_METRICS_OMIT_NODES };
+	const char *A = "hashring_node_lookups_total{node=\"a\\\"b\\\\c\"";
+	const void *keys[3] = { "x", "y", "z" };
+	const size_t lens[3] = { 1, 1, 1 };
+	hr_client *c = hrt_offline_client("/metrics/");
+	hr_ring *ring = small_ring();
+	hr_batch_owner bo[3];
+	hr_owner o;
+	char *got, *p, want[256];
+
+	/* Before the first ring: the family, no sample. */
+	got = client_text(c, NULL);
+	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_node_lookups_total counter\n"));
+	ck_assert_ptr_null(strstr(got, "\nhashring_node_lookups_total{"));
+	free(got);
+
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	for (int i = 0; i < 7; i++)
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	ck_assert_int_eq(hr_client_lookup_batch(c, keys, lens, 3, bo, NULL, NULL), 0);
+	got = client_text(c, NULL);
+	snprintf(want, sizeof want, "\n%s,view=\"write\"} 10\n%s,view=\"read\"} 0\n"
+		 "hashring_node_lookups_total{node=\"d\",view=\"write\"} 0\n"
+		 "hashring_node_lookups_total{node=\"d\",view=\"read\"} 10\n", A, A);
+	p = strstr(got, want);
+	ck_assert_msg(p != NULL, "no %s in %s", want, got);
+	/* Last. */
+	ck_assert_str_eq(p + strlen(want), "");
+	ck_assert_ptr_nonnull(strstr(got, "# HELP hashring_node_lookups_total Lookups answered"));
+	free(got);
+
+	/* Its own flag; OMIT_NODES keeps it. */
+	got = client_text(c, &omit);
+	ck_assert_ptr_null(strstr(got, "hashring_node_lookups_total"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_node_points{node=\"d\"} 2\n"));
+	free(got);
+	got = client_text(c, &no_nodes);
+	ck_assert_ptr_nonnull(strstr(got, want));
+	ck_assert_ptr_null(strstr(got, "hashring_node_points"));
+	free(got);
+	/* A ring alone has no lookups. */
+	got = ring_text(ring, NULL);
+	ck_assert_ptr_null(strstr(got, "lookups"));
 	free(got);
 
 	hr_client_close(c);
@@ -692,6 +748,13 @@ START_TEST(promtool_accepts_the_output)
 	s->nodes[4].state = HR_STATE_DRAINING;
 	s->nodes[5].weight = 0.3;
 	hr__publish_swap(hr__client_publisher(c), hrt_ring_build(s->nodes, s->n, NULL, 5));
+	for (int i = 0; i < 1000; i++) {
+		hr_owner o;
+		char key[16];
+
+		snprintf(key, sizeof key, "k%d", i);
+		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
+	}
 
 	got = client_text(c, &opts);
 	rc = promtool_check(got, &said);
@@ -729,6 +792,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, older_options_are_read_to_their_size);
 	tcase_add_test(tc, pieces_and_refusals);
 	tcase_add_test(tc, client_families);
+	tcase_add_test(tc, client_lookup_counts);
 	tcase_add_test(tc, writers_beside_publications);
 	tcase_add_test(tc, promtool_accepts_the_output);
 	suite_add_tcase(s, tc);
