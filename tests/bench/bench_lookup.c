@@ -15,7 +15,10 @@
  *   batch      hr_client_lookup_batch() and hr_ring_lookup_batch() on
  *              HRB_BATCH_KEYS keys per call (checked to agree with single
  *              lookups), and the raw batch at each pipeline distance of
- *              hrb_batch_distances, which is how the library's was chosen.
+ *              hrb_batch_distances, which is how the library's was chosen;
+ *   uncounted  api and api batch again with lookup counting off on the same
+ *              client and ring, beside them in each round: the cost of
+ *              counting.
  *
  * Keys are 16 random bytes taken in turn from a pool far larger than the
  * caches.  "Throughput" runs independent lookups; the "dependent chain"
@@ -30,6 +33,7 @@
 #include "hashring.h"
 #include "publish.h"
 #include "ring_batch.h"
+#include "thread_cache.h"
 
 #include <libmemcached/memcached.h>
 #include <malloc.h>
@@ -565,6 +569,15 @@ static hr_client *open_client(hrb_report *r)
 	return c;
 }
 
+/* Lookup counting on or off for this thread's next lookups on `c`: its
+ * cached ring is dropped, so the next lookup takes the slow path, which
+ * reads the setting (and finds this thread's counts again). */
+static void counting(hr_client *c, bool on)
+{
+	hr__client_count_lookups(c, on);
+	hr__thread_cache_forget(hr__client_publisher(c));
+}
+
 static int measure_config(hrb_lookup_config *cf, hr_client *c,
 			  const struct keypool *kp, hrb_report *r)
 {
@@ -573,6 +586,7 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
 	double rdr[ROUNDS], rdrd[ROUNDS];
 	double bapi[ROUNDS], bring[ROUNDS], bdist[HRB_BATCH_DISTANCES][ROUNDS];
+	double apiu[ROUNDS], bapiu[ROUNDS];
 	struct batch_ctx batch_api, batch_ring;
 	hr_reader *reader = NULL;
 	memcached_st *mcs = NULL;
@@ -611,10 +625,32 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		goto out;
 
 	for (int i = 0; i < ROUNDS; i++) {
+		/* Counted and uncounted in turn first: neither gains from
+		 * its place in the round. */
+		if (i & 1) {
+			counting(c, false);
+			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		api[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+		if (!(i & 1)) {
+			counting(c, false);
+			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		rdr[i] = thru_reader(reader, kp, OPS_PER_ROUND, &sink);
 		ring[i] = thru_ring(a, kp, OPS_PER_ROUND, &sink);
+		if (i & 1) {
+			counting(c, false);
+			bapiu[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		bapi[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+		if (!(i & 1)) {
+			counting(c, false);
+			bapiu[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		bring[i] = thru_batch(&batch_ring, kp, OPS_PER_ROUND, &sink);
 		for (int d = 0; d < HRB_BATCH_DISTANCES; d++) {
 			struct batch_ctx at = { NULL, a, (int)hrb_batch_distances[d] };
@@ -638,6 +674,8 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	cf->reader_dep_ns = median(rdrd, ROUNDS);
 	cf->batch_api_ns = median(bapi, ROUNDS);
 	cf->batch_ring_ns = median(bring, ROUNDS);
+	cf->api_uncounted_ns = median(apiu, ROUNDS);
+	cf->batch_api_uncounted_ns = median(bapiu, ROUNDS);
 	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
 		cf->batch_dist_ns[d] = median(bdist[d], ROUNDS);
 	cf->bsearch_ns = median(bs, ROUNDS);
@@ -812,6 +850,22 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 		print_ns(c->batch_ring_ns);
 		printf(" %7.2fx\n", ratio(c->ring_ns, c->batch_ring_ns));
 	}
+	printf("Lookup counting (ns per lookup or key, same rounds; +: the cost of "
+	       "counting)\n");
+	printf("  %-11s %8s %8s %8s %9s %9s %8s\n", "nodes x vn", "api", "uncounted",
+	       "+", "api batch", "uncounted", "+");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s", label);
+		print_ns(c->api_ns);
+		print_ns(c->api_uncounted_ns);
+		printf(" %+8.2f", c->api_ns - c->api_uncounted_ns);
+		printf(" %9.1f %9.1f", c->batch_api_ns, c->batch_api_uncounted_ns);
+		printf(" %+8.2f\n", c->batch_api_ns - c->batch_api_uncounted_ns);
+	}
 	printf("Raw batch by pipeline distance (ns per key)\n  %-11s", "nodes x vn");
 	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
 		printf(" %6u", hrb_batch_distances[d]);
@@ -874,6 +928,8 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		json_num("republish_per_s", c->republish_per_s, 0);
 		json_num("batch_api_ns", c->batch_api_ns, 0);
 		json_num("batch_ring_ns", c->batch_ring_ns, 0);
+		json_num("api_uncounted_ns", c->api_uncounted_ns, 0);
+		json_num("batch_api_uncounted_ns", c->batch_api_uncounted_ns, 0);
 		json_num("batch_api_speedup", ratio(c->api_ns, c->batch_api_ns), 0);
 		json_num("batch_ring_speedup", ratio(c->ring_ns, c->batch_ring_ns), 0);
 		printf("\"batch_dist_ns\":[");

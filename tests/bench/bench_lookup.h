@@ -30,6 +30,8 @@ typedef struct hrb_lookup_config {
 	/* Batches of HRB_BATCH_KEYS keys, ns per key: hr_client_lookup_batch()
 	 * and hr_ring_lookup_batch(), the pointer array filled in the loop. */
 	double batch_api_ns, batch_ring_ns;
+	/* The same two with lookup counting off (counters.h), same rounds. */
+	double api_uncounted_ns, batch_api_uncounted_ns;
 	/* hr_ring_lookup_batch() at each distance of hrb_batch_distances. */
 	double batch_dist_ns[HRB_BATCH_DISTANCES];
 	/* Client API lookups of two threads over one, while a writer
