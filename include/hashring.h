@@ -705,13 +705,13 @@ HR_EXPORT int hr_reader_lookup_batch(hr_reader *reader,
 
 /*
  * Lookup counts: every hr_client_lookup() and every key of an
- * hr_client_lookup_batch() that has owners adds one to its write owner's
- * `write` count and one to its read owner's `read` count (the same node
- * when no node warms or drains).  Reader handles, preference lists and a
- * thread that could not set up its per-thread state (see
- * hr_client_lookup) do not count.  The counts are kept per thread, so a
- * lookup writes no memory another thread writes, and are summed when
- * read.  A node's counts follow its id across rings: a node that leaves
+ * hr_client_lookup_batch() that has owners (and the same through a reader
+ * handle) adds one to its write owner's `write` count and one to its read
+ * owner's `read` count (the same node when no node warms or drains).
+ * Preference lists and a thread that could not set up its per-thread
+ * state (see hr_client_lookup) do not count.  The counts are kept per
+ * thread (per handle for readers), so a lookup writes no memory another
+ * thread writes, and are summed when read.  A node's counts follow its id across rings: a node that leaves
  * keeps them, and one that comes back continues from them, so each count
  * only grows (a Prometheus counter).  They start at 0 when the client
  * opens.  Keeps its layout (an array of them is filled).
@@ -731,9 +731,10 @@ typedef struct hr_node_lookups {
  * with n > 0), HR_ENOMEM.  Thread safe, beside lookups, which it never
  * makes wait (they only try the lock it takes); costs O(nodes) per
  * thread that has looked up, and allocates.  Not during or after
- * hr_client_close().  Memory: each thread that has looked up on the
- * client keeps its counts (16 bytes per node of its ring, and a
- * reference to that ring) until the client closes.
+ * hr_client_close().  Memory: each thread and reader handle that has
+ * looked up on the client keeps its counts (16 bytes per node of its
+ * ring, and a reference to that ring) until the client closes; a handle
+ * opened later may take over a closed one's.
  */
 HR_EXPORT int hr_client_lookup_counts(hr_client *client, hr_node_lookups *out,
 				      size_t n, size_t *total, hr_error *err);

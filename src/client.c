@@ -253,7 +253,20 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 struct hr_reader {
 	hr_client *client;
 	hr_ring *held;		/* followed reference (hr__publish_follow) */
+	uint64_t *cnt;		/* the handle's counts on `held`, or NULL */
 };
+
+/* The handle's ring, its counts moved with it as the thread cache moves a
+ * thread's (the handle is the counts' owner: one thread at a time). */
+static const hr_ring *reader_ring(hr_reader *r)
+{
+	hr_ring *prev = r->held;
+	const hr_ring *ring = hr__publish_follow(&r->client->pub, &r->held);
+
+	if (__builtin_expect(ring != prev, 0))
+		r->cnt = hr__counters_switch(&r->client->counters, ring, r);
+	return ring;
+}
 
 int hr_reader_open(hr_client *c, hr_reader **out)
 {
@@ -269,6 +282,7 @@ int hr_reader_open(hr_client *c, hr_reader **out)
 		return HR_ENOMEM;
 	r->client = c;
 	r->held = NULL;
+	r->cnt = NULL;
 	*out = r;
 	return 0;
 }
@@ -283,20 +297,28 @@ void hr_reader_close(hr_reader *r)
 
 int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
 {
+	const hr_ring *ring;
+
 	if (!r || !out || (!key && len))
 		return HR_EINVAL;
-	return hr__ring_lookup_owner(hr__publish_follow(&r->client->pub, &r->held),
-				     key, len, out);
+	ring = reader_ring(r);
+	return hr__ring_lookup_owner_counted(ring, key, len, out, r->cnt);
 }
 
 int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
 			   const size_t *lens, size_t n, hr_batch_owner *out,
 			   hr_epoch *epoch, hr_error *err)
 {
+	const hr_ring *ring;
+	int rc;
+
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
-	return batch_on(hr__publish_follow(&r->client->pub, &r->held), keys, lens,
-			n, out, epoch, err);
+	ring = reader_ring(r);
+	rc = batch_on(ring, keys, lens, n, out, epoch, err);
+	if (r->cnt && rc == HR_OK)
+		count_batch(ring, r->cnt, out, n);
+	return rc;
 }
 
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
