@@ -20,10 +20,11 @@ libcurl4-openssl-dev liburcu-dev libssl-dev etcd-server etcd-client curl"
 # groff-base (groff) and man-db (man) for the man page checks; Go and
 # go-logfmt, the reference logfmt parser the log tests read lines back with;
 # prometheus (promtool and the server) and libmicrohttpd for the metrics
-# suites, and locales for their check that numbers ignore the locale.
+# suites, and locales for their check that numbers ignore the locale;
+# memcached for the handoff suite's servers.
 TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev
 libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev
-prometheus libmicrohttpd-dev locales"
+prometheus libmicrohttpd-dev locales memcached"
 
 [ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 

@@ -42,6 +42,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_nodes(int argc, char **argv);
+int cmd_rebalance(int argc, char **argv);
 int cmd_register(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_state(int argc, char **argv);

@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "state", cmd_state, "change a registered node's state in place" },
 	{ "weight", cmd_weight, "change a registered node's weight in place" },
 	{ "acks", cmd_acks, "list the clients that acknowledge their ring; wait for a revision" },
+	{ "rebalance", cmd_rebalance, "copy the keys warming and draining nodes take over (memcached)" },
 	{ "diff", cmd_diff, "list the arcs of the key space that change owner between rings" },
 	{ "metrics", cmd_metrics, "print the Prometheus metrics of a client or a members file" },
 	{ "sim", cmd_sim, "measure balance and keys moved on growth, by vnode count" },

@@ -189,12 +189,13 @@ START_TEST(changes_propagate)
 END_TEST
 
 static int changes_seen;
+static uint64_t last_change_revision;
 static void count_changes(void *ud, const hr_ring *old, const hr_ring *ring)
 {
 	(void)ud;
 	(void)old;
-	(void)ring;
 	__atomic_fetch_add(&changes_seen, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&last_change_revision, hr_ring_revision(ring), __ATOMIC_RELEASE);
 }
 
 START_TEST(txn_is_one_change)
@@ -215,6 +216,17 @@ START_TEST(txn_is_one_change)
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	put_node("x", "127.0.0.9:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+	/* A ring is published before on_change hears of it: wait for the
+	 * callback of the ring just seen before counting from here. */
+	{
+		hr_ring *seen = hr_client_acquire(c);
+		uint64_t rev = hr_ring_revision(seen);
+
+		hr_ring_release(seen);
+		for (int i = 0; i < 500 &&
+		     __atomic_load_n(&last_change_revision, __ATOMIC_ACQUIRE) < rev; i++)
+			hrt_sleep_ms(10);
+	}
 	int before = __atomic_load_n(&changes_seen, __ATOMIC_RELAXED);
 	ck_assert_int_eq(hrt_etcdctl_stdin(etcd,
 		"\n"

@@ -1511,7 +1511,8 @@ END_TEST
 /* ---- help, man page and README agree --------------------------------------------- */
 
 static const char *const all_commands[] = {
-	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "metrics", "sim", "acks", NULL
+	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "metrics", "sim", "acks",
+	"rebalance", NULL
 };
 
 static char *read_source(const char *rel)
@@ -1670,6 +1671,7 @@ START_TEST(test_ring_options_where_rings_are_built)
 	} cmds[] = {
 		{ "lookup", 1 }, { "nodes", 1 }, { "watch", 1 }, { "diff", 1 }, { "metrics", 1 },
 		{ "register", 0 }, { "state", 0 }, { "weight", 0 }, { "acks", 0 },
+		{ "rebalance", 1 },
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {

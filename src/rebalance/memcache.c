@@ -1,0 +1,617 @@
+/* memcache.c - one memcached connection: metadump and meta commands
+ * (see memcache.h). */
+#define _GNU_SOURCE
+#include "memcache.h"
+
+#include "rb_error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The longest line read (a metadump line is under 400 bytes) and the
+ * largest value (memcached's item size limit is at most 1 GiB). */
+#define LINE_MAX_BYTES 65536
+#define VALUE_MAX_BYTES (1024u * 1024u * 1024u)
+/* memcached reads a TTL above 30 days as a Unix time. */
+#define RELATIVE_TTL_MAX 2592000
+
+struct rb_mc {
+	int fd;
+	int timeout_ms;
+	char addr[HR_ADDR_MAX + 1];
+	char *buf;
+	size_t start, end, cap;
+};
+
+void rb_mc_value_free(rb_mc_value *v)
+{
+	if (!v)
+		return;
+	free(v->data);
+	v->data = NULL;
+	v->len = v->cap = 0;
+}
+
+const char *rb_mc_addr(const rb_mc *mc)
+{
+	return mc->addr;
+}
+
+void rb_mc_close(rb_mc *mc)
+{
+	if (!mc)
+		return;
+	if (mc->fd >= 0)
+		close(mc->fd);
+	free(mc->buf);
+	free(mc);
+}
+
+/* ---- connecting ------------------------------------------------------------ */
+
+/* Splits "host:port" or "[v6]:port" into its two parts. */
+static int split_addr(const char *addr, char *host, size_t hsize, const char **port)
+{
+	const char *colon;
+	size_t hlen;
+
+	if (addr[0] == '[') {
+		const char *close_br = strchr(addr, ']');
+
+		if (!close_br || close_br[1] != ':')
+			return -1;
+		hlen = (size_t)(close_br - addr - 1);
+		if (hlen >= hsize)
+			return -1;
+		memcpy(host, addr + 1, hlen);
+		*port = close_br + 2;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon)
+			return -1;
+		hlen = (size_t)(colon - addr);
+		if (hlen >= hsize)
+			return -1;
+		memcpy(host, addr, hlen);
+		*port = colon + 1;
+	}
+	host[hlen] = '\0';
+	return host[0] && (*port)[0] ? 0 : -1;
+}
+
+static int wait_fd(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int n;
+
+	do
+		n = poll(&p, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+static int connect_one(const struct addrinfo *ai, int timeout_ms)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			ai->ai_protocol);
+	int one = 1, soerr = 0;
+	socklen_t slen = sizeof soerr;
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, timeout_ms) <= 0 ||
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) < 0 || soerr) {
+			close(fd);
+			return -1;
+		}
+	}
+	/* One command, one answer: no waiting for a fuller packet. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return fd;
+}
+
+int rb_mc_connect(const char *addr, int timeout_ms, rb_mc **out, hr_error *err)
+{
+	char host[HR_ADDR_MAX + 1];
+	const char *port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	rb_mc *mc;
+	int rc, fd = -1;
+
+	if (!out || !addr || timeout_ms <= 0)
+		return rb_fail(err, HR_EINVAL, "memcached: no address, output or timeout");
+	*out = NULL;
+	if (strlen(addr) > HR_ADDR_MAX || split_addr(addr, host, sizeof host, &port) < 0)
+		return rb_fail(err, HR_EINVAL,
+			       "memcached %.200s: not host:port or [address]:port", addr);
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc)
+		return rb_fail(err, HR_ECONNECT, "memcached %s: %s", addr, gai_strerror(rc));
+	for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
+		fd = connect_one(ai, timeout_ms);
+	freeaddrinfo(res);
+	if (fd < 0)
+		return rb_fail(err, HR_ECONNECT, "memcached %s: cannot connect", addr);
+	mc = calloc(1, sizeof *mc);
+	if (!mc || !(mc->buf = malloc(4096))) {
+		free(mc);
+		close(fd);
+		return rb_fail(err, HR_ENOMEM, "memcached %s: out of memory", addr);
+	}
+	mc->fd = fd;
+	mc->cap = 4096;
+	mc->timeout_ms = timeout_ms;
+	snprintf(mc->addr, sizeof mc->addr, "%s", addr);
+	*out = mc;
+	return 0;
+}
+
+/* ---- bytes in and out -------------------------------------------------------- */
+
+static int io_fail(rb_mc *mc, hr_error *err, const char *what)
+{
+	if (errno == ETIMEDOUT)
+		return rb_fail(err, HR_ETIMEDOUT, "memcached %s: no answer to %s within %d ms",
+			       mc->addr, what, mc->timeout_ms);
+	if (errno == 0)
+		return rb_fail(err, HR_EIO, "memcached %s: connection closed during %s",
+			       mc->addr, what);
+	return rb_fail(err, HR_EIO, "memcached %s: %s: %s", mc->addr, what, strerror(errno));
+}
+
+/* After a send or recv that failed with errno: 0 to try again (an
+ * interrupted call, or the socket ready within the timeout), else the
+ * error. */
+static int await(rb_mc *mc, short events, const char *what, hr_error *err)
+{
+	int p;
+
+	if (errno == EINTR)
+		return 0;
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		return io_fail(mc, err, what);
+	p = wait_fd(mc->fd, events, mc->timeout_ms);
+	if (p <= 0) {
+		errno = p == 0 ? ETIMEDOUT : errno;
+		return io_fail(mc, err, what);
+	}
+	return 0;
+}
+
+/* Sends every byte of iov[0..n), which it consumes. */
+static int send_iov(rb_mc *mc, struct iovec *iov, int n, const char *what, hr_error *err)
+{
+	while (n > 0) {
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(mc->fd, &m, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			int rc = await(mc, POLLOUT, what, err);
+
+			if (rc)
+				return rc;
+			continue;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Reads more bytes into the buffer, making room for at least `want`. */
+static int fill(rb_mc *mc, size_t want, const char *what, hr_error *err)
+{
+	ssize_t r;
+
+	if (mc->start > 0) {
+		memmove(mc->buf, mc->buf + mc->start, mc->end - mc->start);
+		mc->end -= mc->start;
+		mc->start = 0;
+	}
+	if (mc->cap - mc->end < want) {
+		size_t cap = mc->cap;
+		char *nb;
+
+		while (cap - mc->end < want)
+			cap *= 2;
+		nb = realloc(mc->buf, cap);
+		if (!nb)
+			return rb_fail(err, HR_ENOMEM, "memcached %s: out of memory", mc->addr);
+		mc->buf = nb;
+		mc->cap = cap;
+	}
+	for (;;) {
+		int rc;
+
+		r = recv(mc->fd, mc->buf + mc->end, mc->cap - mc->end, 0);
+		if (r > 0) {
+			mc->end += (size_t)r;
+			return 0;
+		}
+		if (r == 0) {
+			errno = 0;
+			return io_fail(mc, err, what);
+		}
+		rc = await(mc, POLLIN, what, err);
+		if (rc)
+			return rc;
+	}
+}
+
+/* The next line, without its "\r\n" or "\n", NUL-terminated in the
+ * buffer; valid until the next read. */
+static int read_line(rb_mc *mc, char **line, size_t *len, const char *what, hr_error *err)
+{
+	size_t scanned = 0;
+
+	for (;;) {
+		char *nl = memchr(mc->buf + mc->start + scanned, '\n',
+				  mc->end - mc->start - scanned);
+		int rc;
+
+		if (nl) {
+			size_t l = (size_t)(nl - (mc->buf + mc->start));
+
+			*line = mc->buf + mc->start;
+			mc->start += l + 1;
+			if (l > 0 && (*line)[l - 1] == '\r')
+				l--;
+			(*line)[l] = '\0';
+			*len = l;
+			return 0;
+		}
+		scanned = mc->end - mc->start;
+		if (scanned > LINE_MAX_BYTES)
+			return rb_fail(err, HR_EIO, "memcached %s: a line over %d bytes during %s",
+				       mc->addr, LINE_MAX_BYTES, what);
+		rc = fill(mc, 4096, what, err);
+		if (rc)
+			return rc;
+	}
+}
+
+/* Reads a value of `n` bytes and its "\r\n" into v->data. */
+static int read_value(rb_mc *mc, size_t n, rb_mc_value *v, const char *what, hr_error *err)
+{
+	int rc;
+
+	if (n > VALUE_MAX_BYTES)
+		return rb_fail(err, HR_EIO, "memcached %s: a value of %zu bytes during %s",
+			       mc->addr, n, what);
+	if (v->cap < n + 1) {
+		char *d = realloc(v->data, n + 1);
+
+		if (!d)
+			return rb_fail(err, HR_ENOMEM, "memcached %s: out of memory", mc->addr);
+		v->data = d;
+		v->cap = n + 1;
+	}
+	while (mc->end - mc->start < n + 2)
+		if ((rc = fill(mc, n + 2 - (mc->end - mc->start), what, err)))
+			return rc;
+	if (memcmp(mc->buf + mc->start + n, "\r\n", 2))
+		return rb_fail(err, HR_EIO, "memcached %s: a value not ended by CRLF during %s",
+			       mc->addr, what);
+	memcpy(v->data, mc->buf + mc->start, n);
+	v->data[n] = '\0';
+	v->len = n;
+	mc->start += n + 2;
+	return 0;
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+/* The key as a command token: itself, or base64 (then *b64 = 1). */
+typedef struct key_token {
+	char text[(RB_MC_KEY_MAX + 2) / 3 * 4 + 1];
+	size_t len;
+	int b64;
+} key_token;
+
+static int key_token_make(rb_mc *mc, const void *key, size_t len, key_token *t,
+			  hr_error *err)
+{
+	const unsigned char *k = key;
+
+	if (!key || len == 0 || len > RB_MC_KEY_MAX)
+		return rb_fail(err, HR_EINVAL, "memcached %s: a key of %zu bytes (1..%d)",
+			       mc->addr, len, RB_MC_KEY_MAX);
+	t->b64 = 0;
+	for (size_t i = 0; i < len; i++)
+		if (k[i] <= 0x20 || k[i] == 0x7f)
+			t->b64 = 1;
+	if (t->b64) {
+		t->len = (size_t)EVP_EncodeBlock((unsigned char *)t->text, k, (int)len);
+	} else {
+		memcpy(t->text, k, len);
+		t->len = len;
+	}
+	t->text[t->len] = '\0';
+	return 0;
+}
+
+/* An answer the command does not expect: the server's own words. */
+static int unexpected(rb_mc *mc, const char *what, const char *line, hr_error *err)
+{
+	return rb_fail(err, HR_EIO, "memcached %s: %s answered \"%.120s\"", mc->addr, what, line);
+}
+
+/* The number after a one-letter flag token of a meta answer ("f12"). */
+static int meta_flag(const char *line, char flag, int64_t *out)
+{
+	for (const char *p = strchr(line, ' '); p; p = strchr(p + 1, ' ')) {
+		if (p[1] == flag) {
+			char *end;
+			long long v;
+
+			errno = 0;
+			v = strtoll(p + 2, &end, 10);
+			if (errno || end == p + 2 || (*end != ' ' && *end != '\0'))
+				return -1;
+			*out = v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- metadump ------------------------------------------------------------------- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static int parse_number(const char *s, size_t len, int64_t *out)
+{
+	char tmp[32], *end;
+	long long v;
+
+	if (len == 0 || len >= sizeof tmp)
+		return -1;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	errno = 0;
+	v = strtoll(tmp, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int rb_mc_parse_dump_line(const char *line, size_t len, rb_mc_item *out, hr_error *err)
+{
+	const char *p = line, *end = line + len;
+	int have_key = 0;
+
+	out->key_len = 0;
+	out->exp = -1;
+	out->cas = 0;
+	out->size = 0;
+	while (p < end) {
+		const char *tok = p, *tend = memchr(p, ' ', (size_t)(end - p)), *eq;
+		int64_t v;
+
+		if (!tend)
+			tend = end;
+		p = tend + 1;
+		eq = memchr(tok, '=', (size_t)(tend - tok));
+		if (!eq)
+			continue;
+		if (eq - tok == 3 && !memcmp(tok, "key", 3)) {
+			for (const char *c = eq + 1; c < tend; c++) {
+				int hi, lo;
+
+				if (out->key_len == RB_MC_KEY_MAX)
+					return rb_fail(err, HR_EPARSE,
+						       "metadump: a key over %d bytes", RB_MC_KEY_MAX);
+				if (*c != '%') {
+					out->key[out->key_len++] = *c;
+					continue;
+				}
+				if (tend - c < 3 || (hi = hexval(c[1])) < 0 || (lo = hexval(c[2])) < 0)
+					return rb_fail(err, HR_EPARSE,
+						       "metadump: a bad %%XX escape in \"%.*s\"",
+						       (int)(tend - tok > 80 ? 80 : tend - tok), tok);
+				out->key[out->key_len++] = (char)(hi << 4 | lo);
+				c += 2;
+			}
+			have_key = out->key_len > 0;
+			continue;
+		}
+		if ((eq - tok == 3 && !memcmp(tok, "exp", 3)) ||
+		    (eq - tok == 3 && !memcmp(tok, "cas", 3)) ||
+		    (eq - tok == 4 && !memcmp(tok, "size", 4))) {
+			if (parse_number(eq + 1, (size_t)(tend - eq - 1), &v) < 0 ||
+			    (tok[0] != 'e' && v < 0))
+				return rb_fail(err, HR_EPARSE, "metadump: \"%.*s\" is not a number",
+					       (int)(tend - tok > 80 ? 80 : tend - tok), tok);
+			if (tok[0] == 'e')
+				out->exp = v;
+			else if (tok[0] == 'c')
+				out->cas = (uint64_t)v;
+			else
+				out->size = (uint64_t)v;
+		}
+	}
+	if (!have_key)
+		return rb_fail(err, HR_EPARSE, "metadump: a line without a key: \"%.80s\"", line);
+	return 0;
+}
+
+int rb_mc_metadump(rb_mc *mc, int (*fn)(void *userdata, const rb_mc_item *item),
+		   void *userdata, hr_error *err)
+{
+	static const char cmd[] = "lru_crawler metadump all\r\n";
+	struct iovec iov = { (void *)cmd, sizeof cmd - 1 };
+	rb_mc_item item;
+	int rc;
+
+	if ((rc = send_iov(mc, &iov, 1, "lru_crawler metadump", err)))
+		return rc;
+	for (;;) {
+		char *line;
+		size_t len;
+
+		if ((rc = read_line(mc, &line, &len, "lru_crawler metadump", err)))
+			return rc;
+		if (!strcmp(line, "END"))
+			return 0;
+		if (strncmp(line, "key=", 4))
+			return unexpected(mc, "lru_crawler metadump", line, err);
+		if ((rc = rb_mc_parse_dump_line(line, len, &item, err))) {
+			char msg[HR_ERROR_MSG_MAX];
+
+			snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+			return rb_fail(err, rc, "memcached %s: %s", mc->addr, msg);
+		}
+		if ((rc = fn(userdata, &item)))
+			return rc;
+	}
+}
+
+/* ---- meta commands ------------------------------------------------------------- */
+
+int rb_mc_get(rb_mc *mc, const void *key, size_t len, rb_mc_value *out, hr_error *err)
+{
+	key_token t;
+	char *line;
+	size_t llen, vlen;
+	int64_t flags = 0, ttl = -1, size = 0;
+	struct iovec iov[3];
+	int rc;
+
+	if ((rc = key_token_make(mc, key, len, &t, err)))
+		return rc;
+	iov[0] = (struct iovec){ "mg ", 3 };
+	iov[1] = (struct iovec){ t.text, t.len };
+	iov[2] = t.b64 ? (struct iovec){ " b s f t v\r\n", 12 }
+		       : (struct iovec){ " s f t v\r\n", 10 };
+	if ((rc = send_iov(mc, iov, 3, "mg", err)) ||
+	    (rc = read_line(mc, &line, &llen, "mg", err)))
+		return rc;
+	if (!strcmp(line, "EN"))
+		return 0;
+	if (strncmp(line, "VA ", 3) || meta_flag(line, 's', &size) != 1 || size < 0 ||
+	    meta_flag(line, 'f', &flags) != 1 || meta_flag(line, 't', &ttl) != 1 ||
+	    flags < 0 || flags > UINT32_MAX)
+		return unexpected(mc, "mg", line, err);
+	vlen = (size_t)size;
+	if ((rc = read_value(mc, vlen, out, "mg", err)))
+		return rc;
+	out->flags = (uint32_t)flags;
+	out->ttl = ttl;
+	return 1;
+}
+
+int rb_mc_exists(rb_mc *mc, const void *key, size_t len, hr_error *err)
+{
+	key_token t;
+	char *line;
+	size_t llen;
+	struct iovec iov[3];
+	int rc;
+
+	if ((rc = key_token_make(mc, key, len, &t, err)))
+		return rc;
+	iov[0] = (struct iovec){ "mg ", 3 };
+	iov[1] = (struct iovec){ t.text, t.len };
+	iov[2] = t.b64 ? (struct iovec){ " b\r\n", 4 } : (struct iovec){ "\r\n", 2 };
+	if ((rc = send_iov(mc, iov, 3, "mg", err)) ||
+	    (rc = read_line(mc, &line, &llen, "mg", err)))
+		return rc;
+	if (!strncmp(line, "HD", 2) && (line[2] == '\0' || line[2] == ' '))
+		return 1;
+	if (!strcmp(line, "EN"))
+		return 0;
+	return unexpected(mc, "mg", line, err);
+}
+
+int rb_mc_store(rb_mc *mc, const void *key, size_t len, const rb_mc_value *v,
+		rb_mc_mode mode, uint64_t *cas, hr_error *err)
+{
+	key_token t;
+	char head[128], *line;
+	size_t llen;
+	int64_t ttl = v->ttl, got_cas = 0;
+	struct iovec iov[5];
+	int rc, n;
+
+	if ((rc = key_token_make(mc, key, len, &t, err)))
+		return rc;
+	if (ttl > RELATIVE_TTL_MAX)
+		ttl += (int64_t)time(NULL);
+	n = snprintf(head, sizeof head, " %zu F%" PRIu32, v->len, v->flags);
+	if (ttl > 0)
+		n += snprintf(head + n, sizeof head - (size_t)n, " T%" PRId64, ttl);
+	n += snprintf(head + n, sizeof head - (size_t)n, " M%c c%s\r\n",
+		      mode == RB_MC_ADD ? 'E' : 'S', t.b64 ? " b" : "");
+	iov[0] = (struct iovec){ "ms ", 3 };
+	iov[1] = (struct iovec){ t.text, t.len };
+	iov[2] = (struct iovec){ head, (size_t)n };
+	iov[3] = (struct iovec){ v->len ? v->data : (char *)"", v->len };
+	iov[4] = (struct iovec){ "\r\n", 2 };
+	if ((rc = send_iov(mc, iov, 5, "ms", err)) ||
+	    (rc = read_line(mc, &line, &llen, "ms", err)))
+		return rc;
+	if (!strncmp(line, "NS", 2) && (line[2] == '\0' || line[2] == ' '))
+		return 0;
+	if (strncmp(line, "HD", 2) || (line[2] != '\0' && line[2] != ' ') ||
+	    meta_flag(line, 'c', &got_cas) != 1)
+		return unexpected(mc, "ms", line, err);
+	if (cas)
+		*cas = (uint64_t)got_cas;
+	return 1;
+}
+
+int rb_mc_delete(rb_mc *mc, const void *key, size_t len, uint64_t cas, hr_error *err)
+{
+	key_token t;
+	char tail[48], *line;
+	size_t llen;
+	struct iovec iov[3];
+	int rc, n;
+
+	if ((rc = key_token_make(mc, key, len, &t, err)))
+		return rc;
+	n = cas ? snprintf(tail, sizeof tail, " C%" PRIu64 "%s\r\n", cas, t.b64 ? " b" : "")
+		: snprintf(tail, sizeof tail, "%s\r\n", t.b64 ? " b" : "");
+	iov[0] = (struct iovec){ "md ", 3 };
+	iov[1] = (struct iovec){ t.text, t.len };
+	iov[2] = (struct iovec){ tail, (size_t)n };
+	if ((rc = send_iov(mc, iov, 3, "md", err)) ||
+	    (rc = read_line(mc, &line, &llen, "md", err)))
+		return rc;
+	if (!strncmp(line, "HD", 2))
+		return 1;
+	if (!strncmp(line, "NF", 2) || !strncmp(line, "EX", 2))
+		return 0;
+	return unexpected(mc, "md", line, err);
+}

@@ -1,0 +1,54 @@
+/*
+ * rate.h - the rebalancer's rate cap: two token buckets, keys per second
+ * and bytes per second, that a copy takes from before each store.
+ *
+ * The buckets take time as given: every call takes the caller's monotonic
+ * "now" in nanoseconds, so that the copy passes a real clock (through
+ * rb_rate_throttle()) and the unit test a fake one.  Each bucket holds at most 1/20 s of its rate (and at least one
+ * unit, one key), so over any 1 s window at most rate + rate/20 units pass
+ * (docs/handoff.md section 5).  A cost larger than the bucket waits for a
+ * full bucket, then passes and leaves the bucket in debt.  A rate of 0
+ * means no cap.  A rb_rate is plain data, used by one thread.
+ */
+#ifndef HR_REBALANCE_RATE_H
+#define HR_REBALANCE_RATE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rb_bucket {
+	double rate;     /* units per second; 0: uncapped              */
+	double capacity; /* most units held                            */
+	double tokens;   /* units held now; negative after a large cost */
+} rb_bucket;
+
+typedef struct rb_rate {
+	rb_bucket keys;
+	rb_bucket bytes;
+	uint64_t last_ns; /* when the buckets were last refilled */
+} rb_rate;
+
+/* Caps at `keys_per_s` and `bytes_per_s` (0 or less: no cap), the buckets
+ * full at `now_ns`. */
+void rb_rate_init(rb_rate *r, double keys_per_s, double bytes_per_s,
+		  uint64_t now_ns);
+
+/* Nanoseconds to wait from `now_ns` before one key of `bytes` bytes may
+ * pass; 0 when it may pass now.  Refills the buckets up to `now_ns` (a
+ * `now_ns` before the last call counts as no time). */
+uint64_t rb_rate_wait_ns(rb_rate *r, uint64_t now_ns, size_t bytes);
+
+/* Takes one key of `bytes` bytes at `now_ns`, whether or not it had to
+ * wait (call it once rb_rate_wait_ns() gave 0). */
+void rb_rate_take(rb_rate *r, uint64_t now_ns, size_t bytes);
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock the copy and the purge pass. */
+uint64_t rb_rate_now_ns(void);
+
+/* Sleeps on that clock until one key of `bytes` bytes may pass, then takes
+ * it; returns early, taking nothing, once *stop is set (stop may be NULL).
+ * A NULL `r` is no cap. */
+void rb_rate_throttle(rb_rate *r, size_t bytes, const volatile sig_atomic_t *stop);
+
+#endif
