@@ -15,6 +15,7 @@
 #include "watch.h"
 
 #include <curl/curl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,7 +72,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		return rc;
 	}
 	hr__publish_init(&c->pub, empty);
-	hr__counters_init(&c->counters);
+	hr__counters_init(&c->counters, cc.hot_key_sample, cc.hot_key_spread,
+			  cc.hot_key_replicas);
 	c->pub.counters = &c->counters;
 
 	if (cc.ack_client_id) {
@@ -209,20 +211,21 @@ static int batch_on(const hr_ring *ring, const void *const *keys,
 	return rc;
 }
 
-/* A batch's owners, counted as single lookups count them (owner.c). */
-static void count_batch(const hr_ring *ring, uint64_t *cnt,
-			const hr_batch_owner *out, size_t n)
+/* A batch's owners, counted as single lookups count them (owner.c; not
+ * sampled: a batch's keys are the caller's, kept only during the call). */
+static void count_batch(hr__count_seg *cnt, const hr_batch_owner *out,
+			size_t n)
 {
-	if (hr__ring_views_shared(ring)) {
+	if (!(cnt->flags & HR__SEG_READS)) {
 		for (size_t i = 0; i < n; i++)
 			hr__count(cnt, out[i].node, HR_VIEW_WRITE);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (out[i].node != HR_NO_NODE)
-			hr__count(cnt, out[i].node, HR_VIEW_WRITE);
-		if (out[i].read_node != HR_NO_NODE)
-			hr__count(cnt, out[i].read_node, HR_VIEW_READ);
+		hr__count(cnt, out[i].node == HR_NO_NODE ? cnt->nodes : out[i].node,
+			  HR_VIEW_WRITE);
+		hr__count(cnt, out[i].read_node == HR_NO_NODE ? cnt->nodes :
+			  out[i].read_node, HR_VIEW_READ);
 	}
 }
 
@@ -237,11 +240,11 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL client");
 	ring = hr__thread_cache_ring(&c->pub);
 	if (__builtin_expect(ring != NULL, 1)) {
-		uint64_t *cnt = hr__thread_cache_counts();
+		hr__count_seg *cnt = hr__thread_cache_counts();
 
 		rc = batch_on(ring, keys, lens, n, out, epoch, err);
 		if (cnt && rc == HR_OK)
-			count_batch(ring, cnt, out, n);
+			count_batch(cnt, out, n);
 		return rc;
 	}
 	rc = batch_on(hr__publish_read_begin(&c->pub), keys, lens, n, out, epoch,
@@ -253,7 +256,7 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 struct hr_reader {
 	hr_client *client;
 	hr_ring *held;		/* followed reference (hr__publish_follow) */
-	uint64_t *cnt;		/* the handle's counts on `held`, or NULL */
+	hr__count_seg *cnt;	/* the handle's counts on `held`, or NULL */
 };
 
 /* The handle's ring, its counts moved with it as the thread cache moves a
@@ -317,7 +320,7 @@ int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
 	ring = reader_ring(r);
 	rc = batch_on(ring, keys, lens, n, out, epoch, err);
 	if (r->cnt && rc == HR_OK)
-		count_batch(ring, r->cnt, out, n);
+		count_batch(r->cnt, out, n);
 	return rc;
 }
 
@@ -378,6 +381,61 @@ int hr_client_lookup_counts(hr_client *c, hr_node_lookups *out, size_t n,
 	hr__counters_read_end(&c->counters, &t);
 	hr_ring_release(ring);
 	return (int)k;
+}
+
+/* The most hot keys one call reports: more than the sketches keep of any
+ * key worth the name. */
+#define HOT_KEYS_MAX 1024
+
+int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
+			    size_t size, hr_error *err)
+{
+	hr_hot_key *all;
+	uint64_t *ids;
+	hr_ring *ring;
+	int k;
+
+	if (!c || (!out && n))
+		return hr__error_set(err, HR_EINVAL, "hot_keys: %s",
+				     c ? "out is NULL with n > 0" : "NULL client");
+	if (size < offsetof(hr_hot_key, len) + sizeof out->len)
+		return hr__error_set(err, HR_EINVAL, "hot_keys: size %zu is below the"
+				     " first fields (pass sizeof *out)", size);
+	if (n > HOT_KEYS_MAX)
+		n = HOT_KEYS_MAX;
+	all = calloc(n ? n : 1, sizeof *all);
+	ids = calloc(n ? n : 1, sizeof *ids);
+	if (!all || !ids) {
+		free(all);
+		free(ids);
+		return hr__error_set(err, HR_ENOMEM, "hot_keys: out of memory");
+	}
+	k = hr__counters_hot_keys(&c->counters, all, ids, n);
+	if (k < 0) {
+		free(all);
+		free(ids);
+		return hr__error_set(err, k, "hot_keys: out of memory");
+	}
+	ring = hr__publish_acquire(&c->pub);
+	for (int i = 0; i < k; i++) {
+		const hr_node *wn, *rn;
+
+		if (hr__ring_owners_pos(ring, ids[i], &wn, &rn) == HR_OK) {
+			/* Ids fit: at most HR_ID_MAX bytes. */
+			strcpy(all[i].node, wn ? wn->id : "");
+			strcpy(all[i].read_node, rn ? rn->id : "");
+		}
+		/* An older program's smaller struct gets its own fields. */
+		memcpy((char *)out + (size_t)i * size, &all[i],
+		       size < sizeof *all ? size : sizeof *all);
+		if (size > sizeof *all)
+			memset((char *)out + (size_t)i * size + sizeof *all, 0,
+			       size - sizeof *all);
+	}
+	hr_ring_release(ring);
+	free(all);
+	free(ids);
+	return k;
 }
 
 const hr_ring *hr_client_read_begin(hr_client *c)

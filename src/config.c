@@ -36,7 +36,7 @@
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_ring_options, placement);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
-NO_TAIL_PADDING(hr_client_config, ack_interval_ms);
+NO_TAIL_PADDING(hr_client_config, hot_key_spread);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
@@ -65,6 +65,8 @@ static const hr_client_config client_defaults = {
 	.page_size = 1000,
 	.ack_ttl_s = 10,
 	.ack_interval_ms = 250,
+	.hot_key_sample = 1024,
+	.hot_key_replicas = 3,
 };
 
 static const hr_registration registration_defaults = {
@@ -273,6 +275,9 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		TAKE(hr_client_config, in, out, ack_prefix);
 		TAKE(hr_client_config, in, out, ack_ttl_s);
 		TAKE(hr_client_config, in, out, ack_interval_ms);
+		TAKE(hr_client_config, in, out, hot_key_sample);
+		TAKE(hr_client_config, in, out, hot_key_replicas);
+		TAKE(hr_client_config, in, out, hot_key_spread);
 	}
 #define POSITIVE(f)                                                             \
 	if (out->f <= 0)                                                        \
@@ -309,6 +314,22 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_client_config: ack_interval_ms must be 10..60000 (is %d)",
 				     out->ack_interval_ms);
+	if (out->hot_key_sample > 65536 || (out->hot_key_sample & (out->hot_key_sample - 1)))
+		return hr__error_set(err, HR_EINVAL, "hr_client_config: hot_key_sample must"
+				     " be 0 or a power of two up to 65536 (is %u)",
+				     out->hot_key_sample);
+	if (out->hot_key_replicas < 2 || out->hot_key_replicas > 16)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: hot_key_replicas must be 2..16 (is %u)",
+				     out->hot_key_replicas);
+	/* Written so that NaN fails too. */
+	if (!(out->hot_key_spread >= 0 && out->hot_key_spread <= 1))
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: hot_key_spread must be 0..1 (is %g)",
+				     out->hot_key_spread);
+	if (out->hot_key_spread > 0 && !out->hot_key_sample)
+		return hr__error_set(err, HR_EINVAL, "hr_client_config: hot_key_spread"
+				     " needs hot_key_sample > 0 (the hot keys come from the samples)");
 	return 0;
 }
 
@@ -370,7 +391,8 @@ int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 }
 
 /* The omit flags this release knows. */
-#define KNOWN_OMIT ((uint64_t)(HR_METRICS_OMIT_NODES | HR_METRICS_OMIT_LOOKUPS))
+#define KNOWN_OMIT ((uint64_t)(HR_METRICS_OMIT_NODES | HR_METRICS_OMIT_LOOKUPS | \
+				 HR_METRICS_OMIT_HOT_KEYS))
 
 int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,
 			     hr_error *err)

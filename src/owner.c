@@ -7,6 +7,7 @@
 #include "owner.h"
 
 #include "counters.h"
+#include "ring.h"
 #include "ring_impl.h"
 
 #include <string.h>
@@ -50,29 +51,85 @@ static inline void fill_owner(char *id, char *addr, hr_state *state,
 	}
 }
 
+/* The owner's slot of `pos` in view `v`, or ring->nnodes for an empty
+ * view: the counts' slot for "no owner", so counting needs no branch. */
+static inline size_t view_slot(const hr_ring *ring, const struct view *v,
+			       uint64_t pos)
+{
+	if (!v->npoints)
+		return ring->nnodes;
+	return view_node(v, view_find(v, pos));
+}
+
+/* A hot key's read slot when reads are spread: the thread's turn among
+ * the first s->replicas nodes of its read preference list; the read's
+ * count moves from `rslot`, where it was counted. */
+static __attribute__((noinline)) size_t spread_slot(const hr_ring *ring,
+						    uint64_t pos, hr__count_seg *s,
+						    size_t rslot)
+{
+	const hr_node *pref[16];
+	int k = hr__ring_preflist_pos(ring, pos, HR_VIEW_READ, pref,
+				      s->replicas < 16 ? s->replicas : 16);
+	size_t to;
+
+	if (k <= 0)
+		return rslot;
+	/* The ring's own nodes: the public record starts its slot. */
+	to = (size_t)((const struct ring_node *)pref[s->turn++ % (unsigned)k] -
+		      ring->nodes);
+	hr__uncount(s, rslot, HR_VIEW_READ);
+	hr__count(s, to, HR_VIEW_READ);
+	return to;
+}
+
+/* A lookup's counts beyond its write owner's (s->flags): its read owner's
+ * when the views differ, and the spreading of a hot key's read.  Returns
+ * the read slot. */
+static inline size_t count_read(const hr_ring *ring, hr__count_seg *s,
+				uint64_t pos, size_t rslot)
+{
+	if (s->flags & HR__SEG_READS)
+		hr__count(s, rslot, HR_VIEW_READ);
+	if ((s->flags & HR__SEG_SPREAD) && rslot != ring->nnodes &&
+	    hr__hot_has(s->hot, pos))
+		rslot = spread_slot(ring, pos, s, rslot);
+	return rslot;
+}
+
 static inline __attribute__((always_inline)) int
 lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
-	     uint64_t *cnt)
+	     hr__count_seg *cnt)
 {
-	const struct ring_node *wn, *rn;
+	const struct view *w, *r;
+	size_t ws, rs, none;
+	uint64_t pos;
 
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
 	out->revision = ring->revision;
 	out->digest = ring->digest;
-	ring_owners(ring, ring_key_pos(ring, key, len), &wn, &rn);
-	if (!wn && !rn)
+	w = &ring->views[HR_VIEW_WRITE];
+	r = &ring->views[HR_VIEW_READ];
+	none = ring->nnodes;
+	pos = ring_key_pos(ring, key, len);
+	ws = view_slot(ring, w, pos);
+	/* Without warming or draining nodes both views are one array. */
+	rs = r->pos == w->pos ? ws : view_slot(ring, r, pos);
+	if (ws == none && rs == none)
 		return HR_EEMPTY;
+	fill_owner(out->node, out->addr, &out->state,
+		   ws == none ? NULL : &ring->nodes[ws]);
 	if (cnt) {
-		/* One view array: the read count is the write count
-		 * (hr__ring_views_shared), one store saved. */
-		if (wn)
-			hr__count(cnt, (size_t)(wn - ring->nodes), HR_VIEW_WRITE);
-		if (rn && ring->views[HR_VIEW_READ].pos != ring->views[HR_VIEW_WRITE].pos)
-			hr__count(cnt, (size_t)(rn - ring->nodes), HR_VIEW_READ);
+		/* The common case, one view array and no spreading: one
+		 * count, a test of it, a test of the flags. */
+		if (__builtin_expect((hr__count(cnt, ws, HR_VIEW_WRITE) & cnt->mask) == 0, 0))
+			hr__counters_sample(cnt, key, len, pos);
+		if (__builtin_expect(cnt->flags != 0, 0))
+			rs = count_read(ring, cnt, pos, rs);
 	}
-	fill_owner(out->node, out->addr, &out->state, wn);
-	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);
+	fill_owner(out->read_node, out->read_addr, &out->read_state,
+		   rs == none ? NULL : &ring->nodes[rs]);
 	return HR_OK;
 }
 
@@ -83,9 +140,20 @@ int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 }
 
 int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
-				  size_t len, hr_owner *out, uint64_t *cnt)
+				  size_t len, hr_owner *out, hr__count_seg *cnt)
 {
 	return lookup_owner(ring, key, len, out, cnt);
+}
+
+int hr__ring_owners_pos(const hr_ring *ring, uint64_t pos, const hr_node **wn,
+			const hr_node **rn)
+{
+	const struct ring_node *w, *r;
+
+	ring_owners(ring, pos, &w, &r);
+	*wn = w ? &w->pub : NULL;
+	*rn = r ? &r->pub : NULL;
+	return w || r ? HR_OK : HR_EEMPTY;
 }
 
 int hr__ring_replicas(const hr_ring *ring, const void *key, size_t len,

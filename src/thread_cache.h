@@ -20,13 +20,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct hr__count_seg;
+
 #define HR__THREAD_CACHE_WAYS 4
 
 typedef struct hr__thread_cache_way {
 	hr_ring *ring;			/* a counted reference, or NULL */
 	const hr__publisher *pub;	/* whose ring it is; compared only */
-	uint64_t *cnt;			/* this thread's counts on `ring`, or
-					   NULL (counters.h) */
+	struct hr__count_seg *cnt;	/* this thread's counts on `ring`,
+					   or NULL (counters.h) */
 } hr__thread_cache_way;
 
 typedef struct hr__thread_cache {
@@ -60,7 +62,7 @@ static inline const hr_ring *hr__thread_cache_ring(hr__publisher *p)
 
 /* The lookup counts of the ring hr__thread_cache_ring() returned last
  * (not NULL), or NULL: not counted. */
-static inline uint64_t *hr__thread_cache_counts(void)
+static inline struct hr__count_seg *hr__thread_cache_counts(void)
 {
 	return hr__thread_cache_tls.way[0].cnt;
 }

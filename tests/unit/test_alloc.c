@@ -264,6 +264,51 @@ START_TEST(batch_lookups_do_not_allocate)
 }
 END_TEST
 
+/* Sampled lookups, and a hot key's spread reads, with the hot keys
+ * re-chosen by the lookups themselves (every 1024 samples of a thread)
+ * during the count. */
+START_TEST(sampled_and_spread_lookups_do_not_allocate)
+{
+	hr_ring *ring = make_ring();
+	hr_client_config cfg;
+	hr_client *c;
+	hr_hot_key hot[2];
+	hr_owner o;
+	hr_lookup l;
+	char key[32];
+	size_t len;
+	unsigned long n, bad = 0, moved = 0;
+
+	hr_client_config_init(&cfg);
+	cfg.hot_key_sample = 16;
+	cfg.hot_key_spread = 0.05;
+	c = hrt_offline_client_with("/alloc/", &cfg);
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	for (unsigned long i = 0; i < 20000; i++) {
+		key_of(i % 10 ? i : 0, key, &len);
+		ck_assert_int_eq(hr_client_lookup(c, key, len, &o), 0);
+	}
+	ck_assert_int_ge(hr_client_hot_keys(c, hot, 2, NULL), 1);
+	ck_assert_int_eq(hot[0].spread, 1);
+	count_start();
+	for (unsigned long i = 0; i < CALLS; i++) {
+		key_of(i % 10 ? i : 0, key, &len);
+		bad += hr_client_lookup(c, key, len, &o) != 0;
+		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += strcmp(o.node, l.node->id) != 0;
+		moved += strcmp(o.read_node, l.read_node->id) != 0;
+	}
+	n = count_stop();
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(bad, 0);
+	/* The hot key's reads went elsewhere two times in three. */
+	ck_assert_uint_gt(moved, CALLS / 10 / 2);
+	ck_assert_uint_lt(moved, CALLS / 10);
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("alloc");
@@ -273,6 +318,7 @@ int main(void)
 	tcase_add_test(tc, ring_lookups_do_not_allocate);
 	tcase_add_test(tc, client_lookups_do_not_allocate);
 	tcase_add_test(tc, batch_lookups_do_not_allocate);
+	tcase_add_test(tc, sampled_and_spread_lookups_do_not_allocate);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
