@@ -1,7 +1,7 @@
 /* metrics.c - the metric families of a ring and of a client, in the order
  * and with the names hashring.h lists; written by metrics_text.c.  A new
- * family (hot keys) is one more function called below, with its
- * HR_METRICS_OMIT_* flag. */
+ * family is one more function called below, with its HR_METRICS_OMIT_*
+ * flag. */
 #include "hashring.h"
 #include "config.h"
 #include "error.h"
@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The hot keys written: the top 10. */
+#define HR__METRICS_HOT_KEYS 10
+
 /* What one exposition writes: read once, before the first byte. */
 typedef struct snapshot {
 	const hr_ring *ring;
@@ -18,9 +21,67 @@ typedef struct snapshot {
 	size_t nodes;
 	hr_node_lookups *lookups;       /* a client's, unless omitted */
 	size_t nlookups;
+	hr_hot_key hot[HR__METRICS_HOT_KEYS];	/* a client's, unless omitted */
+	size_t nhot;
 } snapshot;
 
 static const char *const view_names[2] = { "write", "read" };
+
+/* A hot key as a label value: its bytes, a control byte or DEL as the
+ * four characters \xHH (the writer escapes the backslash again and
+ * replaces invalid UTF-8), and "..." after a key cut at HR_HOT_KEY_MAX
+ * bytes. */
+static void hot_key_label(const hr_hot_key *h, char *buf)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = h->len < HR_HOT_KEY_MAX ? h->len : HR_HOT_KEY_MAX, k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = h->key[i];
+
+		if (b < 0x20 || b == 0x7f) {
+			buf[k++] = '\\';
+			buf[k++] = 'x';
+			buf[k++] = hex[b >> 4];
+			buf[k++] = hex[b & 15];
+		} else {
+			buf[k++] = (char)b;
+		}
+	}
+	if (h->len > HR_HOT_KEY_MAX)
+		for (int i = 0; i < 3; i++)
+			buf[k++] = '.';
+	buf[k] = '\0';
+}
+
+/* Room for hot_key_label(). */
+#define HOT_LABEL_MAX (4 * HR_HOT_KEY_MAX + 4)
+
+static void hot_key_families(hr__expo *e, const snapshot *s)
+{
+	static const char *const names[2] = {
+		"hashring_hot_key_lookups_per_second", "hashring_hot_key_share_ratio"
+	};
+	static const char *const help[2] = {
+		"The client's most frequent keys (rank 1 first), estimated lookups per second.",
+		"The client's most frequent keys (rank 1 first), estimated share of its lookups, 0 to 1."
+	};
+
+	for (int f = 0; f < 2; f++) {
+		hr__expo_family(e, names[f], "gauge", help[f]);
+		for (size_t i = 0; i < s->nhot; i++) {
+			char rank[24], key[HOT_LABEL_MAX];
+			hr_metrics_label l[3];
+
+			l[0] = (hr_metrics_label){ "rank", rank };
+			l[1] = (hr_metrics_label){ "key", key };
+			l[2] = (hr_metrics_label){ "node", s->hot[i].node };
+			snprintf(rank, sizeof rank, "%zu", i + 1);
+			hot_key_label(&s->hot[i], key);
+			hr__expo_double(e, l, 3, f ? s->hot[i].share : s->hot[i].rate);
+		}
+	}
+}
 
 static int snapshot_take(snapshot *s, const hr_ring *ring, uint64_t omit, hr_error *err)
 {
@@ -211,6 +272,14 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 	e.rc = snapshot_take(&s, ring, opts.omit, err);
 	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
 		e.rc = lookups_take(&s, client, err);
+	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_HOT_KEYS)) {
+		int k = hr_client_hot_keys(client, s.hot, HR__METRICS_HOT_KEYS, err);
+
+		if (k < 0)
+			e.rc = k;
+		else
+			s.nhot = (size_t)k;
+	}
 	if (!e.rc) {
 		build_family(&e);
 		ring_families(&e, &s);
@@ -221,6 +290,8 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 			node_families(&e, &s);
 		if (client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
 			lookup_family(&e, &s);
+		if (client && !(opts.omit & HR_METRICS_OMIT_HOT_KEYS))
+			hot_key_families(&e, &s);
 	}
 	free(s.shares[0]);
 	free(s.lookups);
