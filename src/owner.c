@@ -51,85 +51,97 @@ static inline void fill_owner(char *id, char *addr, hr_state *state,
 	}
 }
 
-/* The owner's slot of `pos` in view `v`, or ring->nnodes for an empty
- * view: the counts' slot for "no owner", so counting needs no branch. */
-static inline size_t view_slot(const hr_ring *ring, const struct view *v,
-			       uint64_t pos)
+/* The counts' slot of a ring node; ring->nnodes for none (an empty
+ * view). */
+static inline size_t slot_of(const hr_ring *ring, const struct ring_node *rn)
 {
-	if (!v->npoints)
-		return ring->nnodes;
-	return view_node(v, view_find(v, pos));
+	return rn ? (size_t)(rn - ring->nodes) : ring->nnodes;
 }
 
-/* A hot key's read slot when reads are spread: the thread's turn among
+/* view_owner() that also gives the owner's slot (ring->nnodes for an
+ * empty view), which the search has at hand. */
+static inline const struct ring_node *view_owner_slot(const hr_ring *ring,
+						      const struct view *v,
+						      uint64_t pos, size_t *slot)
+{
+	if (!v->npoints) {
+		*slot = ring->nnodes;
+		return NULL;
+	}
+	*slot = view_node(v, view_find(v, pos));
+	return &ring->nodes[*slot];
+}
+
+/* A hot key's read owner when reads are spread: the thread's turn among
  * the first s->replicas nodes of its read preference list; the read's
- * count moves from `rslot`, where it was counted. */
-static __attribute__((noinline)) size_t spread_slot(const hr_ring *ring,
-						    uint64_t pos, hr__count_seg *s,
-						    size_t rslot)
+ * count moves from `rn`'s slot, where it was counted. */
+static __attribute__((noinline)) const struct ring_node *
+spread_read(const hr_ring *ring, uint64_t pos, hr__count_seg *s,
+	    const struct ring_node *rn)
 {
 	const hr_node *pref[16];
 	int k = hr__ring_preflist_pos(ring, pos, HR_VIEW_READ, pref,
 				      s->replicas < 16 ? s->replicas : 16);
-	size_t to;
+	const struct ring_node *to;
 
 	if (k <= 0)
-		return rslot;
+		return rn;
 	/* The ring's own nodes: the public record starts its slot. */
-	to = (size_t)((const struct ring_node *)pref[s->turn++ % (unsigned)k] -
-		      ring->nodes);
-	hr__uncount(s, rslot, HR_VIEW_READ);
-	hr__count(s, to, HR_VIEW_READ);
+	to = (const struct ring_node *)pref[s->turn++ % (unsigned)k];
+	hr__uncount(s, slot_of(ring, rn), HR_VIEW_READ);
+	hr__count(s, slot_of(ring, to), HR_VIEW_READ);
 	return to;
 }
 
 /* A lookup's counts beyond its write owner's (s->flags): its read owner's
  * when the views differ, and the spreading of a hot key's read.  Returns
- * the read slot. */
-static inline size_t count_read(const hr_ring *ring, hr__count_seg *s,
-				uint64_t pos, size_t rslot)
+ * the read owner. */
+static inline const struct ring_node *
+count_read(const hr_ring *ring, hr__count_seg *s, uint64_t pos,
+	   const struct ring_node *rn, size_t rslot)
 {
+	/* Views that differ: rslot is the read view's. */
 	if (s->flags & HR__SEG_READS)
 		hr__count(s, rslot, HR_VIEW_READ);
-	if ((s->flags & HR__SEG_SPREAD) && rslot != ring->nnodes &&
-	    hr__hot_has(s->hot, pos))
-		rslot = spread_slot(ring, pos, s, rslot);
-	return rslot;
+	if ((s->flags & HR__SEG_SPREAD) && rn && hr__hot_has(s->hot, pos))
+		rn = spread_read(ring, pos, s, rn);
+	return rn;
 }
 
 static inline __attribute__((always_inline)) int
 lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	     hr__count_seg *cnt)
 {
-	const struct view *w, *r;
-	size_t ws, rs, none;
+	const struct view *w = &ring->views[HR_VIEW_WRITE];
+	const struct view *r = &ring->views[HR_VIEW_READ];
+	const struct ring_node *wn, *rn;
+	size_t ws, rs;
 	uint64_t pos;
 
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
 	out->revision = ring->revision;
 	out->digest = ring->digest;
-	w = &ring->views[HR_VIEW_WRITE];
-	r = &ring->views[HR_VIEW_READ];
-	none = ring->nnodes;
 	pos = ring_key_pos(ring, key, len);
-	ws = view_slot(ring, w, pos);
+	wn = view_owner_slot(ring, w, pos, &ws);
 	/* Without warming or draining nodes both views are one array. */
-	rs = r->pos == w->pos ? ws : view_slot(ring, r, pos);
-	if (ws == none && rs == none)
+	rs = ws;
+	if (r->pos != w->pos)
+		rn = view_owner_slot(ring, r, pos, &rs);
+	else
+		rn = wn;
+	if (!wn && !rn)
 		return HR_EEMPTY;
-	fill_owner(out->node, out->addr, &out->state,
-		   ws == none ? NULL : &ring->nodes[ws]);
 	if (cnt) {
 		/* The common case, one view array and no spreading: one
 		 * count, a test of it, a test of the flags. */
 		if (__builtin_expect((hr__count(cnt, ws, HR_VIEW_WRITE) & cnt->mask) == 0, 0))
 			hr__counters_sample(cnt, key, len, pos);
 		if (__builtin_expect(cnt->flags != 0, 0))
-			rs = count_read(ring, cnt, pos, rs);
+			rn = count_read(ring, cnt, pos, rn, rs);
 	}
-	fill_owner(out->read_node, out->read_addr, &out->read_state,
-		   rs == none ? NULL : &ring->nodes[rs]);
+	fill_owner(out->node, out->addr, &out->state, wn);
+	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);
 	return HR_OK;
 }
 
