@@ -9,7 +9,8 @@ ring size, the best (lowest) and the median per-key time of single and
 batch lookups, through the API and on the raw ring, and the same for the
 speedup (single over batch, each run's own ratio: highest is best), then
 the cost of lookup counting: single and batch lookups through the API with
-and without it, and each run's own difference.
+and without it, and each run's own difference; then the counting rounds of
+their own (on and off side by side in each of many short rounds).
 """
 import json
 import statistics
@@ -31,6 +32,15 @@ COUNTING = [
     ("batch_api_ns", "api batch", "ns"),
     ("batch_api_uncounted_ns", "uncounted", "ns"),
     ("batch_count_cost_ns", "cost", "ns"),
+]
+
+# The counting rounds of their own (HRB_COUNT_ROUNDS per run).
+ROUNDS = [
+    ("count_on_best_ns", "on, best", "ns"),
+    ("count_off_best_ns", "off, best", "ns"),
+    ("count_on_med_ns", "on, median", "ns"),
+    ("count_off_med_ns", "off, median", "ns"),
+    ("count_cost_med_ns", "cost, median", "ns"),
 ]
 
 
@@ -74,6 +84,10 @@ def main():
         print("Lookup counting, ns per lookup or key; cost: each run's own "
               "difference")
         table(runs, sizes, COUNTING)
+    if any("count_cost_med_ns" in c for r in runs for c in r["configs"]):
+        print("Lookup counting in rounds of its own (hr_client_lookup, ns); "
+              "cost: the median of a run's per-round differences")
+        table(runs, sizes, ROUNDS)
     return 0
 
 
