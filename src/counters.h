@@ -14,9 +14,10 @@
  * HR__HOT_WINDOW_MS kept in the thread's block under the block's lock,
  * which the lookup only tries.  Each node's lookups are sampled alike, so
  * a key's samples estimate its share; a stream that repeats exactly with
- * a period per node dividing the sampling period would alias.  Readers merge the blocks' windows.  When the client spreads
- * reads, the keys whose share is above the threshold go into a small
- * table that every counted lookup probes (hr__hot_table).
+ * a period per node dividing the sampling period would alias.  Readers
+ * merge the blocks' windows.  When the client spreads reads, the keys
+ * whose share is above the threshold go into a small table that every
+ * counted lookup probes (hr__hot_table).
  *
  * When a thread moves to a new ring (the thread cache's slow path), it
  * starts a new segment and, if the counters' lock is free (a trylock: a

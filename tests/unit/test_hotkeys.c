@@ -191,11 +191,13 @@ static hr_client *client_with(unsigned sample, double spread)
 }
 
 /* The client's lookups of a Zipf stream, then its top 10 against the
- * exact counts: recall, share error, owners as the ring says. */
-START_TEST(client_hot_keys_on_zipf)
+ * exact counts: recall, share error, owners as the ring says.  Sampling
+ * 1 in 16 is checked; the default, 1 in 1024, is printed (about 2000
+ * samples here: a figure, not a bound). */
+static void hot_keys_on_zipf(unsigned sample, bool check)
 {
 	static uint64_t exact[ZIPF_KEYS];
-	hr_client *c = client_with(16, 0);
+	hr_client *c = client_with(sample, 0);
 	hr_ring *ring = zoned_ring();
 	const size_t draws = 2000000;
 	hr_hot_key hot[TOP];
@@ -237,15 +239,23 @@ START_TEST(client_hot_keys_on_zipf)
 		ck_assert_str_eq(hot[j].node, l.node->id);
 		ck_assert_str_eq(hot[j].read_node, l.read_node->id);
 	}
-	fprintf(stderr, "client, %zu Zipf(%.1f) lookups sampled 1 in 16: top-%d recall "
+	fprintf(stderr, "client, %zu Zipf(%.1f) lookups sampled 1 in %u: top-%d recall "
 		"%zu/%d, worst share error of the true top %d found %.1f%% "
-		"(top share %.4f, exact %.4f)\n", draws, ZIPF_S, TOP, found, TOP, TOP,
-		100 * worst, hot[0].share, (double)exact[0] / (double)draws);
-	ck_assert_uint_ge(found, 8);
-	ck_assert_double_lt(worst, 0.25);
+		"(top share %.4f, exact %.4f)\n", draws, ZIPF_S, sample, TOP, found, TOP,
+		TOP, 100 * worst, hot[0].share, (double)exact[0] / (double)draws);
+	if (check) {
+		ck_assert_uint_ge(found, 8);
+		ck_assert_double_lt(worst, 0.25);
+	}
 	hr_client_close(c);
 	hr_ring_release(ring);
 	free(z.cdf);
+}
+
+START_TEST(client_hot_keys_on_zipf)
+{
+	hot_keys_on_zipf(16, true);
+	hot_keys_on_zipf(1024, false);
 }
 END_TEST
 
