@@ -2,8 +2,8 @@
  * accurate on a Zipf stream against exact counts (top-10 recall, share
  * error, printed); a client's hot keys through its lookups, with their
  * owners; spreading a hot key's reads over its preference list while its
- * writes and every cold key's owners stay; the settings' and the call's
- * bad input. */
+ * writes and every cold key's owners stay, on one thread and on several
+ * beside a reader; the settings' and the call's bad input. */
 #define _GNU_SOURCE
 #include "client.h"
 #include "publish.h"
@@ -13,6 +13,7 @@
 #include "hrt_ring_fixture.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +344,92 @@ START_TEST(spread_a_hot_key)
 }
 END_TEST
 
+/* Threads look up a hot key and cold ones, with spreading, while another
+ * reads the hot keys and the counts (the refreshes run on both sides):
+ * writes never move, and every lookup is counted once per view. */
+typedef struct spreader {
+	pthread_t thread;
+	hr_client *client;
+	const hr_ring *ring;
+	unsigned seed;
+	unsigned long bad;
+} spreader;
+
+#ifdef HR_SANITIZED
+#define THREAD_LOOKUPS 20000
+#else
+#define THREAD_LOOKUPS 200000
+#endif
+
+static void *spread_loop(void *p)
+{
+	spreader *sp = p;
+
+	for (unsigned i = 0; i < THREAD_LOOKUPS; i++) {
+		char key[32];
+		int len = i % 10 ? snprintf(key, sizeof key, "cold-%u-%u", sp->seed, i) :
+				   snprintf(key, sizeof key, "hot");
+		hr_owner o;
+		hr_lookup l;
+
+		sp->bad += hr_client_lookup(sp->client, key, (size_t)len, &o) != 0;
+		sp->bad += hr_ring_lookup(sp->ring, key, (size_t)len, &l) != 0;
+		sp->bad += strcmp(o.node, l.node->id) != 0;
+		if (i % 10)
+			sp->bad += strcmp(o.read_node, l.read_node->id) != 0;
+	}
+	return NULL;
+}
+
+static void *hot_reader(void *p)
+{
+	spreader *sp = p;
+	hr_hot_key hot[8];
+	hr_node_lookups counts[16];
+
+	while (!__atomic_load_n(&sp->seed, __ATOMIC_ACQUIRE)) {
+		sp->bad += hr_client_hot_keys(sp->client, hot, 8, NULL) < 0;
+		sp->bad += hr_client_lookup_counts(sp->client, counts, 16, NULL, NULL) != 10;
+	}
+	return NULL;
+}
+
+START_TEST(spread_across_threads)
+{
+	hr_client *c = client_with(16, 0.05);
+	hr_ring *ring = zoned_ring();
+	spreader sp[4], rd = { .seed = 0 };
+	hr_node_lookups counts[16];
+	uint64_t reads = 0, writes = 0;
+	int k;
+
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	rd.client = c;
+	ck_assert_int_eq(pthread_create(&rd.thread, NULL, hot_reader, &rd), 0);
+	for (int t = 0; t < 4; t++) {
+		sp[t] = (spreader){ .client = c, .ring = ring, .seed = (unsigned)t + 1 };
+		ck_assert_int_eq(pthread_create(&sp[t].thread, NULL, spread_loop, &sp[t]), 0);
+	}
+	for (int t = 0; t < 4; t++) {
+		pthread_join(sp[t].thread, NULL);
+		ck_assert_uint_eq(sp[t].bad, 0);
+	}
+	__atomic_store_n(&rd.seed, 1, __ATOMIC_RELEASE);
+	pthread_join(rd.thread, NULL);
+	ck_assert_uint_eq(rd.bad, 0);
+	k = hr_client_lookup_counts(c, counts, 16, NULL, NULL);
+	ck_assert_int_eq(k, 10);
+	for (int j = 0; j < k; j++) {
+		reads += counts[j].read;
+		writes += counts[j].write;
+	}
+	ck_assert_uint_eq(reads, 4 * THREAD_LOOKUPS);
+	ck_assert_uint_eq(writes, 4 * THREAD_LOOKUPS);
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
 /* Without spreading, the hot key's reads stay with its owner. */
 START_TEST(no_spread_by_default)
 {
@@ -465,6 +552,7 @@ int main(void)
 	tcase_add_test(tc, sketch_bounds_on_zipf);
 	tcase_add_test(tc, client_hot_keys_on_zipf);
 	tcase_add_test(tc, spread_a_hot_key);
+	tcase_add_test(tc, spread_across_threads);
 	tcase_add_test(tc, no_spread_by_default);
 	tcase_add_test(tc, long_keys_and_small_structs);
 	tcase_add_test(tc, bad_input);
