@@ -575,6 +575,25 @@ typedef struct hr_client_config {
 	 * list spread over the members; HR_ENDPOINTS_IN_ORDER starts at the
 	 * first.  Either way a failure moves on to the next in the list. */
 	int endpoint_order;
+	/* Hot keys (hr_client_hot_keys): one in this many single lookups is
+	 * sampled into its thread's sketch (each node's every this-many-th
+	 * write lookup on the thread), a power of two up to 65536 (default
+	 * 1024: a fraction of a nanosecond per lookup); 0: no sampling, no hot
+	 * keys, no spreading.  A client with few lookups samples more often. */
+	unsigned hot_key_sample;
+	/* With hot_key_spread: a hot key's reads go to its first this many
+	 * nodes of the read view's preference list (zone-distinct; see
+	 * hr_ring_preflist), in turn per thread, 2..16 (default 3). */
+	unsigned hot_key_replicas;
+	/* Spreads the reads of hot keys, apart from placement (README.md,
+	 * "Hot keys"): a key whose estimated share of the client's lookups is
+	 * at least this (0 < share <= 1; at most 16 keys, the most frequent)
+	 * gets as read owner of hr_client_lookup() and hr_reader_lookup() one
+	 * of hot_key_replicas nodes in turn, its write owner staying.  Batch
+	 * lookups and hr_ring_lookup() never spread.  The hot keys are
+	 * re-chosen every 1024 samples of a thread and at each
+	 * hr_client_hot_keys().  0 (the default): off. */
+	double hot_key_spread;
 } hr_client_config;
 
 /* Values of hr_client_config.endpoint_order. */
@@ -651,15 +670,21 @@ typedef struct hr_owner {
 /*
  * Looks `key` up in the current ring and copies the owners out.  Thread
  * safe.  Lock free, allocation free and never blocking, except that a
- * thread's first lookup sets up its per-thread state once.  Errors:
- * HR_EEMPTY (no node yet), HR_EINVAL.
+ * thread's first lookup sets up its per-thread state once, and its first
+ * lookup on each new ring starts its counts there (one allocation; see
+ * hr_client_lookup_counts).  Errors: HR_EEMPTY (no node yet), HR_EINVAL.
  *
  * Each calling thread keeps a counted reference to the ring it used last,
  * for each of the last four clients it looked up, so that while the ring
  * does not change a lookup only compares one pointer.  The thread moves to
  * a new ring on its next lookup after it is published; a thread that stops
  * looking up keeps its last ring alive until it looks up again, exits, or
- * calls hr_client_close().  Not async-signal-safe.
+ * calls hr_client_close() (its counts on that ring hold it until the
+ * thread looks up again or the client closes).  Not async-signal-safe.
+ *
+ * With hot_key_spread set (hr_client_config), the read owner of a hot key
+ * is one of its first hot_key_replicas read-view replicas in turn; its
+ * write owner, and both owners of every other key, are the ring's.
  */
 HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
 			       hr_owner *out);
@@ -717,6 +742,93 @@ HR_EXPORT int hr_reader_lookup_batch(hr_reader *reader,
 				     const size_t *lens, size_t n,
 				     hr_batch_owner *out, hr_epoch *epoch,
 				     hr_error *err);
+
+/*
+ * Lookup counts: every hr_client_lookup() and every key of an
+ * hr_client_lookup_batch() that has owners (and the same through a reader
+ * handle) adds one to its write owner's `write` count and one to its read
+ * owner's `read` count (the same node when no node warms or drains).
+ * Preference lists and a thread that could not set up its per-thread
+ * state (see hr_client_lookup) do not count.  The counts are kept per
+ * thread (per handle for readers), so a lookup writes no memory another
+ * thread writes, and are summed when read.  A node's counts follow its id across rings: a node that leaves
+ * keeps them, and one that comes back continues from them, so each count
+ * only grows (a Prometheus counter).  They start at 0 when the client
+ * opens.  Keeps its layout (an array of them is filled).
+ */
+typedef struct hr_node_lookups {
+	char node[HR_ID_MAX + 1];	/* the node's id                      */
+	uint64_t write;			/* lookups it was the write owner of  */
+	uint64_t read;			/* lookups it was the read owner of   */
+} hr_node_lookups;
+
+/*
+ * The lookup counts of every node of the current ring and of every node
+ * counted since the client opened, in id order (bytewise), into
+ * out[0..n); *total (may be NULL) gets how many there are, so a caller
+ * whose n was too small can call again with a larger array.  Returns the
+ * number written, min(n, *total), or HR_EINVAL (NULL client, out NULL
+ * with n > 0), HR_ENOMEM.  Thread safe, beside lookups, which it never
+ * makes wait (they only try the lock it takes); costs O(nodes) per
+ * thread that has looked up, and allocates.  Not during or after
+ * hr_client_close().  Memory: each thread and reader handle that has
+ * looked up on the client keeps its counts (16 bytes per node of its
+ * ring, and a reference to that ring) and, unless hot_key_sample is 0,
+ * its hot-key sketch (26 KiB) until the client closes; a handle opened
+ * later may take over a closed one's.  A spread read (hot_key_spread) is
+ * counted at the replica that served it.
+ */
+HR_EXPORT int hr_client_lookup_counts(hr_client *client, hr_node_lookups *out,
+				      size_t n, size_t *total, hr_error *err);
+
+/* Bytes of a hot key that hr_client_hot_keys() reports. */
+#define HR_HOT_KEY_MAX 64
+
+/*
+ * One hot key of a client, as hr_client_hot_keys() fills it.  The
+ * library fills it: it does not start with a size, which
+ * hr_client_hot_keys() passes instead; later releases append fields.
+ */
+typedef struct hr_hot_key {
+	unsigned char key[HR_HOT_KEY_MAX]; /* the key's first min(len,
+					      HR_HOT_KEY_MAX) bytes; any
+					      bytes, not NUL-terminated      */
+	size_t len;             /* the key's length (above HR_HOT_KEY_MAX:
+				   truncated above)                          */
+	double rate;            /* estimated lookups per second              */
+	double share;           /* estimated share of the client's lookups,
+				   0 to 1                                    */
+	double error;           /* the share may be overestimated by at most
+				   this much (Space-Saving's bound, before
+				   sampling noise)                           */
+	int spread;             /* 1: its reads are spread (hot_key_spread)  */
+	char node[HR_ID_MAX + 1];      /* its write owner in the current
+					  ring ("" if none)                 */
+	char read_node[HR_ID_MAX + 1]; /* its read owner, as a lookup
+					  without spreading gives it        */
+} hr_hot_key;
+
+/*
+ * The client's hot keys, most frequent first, into out[0..n): the keys
+ * that a Space-Saving sketch over a sample of the client's lookups (one
+ * in hot_key_sample of each node's single lookups, reader handles'
+ * included, batches not) finds most frequent over the last 10 to 20
+ * seconds, with their estimated rates and shares, and their owners in
+ * the current ring.  Any key above 1/128 of a thread's sampled lookups is
+ * found; with few samples (a window holds about rate * 10 s /
+ * hot_key_sample of them) estimates of small shares are noisy.  `size` is sizeof *out (the macro
+ * passes it): fields beyond it are not written.  Returns the number
+ * written (0 with hot_key_sample 0, or before any sample), or HR_EINVAL
+ * (NULL client, out NULL with n > 0, size 0 or below the first field's
+ * end), HR_ENOMEM.  The caller owns `out`.  Thread safe, beside lookups,
+ * which never wait for it (a sample that finds its thread's sketch being
+ * read is dropped); costs tens of microseconds per thread that looked
+ * up, and allocates.  Not during or after hr_client_close().
+ */
+HR_EXPORT int hr_client_hot_keys_size(hr_client *client, hr_hot_key *out,
+				      size_t n, size_t size, hr_error *err);
+#define hr_client_hot_keys(client, out, n, err) \
+	hr_client_hot_keys_size((client), (out), (n), sizeof *(out), (err))
 
 /* Copy-out preference list entry. */
 typedef struct hr_replica {
@@ -812,10 +924,22 @@ HR_EXPORT int hr_client_status_get_size(hr_client *client,
  *   hashring_reconnects_total           counter
  *   hashring_etcd_endpoint_info{endpoint} gauge 1: the endpoint in use (no
  *                                       sample while there is none)
+ * and for a client, last:
+ *   hashring_node_lookups_total{node,view} counter: lookups answered with
+ *                                       the node as owner in view "write"
+ *                                       and "read" (hr_client_lookup_counts),
+ *                                       for the nodes of the ring and those
+ *                                       counted before
+ *   hashring_hot_key_lookups_per_second{rank,key,node} gauge,
+ *   hashring_hot_key_share_ratio{rank,key,node} gauge: the client's top 10
+ *                                       keys (hr_client_hot_keys), rank "1"
+ *                                       first, `node` their write owner; key
+ *                                       bytes below 0x20 and 0x7f written as
+ *                                       \xHH, a cut key ending in "..."
  *
  * Every family has HELP and TYPE lines; every sample carries the
- * options' constant labels first.  Later releases add families (per-node
- * lookups, hot keys), with label names from those reserved below, and
+ * options' constant labels first.  Later releases add families, with
+ * label names from those reserved below, and
  * an `omit` flag for each; a family is never renamed or retyped within a
  * major version.  Label values may hold any bytes: '\', '"' and newline
  * are escaped as the format says, other bytes of valid UTF-8 pass
@@ -847,6 +971,13 @@ typedef struct hr_metrics_label {
 /* Leaves the per-node families (hashring_node_*) out: about 510 bytes
  * per node, 51 MB for a ring of 100,000 nodes. */
 #define HR_METRICS_OMIT_NODES 0x1u
+/* Leaves hashring_node_lookups_total out (hr_client_metrics_write): the
+ * counts' read takes the lookup counters' lock and O(nodes) per thread
+ * that looked up (hr_client_lookup_counts). */
+#define HR_METRICS_OMIT_LOOKUPS 0x2u
+/* Leaves the hot-key families out (hr_client_metrics_write): their read
+ * merges the threads' sketches (hr_client_hot_keys). */
+#define HR_METRICS_OMIT_HOT_KEYS 0x4u
 
 /*
  * How the metrics are written.  A NULL `const hr_metrics_options *` means

@@ -5,14 +5,17 @@
 #include "ack_record.h"
 #include "clock.h"
 #include "config.h"
+#include "counters.h"
 #include "error.h"
 #include "log.h"
 #include "owner.h"
 #include "publish.h"
+#include "ring.h"
 #include "thread_cache.h"
 #include "watch.h"
 
 #include <curl/curl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +23,7 @@
 struct hr_client {
 	hr__log log;
 	hr__publisher pub;
+	hr__counters counters;	/* the lookups' per-node counts */
 	hr__watcher *watcher;
 	hr__acker *acker;	/* NULL without acks; stopped after the watcher */
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
@@ -68,6 +72,9 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		return rc;
 	}
 	hr__publish_init(&c->pub, empty);
+	hr__counters_init(&c->counters, cc.hot_key_sample, cc.hot_key_spread,
+			  cc.hot_key_replicas);
+	c->pub.counters = &c->counters;
 
 	if (cc.ack_client_id) {
 		hr__acker_opts ao = { conn.etcd, cc.ack_prefix, cc.ack_client_id, cc.ack_ttl_s,
@@ -169,6 +176,7 @@ void hr_client_close(hr_client *c)
 	hr__watcher_stop(c->watcher);
 	hr__acker_stop(c->acker);
 	hr__thread_cache_forget(&c->pub);
+	hr__counters_destroy(&c->counters);
 	hr__publish_destroy(&c->pub);
 	free(c);
 	curl_global_cleanup();
@@ -183,7 +191,9 @@ int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 		return HR_EINVAL;
 	ring = hr__thread_cache_ring(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
-		return hr__ring_lookup_owner(ring, key, len, out);
+		return hr__ring_lookup_owner_counted(ring, key, len, out,
+						     hr__thread_cache_counts());
+	/* No per-thread state: not counted. */
 	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
 	hr__publish_read_end(&c->pub);
 	return rc;
@@ -203,6 +213,24 @@ static int batch_on(const hr_ring *ring, const void *const *keys,
 	return rc;
 }
 
+/* A batch's owners, counted as single lookups count them (owner.c; not
+ * sampled: a batch's keys are the caller's, kept only during the call). */
+static void count_batch(hr__count_seg *cnt, const hr_batch_owner *out,
+			size_t n)
+{
+	if (!(cnt->flags & HR__SEG_READS)) {
+		for (size_t i = 0; i < n; i++)
+			hr__count(cnt, out[i].node, HR_VIEW_WRITE);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		hr__count(cnt, out[i].node == HR_NO_NODE ? cnt->nodes : out[i].node,
+			  HR_VIEW_WRITE);
+		hr__count(cnt, out[i].read_node == HR_NO_NODE ? cnt->nodes :
+			  out[i].read_node, HR_VIEW_READ);
+	}
+}
+
 int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 			   const size_t *lens, size_t n, hr_batch_owner *out,
 			   hr_epoch *epoch, hr_error *err)
@@ -213,8 +241,14 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 	if (!c)
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL client");
 	ring = hr__thread_cache_ring(&c->pub);
-	if (__builtin_expect(ring != NULL, 1))
-		return batch_on(ring, keys, lens, n, out, epoch, err);
+	if (__builtin_expect(ring != NULL, 1)) {
+		hr__count_seg *cnt = hr__thread_cache_counts();
+
+		rc = batch_on(ring, keys, lens, n, out, epoch, err);
+		if (cnt && rc == HR_OK)
+			count_batch(cnt, out, n);
+		return rc;
+	}
 	rc = batch_on(hr__publish_read_begin(&c->pub), keys, lens, n, out, epoch,
 		      err);
 	hr__publish_read_end(&c->pub);
@@ -224,7 +258,20 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 struct hr_reader {
 	hr_client *client;
 	hr_ring *held;		/* followed reference (hr__publish_follow) */
+	hr__count_seg *cnt;	/* the handle's counts on `held`, or NULL */
 };
+
+/* The handle's ring, its counts moved with it as the thread cache moves a
+ * thread's (the handle is the counts' owner: one thread at a time). */
+static const hr_ring *reader_ring(hr_reader *r)
+{
+	hr_ring *prev = r->held;
+	const hr_ring *ring = hr__publish_follow(&r->client->pub, &r->held);
+
+	if (__builtin_expect(ring != prev, 0))
+		r->cnt = hr__counters_switch(&r->client->counters, ring, r);
+	return ring;
+}
 
 int hr_reader_open(hr_client *c, hr_reader **out)
 {
@@ -240,6 +287,7 @@ int hr_reader_open(hr_client *c, hr_reader **out)
 		return HR_ENOMEM;
 	r->client = c;
 	r->held = NULL;
+	r->cnt = NULL;
 	*out = r;
 	return 0;
 }
@@ -254,20 +302,28 @@ void hr_reader_close(hr_reader *r)
 
 int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
 {
+	const hr_ring *ring;
+
 	if (!r || !out || (!key && len))
 		return HR_EINVAL;
-	return hr__ring_lookup_owner(hr__publish_follow(&r->client->pub, &r->held),
-				     key, len, out);
+	ring = reader_ring(r);
+	return hr__ring_lookup_owner_counted(ring, key, len, out, r->cnt);
 }
 
 int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
 			   const size_t *lens, size_t n, hr_batch_owner *out,
 			   hr_epoch *epoch, hr_error *err)
 {
+	const hr_ring *ring;
+	int rc;
+
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
-	return batch_on(hr__publish_follow(&r->client->pub, &r->held), keys, lens,
-			n, out, epoch, err);
+	ring = reader_ring(r);
+	rc = batch_on(ring, keys, lens, n, out, epoch, err);
+	if (r->cnt && rc == HR_OK)
+		count_batch(r->cnt, out, n);
+	return rc;
 }
 
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
@@ -291,6 +347,97 @@ int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
 hr__publisher *hr__client_publisher(hr_client *c)
 {
 	return &c->pub;
+}
+
+void hr__client_count_lookups(hr_client *c, bool on)
+{
+	hr__counters_enable(&c->counters, on);
+}
+
+int hr_client_lookup_counts(hr_client *c, hr_node_lookups *out, size_t n,
+			    size_t *total, hr_error *err)
+{
+	hr__tally t;
+	hr_ring *ring;
+	size_t k;
+	int rc;
+
+	if (!c || (!out && n))
+		return hr__error_set(err, HR_EINVAL, "lookup_counts: %s",
+				     c ? "out is NULL with n > 0" : "NULL client");
+	ring = hr__publish_acquire(&c->pub);
+	rc = hr__counters_read(&c->counters, ring, &t);
+	if (rc) {
+		hr_ring_release(ring);
+		return hr__error_set(err, rc, "lookup_counts: out of memory");
+	}
+	k = t.n < n ? t.n : n;
+	for (size_t i = 0; i < k; i++) {
+		/* Ids fit: at most HR_ID_MAX bytes. */
+		strcpy(out[i].node, t.e[i].id);
+		out[i].write = t.e[i].n[HR_VIEW_WRITE];
+		out[i].read = t.e[i].n[HR_VIEW_READ];
+	}
+	if (total)
+		*total = t.n;
+	hr__counters_read_end(&c->counters, &t);
+	hr_ring_release(ring);
+	return (int)k;
+}
+
+/* The most hot keys one call reports: more than the sketches keep of any
+ * key worth the name. */
+#define HOT_KEYS_MAX 1024
+
+int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
+			    size_t size, hr_error *err)
+{
+	hr_hot_key *all;
+	uint64_t *ids;
+	hr_ring *ring;
+	int k;
+
+	if (!c || (!out && n))
+		return hr__error_set(err, HR_EINVAL, "hot_keys: %s",
+				     c ? "out is NULL with n > 0" : "NULL client");
+	if (size < offsetof(hr_hot_key, len) + sizeof out->len)
+		return hr__error_set(err, HR_EINVAL, "hot_keys: size %zu is below the"
+				     " first fields (pass sizeof *out)", size);
+	if (n > HOT_KEYS_MAX)
+		n = HOT_KEYS_MAX;
+	all = calloc(n ? n : 1, sizeof *all);
+	ids = calloc(n ? n : 1, sizeof *ids);
+	if (!all || !ids) {
+		free(all);
+		free(ids);
+		return hr__error_set(err, HR_ENOMEM, "hot_keys: out of memory");
+	}
+	k = hr__counters_hot_keys(&c->counters, all, ids, n);
+	if (k < 0) {
+		free(all);
+		free(ids);
+		return hr__error_set(err, k, "hot_keys: out of memory");
+	}
+	ring = hr__publish_acquire(&c->pub);
+	for (int i = 0; i < k; i++) {
+		const hr_node *wn, *rn;
+
+		if (hr__ring_owners_pos(ring, ids[i], &wn, &rn) == HR_OK) {
+			/* Ids fit: at most HR_ID_MAX bytes. */
+			strcpy(all[i].node, wn ? wn->id : "");
+			strcpy(all[i].read_node, rn ? rn->id : "");
+		}
+		/* An older program's smaller struct gets its own fields. */
+		memcpy((char *)out + (size_t)i * size, &all[i],
+		       size < sizeof *all ? size : sizeof *all);
+		if (size > sizeof *all)
+			memset((char *)out + (size_t)i * size + sizeof *all, 0,
+			       size - sizeof *all);
+	}
+	hr_ring_release(ring);
+	free(all);
+	free(ids);
+	return k;
 }
 
 const hr_ring *hr_client_read_begin(hr_client *c)

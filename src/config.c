@@ -36,7 +36,7 @@
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_ring_options, placement);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
-NO_TAIL_PADDING(hr_client_config, endpoint_order);
+NO_TAIL_PADDING(hr_client_config, hot_key_spread);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
@@ -69,6 +69,8 @@ static const hr_client_config client_defaults = {
 	.ack_interval_ms = 250,
 	.probe_jitter_pct = 20,
 	.endpoint_order = HR_ENDPOINTS_SPREAD,
+	.hot_key_sample = 1024,
+	.hot_key_replicas = 3,
 };
 
 static const hr_registration registration_defaults = {
@@ -301,6 +303,9 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		TAKE(hr_client_config, in, out, ack_interval_ms);
 		TAKE(hr_client_config, in, out, probe_jitter_pct);
 		TAKE(hr_client_config, in, out, endpoint_order);
+		TAKE(hr_client_config, in, out, hot_key_sample);
+		TAKE(hr_client_config, in, out, hot_key_replicas);
+		TAKE(hr_client_config, in, out, hot_key_spread);
 	}
 #define POSITIVE(f)                                                             \
 	if (out->f <= 0)                                                        \
@@ -346,6 +351,22 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_client_config: endpoint_order must be HR_ENDPOINTS_SPREAD"
 				     " or HR_ENDPOINTS_IN_ORDER (is %d)", out->endpoint_order);
+	if (out->hot_key_sample > 65536 || (out->hot_key_sample & (out->hot_key_sample - 1)))
+		return hr__error_set(err, HR_EINVAL, "hr_client_config: hot_key_sample must"
+				     " be 0 or a power of two up to 65536 (is %u)",
+				     out->hot_key_sample);
+	if (out->hot_key_replicas < 2 || out->hot_key_replicas > 16)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: hot_key_replicas must be 2..16 (is %u)",
+				     out->hot_key_replicas);
+	/* Written so that NaN fails too. */
+	if (!(out->hot_key_spread >= 0 && out->hot_key_spread <= 1))
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_client_config: hot_key_spread must be 0..1 (is %g)",
+				     out->hot_key_spread);
+	if (out->hot_key_spread > 0 && !out->hot_key_sample)
+		return hr__error_set(err, HR_EINVAL, "hr_client_config: hot_key_spread"
+				     " needs hot_key_sample > 0 (the hot keys come from the samples)");
 	return 0;
 }
 
@@ -406,6 +427,10 @@ int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 	return 0;
 }
 
+/* The omit flags this release knows. */
+#define KNOWN_OMIT ((uint64_t)(HR_METRICS_OMIT_NODES | HR_METRICS_OMIT_LOOKUPS | \
+				 HR_METRICS_OMIT_HOT_KEYS))
+
 int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,
 			     hr_error *err)
 {
@@ -421,10 +446,10 @@ int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *o
 	TAKE(hr_metrics_options, in, out, labels);
 	TAKE(hr_metrics_options, in, out, label_count);
 	TAKE(hr_metrics_options, in, out, omit);
-	if (out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES)
+	if (out->omit & ~KNOWN_OMIT)
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_metrics_options: unknown flags 0x%" PRIx64 " in omit",
-				     out->omit & ~(uint64_t)HR_METRICS_OMIT_NODES);
+				     out->omit & ~KNOWN_OMIT);
 	return 0;
 }
 

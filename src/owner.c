@@ -6,6 +6,8 @@
  */
 #include "owner.h"
 
+#include "counters.h"
+#include "ring.h"
 #include "ring_impl.h"
 
 #include <string.h>
@@ -49,21 +51,121 @@ static inline void fill_owner(char *id, char *addr, hr_state *state,
 	}
 }
 
-int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out)
+/* The counts' slot of a ring node; ring->nnodes for none (an empty
+ * view). */
+static inline size_t slot_of(const hr_ring *ring, const struct ring_node *rn)
 {
+	return rn ? (size_t)(rn - ring->nodes) : ring->nnodes;
+}
+
+/* view_owner() that also gives the owner's slot (ring->nnodes for an
+ * empty view), which the search has at hand. */
+static inline const struct ring_node *view_owner_slot(const hr_ring *ring,
+						      const struct view *v,
+						      uint64_t pos, size_t *slot)
+{
+	if (!v->npoints) {
+		*slot = ring->nnodes;
+		return NULL;
+	}
+	*slot = view_node(v, view_find(v, pos));
+	return &ring->nodes[*slot];
+}
+
+/* A hot key's read owner when reads are spread: the thread's turn among
+ * the first s->replicas nodes of its read preference list; the read's
+ * count moves from `rn`'s slot, where it was counted. */
+static __attribute__((noinline)) const struct ring_node *
+spread_read(const hr_ring *ring, uint64_t pos, hr__count_seg *s,
+	    const struct ring_node *rn)
+{
+	const hr_node *pref[16];
+	int k = hr__ring_preflist_pos(ring, pos, HR_VIEW_READ, pref,
+				      s->replicas < 16 ? s->replicas : 16);
+	const struct ring_node *to;
+
+	if (k <= 0)
+		return rn;
+	/* The ring's own nodes: the public record starts its slot. */
+	to = (const struct ring_node *)pref[s->turn++ % (unsigned)k];
+	hr__uncount(s, slot_of(ring, rn), HR_VIEW_READ);
+	hr__count(s, slot_of(ring, to), HR_VIEW_READ);
+	return to;
+}
+
+/* A lookup's counts beyond its write owner's (s->flags): its read owner's
+ * when the views differ, and the spreading of a hot key's read.  Returns
+ * the read owner. */
+static inline const struct ring_node *
+count_read(const hr_ring *ring, hr__count_seg *s, uint64_t pos,
+	   const struct ring_node *rn, size_t rslot)
+{
+	/* Views that differ: rslot is the read view's. */
+	if (s->flags & HR__SEG_READS)
+		hr__count(s, rslot, HR_VIEW_READ);
+	if ((s->flags & HR__SEG_SPREAD) && rn && hr__hot_has(s->hot, pos))
+		rn = spread_read(ring, pos, s, rn);
+	return rn;
+}
+
+static inline __attribute__((always_inline)) int
+lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
+	     hr__count_seg *cnt)
+{
+	const struct view *w = &ring->views[HR_VIEW_WRITE];
+	const struct view *r = &ring->views[HR_VIEW_READ];
 	const struct ring_node *wn, *rn;
+	size_t ws, rs;
+	uint64_t pos;
 
 	if (!ring || !out || (!key && len))
 		return HR_EINVAL;
 	out->revision = ring->revision;
 	out->digest = ring->digest;
-	ring_owners(ring, ring_key_pos(ring, key, len), &wn, &rn);
+	pos = ring_key_pos(ring, key, len);
+	wn = view_owner_slot(ring, w, pos, &ws);
+	/* Without warming or draining nodes both views are one array. */
+	rs = ws;
+	if (r->pos != w->pos)
+		rn = view_owner_slot(ring, r, pos, &rs);
+	else
+		rn = wn;
 	if (!wn && !rn)
 		return HR_EEMPTY;
+	if (cnt) {
+		/* The common case, one view array and no spreading: one
+		 * count, a test of it, a test of the flags. */
+		if (__builtin_expect((hr__count(cnt, ws, HR_VIEW_WRITE) & cnt->mask) == 0, 0))
+			hr__counters_sample(cnt, key, len, pos);
+		if (__builtin_expect(cnt->flags != 0, 0))
+			rn = count_read(ring, cnt, pos, rn, rs);
+	}
 	fill_owner(out->node, out->addr, &out->state, wn);
 	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);
 	return HR_OK;
+}
+
+int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
+			  hr_owner *out)
+{
+	return lookup_owner(ring, key, len, out, NULL);
+}
+
+int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
+				  size_t len, hr_owner *out, hr__count_seg *cnt)
+{
+	return lookup_owner(ring, key, len, out, cnt);
+}
+
+int hr__ring_owners_pos(const hr_ring *ring, uint64_t pos, const hr_node **wn,
+			const hr_node **rn)
+{
+	const struct ring_node *w, *r;
+
+	ring_owners(ring, pos, &w, &r);
+	*wn = w ? &w->pub : NULL;
+	*rn = r ? &r->pub : NULL;
+	return w || r ? HR_OK : HR_EEMPTY;
 }
 
 int hr__ring_replicas(const hr_ring *ring, const void *key, size_t len,

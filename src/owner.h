@@ -5,6 +5,8 @@
 
 #include "hashring.h"
 
+struct hr__count_seg;
+
 /* The most replicas hr_client_replicas() copies out (hashring.h). */
 #define HR__REPLICAS_MAX 64
 
@@ -13,6 +15,19 @@
  * strings unless the result is HR_EEMPTY).  Never allocates. */
 int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 			  hr_owner *out);
+
+/* hr__ring_lookup_owner() that also counts the answer's owners in `cnt`,
+ * the calling thread's segment on `ring` (counters.h; NULL: not
+ * counted), samples the key for the hot keys and, when the client spreads
+ * reads and the key is hot, answers one of its replicas as read owner. */
+int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
+				  size_t len, hr_owner *out,
+				  struct hr__count_seg *cnt);
+
+/* The owners of ring position `pos` in the write and the read view (NULL:
+ * empty view); HR_EEMPTY when both are. */
+int hr__ring_owners_pos(const hr_ring *ring, uint64_t pos, const hr_node **wn,
+			const hr_node **rn);
 
 /* hr_client_replicas()'s copy-out on one ring: the preference list of
  * `key` in `view` (a valid view) copied into out[0..k), r at most

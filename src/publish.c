@@ -36,6 +36,7 @@ void hr__publish_init(hr__publisher *p, hr_ring *initial)
 	pthread_mutex_init(&p->lock, NULL);
 	p->retired = NULL;
 	p->nretired = p->retired_cap = 0;
+	p->counters = NULL;
 	__atomic_store_n(&p->current, initial, __ATOMIC_RELEASE);
 }
 

@@ -33,6 +33,9 @@ typedef struct hr__publisher {
 	pthread_mutex_t lock;
 	hr_ring **retired;
 	size_t nretired, retired_cap;
+	/* The lookup counters the thread cache moves with each ring (a
+	 * client's, see counters.h); NULL: none. */
+	struct hr__counters *counters;
 } hr__publisher;
 
 /* Takes ownership of `initial` (one reference). */

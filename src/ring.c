@@ -68,6 +68,11 @@ bool hr__ring_derived(const hr_ring *ring)
 	return ring && ring->derived;
 }
 
+bool hr__ring_views_shared(const hr_ring *ring)
+{
+	return ring->views[HR_VIEW_READ].pos == ring->views[HR_VIEW_WRITE].pos;
+}
+
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)
 {
 	return ring ? ring->vnodes_per_weight : 0;

@@ -19,6 +19,11 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
  * and figures: the answers are the same either way). */
 bool hr__ring_derived(const hr_ring *ring);
 
+/* Whether the write and the read view are one array (no node warms or
+ * drains): every key then has one owner in both, and lookup counts keep
+ * only the write count of such a ring (counters.h). */
+bool hr__ring_views_shared(const hr_ring *ring);
+
 /* Whether a node in `state` has points in `view`: the write view leaves
  * draining nodes out, the read view warming ones. */
 static inline bool hr__in_view(hr_state state, hr_view view)

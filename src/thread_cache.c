@@ -1,5 +1,6 @@
 /* thread_cache.c - per-thread ring references behind hr_client_lookup(). */
 #include "thread_cache.h"
+#include "counters.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -49,6 +50,8 @@ static void to_front(hr__thread_cache *tc, int i)
 const hr_ring *hr__thread_cache_miss(hr__publisher *p)
 {
 	hr__thread_cache *tc = &hr__thread_cache_tls;
+	const hr_ring *ring;
+	hr_ring *prev;
 	int i;
 
 	if (!tc->armed && !arm(tc))
@@ -61,10 +64,16 @@ const hr_ring *hr__thread_cache_miss(hr__publisher *p)
 		 * be the last one if its client is gone; freeing it here is
 		 * then the only choice left. */
 		hr_ring_release(tc->way[i].ring);
-		tc->way[i] = (hr__thread_cache_way){ NULL, p };
+		tc->way[i] = (hr__thread_cache_way){ NULL, p, NULL };
 	}
 	to_front(tc, i);
-	return hr__publish_follow(p, &tc->way[0].ring);
+	prev = tc->way[0].ring;
+	ring = hr__publish_follow(p, &tc->way[0].ring);
+	/* Counts follow the ring: a new one starts a new segment. */
+	if (ring != prev)
+		tc->way[0].cnt = p->counters ?
+			hr__counters_switch(p->counters, ring, tc) : NULL;
+	return ring;
 }
 
 void hr__thread_cache_forget(const hr__publisher *p)
@@ -79,7 +88,7 @@ void hr__thread_cache_forget(const hr__publisher *p)
 		/* Keep the used ways first: eviction takes the last one. */
 		memmove(&tc->way[i], &tc->way[i + 1],
 			(size_t)(last - i) * sizeof tc->way[0]);
-		tc->way[last] = (hr__thread_cache_way){ NULL, NULL };
+		tc->way[last] = (hr__thread_cache_way){ NULL, NULL, NULL };
 		return;
 	}
 }

@@ -18,12 +18,17 @@
 #include "publish.h"
 
 #include <stdbool.h>
+#include <stdint.h>
+
+struct hr__count_seg;
 
 #define HR__THREAD_CACHE_WAYS 4
 
 typedef struct hr__thread_cache_way {
 	hr_ring *ring;			/* a counted reference, or NULL */
 	const hr__publisher *pub;	/* whose ring it is; compared only */
+	struct hr__count_seg *cnt;	/* this thread's counts on `ring`,
+					   or NULL (counters.h) */
 } hr__thread_cache_way;
 
 typedef struct hr__thread_cache {
@@ -53,6 +58,13 @@ static inline const hr_ring *hr__thread_cache_ring(hr__publisher *p)
 	if (__builtin_expect(cur == hr__thread_cache_tls.way[0].ring, 1))
 		return cur;
 	return hr__thread_cache_miss(p);
+}
+
+/* The lookup counts of the ring hr__thread_cache_ring() returned last
+ * (not NULL), or NULL: not counted. */
+static inline struct hr__count_seg *hr__thread_cache_counts(void)
+{
+	return hr__thread_cache_tls.way[0].cnt;
 }
 
 /* Releases the calling thread's reference for `p`, if any (before the

@@ -87,12 +87,20 @@ static void quiet(void *ud, hr_log_level level, const char *line)
 
 hr_client *hrt_offline_client(const char *prefix)
 {
+	return hrt_offline_client_with(prefix, NULL);
+}
+
+hr_client *hrt_offline_client_with(const char *prefix, const hr_client_config *with)
+{
 	hr_etcd_config etcd;
 	hr_client_config cfg;
 	hr_client *c = NULL;
 
 	hr_etcd_config_init(&etcd);
-	hr_client_config_init(&cfg);
+	if (with)
+		cfg = *with;
+	else
+		hr_client_config_init(&cfg);
 	etcd.endpoints = "127.0.0.1:1";
 	etcd.prefix = prefix;
 	etcd.log = quiet;

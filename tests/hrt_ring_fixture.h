@@ -45,5 +45,8 @@ hr_ring *hrt_ring_generation(const char *tag, unsigned gen, unsigned vnodes);
 /* A client with nothing to watch (nobody listens on 127.0.0.1:1) and no
  * log: the test publishes its rings (hr__publish_swap()). */
 hr_client *hrt_offline_client(const char *prefix);
+/* The same with the settings `cfg` (NULL: the defaults), whose
+ * open_nonblocking and backoff_initial_ms it overrides. */
+hr_client *hrt_offline_client_with(const char *prefix, const hr_client_config *cfg);
 
 #endif

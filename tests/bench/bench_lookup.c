@@ -15,7 +15,13 @@
  *   batch      hr_client_lookup_batch() and hr_ring_lookup_batch() on
  *              HRB_BATCH_KEYS keys per call (checked to agree with single
  *              lookups), and the raw batch at each pipeline distance of
- *              hrb_batch_distances, which is how the library's was chosen.
+ *              hrb_batch_distances, which is how the library's was chosen;
+ *   uncounted  api and api batch again with lookup counting off on the same
+ *              client and ring, beside them in each round: the cost of
+ *              counting; then HRB_COUNT_ROUNDS short rounds of api counted
+ *              and uncounted alone, side by side, for best and median
+ *              (HRB_SAMPLE in the environment sets the client's
+ *              hot_key_sample, to time the sampling too).
  *
  * Keys are 16 random bytes taken in turn from a pool far larger than the
  * caches.  "Throughput" runs independent lookups; the "dependent chain"
@@ -30,6 +36,7 @@
 #include "hashring.h"
 #include "publish.h"
 #include "ring_batch.h"
+#include "thread_cache.h"
 
 #include <libmemcached/memcached.h>
 #include <malloc.h>
@@ -557,12 +564,58 @@ static hr_client *open_client(hrb_report *r)
 	etcd.prefix = "/bench/lookup/";
 	cfg.open_nonblocking = 1;
 	cfg.backoff_initial_ms = 5000;
+	if (getenv("HRB_SAMPLE"))
+		cfg.hot_key_sample = (unsigned)atoi(getenv("HRB_SAMPLE"));
 	etcd.log = quiet_log;
 	if (hr_client_open(&etcd, &cfg, &c, &err)) {
 		fprintf(stderr, "bench: hr_client_open: %s\n", err.message);
 		return NULL;
 	}
 	return c;
+}
+
+/* Lookup counting on or off for this thread's next lookups on `c`: its
+ * cached ring is dropped, so the next lookup takes the slow path, which
+ * reads the setting (and finds this thread's counts again). */
+static void counting(hr_client *c, bool on)
+{
+	hr__client_count_lookups(c, on);
+	hr__thread_cache_forget(hr__client_publisher(c));
+}
+
+static double best(const double *v, size_t n)
+{
+	double b = v[0];
+
+	for (size_t i = 1; i < n; i++)
+		b = v[i] < b ? v[i] : b;
+	return b;
+}
+
+/* hr_client_lookup() with counting on and off, next to each other in each
+ * of many short rounds, in alternating order, so that a neighbour's load
+ * falls on both alike: the figure the README gives for counting. */
+static void measure_counting(hrb_lookup_config *cf, hr_client *c,
+			     const struct keypool *kp, uint64_t *sink)
+{
+	double on[HRB_COUNT_ROUNDS], off[HRB_COUNT_ROUNDS], d[HRB_COUNT_ROUNDS];
+
+	for (int i = 0; i < HRB_COUNT_ROUNDS; i++) {
+		for (int k = 0; k < 2; k++) {
+			bool counted = (k == 0) == (i % 2 == 0);
+
+			counting(c, counted);
+			*(counted ? &on[i] : &off[i]) =
+				thru_api(c, kp, OPS_PER_ROUND / 2, sink);
+		}
+		d[i] = on[i] - off[i];
+	}
+	counting(c, true);
+	cf->count_on_best_ns = best(on, HRB_COUNT_ROUNDS);
+	cf->count_off_best_ns = best(off, HRB_COUNT_ROUNDS);
+	cf->count_on_med_ns = median(on, HRB_COUNT_ROUNDS);
+	cf->count_off_med_ns = median(off, HRB_COUNT_ROUNDS);
+	cf->count_cost_med_ns = median(d, HRB_COUNT_ROUNDS);
 }
 
 static int measure_config(hrb_lookup_config *cf, hr_client *c,
@@ -573,6 +626,7 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
 	double rdr[ROUNDS], rdrd[ROUNDS];
 	double bapi[ROUNDS], bring[ROUNDS], bdist[HRB_BATCH_DISTANCES][ROUNDS];
+	double apiu[ROUNDS], bapiu[ROUNDS];
 	struct batch_ctx batch_api, batch_ring;
 	hr_reader *reader = NULL;
 	memcached_st *mcs = NULL;
@@ -611,10 +665,32 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		goto out;
 
 	for (int i = 0; i < ROUNDS; i++) {
+		/* Counted and uncounted in turn first: neither gains from
+		 * its place in the round. */
+		if (i & 1) {
+			counting(c, false);
+			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		api[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+		if (!(i & 1)) {
+			counting(c, false);
+			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		rdr[i] = thru_reader(reader, kp, OPS_PER_ROUND, &sink);
 		ring[i] = thru_ring(a, kp, OPS_PER_ROUND, &sink);
+		if (i & 1) {
+			counting(c, false);
+			bapiu[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		bapi[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+		if (!(i & 1)) {
+			counting(c, false);
+			bapiu[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+			counting(c, true);
+		}
 		bring[i] = thru_batch(&batch_ring, kp, OPS_PER_ROUND, &sink);
 		for (int d = 0; d < HRB_BATCH_DISTANCES; d++) {
 			struct batch_ctx at = { NULL, a, (int)hrb_batch_distances[d] };
@@ -638,6 +714,8 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	cf->reader_dep_ns = median(rdrd, ROUNDS);
 	cf->batch_api_ns = median(bapi, ROUNDS);
 	cf->batch_ring_ns = median(bring, ROUNDS);
+	cf->api_uncounted_ns = median(apiu, ROUNDS);
+	cf->batch_api_uncounted_ns = median(bapiu, ROUNDS);
 	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
 		cf->batch_dist_ns[d] = median(bdist[d], ROUNDS);
 	cf->bsearch_ns = median(bs, ROUNDS);
@@ -647,6 +725,7 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	cf->bsearch_dep_ns = median(bsd, ROUNDS);
 	cf->libmemcached_ns = mcs ? median(mc, ROUNDS) : -1;
 	cf->libmemcached_dep_ns = mcs ? median(mcd, ROUNDS) : -1;
+	measure_counting(cf, c, kp, &sink);
 	cf->two_thread_speedup = two_threads(c, a, b, kp, &cf->republish_per_s);
 	if (sink == 42)
 		fprintf(stderr, " ");	/* keeps the answers alive */
@@ -812,6 +891,36 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 		print_ns(c->batch_ring_ns);
 		printf(" %7.2fx\n", ratio(c->ring_ns, c->batch_ring_ns));
 	}
+	printf("Lookup counting (ns per lookup or key, same rounds; +: the cost of "
+	       "counting)\n");
+	printf("  %-11s %8s %8s %8s %9s %9s %8s\n", "nodes x vn", "api", "uncounted",
+	       "+", "api batch", "uncounted", "+");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s", label);
+		print_ns(c->api_ns);
+		print_ns(c->api_uncounted_ns);
+		printf(" %+8.2f", c->api_ns - c->api_uncounted_ns);
+		printf(" %9.1f %9.1f", c->batch_api_ns, c->batch_api_uncounted_ns);
+		printf(" %+8.2f\n", c->batch_api_ns - c->batch_api_uncounted_ns);
+	}
+	printf("Lookup counting, %d rounds of its own (hr_client_lookup ns: best, median; "
+	       "cost: median of the rounds' differences)\n", HRB_COUNT_ROUNDS);
+	printf("  %-11s %8s %8s %8s %8s %8s %8s\n", "nodes x vn", "on best", "off best",
+	       "+best", "on med", "off med", "+med");
+	for (int i = 0; i < lr->n; i++) {
+		const hrb_lookup_config *c = &lr->cfg[i];
+		char label[24];
+
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-11s %8.2f %8.2f %+8.2f %8.2f %8.2f %+8.2f\n", label,
+		       c->count_on_best_ns, c->count_off_best_ns,
+		       c->count_on_best_ns - c->count_off_best_ns, c->count_on_med_ns,
+		       c->count_off_med_ns, c->count_cost_med_ns);
+	}
 	printf("Raw batch by pipeline distance (ns per key)\n  %-11s", "nodes x vn");
 	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
 		printf(" %6u", hrb_batch_distances[d]);
@@ -874,6 +983,13 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		json_num("republish_per_s", c->republish_per_s, 0);
 		json_num("batch_api_ns", c->batch_api_ns, 0);
 		json_num("batch_ring_ns", c->batch_ring_ns, 0);
+		json_num("api_uncounted_ns", c->api_uncounted_ns, 0);
+		json_num("batch_api_uncounted_ns", c->batch_api_uncounted_ns, 0);
+		json_num("count_on_best_ns", c->count_on_best_ns, 0);
+		json_num("count_off_best_ns", c->count_off_best_ns, 0);
+		json_num("count_on_med_ns", c->count_on_med_ns, 0);
+		json_num("count_off_med_ns", c->count_off_med_ns, 0);
+		json_num("count_cost_med_ns", c->count_cost_med_ns, 0);
 		json_num("batch_api_speedup", ratio(c->api_ns, c->batch_api_ns), 0);
 		json_num("batch_ring_speedup", ratio(c->ring_ns, c->batch_ring_ns), 0);
 		printf("\"batch_dist_ns\":[");

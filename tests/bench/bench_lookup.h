@@ -13,6 +13,7 @@
 #define HRB_LOOKUP_CONFIGS_MAX 4
 #define HRB_BATCH_KEYS 128
 #define HRB_BATCH_DISTANCES 10
+#define HRB_COUNT_ROUNDS 41
 
 /* The pipeline distances the batch is measured at (0: no overlap). */
 extern const unsigned hrb_batch_distances[HRB_BATCH_DISTANCES];
@@ -30,6 +31,13 @@ typedef struct hrb_lookup_config {
 	/* Batches of HRB_BATCH_KEYS keys, ns per key: hr_client_lookup_batch()
 	 * and hr_ring_lookup_batch(), the pointer array filled in the loop. */
 	double batch_api_ns, batch_ring_ns;
+	/* The same two with lookup counting off (counters.h), same rounds. */
+	double api_uncounted_ns, batch_api_uncounted_ns;
+	/* hr_client_lookup() counted and not, HRB_COUNT_ROUNDS rounds of
+	 * their own, side by side: best and median of each, and the median
+	 * of the rounds' differences. */
+	double count_on_best_ns, count_off_best_ns;
+	double count_on_med_ns, count_off_med_ns, count_cost_med_ns;
 	/* hr_ring_lookup_batch() at each distance of hrb_batch_distances. */
 	double batch_dist_ns[HRB_BATCH_DISTANCES];
 	/* Client API lookups of two threads over one, while a writer

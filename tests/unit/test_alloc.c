@@ -1,6 +1,6 @@
 /* test_alloc.c - the lookup path never allocates: malloc and friends are
  * interposed with counters for the calling thread, and many lookups after
- * a warm-up must count zero.  A check that the counters do count keeps the
+ * a warm-up must count zero, lookup counting included.  A check that the counters do count keeps the
  * test from passing vacuously. */
 #define _GNU_SOURCE
 #include "client.h"
@@ -114,6 +114,21 @@ static hr_client *open_client(hr_ring *ring)
 	return c;
 }
 
+/* The write counts of every node of `c`: its lookups, as counted. */
+static unsigned long lookups_counted(hr_client *c)
+{
+	hr_node_lookups counts[64];
+	unsigned long sum = 0;
+	size_t total;
+	int n = hr_client_lookup_counts(c, counts, 64, &total, NULL);
+
+	ck_assert_int_eq(n, 40);
+	ck_assert_uint_eq(total, 40);
+	for (int i = 0; i < n; i++)
+		sum += counts[i].write;
+	return sum;
+}
+
 START_TEST(counters_count)
 {
 	/* Through volatile pointers: the compiler may assume a direct malloc
@@ -174,8 +189,10 @@ START_TEST(client_lookups_do_not_allocate)
 	unsigned long n, bad = 0;
 
 	ck_assert_int_eq(hr_reader_open(c, &r), 0);
-	/* Warm-up: liburcu-bp registers a thread on its first read section. */
+	/* Warm-up: liburcu-bp registers a thread on its first read section;
+	 * the thread and the handle start their counts on the ring. */
 	ck_assert_int_eq(hr_client_lookup(c, "warm", 4, &o), 0);
+	ck_assert_int_eq(hr_reader_lookup(r, "warm", 4, &o), 0);
 	/* No ck_assert inside: a passing Check assertion records a mark
 	 * point, and that allocates. */
 	count_start();
@@ -198,6 +215,8 @@ START_TEST(client_lookups_do_not_allocate)
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(bad, 0);
+	/* And they were counted, the handle's too. */
+	ck_assert_uint_eq(lookups_counted(c), 2 * CALLS + 2);
 	hr_reader_close(r);
 	hr_client_close(c);
 	hr_ring_release(ring);
@@ -222,6 +241,7 @@ START_TEST(batch_lookups_do_not_allocate)
 	for (int k = 0; k < BATCH; k++)
 		ptrs[k] = keys[k];
 	ck_assert_int_eq(hr_client_lookup_batch(c, ptrs, lens, 0, NULL, &ep, &err), 0);
+	ck_assert_int_eq(hr_reader_lookup_batch(r, ptrs, lens, 0, NULL, &ep, &err), 0);
 	count_start();
 	for (unsigned long i = 0; i < CALLS / BATCH; i++) {
 		for (int k = 0; k < BATCH; k++)
@@ -237,7 +257,53 @@ START_TEST(batch_lookups_do_not_allocate)
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(lookups_counted(c), 2 * CALLS);
 	hr_reader_close(r);
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* Sampled lookups, and a hot key's spread reads, with the hot keys
+ * re-chosen by the lookups themselves (every 1024 samples of a thread)
+ * during the count. */
+START_TEST(sampled_and_spread_lookups_do_not_allocate)
+{
+	hr_ring *ring = make_ring();
+	hr_client_config cfg;
+	hr_client *c;
+	hr_hot_key hot[2];
+	hr_owner o;
+	hr_lookup l;
+	char key[32];
+	size_t len;
+	unsigned long n, bad = 0, moved = 0;
+
+	hr_client_config_init(&cfg);
+	cfg.hot_key_sample = 16;
+	cfg.hot_key_spread = 0.05;
+	c = hrt_offline_client_with("/alloc/", &cfg);
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	for (unsigned long i = 0; i < 20000; i++) {
+		key_of(i % 10 ? i : 0, key, &len);
+		ck_assert_int_eq(hr_client_lookup(c, key, len, &o), 0);
+	}
+	ck_assert_int_ge(hr_client_hot_keys(c, hot, 2, NULL), 1);
+	ck_assert_int_eq(hot[0].spread, 1);
+	count_start();
+	for (unsigned long i = 0; i < CALLS; i++) {
+		key_of(i % 10 ? i : 0, key, &len);
+		bad += hr_client_lookup(c, key, len, &o) != 0;
+		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += strcmp(o.node, l.node->id) != 0;
+		moved += strcmp(o.read_node, l.read_node->id) != 0;
+	}
+	n = count_stop();
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(bad, 0);
+	/* The hot key's reads went elsewhere two times in three. */
+	ck_assert_uint_gt(moved, CALLS / 10 / 2);
+	ck_assert_uint_lt(moved, CALLS / 10);
 	hr_client_close(c);
 	hr_ring_release(ring);
 }
@@ -252,6 +318,7 @@ int main(void)
 	tcase_add_test(tc, ring_lookups_do_not_allocate);
 	tcase_add_test(tc, client_lookups_do_not_allocate);
 	tcase_add_test(tc, batch_lookups_do_not_allocate);
+	tcase_add_test(tc, sampled_and_spread_lookups_do_not_allocate);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -2,7 +2,7 @@
  * exact text for a small ring, escaping of any bytes, numbers in the C
  * locale whatever the program's, bad options refused before any output,
  * older options structs, a refusing callback, writers on threads beside
- * publications, and promtool's verdict on what is written (random bytes
+ * publications, a client's lookup counts, and promtool's verdict on what is written (random bytes
  * included). */
 #define _GNU_SOURCE
 #include "client.h"
@@ -384,8 +384,8 @@ START_TEST(bad_options_are_refused_before_any_output)
 	}
 
 	hr_metrics_options_init(&o);
-	o.omit = 0x6;
-	expect_refused(ring, &o, "unknown flags 0x6 in omit");
+	o.omit = 0xe;
+	expect_refused(ring, &o, "unknown flags 0x8 in omit");
 	o.omit = HR_METRICS_OMIT_NODES | (1ull << 63);
 	expect_refused(ring, &o, "unknown flags 0x8000000000000000 in omit");
 
@@ -513,6 +513,68 @@ START_TEST(client_families)
 }
 END_TEST
 
+/* The lookups of small_ring(): "a\"b\\c" warms, so it owns every write
+ * and no read; "d" drains, so it owns every read.  Single and batch
+ * lookups count alike; the family comes last, and only for a client. */
+START_TEST(client_lookup_counts)
+{
+	hr_metrics_options omit = { .size = sizeof omit, .omit = HR_METRICS_OMIT_LOOKUPS };
+	hr_metrics_options no_nodes = { .size = sizeof no_nodes, .omit = HR_METRICS_OMIT_NODES };
+	const char *A = "hashring_node_lookups_total{node=\"a\\\"b\\\\c\"";
+	const void *keys[3] = { "x", "y", "z" };
+	const size_t lens[3] = { 1, 1, 1 };
+	hr_client *c = hrt_offline_client("/metrics/");
+	hr_ring *ring = small_ring();
+	hr_batch_owner bo[3];
+	hr_owner o;
+	char *got, *p, want[256];
+
+	/* Before the first ring: the family, no sample. */
+	got = client_text(c, NULL);
+	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_node_lookups_total counter\n"));
+	ck_assert_ptr_null(strstr(got, "\nhashring_node_lookups_total{"));
+	free(got);
+
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	for (int i = 0; i < 7; i++)
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	ck_assert_int_eq(hr_client_lookup_batch(c, keys, lens, 3, bo, NULL, NULL), 0);
+	got = client_text(c, NULL);
+	snprintf(want, sizeof want, "\n%s,view=\"write\"} 10\n%s,view=\"read\"} 0\n"
+		 "hashring_node_lookups_total{node=\"d\",view=\"write\"} 0\n"
+		 "hashring_node_lookups_total{node=\"d\",view=\"read\"} 10\n", A, A);
+	p = strstr(got, want);
+	ck_assert_msg(p != NULL, "no %s in %s", want, got);
+	/* Last but the hot keys (none sampled yet: 1 in 1024). */
+	ck_assert_str_eq(p + strlen(want),
+			 "# HELP hashring_hot_key_lookups_per_second The client's most frequent"
+			 " keys (rank 1 first), estimated lookups per second.\n"
+			 "# TYPE hashring_hot_key_lookups_per_second gauge\n"
+			 "# HELP hashring_hot_key_share_ratio The client's most frequent keys"
+			 " (rank 1 first), estimated share of its lookups, 0 to 1.\n"
+			 "# TYPE hashring_hot_key_share_ratio gauge\n");
+	ck_assert_ptr_nonnull(strstr(got, "# HELP hashring_node_lookups_total Lookups answered"));
+	free(got);
+
+	/* Its own flag; OMIT_NODES keeps it. */
+	got = client_text(c, &omit);
+	ck_assert_ptr_null(strstr(got, "hashring_node_lookups_total"));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_node_points{node=\"d\"} 2\n"));
+	free(got);
+	got = client_text(c, &no_nodes);
+	ck_assert_ptr_nonnull(strstr(got, want));
+	ck_assert_ptr_null(strstr(got, "hashring_node_points"));
+	free(got);
+	/* A ring alone has no lookups. */
+	got = ring_text(ring, NULL);
+	ck_assert_ptr_null(strstr(got, "lookups"));
+	free(got);
+
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
 /* What a writer thread saw: expositions, and the first inconsistent one. */
 typedef struct writer {
 	pthread_t thread;
@@ -582,6 +644,56 @@ START_TEST(writers_beside_publications)
 		ck_assert_uint_ge(atomic_load(&w[i].outputs), 50);
 	}
 	hr_client_close(c);
+}
+END_TEST
+
+/* The hot keys: rank 1 first with its owner, a key's control bytes as
+ * \xHH and its quote, backslash and newline escaped, a long key cut with
+ * "...", ten at most; their own flag. */
+START_TEST(client_hot_key_families)
+{
+	hr_metrics_options omit = { .size = sizeof omit, .omit = HR_METRICS_OMIT_HOT_KEYS };
+	hr_client_config cfg;
+	hr_client *c;
+	hr_ring *ring = small_ring();
+	char longkey[100], *got, want[512];
+	hr_owner o;
+
+	hr_client_config_init(&cfg);
+	cfg.hot_key_sample = 1;
+	c = hrt_offline_client_with("/metrics/", &cfg);
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	memset(longkey, 'L', sizeof longkey);
+	for (int i = 0; i < 400; i++)
+		ck_assert_int_eq(hr_client_lookup(c, "q\"b\\\n\x01", 6, &o), 0);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(hr_client_lookup(c, longkey, sizeof longkey, &o), 0);
+	for (int i = 0; i < 20; i++) {
+		char key[8];
+
+		snprintf(key, sizeof key, "c%d", i);
+		for (int k = 0; k < 5; k++)
+			ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
+	}
+	got = client_text(c, NULL);
+	/* The newline, a control byte, is \x0a as well. */
+	snprintf(want, sizeof want, "\nhashring_hot_key_share_ratio{rank=\"1\","
+		 "key=\"q\\\"b\\\\\\\\x0a\\\\x01\",node=\"a\\\"b\\\\c\"} 0.666666666666666");
+	ck_assert_ptr_nonnull(strstr(got, want));
+	snprintf(want, sizeof want, "\nhashring_hot_key_share_ratio{rank=\"2\",key=\"%.64s...\","
+		 "node=\"a\\\"b\\\\c\"} 0.1666666666666666", longkey);
+	if (!strstr(got, want))
+		fprintf(stderr, "want:\n%s\ngot:\n%s\n", want, strstr(got, "# HELP hashring_hot"));
+	ck_assert(strstr(got, want));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_hot_key_lookups_per_second{rank=\"10\","));
+	ck_assert_ptr_null(strstr(got, "{rank=\"11\""));
+	free(got);
+	got = client_text(c, &omit);
+	ck_assert_ptr_null(strstr(got, "hot_key"));
+	ck_assert_ptr_nonnull(strstr(got, "hashring_node_lookups_total"));
+	free(got);
+	hr_client_close(c);
+	hr_ring_release(ring);
 }
 END_TEST
 
@@ -683,17 +795,31 @@ START_TEST(promtool_accepts_the_output)
 	hr_metrics_options opts = { .size = sizeof opts, .name_prefix = "app_",
 				    .labels = labels, .label_count = 2 };
 	hrt_nodes *s = hrt_nodes_new(20, "n\"%zu\\", "h\\\"%zu\xff\xfe", 1);
-	hr_client *c = hrt_offline_client("/metrics/");
+	hr_client_config cfg;
+	hr_client *c;
 	char *got, *said;
 	int rc;
+
+	/* Every lookup sampled: hostile hot keys. */
+	hr_client_config_init(&cfg);
+	cfg.hot_key_sample = 1;
+	c = hrt_offline_client_with("/metrics/", &cfg);
 
 	hrt_nodes_zones(s, 3);
 	s->nodes[3].state = HR_STATE_WARMING;
 	s->nodes[4].state = HR_STATE_DRAINING;
 	s->nodes[5].weight = 0.3;
 	hr__publish_swap(hr__client_publisher(c), hrt_ring_build(s->nodes, s->n, NULL, 5));
+	for (int i = 0; i < 1000; i++) {
+		hr_owner o;
+		char key[16];
+
+		snprintf(key, sizeof key, "k\"\\\n\x01\xff%d", i % 30);
+		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
+	}
 
 	got = client_text(c, &opts);
+	ck_assert_ptr_nonnull(strstr(got, "\napp_hashring_hot_key_share_ratio{client="));
 	rc = promtool_check(got, &said);
 	ck_assert_msg(rc == 0 && !said[0], "promtool: exit %d: %s", rc, said);
 	free(said);
@@ -808,6 +934,8 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, older_options_are_read_to_their_size);
 	tcase_add_test(tc, pieces_and_refusals);
 	tcase_add_test(tc, client_families);
+	tcase_add_test(tc, client_lookup_counts);
+	tcase_add_test(tc, client_hot_key_families);
 	tcase_add_test(tc, writers_beside_publications);
 	tcase_add_test(tc, promtool_accepts_the_output);
 	tcase_add_test(tc, rebalancer_families_pass_promtool);

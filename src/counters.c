@@ -1,0 +1,589 @@
+/* counters.c - a client's per-node lookup counters: per-thread segments,
+ * folded by node id (see counters.h). */
+#include "counters.h"
+#include "clock.h"
+#include "ring.h"
+#include "sketch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef hr__count_seg seg;
+
+/* One key of the merge: a rate in lookups per second. */
+struct hot {
+	uint64_t id;
+	double rate, err;
+	size_t len;
+	unsigned char key[HR_HOT_KEY_MAX];
+};
+
+struct hr__count_block {
+	struct hr__count_block *next;	/* set before the push */
+	const void *thread;		/* its thread cache; compared only */
+	hr__counters *c;
+	seg *head;			/* atomic; the thread's only writer */
+	seg *seen;			/* the head a read folded up to; under
+					   the client's lock */
+	unsigned since_refresh;		/* samples since its last hot refresh */
+	/* The hot-key windows: win[cur] since `start`, the other since
+	 * `prev_start` (0: none) until `start`; under `mu`, which the thread
+	 * only tries.  Absent when the client samples nothing. */
+	pthread_mutex_t mu;
+	int cur;
+	int64_t start, prev_start;
+	hr__sketch win[];
+};
+
+/* Samples of a thread between two refreshes of the hot table. */
+#define REFRESH_SAMPLES 1024
+
+void hr__counters_init(hr__counters *c, unsigned sample, double spread,
+		       unsigned replicas)
+{
+	memset(c, 0, sizeof *c);
+	pthread_mutex_init(&c->mu, NULL);
+	c->on = true;
+	c->sample = sample;
+	c->spread = sample ? spread : 0;
+	c->replicas = replicas;
+	c->totals.own = true;
+}
+
+static void tally_free(hr__tally *t)
+{
+	if (t->own)
+		for (size_t i = 0; i < t->n; i++)
+			free((char *)t->e[i].id);
+	free(t->e);
+	t->e = NULL;
+	t->n = t->cap = 0;
+}
+
+static void seg_free(seg *s)
+{
+	hr_ring_release(s->ring);
+	free(s);
+}
+
+void hr__counters_destroy(hr__counters *c)
+{
+	struct hr__count_block *b = c->blocks, *nb;
+
+	for (; b; b = nb) {
+		seg *s = b->head, *ns;
+
+		for (; s; s = ns) {
+			ns = s->next;
+			seg_free(s);
+		}
+		nb = b->next;
+		pthread_mutex_destroy(&b->mu);
+		free(b);
+	}
+	c->blocks = NULL;
+	free(c->buf);
+	tally_free(&c->totals);
+	pthread_mutex_destroy(&c->mu);
+}
+
+void hr__counters_enable(hr__counters *c, bool on)
+{
+	__atomic_store_n(&c->on, on, __ATOMIC_RELAXED);
+}
+
+/* The ids of `ring` that `t` lacks, in id order, into miss[] (NULL:
+ * only counted); returns how many. */
+static size_t tally_missing(const hr__tally *t, const hr_ring *ring,
+			    const char **miss)
+{
+	size_t m = hr_ring_node_count(ring), fresh = 0, i = 0;
+
+	for (size_t j = 0; j < m; j++) {
+		const char *id = hr_ring_node(ring, j)->id;
+		int cmp = 1;
+
+		while (i < t->n && (cmp = strcmp(t->e[i].id, id)) < 0)
+			i++;
+		if (i == t->n || cmp != 0) {
+			if (miss)
+				miss[fresh] = id;
+			fresh++;
+		}
+	}
+	return fresh;
+}
+
+/*
+ * Adds the ids of `ring` that `t` lacks (copies if the tally owns its
+ * ids): one merge of two id-ordered lists into a new array.  HR_ENOMEM
+ * leaves `t` as it was.
+ */
+static int tally_grow(hr__tally *t, const hr_ring *ring)
+{
+	size_t fresh = tally_missing(t, ring, NULL), n, i = 0, j = 0, k;
+	struct hr__tally_entry *e;
+	const char **miss;
+
+	if (!fresh)
+		return 0;
+	n = t->n + fresh;
+	e = malloc(n * sizeof *e);
+	miss = malloc(fresh * sizeof *miss);
+	if (!e || !miss)
+		goto fail;
+	tally_missing(t, ring, miss);
+	for (; t->own && j < fresh; j++)
+		if (!(miss[j] = strdup(miss[j])))
+			goto fail;
+	for (k = 0, j = 0; k < n; k++) {
+		if (j == fresh || (i < t->n && strcmp(t->e[i].id, miss[j]) < 0))
+			e[k] = t->e[i++];
+		else
+			e[k] = (struct hr__tally_entry){ miss[j++], { 0, 0 } };
+	}
+	free(miss);
+	free(t->e);
+	t->e = e;
+	t->n = t->cap = n;
+	return 0;
+fail:
+	while (t->own && miss && j-- > 0)
+		free((char *)miss[j]);
+	free(miss);
+	free(e);
+	return HR_ENOMEM;
+}
+
+/* Adds `ring`'s ids and, unless `cnt` is NULL, its counts (2 per slot;
+ * with `shared` views, the read counts are corrections to the write
+ * counts). */
+static int tally_add(hr__tally *t, const hr_ring *ring, const uint64_t *cnt,
+		     bool shared)
+{
+	size_t m = hr_ring_node_count(ring), i = 0;
+	int rc = tally_grow(t, ring);
+
+	if (rc || !cnt)
+		return rc;
+	for (size_t j = 0; j < m; j++) {
+		const char *id = hr_ring_node(ring, j)->id;
+
+		while (strcmp(t->e[i].id, id) < 0)
+			i++;
+		uint64_t w = __atomic_load_n(&cnt[2 * j], __ATOMIC_RELAXED);
+
+		t->e[i].n[0] += w;
+		t->e[i].n[1] += __atomic_load_n(&cnt[2 * j + 1], __ATOMIC_RELAXED) +
+				(shared ? w : 0);
+	}
+	return 0;
+}
+
+/* Folds the sealed segments after `head` into the totals; under the lock.
+ * A segment that cannot be folded (no memory) stays for the next fold. */
+static void fold_sealed(hr__counters *c, seg *head)
+{
+	while (head->next) {
+		seg *s = head->next;
+
+		if (tally_add(&c->totals, s->ring, s->cnt, !(s->flags & HR__SEG_READS)))
+			return;
+		head->next = s->next;
+		seg_free(s);
+	}
+}
+
+static struct hr__count_block *block_of(hr__counters *c, const void *thread)
+{
+	struct hr__count_block *b = __atomic_load_n(&c->blocks, __ATOMIC_ACQUIRE);
+
+	for (; b; b = b->next)
+		if (b->thread == thread)
+			return b;
+	b = calloc(1, sizeof *b + (c->sample ? 2 * sizeof b->win[0] : 0));
+	if (!b)
+		return NULL;
+	b->thread = thread;
+	b->c = c;
+	pthread_mutex_init(&b->mu, NULL);
+	if (c->sample) {
+		hr__sketch_clear(&b->win[0]);
+		hr__sketch_clear(&b->win[1]);
+	}
+	b->next = __atomic_load_n(&c->blocks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&c->blocks, &b->next, b, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return b;
+}
+
+/* The refresh's merge buffer, made room for every block's windows (a
+ * lookup's refresh must not allocate: it merges into this).  Under c->mu;
+ * without memory it stays as it was. */
+static void grow_buf(hr__counters *c)
+{
+	size_t need = 0;
+	void *p;
+
+	if (c->spread <= 0)
+		return;
+	for (struct hr__count_block *b = __atomic_load_n(&c->blocks, __ATOMIC_ACQUIRE);
+	     b; b = b->next)
+		need += 2 * HR__SKETCH_CAP;
+	if (need <= c->buf_cap || !(p = realloc(c->buf, need * sizeof *c->buf)))
+		return;
+	c->buf = p;
+	c->buf_cap = need;
+}
+
+hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
+				   const void *thread)
+{
+	struct hr__count_block *b;
+	seg *head, *s;
+	size_t nodes;
+
+	if (!ring || !__atomic_load_n(&c->on, __ATOMIC_RELAXED))
+		return NULL;
+	b = block_of(c, thread);
+	if (!b)
+		return NULL;
+	/* Only this thread stores the head. */
+	head = __atomic_load_n(&b->head, __ATOMIC_RELAXED);
+	if (head && head->ring == ring)
+		return head;
+	nodes = hr_ring_node_count(ring);
+	s = calloc(1, sizeof *s + 2 * (nodes + 1) * sizeof s->cnt[0]);
+	if (!s)
+		return NULL;
+	s->mask = c->sample ? c->sample - 1 : UINT64_MAX;
+	s->flags = (hr__ring_views_shared(ring) ? 0 : HR__SEG_READS) |
+		   (c->spread > 0 ? HR__SEG_SPREAD : 0);
+	s->hot = &c->hot;
+	s->replicas = c->replicas;
+	s->block = b;
+	s->ring = hr_ring_retain((hr_ring *)ring);
+	s->nodes = nodes;
+	s->next = head;
+	/* Seals `head`: readers see its last counts through the release. */
+	__atomic_store_n(&b->head, s, __ATOMIC_RELEASE);
+	if (pthread_mutex_trylock(&c->mu) == 0) {
+		fold_sealed(c, s);
+		grow_buf(c);
+		pthread_mutex_unlock(&c->mu);
+	}
+	return s;
+}
+
+int hr__counters_read(hr__counters *c, const hr_ring *ring, hr__tally *out)
+{
+	struct hr__count_block *blocks;
+	int rc = 0;
+
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&c->mu);
+	blocks = __atomic_load_n(&c->blocks, __ATOMIC_ACQUIRE);
+	/* Each block's head is read once: the one folded up to is the one
+	 * counted as live, though its thread may seal it meanwhile (the next
+	 * fold takes it). */
+	for (struct hr__count_block *b = blocks; b; b = b->next) {
+		b->seen = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
+		if (b->seen)
+			fold_sealed(c, b->seen);
+	}
+	/* The totals, then each thread's live segment, with ids borrowed
+	 * from the totals and the segments' rings: a segment is freed only
+	 * by a fold, under the lock held until hr__counters_read_end(). */
+	if (c->totals.n) {
+		out->e = malloc(c->totals.n * sizeof *out->e);
+		if (!out->e)
+			rc = HR_ENOMEM;
+		else
+			memcpy(out->e, c->totals.e, c->totals.n * sizeof *out->e);
+		out->n = out->cap = c->totals.n;
+	}
+	for (struct hr__count_block *b = blocks; b && !rc; b = b->next)
+		if (b->seen)
+			rc = tally_add(out, b->seen->ring, b->seen->cnt, !(b->seen->flags & HR__SEG_READS));
+	if (!rc && ring)
+		rc = tally_add(out, ring, NULL, false);
+	if (rc)
+		hr__counters_read_end(c, out);
+	return rc;
+}
+
+void hr__counters_read_end(hr__counters *c, hr__tally *out)
+{
+	tally_free(out);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- hot keys ------------------------------------------------------------ */
+
+/* Starts a new window when the current one is HR__HOT_WINDOW_MS old; a
+ * thread that sampled nothing for two windows starts afresh.  Under b->mu. */
+static void rotate(struct hr__count_block *b, int64_t now)
+{
+	if (!b->start) {
+		b->start = now;
+		return;
+	}
+	if (now - b->start < HR__HOT_WINDOW_MS)
+		return;
+	if (now - b->start >= 2 * HR__HOT_WINDOW_MS) {
+		hr__sketch_clear(&b->win[1 - b->cur]);
+		b->prev_start = 0;
+	} else {
+		b->prev_start = b->start;
+	}
+	b->cur = 1 - b->cur;
+	hr__sketch_clear(&b->win[b->cur]);
+	b->start = now;
+}
+
+
+struct merge {
+	struct hot *h;
+	size_t n, cap;
+	bool fixed;		/* h is the client's buffer: never grown */
+	double total;		/* every thread's lookups per second */
+};
+
+static int merge_add(struct merge *m, const hr__sketch_entry *e, double per)
+{
+	if (m->n == m->cap && m->fixed)
+		return 0;	/* a block newer than the buffer: next time */
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		struct hot *h = realloc(m->h, cap * sizeof *h);
+
+		if (!h)
+			return HR_ENOMEM;
+		m->h = h;
+		m->cap = cap;
+	}
+	struct hot *h = &m->h[m->n++];
+
+	h->id = e->id;
+	h->rate = (double)e->count * per;
+	h->err = (double)e->err * per;
+	h->len = e->len;
+	memcpy(h->key, e->key, e->len < HR_HOT_KEY_MAX ? e->len : HR_HOT_KEY_MAX);
+	return 0;
+}
+
+/*
+ * A block's windows into the merge, as rates: the samples of the windows
+ * still in reach (the current one, and the previous one while the current
+ * is younger than a window) over the time they cover, each sample standing
+ * for `sample` lookups.  Under b->mu.
+ */
+static int merge_block(struct merge *m, const struct hr__count_block *b,
+		       unsigned sample, int64_t now)
+{
+	const hr__sketch *w[2] = { &b->win[b->cur], NULL };
+	int64_t from = b->start;
+	uint64_t samples;
+	double per;
+	int rc = 0;
+
+	if (!b->start || now - b->start >= 2 * HR__HOT_WINDOW_MS)
+		return 0;
+	if (now - b->start < HR__HOT_WINDOW_MS && b->prev_start) {
+		w[1] = &b->win[1 - b->cur];
+		from = b->prev_start;
+	}
+	samples = w[0]->total + (w[1] ? w[1]->total : 0);
+	/* A window younger than a second is taken as a second long: its
+	 * rate would be noise. */
+	per = (double)sample * 1000.0 / (double)(now - from > 1000 ? now - from : 1000);
+	m->total += (double)samples * per;
+	for (int k = 0; k < 2 && !rc; k++)
+		for (size_t i = 0; w[k] && i < w[k]->n && !rc; i++)
+			rc = merge_add(m, &w[k]->e[i], per);
+	return rc;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	uint64_t x = ((const struct hot *)a)->id, y = ((const struct hot *)b)->id;
+
+	return (x > y) - (x < y);
+}
+
+static int by_rate(const void *a, const void *b)
+{
+	const struct hot *x = a, *y = b;
+
+	if (x->rate != y->rate)
+		return x->rate < y->rate ? 1 : -1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Heapsort: in place, for glibc's qsort() may allocate, and a lookup's
+ * refresh must not. */
+static void hot_swap(struct hot *a, struct hot *b)
+{
+	struct hot t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void sift(struct hot *h, size_t i, size_t n,
+		 int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < n && cmp(&h[l], &h[m]) > 0)
+			m = l;
+		if (l + 1 < n && cmp(&h[l + 1], &h[m]) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		hot_swap(&h[i], &h[m]);
+		i = m;
+	}
+}
+
+static void sort_hot(struct hot *h, size_t n,
+		     int (*cmp)(const void *, const void *))
+{
+	for (size_t i = n / 2; i-- > 0;)
+		sift(h, i, n, cmp);
+	for (size_t end = n; end > 1; end--) {
+		hot_swap(&h[0], &h[end - 1]);
+		sift(h, 0, end - 1, cmp);
+	}
+}
+
+/* Every block's windows merged by key, most frequent first.  `wait`:
+ * locks each block and allocates (a reader); else tries them, into the
+ * client's buffer (a lookup: busy blocks are left out this time).  Under
+ * c->mu. */
+static int merge_all(hr__counters *c, struct merge *m, bool wait)
+{
+	int64_t now = hr__now_ms();
+	size_t k = 0;
+	int rc = 0;
+
+	memset(m, 0, sizeof *m);
+	if (!wait)
+		*m = (struct merge){ .h = c->buf, .cap = c->buf_cap, .fixed = true };
+	for (struct hr__count_block *b = __atomic_load_n(&c->blocks, __ATOMIC_ACQUIRE);
+	     b && !rc; b = b->next) {
+		if (wait)
+			pthread_mutex_lock(&b->mu);
+		else if (pthread_mutex_trylock(&b->mu))
+			continue;
+		rc = merge_block(m, b, c->sample, now);
+		pthread_mutex_unlock(&b->mu);
+	}
+	if (rc) {
+		if (!m->fixed)
+			free(m->h);
+		return rc;
+	}
+	sort_hot(m->h, m->n, by_id);
+	for (size_t i = 0; i < m->n; i++) {
+		if (k && m->h[k - 1].id == m->h[i].id) {
+			m->h[k - 1].rate += m->h[i].rate;
+			m->h[k - 1].err += m->h[i].err;
+		} else {
+			m->h[k++] = m->h[i];
+		}
+	}
+	m->n = k;
+	sort_hot(m->h, m->n, by_rate);
+	return 0;
+}
+
+/* The keys above the spread threshold into the table lookups do not
+ * probe, then that table is flipped in.  Under c->mu. */
+static void hot_publish(hr__counters *c, const struct merge *m)
+{
+	int next = 1 - __atomic_load_n(&c->hot.cur, __ATOMIC_RELAXED);
+	uint64_t *t = c->hot.slot[next];
+	size_t taken = 0;
+
+	for (size_t i = 0; i < HR__HOT_TABLE; i++)
+		__atomic_store_n(&t[i], 0, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < m->n && taken < HR__HOT_SPREAD_MAX; i++) {
+		if (m->h[i].rate < c->spread * m->total)
+			break;
+		if (!m->h[i].id)
+			continue;
+		size_t j = m->h[i].id & (HR__HOT_TABLE - 1);
+
+		while (__atomic_load_n(&t[j], __ATOMIC_RELAXED))
+			j = (j + 1) & (HR__HOT_TABLE - 1);
+		__atomic_store_n(&t[j], m->h[i].id, __ATOMIC_RELAXED);
+		taken++;
+	}
+	__atomic_store_n(&c->hot.cur, next, __ATOMIC_RELAXED);
+}
+
+void hr__counters_sample(hr__count_seg *s, const void *key, size_t len,
+			 uint64_t pos)
+{
+	struct hr__count_block *b = s->block;
+	hr__counters *c = b->c;
+	bool refresh;
+
+	if (!c->sample || pthread_mutex_trylock(&b->mu))
+		return;
+	/* The clock is read every 16th sample: a window ends a little
+	 * late, and a sample costs less. */
+	if (b->win[b->cur].total % 16 == 0)
+		rotate(b, hr__now_ms());
+	hr__sketch_add(&b->win[b->cur], pos, key, len);
+	refresh = c->spread > 0 && ++b->since_refresh >= REFRESH_SAMPLES;
+	if (refresh)
+		b->since_refresh = 0;
+	pthread_mutex_unlock(&b->mu);
+	if (refresh && pthread_mutex_trylock(&c->mu) == 0) {
+		struct merge m;
+
+		if (merge_all(c, &m, false) == 0)
+			hot_publish(c, &m);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+int hr__counters_hot_keys(hr__counters *c, hr_hot_key *out, uint64_t *ids,
+			  size_t n)
+{
+	struct merge m;
+	size_t k;
+	int rc;
+
+	if (!c->sample)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	rc = merge_all(c, &m, true);
+	if (rc) {
+		pthread_mutex_unlock(&c->mu);
+		return rc;
+	}
+	if (c->spread > 0)
+		hot_publish(c, &m);
+	grow_buf(c);
+	pthread_mutex_unlock(&c->mu);
+	k = m.n < n ? m.n : n;
+	for (size_t i = 0; i < k; i++) {
+		const struct hot *h = &m.h[i];
+
+		memcpy(out[i].key, h->key, h->len < HR_HOT_KEY_MAX ? h->len : HR_HOT_KEY_MAX);
+		out[i].len = h->len;
+		out[i].rate = h->rate;
+		out[i].share = m.total > 0 ? h->rate / m.total : 0;
+		out[i].error = m.total > 0 ? h->err / m.total : 0;
+		out[i].spread = c->spread > 0 && h->id &&
+				h->rate >= c->spread * m.total && i < HR__HOT_SPREAD_MAX;
+		ids[i] = h->id;
+	}
+	free(m.h);
+	return (int)k;
+}

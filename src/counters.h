@@ -1,0 +1,195 @@
+/* counters.h - a client's per-node lookup counters (internal).
+ *
+ * A lookup adds one to its write owner's and its read owner's count in a
+ * segment that belongs to the calling thread and to the ring it looked up
+ * in: an array of two counts per node slot of that ring, written by that
+ * thread alone, with relaxed atomics (plain loads and stores on x86), so
+ * no lookup writes a cache line another thread writes.  The thread cache
+ * keeps a pointer to the segment beside its ring reference.
+ *
+ * Hot keys: a lookup that brings its write owner's count in the segment
+ * to a multiple of the client's sampling period (a power of two: a test
+ * of the count just written, no other memory touched) goes to the
+ * thread's Space-Saving sketch (sketch.h), one of two windows of
+ * HR__HOT_WINDOW_MS kept in the thread's block under the block's lock,
+ * which the lookup only tries.  Each node's lookups are sampled alike, so
+ * a key's samples estimate its share; a stream that repeats exactly with
+ * a period per node dividing the sampling period would alias.  Readers
+ * merge the blocks' windows.  When the client spreads reads, the keys
+ * whose share is above the threshold go into a small table that every
+ * counted lookup probes (hr__hot_table).
+ *
+ * When a thread moves to a new ring (the thread cache's slow path), it
+ * starts a new segment and, if the counters' lock is free (a trylock: a
+ * lookup never waits), folds its older segments into the client's totals
+ * by node id; otherwise the reader holding the lock folds them.  So a
+ * node's count follows its id across rings, and a node that leaves and
+ * comes back continues from its count: the totals never go down.
+ *
+ * A thread's segments hang from its block, one per thread and client
+ * (found by the thread's cache address; a reader handle's by the handle's,
+ * for it counts as a thread of its own), newest first; the newest is the
+ * one the thread writes, the others are sealed.  Blocks live until the
+ * client closes; a segment holds a reference to its ring.
+ */
+#ifndef HR_COUNTERS_H
+#define HR_COUNTERS_H
+
+#include "hashring.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct hr__count_block;
+
+/* How long a hot-key window lasts: hr_client_hot_keys() estimates over
+ * the last one to two of them. */
+#define HR__HOT_WINDOW_MS 10000
+/* Keys whose reads are spread at most, and the table they are probed in
+ * (a power of two, four times as many: short probes). */
+#define HR__HOT_SPREAD_MAX 16
+#define HR__HOT_TABLE 64
+
+/*
+ * The ids (ring positions) of the keys whose reads are spread, probed by
+ * every counted lookup when the client spreads reads.  Two tables: a
+ * refresh writes the one lookups do not probe, then flips `cur`.  Relaxed
+ * atomics throughout; a lookup that probes a table while it is rewritten
+ * (two refreshes during one probe) may take a hot key for a cold one or
+ * the reverse, once.  Id 0 marks a free slot (a key at position 0 is
+ * never spread).
+ */
+typedef struct hr__hot_table {
+	uint64_t slot[2][HR__HOT_TABLE];
+	int cur;
+} hr__hot_table;
+
+static inline bool hr__hot_has(const hr__hot_table *h, uint64_t id)
+{
+	const uint64_t *t = h->slot[__atomic_load_n(&h->cur, __ATOMIC_RELAXED)];
+
+	/* At most HR__HOT_SPREAD_MAX slots are taken: a probe ends. */
+	for (size_t i = id & (HR__HOT_TABLE - 1);; i = (i + 1) & (HR__HOT_TABLE - 1)) {
+		uint64_t v = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
+
+		if (v == id)
+			return id != 0;
+		if (v == 0)
+			return false;
+	}
+}
+
+/*
+ * One thread's counts on one ring; the thread cache keeps a pointer to it
+ * beside its ring reference, and a lookup touches nothing else.
+ */
+typedef struct hr__count_seg {
+	/* A lookup whose new write count has these bits clear is sampled
+	 * (one in `sample` of each node's; all ones: none). */
+	uint64_t mask;
+	/* Work beyond the write count: a lookup tests these together. */
+	uint8_t flags;
+#define HR__SEG_READS 0x1	/* views differ: count the read owner too */
+#define HR__SEG_SPREAD 0x2	/* the client spreads hot keys' reads */
+	uint32_t turn;		/* the thread's next replica of a hot key */
+	unsigned replicas;	/* a hot key's reads go to this many */
+	const hr__hot_table *hot;	/* the client's */
+	struct hr__count_block *block;	/* the thread's */
+	struct hr__count_seg *next;	/* older; under the lock once sealed */
+	hr_ring *ring;		/* a counted reference */
+	size_t nodes;
+	/* 2 * (nodes + 1): write, read per slot; the pair at slot `nodes`
+	 * counts lookups without an owner in a view, and is never read.
+	 * Without HR__SEG_READS (one view array) a read count is a
+	 * correction to the write count: a read moved by spreading is -1 at
+	 * its owner and +1 at its replica (modular, summed right). */
+	uint64_t cnt[];
+} hr__count_seg;
+
+/* Node ids with their totals, in id order (bytewise). */
+typedef struct hr__tally {
+	struct hr__tally_entry {
+		const char *id;
+		uint64_t n[2];	/* by hr_view */
+	} *e;
+	size_t n, cap;
+	bool own;		/* the ids are copies, freed with the tally */
+} hr__tally;
+
+typedef struct hr__counters {
+	bool on;				/* atomic; counting at all */
+	unsigned sample;			/* 1 in this many lookups is
+						   sampled (a power of two);
+						   0: none */
+	double spread;				/* the share above which a
+						   key's reads spread; 0: off */
+	unsigned replicas;
+	struct hr__count_block *blocks;		/* atomic; pushed, never popped */
+	pthread_mutex_t mu;			/* folds, reads, hot refreshes */
+	hr__tally totals;			/* folded segments, under mu */
+	hr__hot_table hot;
+	struct hot *buf;			/* a lookup's refresh merges
+						   here, under mu */
+	size_t buf_cap;
+} hr__counters;
+
+/* With the client's hot-key settings (hr_client_config). */
+void hr__counters_init(hr__counters *c, unsigned sample, double spread,
+		       unsigned replicas);
+/* Frees every block and segment; no lookup may run. */
+void hr__counters_destroy(hr__counters *c);
+
+/* Counting on or off for the threads' next moves to a ring (the
+ * benchmark measures lookups both ways on one client). */
+void hr__counters_enable(hr__counters *c, bool on);
+
+/* The calling thread's segment for `ring`, which the thread cache keeps
+ * with the ring; NULL when counting is off or memory ran out (lookups are
+ * then not counted until the thread's next ring).  Lock free; allocates
+ * a segment (and the thread's block on its first ring). */
+hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
+				   const void *thread);
+
+/* Adds one to slot `slot`'s count in view `view` and returns the new
+ * count; the calling thread's segment only.  A relaxed load and store: no
+ * other thread writes it. */
+static inline uint64_t hr__count(hr__count_seg *s, size_t slot, int view)
+{
+	uint64_t *p = &s->cnt[2 * slot + (size_t)view];
+	uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED) + 1;
+
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+	return v;
+}
+
+/* Subtracts one (a read counted at `slot` that went elsewhere). */
+static inline void hr__uncount(hr__count_seg *s, size_t slot, int view)
+{
+	uint64_t *p = &s->cnt[2 * slot + (size_t)view];
+
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) - 1,
+			 __ATOMIC_RELAXED);
+}
+
+/* The slow half of a sampled lookup: adds the key (its ring position
+ * `pos`) to the thread's hot-key sketch, unless a reader holds it (a
+ * lookup never waits). */
+void hr__counters_sample(hr__count_seg *s, const void *key, size_t len,
+			 uint64_t pos);
+
+/* The hot keys of every thread, merged, most frequent first, into
+ * out[0..n) (fields key, len, rate, share, error, spread; not the owners)
+ * and their ids (ring positions) into ids[0..n); returns how many.
+ * Refreshes the keys whose reads are spread.  Takes the locks;
+ * allocates: HR_ENOMEM. */
+int hr__counters_hot_keys(hr__counters *c, hr_hot_key *out, uint64_t *ids,
+			  size_t n);
+
+/* Every node counted so far or in `ring` (may be NULL), with its totals,
+ * into `out` (borrowed ids, valid until hr__counters_read_end()); takes
+ * the lock.  HR_ENOMEM (lock released). */
+int hr__counters_read(hr__counters *c, const hr_ring *ring, hr__tally *out);
+void hr__counters_read_end(hr__counters *c, hr__tally *out);
+
+#endif
