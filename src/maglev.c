@@ -78,7 +78,7 @@ struct member {
 	uint32_t taken;
 	uint64_t next;		/* its permutation's next entry */
 	uint64_t skip;
-	double weight;
+	double weight;		/* relative: the node's over the largest */
 	double rem;		/* the fraction its quota's floor left */
 };
 
@@ -95,7 +95,8 @@ static int cmp_rem_desc(const void *a, const void *b)
 
 /*
  * Quotas by largest remainder: node i's exact share of the m slots is
- * q = (m * w) / W in double arithmetic (W summed in id order), its quota
+ * q = (m * u) / W in double arithmetic (u its relative weight, W their sum
+ * in id order, at most the node count: nothing overflows), its quota
  * floor(q), then the slots left go one each to the largest remainders
  * q - floor(q), ties in id order, round after round should rounding have
  * left more slots than nodes.  Should the floors exceed m (rounding
@@ -139,8 +140,9 @@ static int set_quotas(struct member *mb, size_t n, uint64_t m, hr_error *err)
 
 /*
  * Member a's next turn comes before member b's: the k-th turn (from 0) of
- * a node of weight w is at time (2k + 1) / w, compared as (2k_a + 1) * w_b
- * < (2k_b + 1) * w_a in double arithmetic; ties in id order.  Times depend
+ * a node of relative weight u is at time (2k + 1) / u, compared as
+ * (2k_a + 1) * u_b < (2k_b + 1) * u_a in double arithmetic; ties in id
+ * order.  Times depend
  * on the node's own weight alone, so a node that joins or leaves does not
  * reorder the others' turns, and equal weights take turns round-robin in
  * id order, as in the paper.
@@ -196,15 +198,26 @@ static void slot_positions(uint64_t *pos, uint64_t m)
 	}
 }
 
+/* (c + skip) mod m for c, skip < m, without a division. */
+static inline uint64_t step(uint64_t c, uint64_t skip, uint64_t m)
+{
+	c += skip;
+	return c >= m ? c - m : c;
+}
+
 /* Fills the table of view `which` (its memory allocated, m slots). */
 static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
 		      size_t n, uint32_t *table, hr_error *err)
 {
 	uint64_t m = ring->maglev_size;
 	struct member **heap;
+	double most = 0;
 	size_t live = 0;
 	int rc;
 
+	for (size_t i = 0; i < n; i++)
+		if (ring->nodes[mb[i].slot].pub.weight > most)
+			most = ring->nodes[mb[i].slot].pub.weight;
 	for (size_t i = 0; i < n; i++) {
 		const struct ring_node *rn = &ring->nodes[mb[i].slot];
 		uint64_t h1 = XXH3_64bits_withSeed(rn->pub.id, rn->id_len, SEED_OFFSET);
@@ -213,7 +226,7 @@ static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
 		mb[i].next = h1 % m;
 		mb[i].skip = h2 % (m - 1) + 1;
 		mb[i].taken = 0;
-		mb[i].weight = rn->pub.weight;
+		mb[i].weight = rn->pub.weight / most;
 	}
 	rc = set_quotas(mb, n, m, err);
 	if (rc)
@@ -235,9 +248,9 @@ static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
 		/* m is prime and 0 < skip < m: the permutation reaches every
 		 * slot, so a free one is found. */
 		while (table[t->next] != NO_NODE)
-			t->next = (t->next + t->skip) % m;
+			t->next = step(t->next, t->skip, m);
 		table[t->next] = t->slot;
-		t->next = (t->next + t->skip) % m;
+		t->next = step(t->next, t->skip, m);
 		if (++t->taken == t->quota)
 			heap[0] = heap[--live];
 		sift_down(heap, live, 0);

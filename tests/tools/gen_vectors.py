@@ -159,14 +159,18 @@ class MaglevRing(Ring):
             self.vnodes.setdefault(nid, 0)
         self.points = [None] * sum(self.vnodes.values())
 
+    def relative(self, ids):
+        most = max(self.nodes[nid]["weight"] for nid in ids)
+        return [self.nodes[nid]["weight"] / most for nid in ids]
+
     def quotas(self, ids):
         m, n = self.m, len(ids)
         total = 0.0
-        for nid in ids:
-            total += self.nodes[nid]["weight"]
+        for u in self.relative(ids):
+            total += u
         quotas, rems = [], []
-        for nid in ids:
-            q = (float(m) * self.nodes[nid]["weight"]) / total
+        for u in self.relative(ids):
+            q = (float(m) * u) / total
             f = min(math.floor(q), m)
             quotas.append(int(f))
             rems.append(q - f)
@@ -189,7 +193,7 @@ class MaglevRing(Ring):
         nxt = [h64s(nid.encode(), 1) % m for nid in ids]
         skip = [h64s(nid.encode(), 2) % (m - 1) + 1 for nid in ids]
 
-        weight = [self.nodes[nid]["weight"] for nid in ids]
+        weight = self.relative(ids)
 
         def before(a, b):   # turn k of node i at (2k + 1) / w; ties by id
             ta = float(2 * a[1] + 1) * weight[b[0]]
@@ -241,6 +245,13 @@ def maglev_sets():
         "d%d" % i: {"addr": "127.0.0.1:%d" % (14100 + i), "state": "draining"}
         for i in range(3)}))
     sets.append(("one-node", 65537, {"solo": "127.0.0.1:11211"}))
+    # weights at the ends of the doubles: their plain sum would overflow
+    sets.append(("extreme-weights", 1009, {
+        "e-huge": {"addr": "127.0.0.1:1", "weight": 9e307},
+        "e-huge2": {"addr": "127.0.0.1:2", "weight": 1e308},
+        "e-one": {"addr": "127.0.0.1:3", "weight": 1},
+        "e-tiny": {"addr": "127.0.0.1:4", "weight": 5e-324},
+    }))
     # more nodes than slots: some own none
     sets.append(("crowded", 101, {
         "c%03d" % i: {"addr": "127.0.0.1:%d" % (16000 + i), "weight": 1 + i % 3}
