@@ -209,11 +209,25 @@ typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
  *                        list being the view's nodes in id order.  Weights
  *                        must be whole numbers; vnodes_per_weight is unused.
  *                        Lookups hash keys with MD5 (slower than XXH3).
+ *   HR_PLACEMENT_MAGLEV  (1.1) Maglev (Eisenbud et al., NSDI 2016): a table of
+ *                        maglev_size slots per view, filled by the nodes'
+ *                        permutations in weighted turns; a lookup is the
+ *                        key's XXH3 hash and one table read.  Near-perfect
+ *                        balance; a change moves somewhat more than the
+ *                        minimum.  vnodes_per_weight is unused; a node's
+ *                        "vnodes" are its slots.
  */
 typedef enum hr_placement {
 	HR_PLACEMENT_XXH3 = 0,
-	HR_PLACEMENT_KETAMA = 1
+	HR_PLACEMENT_KETAMA = 1,
+	HR_PLACEMENT_MAGLEV = 2
 } hr_placement;
+
+/* Maglev table size: a prime from HR_MAGLEV_SIZE_MIN to HR_MAGLEV_SIZE_MAX
+ * (two views of it stay within HR_POINTS_MAX); 65537 by default. */
+#define HR_MAGLEV_SIZE_DEFAULT 65537
+#define HR_MAGLEV_SIZE_MIN 101
+#define HR_MAGLEV_SIZE_MAX 16777213 /* the largest prime below 2^24 */
 
 /*
  * How a ring is built.  A NULL `const hr_ring_options *` means the
@@ -225,8 +239,14 @@ typedef struct hr_ring_options {
 	size_t size;               /* sizeof, set by hr_ring_options_init() */
 	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
 	unsigned vnodes_per_weight;
-	/* HR_PLACEMENT_XXH3 (0, the default) or HR_PLACEMENT_KETAMA. */
+	/* HR_PLACEMENT_XXH3 (0, the default), HR_PLACEMENT_KETAMA or
+	 * HR_PLACEMENT_MAGLEV. */
 	hr_placement placement;
+	/* (1.1) Maglev's table size M, a prime (see HR_MAGLEV_SIZE_*); 0 means
+	 * HR_MAGLEV_SIZE_DEFAULT.  Read with maglev placement only (which
+	 * checks it: HR_EINVAL naming the value); about 100 slots per node
+	 * keep every node within 1% of its share. */
+	uint64_t maglev_size;
 } hr_ring_options;
 
 /* Sets `size` bytes of `opts` (NULL: nothing) to the defaults, with
@@ -290,8 +310,9 @@ HR_EXPORT void hr_ring_release(hr_ring *ring);
 HR_EXPORT uint64_t hr_ring_revision(const hr_ring *ring);
 /*
  * A 64-bit digest of the canonical membership (every node's id, addr,
- * zone, weight and state, plus vnodes_per_weight): equal digests give equal
- * answers for every key.  Defined in docs/placement.md.
+ * zone, weight and state, plus the placement and its option:
+ * vnodes_per_weight, or maglev_size): equal digests give equal answers for
+ * every key.  Defined in docs/placement.md.
  */
 HR_EXPORT uint64_t hr_ring_digest(const hr_ring *ring);
 

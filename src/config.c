@@ -4,6 +4,7 @@
 #include "config.h"
 #include "ack_record.h"
 #include "error.h"
+#include "maglev.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -34,7 +35,7 @@
 #if UINTPTR_MAX == UINT64_MAX
 #define NO_TAIL_PADDING(T, last) \
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
-NO_TAIL_PADDING(hr_ring_options, placement);
+NO_TAIL_PADDING(hr_ring_options, maglev_size);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
 NO_TAIL_PADDING(hr_client_config, hot_key_spread);
 NO_TAIL_PADDING(hr_registration, on_lost_userdata);
@@ -204,11 +205,17 @@ int hr__ring_options_read(const hr_ring_options *in, hr_ring_options *out,
 		return rc;
 	TAKE(hr_ring_options, in, out, vnodes_per_weight);
 	TAKE(hr_ring_options, in, out, placement);
+	TAKE(hr_ring_options, in, out, maglev_size);
 	if (!out->vnodes_per_weight)
 		out->vnodes_per_weight = HR_VNODES_PER_WEIGHT_DEFAULT;
-	if (out->placement != HR_PLACEMENT_XXH3 && out->placement != HR_PLACEMENT_KETAMA)
+	if (!out->maglev_size)
+		out->maglev_size = HR_MAGLEV_SIZE_DEFAULT;
+	if (out->placement != HR_PLACEMENT_XXH3 && out->placement != HR_PLACEMENT_KETAMA &&
+	    out->placement != HR_PLACEMENT_MAGLEV)
 		return hr__error_set(err, HR_EINVAL, "hr_ring_options: unknown placement %d",
 				     (int)out->placement);
+	if (out->placement == HR_PLACEMENT_MAGLEV)
+		return hr__maglev_size_check(out->maglev_size, err);
 	return 0;
 }
 

@@ -241,9 +241,10 @@ int hr__ketama_continuum(const struct hr__ketama_server *servers, size_t n,
 /* ---- the placement ------------------------------------------------------- */
 
 /* 0, never a vnodes_per_weight, opens the digest of a ketama ring. */
-static uint32_t digest_opening(unsigned vnodes_per_weight)
+static size_t digest_opening(const hr_ring *ring, unsigned char *out)
 {
-	return 0;
+	hr__put_u32le(out, 0);
+	return 4;
 }
 
 /* The MD5 key hash in the top half of a position: points are there too,

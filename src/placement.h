@@ -20,6 +20,9 @@
 
 struct point;
 
+/* Bytes a digest opening may take. */
+#define HR__DIGEST_OPENING_MAX 16
+
 /* Position of a point name ("<id>#<i>") on the circle.  The contract uses
  * XXH3_64bits; tests pass other functions to force equal positions. */
 typedef uint64_t (*hr__point_hash_fn)(const void *name, size_t len);
@@ -27,11 +30,10 @@ typedef uint64_t (*hr__point_hash_fn)(const void *name, size_t len);
 typedef struct hr__placement {
 	const char *name;	/* as the CLI and messages name it */
 
-	/* The 32-bit word that opens the digest (docs/placement.md section
-	 * 7): no two placements may give one ring the same opening.  Every
-	 * word is taken by now; the next placement widens this operation
-	 * (section 13). */
-	uint32_t (*digest_opening)(unsigned vnodes_per_weight);
+	/* Writes the bytes that open the digest (docs/placement.md section
+	 * 7) into out[0 .. HR__DIGEST_OPENING_MAX) and gives their count: no
+	 * two placements may give one ring the same opening (section 13). */
+	size_t (*digest_opening)(const hr_ring *ring, unsigned char *out);
 
 	/*
 	 * Checks what this placement needs of `node` (a valid hr_node) and
@@ -70,9 +72,17 @@ typedef struct hr__placement {
 	uint64_t (*key_pos)(const void *key, size_t len);
 } hr__placement;
 
-/* The placements, defined by their files (xxh3.c, ketama.c). */
+/* The placements, defined by their files (xxh3.c, ketama.c, maglev.c). */
 extern const hr__placement hr__placement_xxh3;
 extern const hr__placement hr__placement_ketama;
+extern const hr__placement hr__placement_maglev;
+
+/* u32le(v) at out[0 .. 4): the digest's word. */
+static inline void hr__put_u32le(unsigned char *out, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		out[i] = (unsigned char)(v >> (8 * i));
+}
 
 /* The placement `opts` select (NULL: the default, XXH3).  HR_EINVAL for a
  * value no placement has. */

@@ -145,7 +145,7 @@ static void put_str(unsigned char **p, const char *s, size_t len)
  * serialization of the options and the nodes in id order. */
 static int compute_digest(hr_ring *ring, hr_error *err)
 {
-	size_t size = 8;
+	size_t size = HR__DIGEST_OPENING_MAX + 4;
 	unsigned char *buf, *p;
 
 	for (size_t i = 0; i < ring->nnodes; i++) {
@@ -156,7 +156,7 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 	p = buf = malloc(size);
 	if (!buf)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	put_u32(&p, ring->pl->digest_opening(ring->vnodes_per_weight));
+	p += ring->pl->digest_opening(ring, p);
 	put_u32(&p, (uint32_t)ring->nnodes);
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
@@ -201,6 +201,8 @@ static int assemble(const hr_ring *prev, const hr_node **nodes, size_t n,
 	ring->revision = revision;
 	ring->nnodes = n;
 	ring->vnodes_per_weight = hr__vnodes_per_weight(opts);
+	ring->maglev_size = opts && opts->maglev_size ? opts->maglev_size :
+		HR_MAGLEV_SIZE_DEFAULT;
 	ring->pl = pl;
 	ring->key_pos = pl->key_pos;
 	ring->hash = hash;

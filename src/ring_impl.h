@@ -41,6 +41,9 @@ struct view {
 	uint64_t *pos;		/* npoints, then POS_PAD times UINT64_MAX */
 	void *node;		/* per point: uint16_t, or uint32_t if wide */
 	uint32_t *index;
+	/* A table of `table` slots (maglev), else 0: point j is slot j, so the
+	 * first point at or after a position is one multiplication away. */
+	uint64_t table;
 	size_t npoints;
 	size_t nnodes;
 	size_t nzones;
@@ -62,6 +65,7 @@ struct hr_ring {
 	uint64_t revision;
 	uint64_t digest;
 	unsigned vnodes_per_weight;
+	uint64_t maglev_size;		/* the option, for maglev placement */
 	const hr__placement *pl;	/* what placed the points and keys */
 	/* pl->key_pos, copied so that a lookup reads it from the ring: one
 	 * load, not two. */
@@ -143,10 +147,20 @@ static inline size_t view_lower_bound(const struct view *v, uint64_t pos)
 	return view_scan(v, *view_bucket(v, pos), pos);
 }
 
+/* The slot of a table of `m` slots that holds `pos`: floor(pos * m / 2^64). */
+static inline size_t table_slot(uint64_t pos, uint64_t m)
+{
+	return (size_t)(((unsigned __int128)pos * m) >> 64);
+}
+
 /* The first point at or after `pos`, wrapping; the view is not empty. */
 static inline size_t view_find(const struct view *v, uint64_t pos)
 {
-	size_t i = view_lower_bound(v, pos);
+	size_t i;
+
+	if (v->table)
+		return table_slot(pos, v->table);
+	i = view_lower_bound(v, pos);
 
 	return i == v->npoints ? 0 : i;
 }

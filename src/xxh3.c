@@ -13,9 +13,10 @@
 #include <string.h>
 
 /* The digest opens with vnodes_per_weight (never 0). */
-static uint32_t digest_opening(unsigned vnodes_per_weight)
+static size_t digest_opening(const hr_ring *ring, unsigned char *out)
 {
-	return vnodes_per_weight;
+	hr__put_u32le(out, ring->vnodes_per_weight);
+	return 4;
 }
 
 static int node_points(const hr_node *node, unsigned vpw, unsigned *points,

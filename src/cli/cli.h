@@ -243,6 +243,7 @@ struct cli_etcd {
 	int one_shot;
 	unsigned long vnodes_per_weight;
 	int placement;               /* hr_placement */
+	unsigned long maglev_size;   /* 0: the default */
 	/* What cli_etcd_config() points hr_etcd_config.ring to. */
 	hr_ring_options ring;
 	/* Acks of the ring a following command has (CLI_ACK_OPTIONS); no
@@ -306,7 +307,13 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 		  "33554432 points" },                                         \
 	{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,              \
 	  .dest = &(e)->placement, .choices = cli_placements,                  \
-	  .help = "ketama: libmemcached-compatible placement" }
+	  .help = "ketama: libmemcached-compatible; maglev: a table per "     \
+		  "view, one read per lookup" },                               \
+	{ .name = "maglev-size", .arg = "M", .type = CLI_UINT,                 \
+	  .dest = &(e)->maglev_size, .min = HR_MAGLEV_SIZE_MIN,               \
+	  .max = HR_MAGLEV_SIZE_MAX,                                           \
+	  .help = "slots of a maglev table, a prime; about 100 per node",     \
+	  .dflt = "65537" }
 
 /* The acks of a command that follows the ring (watch): --client-id, and
  * --ack-prefix and --ack-ttl, which need it. */

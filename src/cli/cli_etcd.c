@@ -21,11 +21,12 @@
 #define RETRY_MAX_MS 1000
 
 const char *const cli_log_levels[] = { "error", "warn", "info", "debug", NULL };
-const char *const cli_placements[] = { "xxh3", "ketama", NULL };
+const char *const cli_placements[] = { "xxh3", "ketama", "maglev", NULL };
 
 _Static_assert(HR_LOG_ERROR == 0 && HR_LOG_WARN == 1 && HR_LOG_INFO == 2 &&
 	       HR_LOG_DEBUG == 3, "cli_log_levels follows hr_log_level");
-_Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1,
+_Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1 &&
+	       HR_PLACEMENT_MAGLEV == 2,
 	       "cli_placements follows hr_placement");
 _Static_assert(HR_POINTS_MAX == 33554432u, "CLI_RING_OPTIONS names the limit");
 
@@ -85,6 +86,7 @@ hr_ring_options cli_etcd_ring_options(const struct cli_etcd *e)
 	hr_ring_options_init(&opts);
 	opts.vnodes_per_weight = (unsigned)e->vnodes_per_weight;
 	opts.placement = (hr_placement)e->placement;
+	opts.maglev_size = e->maglev_size;
 	return opts;
 }
 

@@ -568,6 +568,77 @@ START_TEST(lookup_forms_agree)
 }
 END_TEST
 
+/* A client with Maglev ring options serves the ring an offline build of
+ * the same records gives, through a change; a table size that is not a
+ * prime is refused at open. */
+START_TEST(maglev_client_follows_etcd)
+{
+	static const char *const members[2] = {
+		"{\"a\":\"127.0.0.1:1\",\"b\":{\"addr\":\"127.0.0.2:1\",\"weight\":2},"
+		"\"c\":{\"addr\":\"127.0.0.3:1\",\"state\":\"warming\"}}",
+		"{\"a\":\"127.0.0.1:1\",\"b\":{\"addr\":\"127.0.0.2:1\",\"weight\":2},"
+		"\"c\":{\"addr\":\"127.0.0.3:1\",\"state\":\"warming\"},\"d\":\"127.0.0.4:1\"}",
+	};
+	hr_ring_options ring;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+
+	hr_ring_options_init(&ring);
+	ring.placement = HR_PLACEMENT_MAGLEV;
+	ring.maglev_size = 1009;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	ecfg.ring = &ring;
+	put_node("a", "127.0.0.1:1");
+	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"weight\":2}");
+	put_node("c", "{\"addr\":\"127.0.0.3:1\",\"state\":\"warming\"}");
+	ck_assert_msg(hr_client_open(&ecfg, &cfg, &c, &err) == 0, "%s", err.message);
+	for (int step = 0; step < 2; step++) {
+		hr_ring *want = NULL, *got = NULL;
+
+		ck_assert_int_eq(hr_ring_from_json(members[step], strlen(members[step]), &ring,
+						   &want, &err), HR_OK);
+		if (step)
+			put_node("d", "127.0.0.4:1");
+		/* The change arrives within seconds; 15 s is generous. */
+		for (int t = 0; t < 1500; t++) {
+			got = hr_client_acquire(c);
+			if (hr_ring_digest(got) == hr_ring_digest(want))
+				break;
+			hr_ring_release(got);
+			got = NULL;
+			hrt_sleep_ms(10);
+		}
+		ck_assert_msg(got != NULL, "step %d: the client's ring differs", step);
+		ck_assert_uint_eq(hr_ring_point_count(got), hr_ring_point_count(want));
+		for (int k = 0; k < 200; k++) {
+			char key[16];
+			int len = snprintf(key, sizeof key, "k%d", k);
+			hr_lookup lw;
+			hr_owner o;
+
+			ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw), 0);
+			ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
+			ck_assert_str_eq(o.node, lw.node->id);
+			ck_assert_str_eq(o.read_node, lw.read_node->id);
+		}
+		hr_ring_release(got);
+		hr_ring_release(want);
+	}
+	hr_client_close(c);
+
+	ring.maglev_size = 1000;
+	c = (hr_client *)1;
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), HR_EINVAL);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err.message, "maglev_size 1000 is not a prime"), "%s", err.message);
+}
+END_TEST
+
 START_TEST(open_errors)
 {
 	hr_etcd_config ecfg;
@@ -1021,6 +1092,7 @@ int main(void)
 	tcase_add_test(tc, first_sync_empty);
 	tcase_add_test(tc, lookup_forms_agree);
 	tcase_add_test(tc, first_sync_one);
+	tcase_add_test(tc, maglev_client_follows_etcd);
 	tcase_add_test(tc, first_sync_paged_2000);
 	tcase_add_test(tc, changes_propagate);
 	tcase_add_test(tc, txn_is_one_change);

@@ -7,9 +7,13 @@ check the library against its output bit for bit, so the two
 implementations keep each other honest.
 
 Usage: gen_vectors.py [OUTPUT]   (default: ../vectors/placement.json)
+
+Maglev's vectors (docs/placement.md section 14) go to maglev.json beside
+OUTPUT.
 """
 
 import bisect
+import functools
 import json
 import math
 import os
@@ -27,6 +31,10 @@ KEYS_PER_SET = 2000
 
 def h64(data):
     return xxhash.xxh3_64_intdigest(data)
+
+
+def h64s(data, seed):
+    return xxhash.xxh3_64_intdigest(data, seed=seed)
 
 
 def c_round(x):
@@ -66,7 +74,11 @@ class Ring:
             self.views[view] = ([p[0] for p in pts], [p[1] for p in pts])
 
     def digest(self):
-        out = struct.pack("<II", self.vpw, len(self.ids))
+        return h64(struct.pack("<I", self.vpw) + self.digest_nodes())
+
+    def digest_nodes(self):
+        """Section 7 after its opening: the node count, then the nodes."""
+        out = struct.pack("<I", len(self.ids))
         for nid in self.ids:
             rec = self.nodes[nid]
             for s in (nid, rec["addr"], rec["zone"]):
@@ -74,7 +86,7 @@ class Ring:
                 out += bytes([len(b)]) + b
             out += struct.pack("<d", rec["weight"])
             out += bytes([STATES.index(rec["state"])])
-        return h64(out)
+        return out
 
     def owner_index(self, view, pos):
         positions = self.views[view][0]
@@ -116,6 +128,135 @@ class Ring:
             if owners[i] == nid:
                 total += (pos - positions[i - 1]) % 2**64
         return float(Fraction(total, 2**64))
+
+
+MAGLEV_DIGEST_WORD = 0x6c67616d   # the ASCII bytes "magl", little endian
+
+
+class MaglevRing(Ring):
+    """Section 14: a table of m slots per view; slot j is a point at
+    ceil((j + 1) 2^64 / m) - 1 and the generic walks of Ring apply."""
+
+    def __init__(self, members, m):
+        self.m = m
+        self.nodes = {nid: record(v) for nid, v in members.items()}
+        self.ids = sorted(self.nodes, key=lambda s: s.encode())
+        positions = [(((j + 1) << 64) - 1) // m for j in range(m)]
+        self.vnodes = {}
+        self.views = {}
+        for view, excluded in (("write", "draining"), ("read", "warming")):
+            ids = [nid for nid in self.ids if self.nodes[nid]["state"] != excluded]
+            if not ids:
+                self.views[view] = ([], [])
+                continue
+            table, quotas = self.table(ids)
+            self.views[view] = (positions, table)
+            home = "read" if view == "read" else "write"
+            for nid, q in zip(ids, quotas):
+                if ("read" if self.nodes[nid]["state"] == "draining" else "write") == home:
+                    self.vnodes[nid] = q
+        for nid in self.ids:
+            self.vnodes.setdefault(nid, 0)
+        self.points = [None] * sum(self.vnodes.values())
+
+    def relative(self, ids):
+        most = max(self.nodes[nid]["weight"] for nid in ids)
+        return [self.nodes[nid]["weight"] / most for nid in ids]
+
+    def quotas(self, ids):
+        m, n = self.m, len(ids)
+        total = 0.0
+        for u in self.relative(ids):
+            total += u
+        quotas, rems = [], []
+        for u in self.relative(ids):
+            q = (float(m) * u) / total
+            f = min(math.floor(q), m)
+            quotas.append(int(f))
+            rems.append(q - f)
+        order = sorted(range(n), key=lambda i: (-rems[i], i))
+        s, k = sum(quotas), 0
+        while s < m:
+            quotas[order[k]] += 1
+            k, s = (k + 1) % n, s + 1
+        k = n - 1
+        while s > m:
+            if quotas[order[k]]:
+                quotas[order[k]] -= 1
+                s -= 1
+            k = k - 1 if k else n - 1
+        return quotas
+
+    def table(self, ids):
+        m = self.m
+        quotas = self.quotas(ids)
+        nxt = [h64s(nid.encode(), 1) % m for nid in ids]
+        skip = [h64s(nid.encode(), 2) % (m - 1) + 1 for nid in ids]
+
+        weight = self.relative(ids)
+
+        def before(a, b):   # turn k of node i at (2k + 1) / w; ties by id
+            ta = float(2 * a[1] + 1) * weight[b[0]]
+            tb = float(2 * b[1] + 1) * weight[a[0]]
+            return -1 if (ta, a[0]) < (tb, b[0]) else 1
+
+        turns = [(i, k) for i in range(len(ids)) for k in range(quotas[i])]
+        turns.sort(key=functools.cmp_to_key(before))
+        table = [None] * m
+        for i, _ in turns:
+            c = nxt[i]
+            while table[c] is not None:
+                c = (c + skip[i]) % m
+            table[c] = ids[i]
+            nxt[i] = (c + skip[i]) % m
+        return table, quotas
+
+    def owner_index(self, view, pos):
+        if not self.views[view][0]:
+            return None
+        return (pos * self.m) >> 64
+
+    def digest(self):
+        out = struct.pack("<III", 0, MAGLEV_DIGEST_WORD, self.m)
+        return h64(out + self.digest_nodes())
+
+
+def maglev_sets():
+    """The Maglev node sets: (name, maglev_size, members)."""
+    sets = []
+    sets.append(("ten-equal", 65537,
+                 {"node-%d" % i: "127.0.0.1:%d" % (11211 + i) for i in range(10)}))
+    weights = [0.5, 1, 1.5, 2, 0.25, 3, 1, 1, 0.75, 1.25, 0.001, 2.5]
+    zones = ["z-a", "z-b", "z-c", ""]
+    sets.append(("weighted-zones", 1009, {
+        "cache-%02d" % i: {"addr": "127.0.0.1:%d" % (12000 + i), "weight": w,
+                           "zone": zones[i % 4]} for i, w in enumerate(weights)}))
+    states = ["active", "active", "warming", "active", "draining", "active",
+              "warming", "draining"]
+    sets.append(("states", 251, {
+        "s%d" % i: {"addr": "127.0.0.1:%d" % (13000 + i),
+                    "zone": "zone-%d" % (i % 3), "state": st}
+        for i, st in enumerate(states)}))
+    sets.append(("prefix-ids", 101, {
+        "a": "127.0.0.1:1", "a0": "127.0.0.1:2", "ab": "127.0.0.1:3",
+        "a#1": "127.0.0.1:4", "A": " 127.0.0.1:5 ", "~x:y": "127.0.0.1:6",
+    }))
+    sets.append(("all-draining", 101, {
+        "d%d" % i: {"addr": "127.0.0.1:%d" % (14100 + i), "state": "draining"}
+        for i in range(3)}))
+    sets.append(("one-node", 65537, {"solo": "127.0.0.1:11211"}))
+    # weights at the ends of the doubles: their plain sum would overflow
+    sets.append(("extreme-weights", 1009, {
+        "e-huge": {"addr": "127.0.0.1:1", "weight": 9e307},
+        "e-huge2": {"addr": "127.0.0.1:2", "weight": 1e308},
+        "e-one": {"addr": "127.0.0.1:3", "weight": 1},
+        "e-tiny": {"addr": "127.0.0.1:4", "weight": 5e-324},
+    }))
+    # more nodes than slots: some own none
+    sets.append(("crowded", 101, {
+        "c%03d" % i: {"addr": "127.0.0.1:%d" % (16000 + i), "weight": 1 + i % 3}
+        for i in range(150)}))
+    return sets
 
 
 def node_sets():
@@ -201,37 +342,59 @@ def main():
         doc["hashes"].append({"input": s, "hash": "%016x" % h64(s.encode())})
 
     for name, vpw, members in node_sets():
-        ring = Ring(members, vpw)
-        entry = {
-            "name": name,
-            "vnodes_per_weight": vpw,
-            "members": members,
-            "digest": "%016x" % ring.digest(),
-            "point_count": len(ring.points),
-            "vnodes": {nid: ring.vnodes[nid] for nid in ring.ids},
-            "share": {v: {nid: ring.share(v, nid) for nid in ring.ids}
-                      for v in ("write", "read")},
-            "keys": [],
-        }
-        for key in keys(rng):
-            kb = key.encode()
-            entry["keys"].append([key, ring.owner("write", kb),
-                                  ring.owner("read", kb),
-                                  ring.preflist("write", kb, REPLICAS),
-                                  ring.preflist("read", kb, REPLICAS)])
-        doc["sets"].append(entry)
+        doc["sets"].append(entry_of(Ring(members, vpw), name,
+                                    {"vnodes_per_weight": vpw}, members, rng))
 
+    write(path, doc, ("name", "vnodes_per_weight", "members", "digest",
+                      "point_count", "vnodes", "share"))
+
+    rng = random.Random(20261201)
+    doc = {
+        "about": "maglev placement vectors, see docs/placement.md section 14; "
+                 "generated by tests/tools/gen_vectors.py, do not edit",
+        "replicas": REPLICAS,
+        "sets": [],
+    }
+    for name, m, members in maglev_sets():
+        doc["sets"].append(entry_of(MaglevRing(members, m), name,
+                                    {"maglev_size": m}, members, rng))
+    write(os.path.join(os.path.dirname(path), "maglev.json"), doc,
+          ("name", "maglev_size", "members", "digest", "point_count", "vnodes",
+           "share"))
+
+
+def entry_of(ring, name, options, members, rng):
+    entry = {"name": name}
+    entry.update(options)
+    entry.update({
+        "members": members,
+        "digest": "%016x" % ring.digest(),
+        "point_count": len(ring.points),
+        "vnodes": {nid: ring.vnodes[nid] for nid in ring.ids},
+        "share": {v: {nid: ring.share(v, nid) for nid in ring.ids}
+                  for v in ("write", "read")},
+        "keys": [],
+    })
+    for key in keys(rng):
+        kb = key.encode()
+        entry["keys"].append([key, ring.owner("write", kb),
+                              ring.owner("read", kb),
+                              ring.preflist("write", kb, REPLICAS),
+                              ring.preflist("read", kb, REPLICAS)])
+    return entry
+
+
+def write(path, doc, fields):
     # one key entry per line keeps the file readable and diffs small
     with open(path, "w", encoding="utf-8") as f:
         f.write("{\n")
-        for field in ("about", "replicas", "hashes"):
+        for field in [k for k in ("about", "replicas", "hashes") if k in doc]:
             f.write("%s: %s,\n" % (json.dumps(field),
                                    json.dumps(doc[field], ensure_ascii=False)))
         f.write('"sets": [\n')
         for n, entry in enumerate(doc["sets"]):
             f.write("{\n")
-            for field in ("name", "vnodes_per_weight", "members", "digest",
-                          "point_count", "vnodes", "share"):
+            for field in fields:
                 f.write("%s: %s,\n" % (json.dumps(field),
                                        json.dumps(entry[field], ensure_ascii=False)))
             f.write('"keys": [\n')

@@ -107,6 +107,7 @@ START_TEST(init_sets_size_and_defaults)
 	ck_assert_uint_eq(opts.size, sizeof opts);
 	ck_assert_uint_eq(opts.vnodes_per_weight, HR_VNODES_PER_WEIGHT_DEFAULT);
 	ck_assert_int_eq(opts.placement, HR_PLACEMENT_XXH3);
+	ck_assert_uint_eq(opts.maglev_size, 0);
 
 	memset(&upd, FILL, sizeof upd);
 	hr_record_update_init(&upd);
@@ -291,6 +292,29 @@ START_TEST(older_ring_options_take_defaults)
 }
 END_TEST
 
+/* Ring options of a 1.0 program choosing Maglev (its struct ends before
+ * maglev_size): the default table, whatever lies past its size. */
+START_TEST(older_ring_options_default_maglev_size)
+{
+	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE },
+			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE } };
+	hr_ring_options old = { .size = offsetof(hr_ring_options, maglev_size),
+				.placement = HR_PLACEMENT_MAGLEV,
+				.maglev_size = 4 };
+	hr_ring *a = NULL;
+	hr_error err = { 0 };
+
+#if UINTPTR_MAX == UINT64_MAX
+	/* 1.0's struct was 16 bytes; the field is appended after it. */
+	ck_assert_uint_eq(offsetof(hr_ring_options, maglev_size), 16);
+	ck_assert_uint_eq(sizeof(hr_ring_options), 24);
+#endif
+	ck_assert_msg(hr_ring_build(nodes, 2, &old, 0, &a, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(hr_ring_point_count(a), HR_MAGLEV_SIZE_DEFAULT);
+	hr_ring_release(a);
+}
+END_TEST
+
 /* Settings of an older program, through the public entry points: what
  * lies past its size is never read (here, values that would be refused). */
 START_TEST(older_settings_are_not_read_past_their_size)
@@ -464,10 +488,10 @@ START_TEST(readers_refuse_bad_values)
 	ck_assert_int_eq(hr__conn_read(&etcd, &conn, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_etcd_config: invalid log_level 4");
 	etcd_closed(&etcd);
-	opts = (hr_ring_options){ .size = sizeof opts, .placement = (hr_placement)2 };
+	opts = (hr_ring_options){ .size = sizeof opts, .placement = (hr_placement)3 };
 	etcd.ring = &opts;
 	ck_assert_int_eq(hr__conn_read(&etcd, &conn, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "hr_ring_options: unknown placement 2");
+	ck_assert_str_eq(err.message, "hr_ring_options: unknown placement 3");
 	ck_assert_int_eq(hr__conn_read(NULL, &conn, &err), HR_EINVAL);
 
 	hr_client_config_init(&cfg);
@@ -666,6 +690,7 @@ static Suite *abi_suite(void)
 	tcase_add_test(tc, zeroed_struct_says_how_to_set_it_up);
 	tcase_add_test(tc, newer_struct_with_unknown_fields_set_is_refused);
 	tcase_add_test(tc, older_ring_options_take_defaults);
+	tcase_add_test(tc, older_ring_options_default_maglev_size);
 	tcase_add_test(tc, older_settings_are_not_read_past_their_size);
 	tcase_add_test(tc, readers_take_defaults_past_the_size);
 	tcase_add_test(tc, readers_refuse_bad_values);

@@ -1899,6 +1899,62 @@ START_TEST(test_diff_matches_library)
 }
 END_TEST
 
+/* --placement maglev and --maglev-size on the ring-building commands: the
+ * answers, vnodes and shares of the library's Maglev ring; a size that is
+ * not a prime is an error naming it, one out of range a usage error. */
+START_TEST(test_maglev_commands)
+{
+	char *f1 = write_file("members.json", members_states);
+	hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_MAGLEV,
+			      .maglev_size = 1009 };
+	char want[128], *line, *save = NULL;
+	hr_ring *ring;
+	hr_lookup res;
+	struct run r;
+	size_t i = 0;
+
+	ck_assert_int_eq(hr_ring_load_file(f1, &o, &ring, NULL), HR_OK);
+	r = RUN("lookup", "--placement", "maglev", "--maglev-size", "1009", "--members", f1,
+		"user:42");
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	hr_ring_lookup(ring, "user:42", 7, &res);
+	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
+	ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+	run_free(&r);
+
+	r = RUN("nodes", "--json", "--placement", "maglev", "--maglev-size", "1009",
+		"--members", f1);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	for (line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+		hr_view view = node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+		cJSON *obj = cJSON_Parse(line);
+
+		ck_assert_ptr_nonnull(obj);
+		ck_assert_double_eq(num(obj, "vnodes"), hr_ring_node_vnodes(ring, node));
+		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		cJSON_Delete(obj);
+	}
+	ck_assert_uint_eq(i, hr_ring_node_count(ring));
+	run_free(&r);
+
+	r = RUN("diff", "--placement", "maglev", f1, f1);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "moved\t0.000000\t0\n"));
+	run_free(&r);
+
+	r = RUN("lookup", "--placement", "maglev", "--maglev-size", "1000", "--members", f1, "k");
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "maglev_size 1000 is not a prime"), "%s", r.err);
+	run_free(&r);
+	assert_usage_error((const char *const[]){ "nodes", "--placement", "maglev",
+						  "--maglev-size", "100", "--members", f1, NULL },
+			   "nodes", NULL);
+	hr_ring_release(ring);
+	free(f1);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1931,6 +1987,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_lookup_runtime_errors);
 	tcase_add_test(tc, test_lookup_usage_errors);
 	tcase_add_test(tc, test_diff_matches_library);
+	tcase_add_test(tc, test_maglev_commands);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");

@@ -1240,10 +1240,10 @@ START_TEST(node_check_same_rules)
 		{ { "a", "127.0.0.1:1", NULL, -1, HR_STATE_ACTIVE }, { .size = S } },
 		{ { "a", "127.0.0.1:1", NULL, 1, (hr_state)7 }, { .size = S } },
 		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { .size = S } },
-		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { S, 100, HR_PLACEMENT_XXH3 } },
-		{ { "a", "127.0.0.1:1", NULL, 1.5, HR_STATE_ACTIVE }, { S, 0, HR_PLACEMENT_KETAMA } },
-		{ { "a", "127.0.0.1:1", NULL, 2, HR_STATE_ACTIVE }, { S, 0, HR_PLACEMENT_KETAMA } },
-		{ { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { S, 0, (hr_placement)9 } },
+		{ { "a", "127.0.0.1:1", NULL, 167773, HR_STATE_ACTIVE }, { .size = S, .vnodes_per_weight = 100, .placement = HR_PLACEMENT_XXH3 } },
+		{ { "a", "127.0.0.1:1", NULL, 1.5, HR_STATE_ACTIVE }, { .size = S, .vnodes_per_weight = 0, .placement = HR_PLACEMENT_KETAMA } },
+		{ { "a", "127.0.0.1:1", NULL, 2, HR_STATE_ACTIVE }, { .size = S, .vnodes_per_weight = 0, .placement = HR_PLACEMENT_KETAMA } },
+		{ { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE }, { .size = S, .vnodes_per_weight = 0, .placement = (hr_placement)9 } },
 	};
 #undef S
 

@@ -1,0 +1,343 @@
+/*
+ * maglev.c - Maglev placement (docs/placement.md section 14).  Each view is
+ * a table of M slots built from the view's nodes: a node's permutation of
+ * the slots comes from two hashes of its id; nodes take slots in turns,
+ * each its next free slot in its permutation, until the table is full.
+ * Weights set how many slots a node takes (its quota, by largest
+ * remainder) and how often its turn comes (evenly spread over the fill).
+ *
+ * Slot j is the point at ceil((j + 1) * 2^64 / M) - 1 on the circle, so a
+ * key at XXH3_64bits(key) = h is in slot floor(h * M / 2^64): the owner by
+ * "first point at or after" and the table read agree, and preference
+ * lists, shares, diffs and bounded loads walk the table as they walk any
+ * view.  A lookup is the key hash and one table read (view_find).
+ */
+#include "maglev.h"
+
+#include "error.h"
+#include "ring_view.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Seeds of the two hashes of a node's id. */
+#define SEED_OFFSET 1
+#define SEED_SKIP 2
+
+/* What opens the digest: u32le(0), then these four ASCII bytes "magl",
+ * above any node count ketama writes there, then u32le(M). */
+#define DIGEST_WORD 0x6c67616du
+
+static bool is_prime(uint64_t m)
+{
+	if (m < 2)
+		return false;
+	for (uint64_t d = 2; d * d <= m; d++)
+		if (m % d == 0)
+			return false;
+	return true;
+}
+
+int hr__maglev_size_check(uint64_t m, hr_error *err)
+{
+	if (m < HR_MAGLEV_SIZE_MIN || m > HR_MAGLEV_SIZE_MAX)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_ring_options: maglev_size %" PRIu64
+				     " is out of range: a prime from %u to %u",
+				     m, HR_MAGLEV_SIZE_MIN, HR_MAGLEV_SIZE_MAX);
+	if (!is_prime(m))
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_ring_options: maglev_size %" PRIu64
+				     " is not a prime (65537 is, the default)", m);
+	return HR_OK;
+}
+
+static size_t digest_opening(const hr_ring *ring, unsigned char *out)
+{
+	hr__put_u32le(out, 0);
+	hr__put_u32le(out + 4, DIGEST_WORD);
+	hr__put_u32le(out + 8, (uint32_t)ring->maglev_size);
+	return 12;
+}
+
+/* Every valid node can be placed; the table decides the slots. */
+static int node_points(const hr_node *node, unsigned vnodes_per_weight,
+		       unsigned *points, hr_error *err)
+{
+	*points = 0;
+	return HR_OK;
+}
+
+/* ---- quotas ---------------------------------------------------------------- */
+
+struct member {
+	uint32_t slot;		/* the node's slot in the ring */
+	uint32_t quota;		/* table slots it takes */
+	uint32_t taken;
+	uint64_t next;		/* its permutation's next entry */
+	uint64_t skip;
+	double weight;		/* relative: the node's over the largest */
+	double rem;		/* the fraction its quota's floor left */
+};
+
+/* Orders members by remainder, largest first, then id (slot) order. */
+static int cmp_rem_desc(const void *a, const void *b)
+{
+	const struct member *x = *(const struct member *const *)a;
+	const struct member *y = *(const struct member *const *)b;
+
+	if (x->rem != y->rem)
+		return x->rem > y->rem ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/*
+ * Quotas by largest remainder: node i's exact share of the m slots is
+ * q = (m * u) / W in double arithmetic (u its relative weight, W their sum
+ * in id order, at most the node count: nothing overflows), its quota
+ * floor(q), then the slots left go one each to the largest remainders
+ * q - floor(q), ties in id order, round after round should rounding have
+ * left more slots than nodes.  Should the floors exceed m (rounding
+ * again), the smallest remainders, last in that order, give one back.
+ */
+static int set_quotas(struct member *mb, size_t n, uint64_t m, hr_error *err)
+{
+	struct member **order = malloc(n * sizeof *order);
+	double total = 0;
+	uint64_t sum = 0;
+
+	if (!order)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		total += mb[i].weight;
+	for (size_t i = 0; i < n; i++) {
+		double q = ((double)m * mb[i].weight) / total;
+		double f = floor(q);
+
+		if (f > (double)m)
+			f = (double)m;
+		mb[i].quota = (uint32_t)f;
+		mb[i].rem = q - f;
+		sum += mb[i].quota;
+		order[i] = &mb[i];
+	}
+	qsort(order, n, sizeof *order, cmp_rem_desc);
+	for (size_t k = 0; sum < m; k = (k + 1) % n, sum++)
+		order[k]->quota++;
+	for (size_t k = n - 1; sum > m; k = k ? k - 1 : n - 1) {
+		if (order[k]->quota) {
+			order[k]->quota--;
+			sum--;
+		}
+	}
+	free(order);
+	return HR_OK;
+}
+
+/* ---- the fill -------------------------------------------------------------- */
+
+/*
+ * Member a's next turn comes before member b's: the k-th turn (from 0) of
+ * a node of relative weight u is at time (2k + 1) / u, compared as
+ * (2k_a + 1) * u_b < (2k_b + 1) * u_a in double arithmetic; ties in id
+ * order.  Times depend
+ * on the node's own weight alone, so a node that joins or leaves does not
+ * reorder the others' turns, and equal weights take turns round-robin in
+ * id order, as in the paper.
+ */
+static bool turn_before(const struct member *a, const struct member *b)
+{
+	double ta = (double)(2 * (uint64_t)a->taken + 1) * b->weight;
+	double tb = (double)(2 * (uint64_t)b->taken + 1) * a->weight;
+
+	return ta < tb || (ta == tb && a->slot < b->slot);
+}
+
+static void sift_down(struct member **heap, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, best = i;
+
+		if (l < n && turn_before(heap[l], heap[best]))
+			best = l;
+		if (l + 1 < n && turn_before(heap[l + 1], heap[best]))
+			best = l + 1;
+		if (best == i)
+			return;
+		struct member *t = heap[i];
+
+		heap[i] = heap[best];
+		heap[best] = t;
+		i = best;
+	}
+}
+
+/* The positions of the m slots: slot j at ceil((j + 1) 2^64 / m) - 1,
+ * that is floor(((j + 1) 2^64 - 1) / m), stepped by 2^64 / m with its
+ * remainder carried. */
+static void slot_positions(uint64_t *pos, uint64_t m)
+{
+	uint64_t step = UINT64_MAX / m, step_rem = UINT64_MAX % m + 1;
+	uint64_t p = step, rem = UINT64_MAX % m;
+
+	/* 2^64 = step * m + step_rem (step_rem may equal m) */
+	if (step_rem == m) {
+		step++;
+		step_rem = 0;
+	}
+	for (uint64_t j = 0; j < m; j++) {
+		pos[j] = p;
+		rem += step_rem;
+		p += step;
+		if (rem >= m) {
+			rem -= m;
+			p++;
+		}
+	}
+}
+
+/* (c + skip) mod m for c, skip < m, without a division. */
+static inline uint64_t step(uint64_t c, uint64_t skip, uint64_t m)
+{
+	c += skip;
+	return c >= m ? c - m : c;
+}
+
+/* Fills the table of view `which` (its memory allocated, m slots). */
+static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
+		      size_t n, uint32_t *table, hr_error *err)
+{
+	uint64_t m = ring->maglev_size;
+	struct member **heap;
+	double most = 0;
+	size_t live = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if (ring->nodes[mb[i].slot].pub.weight > most)
+			most = ring->nodes[mb[i].slot].pub.weight;
+	for (size_t i = 0; i < n; i++) {
+		const struct ring_node *rn = &ring->nodes[mb[i].slot];
+		uint64_t h1 = XXH3_64bits_withSeed(rn->pub.id, rn->id_len, SEED_OFFSET);
+		uint64_t h2 = XXH3_64bits_withSeed(rn->pub.id, rn->id_len, SEED_SKIP);
+
+		mb[i].next = h1 % m;
+		mb[i].skip = h2 % (m - 1) + 1;
+		mb[i].taken = 0;
+		mb[i].weight = rn->pub.weight / most;
+	}
+	rc = set_quotas(mb, n, m, err);
+	if (rc)
+		return rc;
+	heap = malloc(n * sizeof *heap);
+	if (!heap)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (mb[i].quota)
+			heap[live++] = &mb[i];
+	for (size_t i = live / 2; i-- > 0;)
+		sift_down(heap, live, i);
+	for (uint64_t j = 0; j < m; j++)
+		table[j] = NO_NODE;
+	/* The quotas sum to m: when the heap empties the table is full. */
+	while (live) {
+		struct member *t = heap[0];
+
+		/* m is prime and 0 < skip < m: the permutation reaches every
+		 * slot, so a free one is found. */
+		while (table[t->next] != NO_NODE)
+			t->next = step(t->next, t->skip, m);
+		table[t->next] = t->slot;
+		t->next = step(t->next, t->skip, m);
+		if (++t->taken == t->quota)
+			heap[0] = heap[--live];
+		sift_down(heap, live, 0);
+	}
+	free(heap);
+	return HR_OK;
+}
+
+static hr_view home_view(hr_state state)
+{
+	return state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+}
+
+/* One view: its table as m points, slot j the j-th. */
+static int build_view(hr_ring *ring, hr_view which, hr_error *err)
+{
+	struct view *v = &ring->views[which];
+	uint64_t m = ring->maglev_size;
+	struct member *mb;
+	uint32_t *table = NULL;
+	struct view counted;
+	size_t n = 0;
+	int rc;
+
+	mb = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *mb);
+	rc = mb && !hr__view_count(ring, which, &counted) ? HR_OK :
+		hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < ring->nnodes; i++)
+		if (hr__in_view(ring->nodes[i].pub.state, which))
+			mb[n++].slot = (uint32_t)i;
+	/* A view without nodes has no table, no points. */
+	if (!rc && n) {
+		table = malloc(m * sizeof *table);
+		rc = table ? fill_table(ring, which, mb, n, table, err) :
+			hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	if (!rc && hr__view_alloc(ring, v, n ? m : 0))
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (!rc) {
+		if (n) {
+			slot_positions(v->pos, m);
+			for (uint64_t j = 0; j < m; j++)
+				view_set_node(v, j, table[j]);
+			v->table = m;
+		}
+		hr__view_index(v);
+		v->nnodes = counted.nnodes;
+		v->nzones = counted.nzones;
+		/* A node's vnodes are its slots in its home view. */
+		for (size_t k = 0; k < n; k++)
+			if (home_view(ring->nodes[mb[k].slot].pub.state) == which)
+				ring->nodes[mb[k].slot].vnodes = mb[k].quota;
+	}
+	free(table);
+	free(mb);
+	return rc;
+}
+
+/* Both views: one shared table when every node is active. */
+static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
+{
+	bool all_active = true;
+	int rc = hr__maglev_size_check(ring->maglev_size, err);
+
+	for (size_t i = 0; i < ring->nnodes; i++)
+		all_active = all_active && ring->nodes[i].pub.state == HR_STATE_ACTIVE;
+	if (!rc)
+		rc = build_view(ring, HR_VIEW_WRITE, err);
+	if (!rc && all_active) {
+		ring->shared = ring->views[HR_VIEW_WRITE].mem;
+		ring->views[HR_VIEW_WRITE].mem = NULL;
+		ring->views[HR_VIEW_READ] = ring->views[HR_VIEW_WRITE];
+	} else if (!rc) {
+		rc = build_view(ring, HR_VIEW_READ, err);
+	}
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < ring->nnodes; i++)
+		ring->npoints += ring->nodes[i].vnodes;
+	return HR_OK;
+}
+
+const hr__placement hr__placement_maglev = {
+	.name = "maglev",
+	.digest_opening = digest_opening,
+	.node_points = node_points,
+	.point_positions = NULL,	/* a node's slots depend on all others */
+	.fill_views = fill_views,
+	.key_pos = NULL,		/* XXH3_64bits(key), as native */
+};

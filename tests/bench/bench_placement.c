@@ -1,0 +1,149 @@
+/*
+ * bench_placement.c - hashring-bench-placement: Maglev's figures beside the
+ * 200-vnode ring of the native contract, in one run (docs/placement.md
+ * section 14 quotes them).  For N equal nodes and each table size M:
+ *   max/mean, min/mean   the nodes' shares of the write view, times N
+ *   leave, join          keys moved when node N/2 leaves or a node joins,
+ *                        as a multiple of the minimum (its own share)
+ *   build                ms for one ring (this thread's CPU time, as below)
+ *   api, raw             ns per hr_ring_lookup() of 16-byte keys ("key-" and 12 digits), and per
+ *                        lookup of a hashed position (after the key hash:
+ *                        for Maglev the table read alone)
+ *
+ *   hashring-bench-placement [N ...]    (default: 100 1000)
+ */
+#include "hashring.h"
+#include "ring.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEYS (1u << 20)
+#define REPS 5
+
+static char keys[KEYS][24];
+static size_t lens[KEYS];
+static uint64_t hashes[KEYS];
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	/* CPU time of this thread: other processes on the machine do not count. */
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* n equal nodes "node-<i>", i in [0, n] but `skip`; exits on failure. */
+static hr_ring *make_ring(int n, int skip, hr_placement pl, uint64_t m,
+			  double *build_ms)
+{
+	hr_node *nodes = calloc((size_t)n, sizeof *nodes);
+	char (*ids)[24] = calloc((size_t)n, sizeof *ids);
+	hr_ring_options o;
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+	size_t k = 0;
+	double t;
+
+	if (!nodes || !ids)
+		exit(1);
+	for (int i = 0; i < n; i++) {
+		if (i == skip)
+			continue;
+		snprintf(ids[k], sizeof ids[k], "node-%d", i);
+		nodes[k] = (hr_node){ ids[k], "127.0.0.1:11211", NULL, 1, HR_STATE_ACTIVE };
+		k++;
+	}
+	hr_ring_options_init(&o);
+	o.placement = pl;
+	o.maglev_size = m;
+	t = now_s();
+	if (hr_ring_build(nodes, k, &o, 0, &ring, &err)) {
+		fprintf(stderr, "hashring-bench-placement: %s\n", err.message);
+		exit(1);
+	}
+	if (build_ms)
+		*build_ms = (now_s() - t) * 1e3;
+	free(nodes);
+	free(ids);	/* the ring keeps copies */
+	return ring;
+}
+
+/* The best of REPS passes over the keys, in ns per lookup. */
+static double lookup_ns(const hr_ring *ring, int raw)
+{
+	double best = 1e30;
+	uintptr_t sink = 0;
+
+	for (int rep = 0; rep < REPS; rep++) {
+		double t = now_s();
+		hr_lookup lk;
+
+		for (size_t i = 0; i < KEYS; i++) {
+			if (raw)
+				hr__ring_lookup_pos(ring, hashes[i], &lk);
+			else
+				hr_ring_lookup(ring, keys[i], lens[i], &lk);
+			sink += (uintptr_t)lk.node;
+		}
+		t = (now_s() - t) / KEYS * 1e9;
+		if (t < best)
+			best = t;
+	}
+	if (sink == 1)
+		puts("");
+	return best;
+}
+
+static void row(const char *name, int n, hr_placement pl, uint64_t m)
+{
+	double build_ms, most = 0, least = 2, leave, join;
+	hr_ring *ring = make_ring(n, -1, pl, m, &build_ms);
+	hr_ring *fewer = make_ring(n, n / 2, pl, m, NULL);
+	hr_ring *more = make_ring(n + 1, -1, pl, m, NULL);
+
+	for (int i = 0; i < n; i++) {
+		double s = hr_ring_node_share(ring, hr_ring_node(ring, (size_t)i),
+					      HR_VIEW_WRITE);
+
+		most = s > most ? s : most;
+		least = s < least ? s : least;
+	}
+	leave = hr_ring_moved_share(ring, fewer, HR_VIEW_WRITE) * n;
+	join = hr_ring_moved_share(ring, more, HR_VIEW_WRITE) * (n + 1);
+	printf("%-10s %6d %9lu %8.4f %8.4f %6.2f %6.2f %9.2f %7.2f %7.2f\n", name, n,
+	       (unsigned long)m, most * n, least * n, leave, join, build_ms,
+	       lookup_ns(ring, 0), lookup_ns(ring, 1));
+	hr_ring_release(ring);
+	hr_ring_release(fewer);
+	hr_ring_release(more);
+}
+
+int main(int argc, char **argv)
+{
+	static const uint64_t sizes[] = { 10007, 65537, 100003, 655357 };
+
+	for (size_t i = 0; i < KEYS; i++) {
+		lens[i] = (size_t)snprintf(keys[i], sizeof keys[i], "key-%012zu", i);
+		hashes[i] = hr_hash_key(keys[i], lens[i]);
+	}
+	printf("%-10s %6s %9s %8s %8s %6s %6s %9s %7s %7s\n", "placement", "nodes",
+	       "M", "max/mean", "min/mean", "leave", "join", "build ms", "api ns",
+	       "raw ns");
+	for (int a = 1; a < (argc > 1 ? argc : 3); a++) {
+		int n = argc > 1 ? atoi(argv[a]) : a == 1 ? 100 : 1000;
+
+		if (n < 2 || n >= HR_NODES_MAX) {
+			fprintf(stderr, "hashring-bench-placement: bad node count\n");
+			return 2;
+		}
+		row("xxh3-200", n, HR_PLACEMENT_XXH3, 0);
+		for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+			if (sizes[k] >= 10u * (uint64_t)n)
+				row("maglev", n, HR_PLACEMENT_MAGLEV, sizes[k]);
+	}
+	return 0;
+}
