@@ -1503,7 +1503,10 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
  * the backend may keep connections in `userdata`.
  *
  *   enumerate  lists every key of node `addr` to fn(ctx, ...); `pass`
- *              counts from 0 to enumerate_passes - 1.  Required.
+ *              counts the passes from 0.  Returns 0, or
+ *              HR_REBALANCE_LISTED_ALL when the listing is complete (every
+ *              key present throughout it was listed) so that no further
+ *              pass is needed.  Required.
  *   fetch      reads `key` from `addr`: 1 and *out filled, or 0 when the
  *              node has no such key.  A NULL `out` asks only whether the
  *              key is there.  Required.
@@ -1518,11 +1521,15 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
  *   close      releases `userdata`; called by hr_rebalancer_free().
  *              Optional.
  *
- * `enumerate_passes` (0 means 1) is for a store whose listing is not a
- * snapshot (memcached's may miss an item that moves while it passes): the
- * keys are listed that many times; `scanned` counts the first pass, the
- * others only add keys it missed.  Grows (see "Structs that grow"): set
- * it up with hr_rebalance_backend_init(), which zeroes every field.
+ * `enumerate_passes` (0 means 1) is for a store whose listing may miss a
+ * key (memcached's LRU walk misses items that move while it passes): the
+ * most passes over a source.  Unless a pass returns
+ * HR_REBALANCE_LISTED_ALL, the scan lists the source again until a pass
+ * (the second or a later one) adds no moving key the earlier ones missed,
+ * or until this bound, which it logs (event=rebalance_scan_unsettled, a
+ * warning: keys may be left behind).  `scanned` counts the first pass,
+ * the others only add keys it missed.  Grows (see "Structs that grow"):
+ * set it up with hr_rebalance_backend_init(), which zeroes every field.
  */
 typedef struct hr_rebalance_backend {
 	size_t size;          /* sizeof, set by hr_rebalance_backend_init() */
@@ -1539,6 +1546,9 @@ typedef struct hr_rebalance_backend {
 	size_t enumerate_passes;
 } hr_rebalance_backend;
 
+/* What an enumerate returns when its listing missed no key. */
+#define HR_REBALANCE_LISTED_ALL 1
+
 HR_EXPORT void hr_rebalance_backend_init_size(hr_rebalance_backend *b,
 					      size_t size);
 #define hr_rebalance_backend_init(b) \
@@ -1546,8 +1556,10 @@ HR_EXPORT void hr_rebalance_backend_init_size(hr_rebalance_backend *b,
 
 /*
  * Fills `*out` (set up with hr_rebalance_backend_init()) with the
- * memcached backend: keys listed with `lru_crawler metadump all` (twice:
- * memcached >= 1.4.31), values moved with the meta commands mg, ms (add
+ * memcached backend: keys listed with `lru_crawler metadump hash`, a walk
+ * of the hash table that misses no item (memcached >= 1.6.9; an older
+ * server's `metadump all`, which can, is repeated as enumerate_passes
+ * says: 8), values moved with the meta commands mg, ms (add
  * mode, flags and remaining TTL) and md (by CAS), memcached >= 1.6.  Each
  * connect, read and write waits at most `timeout_ms` (0: 2000).  It keeps
  * one connection per node, made on first use and made again after an

@@ -486,17 +486,19 @@ int hr__mc_parse_dump_line(const char *line, size_t len, hr__mc_item *out, hr_er
 	return 0;
 }
 
-int hr__mc_metadump(hr__mc *mc, int (*fn)(void *userdata, const hr__mc_item *item),
-		   void *userdata, hr_error *err)
+int hr__mc_metadump(hr__mc *mc, hr__mc_walk walk,
+		   int (*fn)(void *userdata, const hr__mc_item *item), void *userdata,
+		   hr_error *err)
 {
-	static const char cmd[] = "lru_crawler metadump all\r\n";
-	struct iovec iov = { (void *)cmd, sizeof cmd - 1 };
+	const char *cmd = walk == HR__MC_WALK_HASH ? "lru_crawler metadump hash\r\n" :
+						     "lru_crawler metadump all\r\n";
+	struct iovec iov = { (void *)(uintptr_t)cmd, strlen(cmd) };
 	hr__mc_item item;
 	int rc;
 
 	if ((rc = send_iov(mc, &iov, 1, "lru_crawler metadump", err)))
 		return rc;
-	for (;;) {
+	for (int first = 1;; first = 0) {
 		char *line;
 		size_t len;
 
@@ -504,6 +506,10 @@ int hr__mc_metadump(hr__mc *mc, int (*fn)(void *userdata, const hr__mc_item *ite
 			return rc;
 		if (!strcmp(line, "END"))
 			return 0;
+		/* Before 1.6.9 "hash" is taken for a class id; the connection
+		 * is still good for another command. */
+		if (first && walk == HR__MC_WALK_HASH && !strncmp(line, "BADCLASS", 8))
+			return HR__MC_NO_HASH_WALK;
 		if (strncmp(line, "key=", 4))
 			return unexpected(mc, "lru_crawler metadump", line, err);
 		if ((rc = hr__mc_parse_dump_line(line, len, &item, err))) {

@@ -63,17 +63,32 @@ const char *hr__mc_addr(const hr__mc *mc);
 int hr__mc_parse_dump_line(const char *line, size_t len, hr__mc_item *out,
 			  hr_error *err);
 
+/* How hr__mc_metadump() walks the items.  The LRU walk (`metadump all`)
+ * is no snapshot: an item memcached moves between its LRU queues while
+ * the crawler passes (as its LRU maintainer does after reads) is listed
+ * twice or not at all.  The hash walk (`metadump hash`, memcached >=
+ * 1.6.9) goes bucket by bucket through the hash table, each under its
+ * lock, with the table's expansion held off: every item present from the
+ * walk's start to its end is listed exactly once. */
+typedef enum hr__mc_walk { HR__MC_WALK_LRU, HR__MC_WALK_HASH } hr__mc_walk;
+
+/* hr__mc_metadump()'s answer when the server has no hash walk. */
+#define HR__MC_NO_HASH_WALK 1
+
 /*
- * Sends `lru_crawler metadump all` and calls fn(userdata, item) for every
- * item until END; fn returns 0 to go on, anything else stops the dump (the
- * connection must then be closed: the rest of the dump is still coming)
- * and is returned.  Only this command may be in flight on the connection:
- * use one of its own.  HR_EIO when memcached refuses (a crawler already
- * running elsewhere answers BUSY) or the dump breaks off, HR_EPARSE for a
- * line hr__mc_parse_dump_line() refuses, HR_ETIMEDOUT.
+ * Sends `lru_crawler metadump all` (or `hash`) and calls fn(userdata,
+ * item) for every item until END; fn returns 0 to go on, anything else
+ * stops the dump (the connection must then be closed: the rest of the
+ * dump is still coming) and is returned.  Only this command may be in
+ * flight on the connection: use one of its own.  HR__MC_NO_HASH_WALK when
+ * the server answers a hash walk with BADCLASS (before 1.6.9: the
+ * connection stays usable), HR_EIO when memcached refuses (a crawler
+ * already running elsewhere answers BUSY) or the dump breaks off,
+ * HR_EPARSE for a line hr__mc_parse_dump_line() refuses, HR_ETIMEDOUT.
  */
-int hr__mc_metadump(hr__mc *mc, int (*fn)(void *userdata, const hr__mc_item *item),
-		   void *userdata, hr_error *err);
+int hr__mc_metadump(hr__mc *mc, hr__mc_walk walk,
+		   int (*fn)(void *userdata, const hr__mc_item *item), void *userdata,
+		   hr_error *err);
 
 /* Fetches `key` with its flags and remaining TTL (mg .. s f t v): 1 and
  * *out filled, or 0 when the server has no such key; HR_EIO, HR_ETIMEDOUT. */

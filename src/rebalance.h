@@ -79,9 +79,10 @@ void hr__rb_tick(hr_rebalancer *rb);
 /* HR_ECLOSED, with a message saying `where`, once cancelled; else 0. */
 int hr__rb_check_cancel(hr_rebalancer *rb, const char *where, hr_error *err);
 
-/* Logs event=rebalance_copied (one source done) or rebalance_purged. */
+/* Logs event=rebalance_copied (one source done, its scan `passes` long)
+ * or rebalance_purged. */
 void hr__rb_log_node(hr_rebalancer *rb, const char *event, const hr_node *node,
-		     const uint64_t before[HR__RB_COUNTS], double seconds);
+		     const uint64_t before[HR__RB_COUNTS], size_t passes, double seconds);
 
 /* ---- rebalance_copy.c ---- */
 

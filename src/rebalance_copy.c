@@ -29,6 +29,7 @@ typedef struct scan {
 	moving_key *keys;
 	size_t n, cap;
 	size_t sorted;             /* keys[0, sorted) are sorted, unique  */
+	size_t passes;             /* listings made                       */
 } scan;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -131,25 +132,49 @@ static int scan_key(void *ctx, const void *key, size_t len, uint64_t cas)
 	return 0;
 }
 
-/* Lists the source's moving keys, every pass the backend asks for. */
+/*
+ * Lists the source's moving keys.  A listing that may miss keys (the
+ * backend does not say HR_REBALANCE_LISTED_ALL) is repeated until a pass
+ * adds no moving key the earlier ones missed: a key left out of a pass is
+ * one the store moved while the pass went by, and a pass that finds
+ * nothing new says the set stopped growing.  The bound is the backend's;
+ * reaching it is logged, as keys may still be missing.
+ */
 static int scan_source(scan *s, const hr_node *source)
 {
 	hr_rebalancer *rb = s->rb;
-	int rc = 0;
+	size_t max = rb->be.enumerate_passes, added = 0;
+	int rc = 0, settled = max < 2;
 
 	hr__rb_enter(rb, source, HR_REBALANCE_STEP_SCAN);
-	for (size_t pass = 0; rc == 0 && pass < rb->be.enumerate_passes; pass++) {
+	for (size_t pass = 0; rc == 0 && pass < max; pass++) {
+		size_t before = s->n;
+
 		s->pass = (unsigned)pass;
-		rc = rb->be.enumerate(rb->be.userdata, source->addr, pass, scan_key, s, s->err);
-		if (rc > 0) /* a backend that returns fn's value wrongly */
+		rc = rb->be.enumerate(rb->be.userdata, source->addr, s->pass, scan_key, s, s->err);
+		if (rc > HR_REBALANCE_LISTED_ALL) /* a backend that returns fn's value wrongly */
 			rc = hr__error_set(s->err, HR_EIO, "rebalance: enumerate of %.200s returned %d",
 					   source->id, rc);
-		if (rc == 0)
-			sort_unique(s);
+		if (rc < 0)
+			break;
+		sort_unique(s);
+		s->passes = pass + 1;
+		added = s->n - before;
+		if (rc == HR_REBALANCE_LISTED_ALL || (pass > 0 && added == 0)) {
+			settled = 1;
+			break;
+		}
+		rc = 0;
 	}
-	if (rc == 0)
-		hr__rb_add(rb, HR__RB_MOVING, s->n);
-	return rc;
+	if (rc < 0)
+		return rc;
+	if (!settled)
+		hr__log_emit(&rb->log, HR_LOG_WARN, "rebalance_scan_unsettled",
+			     "node=%s passes=%zu last_added=%zu moving=%zu msg=%s", source->id,
+			     s->passes, added, s->n,
+			     "the last pass still found moving keys: some may be left behind");
+	hr__rb_add(rb, HR__RB_MOVING, s->n);
+	return 0;
 }
 
 /* Copies one key from `src` to `dst`: fetch, add, look again. */
@@ -325,7 +350,7 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 			rc = copy_source(&s, source);
 		if (rc == 0) {
 			hr__rb_node_done(rb);
-			hr__rb_log_node(rb, "rebalance_copied", source, before,
+			hr__rb_log_node(rb, "rebalance_copied", source, before, s.passes,
 					(double)(hr__rate_now_ns() - t0) / 1e9);
 		}
 		free(s.arena);
@@ -399,7 +424,13 @@ static int purge_node(hr_rebalancer *rb, const hr_ring *ring, size_t i, hr_error
 	before[HR__RB_PURGED] = p.purged;
 	before[HR__RB_PURGE_CHANGED] = p.purge_changed;
 	hr__rb_enter(rb, node, HR_REBALANCE_STEP_PURGE);
+	/* One pass: a key it misses is only left in place, as without a purge. */
 	rc = rb->be.enumerate(rb->be.userdata, node->addr, 0, stale_key_fn, &s, err);
+	if (rc == HR_REBALANCE_LISTED_ALL)
+		rc = 0;
+	else if (rc > 0)
+		rc = hr__error_set(err, HR_EIO, "rebalance: enumerate of %.200s returned %d",
+				   node->id, rc);
 	for (size_t k = 0; rc == 0 && k < s.n; k++) {
 		hr__rate_throttle(&rb->rate, 0, &rb->cancelled);
 		rc = hr__rb_check_cancel(rb, "during the purge", err);
@@ -414,7 +445,7 @@ static int purge_node(hr_rebalancer *rb, const hr_ring *ring, size_t i, hr_error
 	}
 	if (rc == 0) {
 		hr__rb_node_done(rb);
-		hr__rb_log_node(rb, "rebalance_purged", node, before,
+		hr__rb_log_node(rb, "rebalance_purged", node, before, 1,
 				(double)(hr__rate_now_ns() - t0) / 1e9);
 	}
 	free(s.arena);

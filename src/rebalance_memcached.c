@@ -83,7 +83,9 @@ static int dump_item(void *userdata, const hr__mc_item *item)
 }
 
 /* A dump on a connection of its own: nothing else may be in flight on it,
- * and the rest of a dump stopped early is still coming. */
+ * and the rest of a dump stopped early is still coming.  The hash walk
+ * misses no item; a server without it gets the LRU walk, which can, and
+ * the rebalancer repeats that until it stops finding keys. */
 static int mc_enumerate(void *userdata, const char *addr, unsigned pass,
 			hr_rebalance_key_fn fn, void *ctx, hr_error *err)
 {
@@ -95,7 +97,11 @@ static int mc_enumerate(void *userdata, const char *addr, unsigned pass,
 	(void)pass;
 	rc = hr__mc_connect(addr, b->timeout_ms, &mc, err);
 	if (rc == 0)
-		rc = hr__mc_metadump(mc, dump_item, &d, err);
+		rc = hr__mc_metadump(mc, HR__MC_WALK_HASH, dump_item, &d, err);
+	if (rc == 0)
+		rc = HR_REBALANCE_LISTED_ALL;
+	else if (rc == HR__MC_NO_HASH_WALK)
+		rc = hr__mc_metadump(mc, HR__MC_WALK_LRU, dump_item, &d, err);
 	hr__mc_close(mc);
 	return rc;
 }
@@ -183,10 +189,11 @@ int hr_rebalance_memcached(int timeout_ms, hr_rebalance_backend *out, hr_error *
 		.add = mc_add,
 		.remove = mc_remove,
 		.close = mc_close,
-		/* A dump is no snapshot: an item that memcached moves between
-		 * its LRU queues while the crawler passes may be listed twice or
-		 * not at all, so a second dump adds what the first missed. */
-		.enumerate_passes = 2,
+		/* For a server without the hash walk: its LRU walk misses the
+		 * items moving while it passes, several in a hundred under a
+		 * heavy read load, and each further pass finds most of what
+		 * the earlier ones missed (docs/handoff.md section 5). */
+		.enumerate_passes = 8,
 	};
 	/* The caller's struct, no byte beyond its size. */
 	memcpy((char *)out + sizeof out->size, (char *)&be + sizeof be.size,

@@ -200,7 +200,7 @@ int hr__rb_snapshot(hr_rebalancer *rb, hr_rebalance_progress *p, hr__rb_total **
 }
 
 void hr__rb_log_node(hr_rebalancer *rb, const char *event, const hr_node *node,
-		     const uint64_t before[HR__RB_COUNTS], double seconds)
+		     const uint64_t before[HR__RB_COUNTS], size_t passes, double seconds)
 {
 	uint64_t d[HR__RB_COUNTS];
 
@@ -218,10 +218,10 @@ void hr__rb_log_node(hr_rebalancer *rb, const char *event, const hr_node *node,
 		hr__log_emit(&rb->log, HR_LOG_INFO, event,
 			     "node=%s scanned=%" PRIu64 " moving=%" PRIu64 " copied=%" PRIu64
 			     " present=%" PRIu64 " gone=%" PRIu64 " taken_back=%" PRIu64
-			     " bytes=%" PRIu64 " seconds=%.3f keys_per_s=%.1f",
+			     " bytes=%" PRIu64 " passes=%zu seconds=%.3f keys_per_s=%.1f",
 			     node->id, d[HR__RB_SCANNED], d[HR__RB_MOVING], d[HR__RB_COPIED],
 			     d[HR__RB_PRESENT], d[HR__RB_GONE], d[HR__RB_TAKEN_BACK],
-			     d[HR__RB_BYTES], seconds,
+			     d[HR__RB_BYTES], passes, seconds,
 			     seconds > 0 ? (double)(d[HR__RB_COPIED] + d[HR__RB_PRESENT] +
 						    d[HR__RB_GONE]) / seconds : 0.0);
 }

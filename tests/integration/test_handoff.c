@@ -9,7 +9,8 @@
  * the node is promoted the purge removes the old owners' copies.  Deletes
  * racing the copy stay deleted; a copy stopped halfway and rerun copies
  * exactly the rest.  The rate cap is checked on a real copy, and the
- * uncapped rate is printed.
+ * uncapped rate is printed.  The backend's listing misses no key while
+ * readers make memcached move items between its LRU queues.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -163,7 +164,8 @@ static size_t items_on(int i)
 	size_t n = 0;
 
 	ck_assert_int_eq(hr__mc_connect(hrt_memcached_addr(mcs[i]), 5000, &d, &err), 0);
-	ck_assert_msg(hr__mc_metadump(d, count_item, &n, &err) == 0, "%s", err.message);
+	ck_assert_msg(hr__mc_metadump(d, HR__MC_WALK_HASH, count_item, &n, &err) == 0, "%s",
+		      err.message);
 	hr__mc_close(d);
 	return n;
 }
@@ -1109,6 +1111,122 @@ START_TEST(ring_changed_during_the_copy_is_refused)
 }
 END_TEST
 
+/* ---- listing under reads ---------------------------------------------------------- */
+
+#define LISTED_N 20000
+
+typedef struct reader {
+	const char *addr;
+	atomic_int *stop;
+	uint64_t seed, reads;
+} reader;
+
+/* Reads random keys as fast as it can: memcached's LRU maintainer then
+ * moves items between its queues, as under a cache's real load. */
+static void *read_keys(void *arg)
+{
+	reader *r = arg;
+	hr__mc *mc = NULL;
+	hr__mc_value v = { 0 };
+	hr_error err = { 0 };
+
+	if (hr__mc_connect(r->addr, 5000, &mc, &err) != 0)
+		return NULL;
+	while (!atomic_load(r->stop)) {
+		char key[32];
+		size_t len = key_of((int)(splitmix64(&r->seed) % LISTED_N), key);
+
+		if (hr__mc_get(mc, key, len, &v, &err) < 0)
+			break;
+		r->reads++;
+	}
+	hr__mc_value_free(&v);
+	hr__mc_close(mc);
+	return NULL;
+}
+
+typedef struct listing {
+	unsigned char seen[LISTED_N];
+	size_t lines, distinct;
+} listing;
+
+static int list_key(void *ctx, const void *key, size_t len, uint64_t cas)
+{
+	listing *l = ctx;
+	char buf[32];
+	int i;
+
+	(void)cas;
+	ck_assert_uint_lt(len, sizeof buf);
+	memcpy(buf, key, len);
+	buf[len] = '\0';
+	ck_assert_int_eq(sscanf(buf + 4, "%d", &i), 1);
+	ck_assert(i >= 0 && i < LISTED_N);
+	l->lines++;
+	l->distinct += !l->seen[i]++;
+	return 0;
+}
+
+static int list_item(void *ctx, const hr__mc_item *item)
+{
+	return list_key(ctx, item->key, item->key_len, item->cas);
+}
+
+/* The backend's listing, while two readers make memcached move items
+ * between its LRU queues, lists every key once (the LRU walk, printed
+ * for comparison, misses some and lists others twice). */
+START_TEST(listing_under_reads_misses_nothing)
+{
+	atomic_int stop = 0;
+	reader readers[2];
+	pthread_t threads[2];
+	hr_rebalance_backend b;
+	hr__mc_value v = { 0 };
+	hr_error err = { 0 };
+	const char *addr = hrt_memcached_addr(mcs[0]);
+	static listing l;
+
+	for (int i = 0; i < LISTED_N; i++) {
+		char key[32];
+		size_t len = key_of(i, key);
+
+		value_of(i, &v);
+		EXPECT(hr__mc_store(conns[0], key, len, &v, HR__MC_SET, NULL, &err) == 1);
+	}
+	hr__mc_value_free(&v);
+	for (int t = 0; t < 2; t++) {
+		readers[t] = (reader){ addr, &stop, 7 + (uint64_t)t, 0 };
+		ck_assert_int_eq(pthread_create(&threads[t], NULL, read_keys, &readers[t]), 0);
+	}
+	nanosleep(&(struct timespec){ 0, 300 * 1000 * 1000 }, NULL);
+	hr_rebalance_backend_init(&b);
+	ck_assert_int_eq(hr_rebalance_memcached(5000, &b, &err), 0);
+	for (int pass = 0; pass < 3; pass++) {
+		hr__mc *d = NULL;
+
+		memset(&l, 0, sizeof l);
+		ck_assert_msg(b.enumerate(b.userdata, addr, 0, list_key, &l, &err) ==
+			      HR_REBALANCE_LISTED_ALL, "%s", err.message);
+		ck_assert_uint_eq(l.distinct, LISTED_N);
+		ck_assert_uint_eq(l.lines, LISTED_N);
+		memset(&l, 0, sizeof l);
+		ck_assert_int_eq(hr__mc_connect(addr, 5000, &d, &err), 0);
+		ck_assert_msg(hr__mc_metadump(d, HR__MC_WALK_LRU, list_item, &l, &err) == 0, "%s",
+			      err.message);
+		hr__mc_close(d);
+		printf("listing under reads: the hash walk %d of %d keys, the LRU walk %zu"
+		       " (%zu lines)\n", LISTED_N, LISTED_N, l.distinct, l.lines);
+	}
+	atomic_store(&stop, 1);
+	for (int t = 0; t < 2; t++)
+		pthread_join(threads[t], NULL);
+	printf("listing under reads: %" PRIu64 " reads meanwhile\n",
+	       readers[0].reads + readers[1].reads);
+	ck_assert_uint_gt(readers[0].reads + readers[1].reads, 0);
+	b.close(b.userdata);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handoff");
@@ -1126,6 +1244,7 @@ int main(void)
 	tcase_add_test(tc, cli_runs_the_join);
 	tcase_add_test(tc, client_that_never_acks_times_out);
 	tcase_add_test(tc, ring_changed_during_the_copy_is_refused);
+	tcase_add_test(tc, listing_under_reads_misses_nothing);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

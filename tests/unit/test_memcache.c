@@ -25,10 +25,11 @@
 typedef struct script {
 	const char *reply;
 	size_t len;
+	const char *reply2;     /* if set, read a second request and send this */
 	int hold;
 	int listen_fd;
 	char addr[32];
-	char request[512];
+	char request[512], request2[512];
 	pthread_t thread;
 } script;
 
@@ -47,6 +48,12 @@ static void *serve(void *arg)
 	/* A client that gives up early fails this send: no SIGPIPE. */
 	if (s->len)
 		(void)send(fd, s->reply, s->len, MSG_NOSIGNAL);
+	if (s->reply2) {
+		n = read(fd, s->request2, sizeof s->request2 - 1);
+		if (n > 0)
+			s->request2[n] = '\0';
+		(void)send(fd, s->reply2, strlen(s->reply2), MSG_NOSIGNAL);
+	}
 	if (s->hold)
 		while (read(fd, buf, sizeof buf) > 0)
 			;
@@ -54,13 +61,16 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static void start(script *s, const char *reply, size_t len, int hold)
+static void start_two(script *s, const char *reply, size_t len, const char *reply2,
+		      int hold)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof sa;
 
 	s->reply = reply;
 	s->len = len;
+	s->reply2 = reply2;
+	s->request[0] = s->request2[0] = '\0';
 	s->hold = hold;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -70,6 +80,11 @@ static void start(script *s, const char *reply, size_t len, int hold)
 	ck_assert_int_eq(getsockname(s->listen_fd, (struct sockaddr *)&sa, &sl), 0);
 	snprintf(s->addr, sizeof s->addr, "127.0.0.1:%d", ntohs(sa.sin_port));
 	ck_assert_int_eq(pthread_create(&s->thread, NULL, serve, s), 0);
+}
+
+static void start(script *s, const char *reply, size_t len, int hold)
+{
+	start_two(s, reply, len, NULL, hold);
 }
 
 static void finish(script *s, hr__mc *mc)
@@ -200,7 +215,7 @@ START_TEST(dumps)
 
 	start(&s, good, sizeof good - 1, 1);
 	mc = connect_to(&s, 2000);
-	ck_assert_int_eq(hr__mc_metadump(mc, count_items, &n, &err), 0);
+	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_LRU, count_items, &n, &err), 0);
 	ck_assert_str_eq(s.request, "lru_crawler metadump all\r\n");
 	finish(&s, mc);
 	ck_assert_int_eq(n, 2);
@@ -208,11 +223,73 @@ START_TEST(dumps)
 		memset(&err, 0, sizeof err);
 		start(&s, bad[i].reply, strlen(bad[i].reply), 0);
 		mc = connect_to(&s, 2000);
-		ck_assert_int_eq(hr__mc_metadump(mc, count_items, &n, &err), bad[i].rc);
+		ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_LRU, count_items, &n, &err),
+				 bad[i].rc);
 		ck_assert_msg(strstr(err.message, bad[i].says), "case %zu: \"%s\"", i, err.message);
 		hrt_assert_clean_message(err.message);
 		finish(&s, mc);
 	}
+}
+END_TEST
+
+static int count_keys(void *ctx, const void *key, size_t len, uint64_t cas)
+{
+	(void)key, (void)len, (void)cas;
+	++*(int *)ctx;
+	return 0;
+}
+
+/* The hash walk, which misses no item, and the LRU walk when a server
+ * before 1.6.9 takes "hash" for a class id. */
+START_TEST(hash_walk)
+{
+	static const char good[] = "key=a exp=-1 la=1 cas=1 fetch=no cls=1 size=65\n"
+				   "key=b exp=-1 la=1 cas=2 fetch=no cls=1 size=65\nEND\r\n";
+	static const char badclass[] = "BADCLASS invalid class id\r\n";
+	hr_rebalance_backend b;
+	script s;
+	hr__mc *mc;
+	hr_error err = { 0 };
+	int n = 0;
+
+	start(&s, good, sizeof good - 1, 1);
+	mc = connect_to(&s, 2000);
+	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_HASH, count_items, &n, &err), 0);
+	ck_assert_str_eq(s.request, "lru_crawler metadump hash\r\n");
+	finish(&s, mc);
+	ck_assert_int_eq(n, 2);
+
+	start(&s, badclass, sizeof badclass - 1, 1);
+	mc = connect_to(&s, 2000);
+	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_HASH, count_items, &n, &err),
+			 HR__MC_NO_HASH_WALK);
+	finish(&s, mc);
+	start(&s, badclass, sizeof badclass - 1, 1);
+	mc = connect_to(&s, 2000);
+	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_LRU, count_items, &n, &err), HR_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "answered \"BADCLASS"));
+	finish(&s, mc);
+
+	/* The backend: a complete listing from the hash walk; the LRU walk,
+	 * which the rebalancer repeats, from an older server. */
+	hr_rebalance_backend_init(&b);
+	ck_assert_int_eq(hr_rebalance_memcached(2000, &b, &err), 0);
+	start(&s, good, sizeof good - 1, 1);
+	n = 0;
+	ck_assert_msg(b.enumerate(b.userdata, s.addr, 0, count_keys, &n, &err) ==
+		      HR_REBALANCE_LISTED_ALL, "%s", err.message);
+	finish(&s, NULL);
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(s.request, "lru_crawler metadump hash\r\n");
+
+	start_two(&s, badclass, sizeof badclass - 1, good, 1);
+	n = 0;
+	ck_assert_msg(b.enumerate(b.userdata, s.addr, 1, count_keys, &n, &err) == 0, "%s",
+		      err.message);
+	finish(&s, NULL);
+	ck_assert_int_eq(n, 2);
+	ck_assert_str_eq(s.request2, "lru_crawler metadump all\r\n");
+	b.close(b.userdata);
 }
 END_TEST
 
@@ -275,6 +352,7 @@ int main(void)
 	tcase_add_test(tc, broken_answers);
 	tcase_add_test(tc, endless_line_and_silence);
 	tcase_add_test(tc, dumps);
+	tcase_add_test(tc, hash_walk);
 	tcase_add_test(tc, requests);
 	tcase_add_test(tc, bad_addresses);
 	suite_add_tcase(s, tc);

@@ -51,6 +51,11 @@ typedef struct store {
 				       destination just after the add, too      */
 	int delete_before_fetch;    /* every n-th fetch: the key is gone first   */
 	int listing_doubles;        /* list every key twice in pass 0           */
+	unsigned drop_passes;       /* passes below this list only the slots i
+				       with i % drop_passes == pass, as a store
+				       whose items move while it lists them    */
+	int listing_complete;       /* say HR_REBALANCE_LISTED_ALL              */
+	size_t passes;              /* the backend's enumerate_passes           */
 } store;
 
 static int node_of(const char *addr)
@@ -113,11 +118,13 @@ static int fake_enumerate(void *ud, const char *addr, unsigned pass, hr_rebalanc
 			item *it = &s->items[node][i];
 			int rc;
 
+			if (pass < s->drop_passes && (unsigned)i % s->drop_passes != pass)
+				continue;
 			if (it->live && (rc = fn(ctx, it->key, it->len, it->cas)) != 0)
 				return rc;
 		}
 	}
-	return 0;
+	return s->listing_complete ? HR_REBALANCE_LISTED_ALL : 0;
 }
 
 static int fake_fetch(void *ud, const char *addr, const void *key, size_t len,
@@ -194,6 +201,7 @@ static void backend_of(store *s, hr_rebalance_backend *b)
 	b->add = fake_add;
 	b->remove = fake_remove;
 	b->close = fake_close;
+	b->enumerate_passes = s->passes;
 }
 
 /* ---- rings and keys ------------------------------------------------------------ */
@@ -676,7 +684,7 @@ START_TEST(bad_input)
 	ck_assert_int_eq(hr_rebalance_memcached(-1, &b, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_rebalance_memcached(100, &b, &err), 0);
 	ck_assert(b.enumerate && b.fetch && b.add && b.remove && b.close);
-	ck_assert_uint_eq(b.enumerate_passes, 2);
+	ck_assert_uint_eq(b.enumerate_passes, 8);
 	b.close(b.userdata);
 	hr_rebalancer_free(NULL);
 	hr_ring_release(ring);
@@ -790,6 +798,127 @@ static uint64_t field_u64(const cJSON *line, const char *key)
 	ck_assert_msg(v != NULL, "no %s", key);
 	return strtoull(v, NULL, 10);
 }
+
+/* ---- listings that miss keys ----------------------------------------------------- */
+
+/* A listing that misses keys in its first passes (memcached's LRU walk
+ * under reads) is repeated until a pass adds no moving key: three passes
+ * that each list a third, and a fourth that finds nothing new. */
+START_TEST(a_listing_is_repeated_until_it_settles)
+{
+	static capture cap;
+	store *s = store_new();
+	hr_ring *ring = ring_of("aaaw");
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb;
+	hr_rebalance_progress p;
+	hr_error err = { 0 };
+	int moving = moving_keys(ring, "d");
+	cJSON *all;
+	const cJSON *l;
+
+	cap.len = 0;
+	hr_rebalance_config_init(&cfg);
+	cfg.log = capture_line;
+	cfg.log_userdata = &cap;
+	s->drop_passes = 3;
+	s->passes = 8;
+	rb = rebalancer_of(s, &cfg);
+	fill(s, ring);
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	p = progress_of(rb);
+	ck_assert_uint_eq(p.moving, (uint64_t)moving);
+	ck_assert_uint_eq(p.copied, (uint64_t)moving);
+	check_copied(s, ring);
+	ck_assert_int_eq(s->enumerates, 3 * 4); /* 3 sources, 4 passes each */
+	all = hrt_logfmt_decode(cap.text, cap.len);
+	ck_assert_ptr_nonnull(all);
+	ck_assert_ptr_null(find_event(all, "rebalance_scan_unsettled", 0));
+	l = find_event(all, "rebalance_copied", 0);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_uint_eq(field_u64(l, "passes"), 4);
+	cJSON_Delete(all);
+
+	/* A listing that misses nothing takes two passes: the second checks. */
+	s->drop_passes = 0;
+	s->enumerates = 0;
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(s->enumerates, 3 * 2);
+	ck_assert_uint_eq(progress_of(rb).present, (uint64_t)moving);
+	hr_rebalancer_free(rb);
+	hr_ring_release(ring);
+	free(s);
+}
+END_TEST
+
+/* At the bound, the scan stops, says so, and copies what it found. */
+START_TEST(an_unsettled_listing_is_logged)
+{
+	static capture cap;
+	store *s = store_new();
+	hr_ring *ring = ring_of("aaaw");
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb;
+	hr_rebalance_progress p;
+	hr_error err = { 0 };
+	int moving = moving_keys(ring, "d");
+	cJSON *all;
+	const cJSON *l;
+
+	cap.len = 0;
+	hr_rebalance_config_init(&cfg);
+	cfg.log = capture_line;
+	cfg.log_userdata = &cap;
+	s->drop_passes = 5;
+	s->passes = 3;
+	rb = rebalancer_of(s, &cfg);
+	fill(s, ring);
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	p = progress_of(rb);
+	ck_assert_uint_lt(p.moving, (uint64_t)moving);
+	ck_assert_uint_gt(p.moving, (uint64_t)moving / 2);
+	ck_assert_uint_eq(p.copied, p.moving);
+	ck_assert_int_eq(s->enumerates, 3 * 3);
+	all = hrt_logfmt_decode(cap.text, cap.len);
+	ck_assert_ptr_nonnull(all);
+	l = find_event(all, "rebalance_scan_unsettled", 0);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_str_eq(hrt_logfmt_get(l, "level"), "warn");
+	ck_assert_uint_eq(field_u64(l, "passes"), 3);
+	ck_assert_uint_gt(field_u64(l, "last_added"), 0);
+	ck_assert_ptr_nonnull(find_event(all, "rebalance_scan_unsettled", 2));
+	cJSON_Delete(all);
+	hr_rebalancer_free(rb);
+	hr_ring_release(ring);
+	free(s);
+}
+END_TEST
+
+/* A backend that says its listing is complete is listed once, by the
+ * copy and by the purge. */
+START_TEST(a_complete_listing_is_listed_once)
+{
+	store *s = store_new();
+	hr_ring *ring = ring_of("aaaw");
+	hr_rebalancer *rb;
+	hr_error err = { 0 };
+	int moving = moving_keys(ring, "d");
+
+	s->listing_complete = 1;
+	s->passes = 8;
+	rb = rebalancer_of(s, NULL);
+	fill(s, ring);
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(progress_of(rb).copied, (uint64_t)moving);
+	check_copied(s, ring);
+	ck_assert_int_eq(s->enumerates, 3);
+	ck_assert_msg(hr_rebalancer_purge(rb, ring, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(s->enumerates, 3 + 4);
+	hr_rebalancer_free(rb);
+	hr_ring_release(ring);
+	free(s);
+}
+END_TEST
 
 START_TEST(log_lines_say_each_step)
 {
@@ -951,6 +1080,9 @@ int main(void)
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, progress_from_another_thread);
 	tcase_add_test(tc, log_lines_say_each_step);
+	tcase_add_test(tc, a_listing_is_repeated_until_it_settles);
+	tcase_add_test(tc, an_unsettled_listing_is_logged);
+	tcase_add_test(tc, a_complete_listing_is_listed_once);
 	tcase_add_test(tc, metrics_count_per_node);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
