@@ -420,7 +420,8 @@ static void rates_update(struct serve_state *s, const hr_node_lookups *cur, size
 		free(rates);
 		return; /* the old base stays: a longer interval next time */
 	}
-	memcpy(base, cur, n * sizeof *cur);
+	if (n)
+		memcpy(base, cur, n * sizeof *cur);
 	/* Both in id order: one merge walk; a node new since the base
 	 * counted from 0 there. */
 	for (size_t i = 0; s->base && i < n; i++) {
