@@ -22,10 +22,13 @@ static const char description[] =
 	"  /           a live page: the ring as a circle (arcs coloured by node,\n"
 	"              the arcs warming nodes take over marked), each node's share\n"
 	"              against its fair share by weight, the revision, digest and\n"
-	"              staleness, and the last rings with what moved; it polls\n"
-	"              /ring.json every second and loads nothing from elsewhere\n"
+	"              staleness, the last rings with what moved, and the lookup\n"
+	"              rates and hot keys of /lookup; it polls /ring.json every\n"
+	"              second and loads nothing from elsewhere\n"
 	"  /ring.json  what the page shows, as JSON\n"
 	"  /metrics    the Prometheus metrics of the client (hashring metrics)\n"
+	"  /lookup?key=K[&replicas=R]\n"
+	"              K's owners and preference list of R (default 3), as JSON\n"
 	"GET and HEAD only (others: 405).  It listens on loopback unless\n"
 	"--allow-remote is given; port 0 takes a free one.  Once listening it\n"
 	"prints `serving http://ADDRESS:PORT/` on stdout.  With --client-id, each\n"
@@ -118,6 +121,9 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	hr_client_config_init(&cfg);
 	cfg.on_change = serve_on_change;
 	cfg.on_change_userdata = state;
+	/* Its lookups are the operator's /lookup requests, each costing far
+	 * more than a sample: sample them all, so its hot keys are exact. */
+	cfg.hot_key_sample = 1;
 	cli_ack_config(conn, &cfg);
 	rc = cli_etcd_open(conn, CMD, &cfg, &client);
 	if (CLI_EXIT_IS_SIGNAL(rc))

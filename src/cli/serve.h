@@ -18,7 +18,8 @@
  * The rings seen so far, newest last, at most `history_max` of them: each
  * with its revision, digest, time, moved shares and the node pairs that
  * moved the most (write view).  Filled on the watcher thread by
- * serve_on_change(), read by the HTTP thread: one mutex.
+ * serve_on_change(), read by the HTTP thread: one mutex.  Also the last
+ * sample of the client's lookup counts, from which the rates come.
  */
 struct serve_state;
 
@@ -29,11 +30,29 @@ void serve_state_free(struct serve_state *s);
 void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring);
 
 /*
- * Writes /ring.json for the ring `client` has now, its status and the
- * history to `out`.  The format is in docs/hashring.1 (serve).  Returns 0,
+ * Writes /ring.json for the ring `client` has now, its status, the
+ * history, and the client's lookup counts, rates and hot keys to `out`.  The format is in docs/hashring.1 (serve).  Returns 0,
  * or HR_ENOMEM.
  */
 int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out);
+
+/* ---- /lookup (serve_lookup.c) -------------------------------------------- */
+
+#define SERVE_LOOKUP_KEY_MAX 4096     /* bytes of a key, decoded      */
+#define SERVE_LOOKUP_REPLICAS 3       /* the preference list's length */
+#define SERVE_LOOKUP_REPLICAS_MAX 64  /* ... at most                  */
+
+struct MHD_Connection;
+
+/*
+ * Answers GET /lookup?key=K[&replicas=R] of connection `c`: looks K up
+ * through `client` (counted as its lookups are) and writes its owners as
+ * JSON to `out` (the format is in docs/hashring.1, serve).  Returns the
+ * HTTP status: 200; else (400 for a bad query, 503 for a ring with no
+ * node) a one-line message is in msg.
+ */
+int serve_lookup(hr_client *client, struct MHD_Connection *c, FILE *out, char *msg,
+		 size_t msg_size);
 
 /* ---- HTTP (serve_http.c) ----------------------------------------------------- */
 
@@ -50,7 +69,8 @@ struct serve_http_options {
 struct serve_http;
 
 /*
- * Starts serving GET and HEAD of "/", "/ring.json" and "/metrics" on one
+ * Starts serving GET and HEAD of "/", "/ring.json", "/metrics" and
+ * "/lookup" on one
  * thread of libmicrohttpd's (other methods: 405).  Returns NULL after an
  * error line naming the address.
  */

@@ -1,6 +1,6 @@
 /*
  * serve_http.c - the dashboard's HTTP side, on libmicrohttpd: GET and HEAD
- * of three paths, read-only, with the limits that keep one bad client from
+ * of four paths, read-only, with the limits that keep one bad client from
  * hurting the others.
  *
  * One internal polling thread (epoll) serves every connection: a request
@@ -105,6 +105,28 @@ static int make_metrics(struct serve_http *h, FILE *f)
 	return hr_client_metrics_write(h->client, metrics_write, f, NULL, &err);
 }
 
+static enum MHD_Result send_lookup(struct MHD_Connection *c, struct serve_http *h)
+{
+	char *data = NULL, msg[256] = "";
+	size_t len = 0;
+	FILE *f = open_memstream(&data, &len);
+	int status;
+
+	if (!f)
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	status = serve_lookup(h->client, c, f, msg, sizeof msg);
+	if (fclose(f) && status == MHD_HTTP_OK) {
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		snprintf(msg, sizeof msg, "cannot make the answer\n");
+	}
+	if (status == MHD_HTTP_OK)
+		return send_buffer(c, status, "application/json", data, len,
+				   MHD_RESPMEM_MUST_FREE, 0);
+	free(data);
+	return send_buffer(c, (unsigned)status, "text/plain; charset=utf-8", msg, strlen(msg),
+			   MHD_RESPMEM_MUST_COPY, 0);
+}
+
 /*
  * In loopback mode the Host header must name a loopback address or
  * localhost, with our port: a web page elsewhere that rebinds its own
@@ -187,7 +209,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return send_made(c, "application/json", make_ring_json, h);
 	if (strcmp(url, "/metrics") == 0)
 		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics, h);
-	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /ring.json, /metrics\n");
+	if (strcmp(url, "/lookup") == 0)
+		return send_lookup(c, h);
+	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /ring.json, /metrics, /lookup\n");
 }
 
 /* The listening socket, bound here rather than by libmicrohttpd: its port

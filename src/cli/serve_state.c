@@ -1,6 +1,7 @@
 /*
  * serve_state.c - what `hashring serve` shows: the history of the rings a
- * client published, and /ring.json, which the page polls.
+ * client published, and /ring.json, which the page polls, with the
+ * client's lookup rates and hot keys.
  *
  * The page draws the ring from the arcs of both views (cli_ring_arcs) and
  * marks the arcs a warming node takes over, or a draining one hands over:
@@ -46,7 +47,27 @@ struct serve_state {
 	hr_ring *made_for;
 	char *made;
 	size_t made_len;
+	/* Lookup rates: the counts at `base_ms` (monotonic), and the rates
+	 * between the sample before it and it, in the same id order. */
+	pthread_mutex_t rate_lock;
+	hr_node_lookups *base;
+	size_t nbase;
+	int64_t base_ms;
+	struct node_rate *rates;
+	size_t nrates;
+	double interval_s; /* 0: no rate yet */
 };
+
+struct node_rate {
+	char node[HR_ID_MAX + 1];
+	double write, read;
+};
+
+/* Rates are measured over at least this long: a page polls once a
+ * second, and several pages at once share the samples. */
+#define RATE_INTERVAL_MS 1000
+/* Hot keys listed, as /metrics lists them. */
+#define HOT_KEYS_SHOWN 10
 
 struct serve_state *serve_state_new(size_t history_max)
 {
@@ -62,6 +83,7 @@ struct serve_state *serve_state_new(size_t history_max)
 	s->max = history_max;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->made_lock, NULL);
+	pthread_mutex_init(&s->rate_lock, NULL);
 	return s;
 }
 
@@ -82,6 +104,9 @@ void serve_state_free(struct serve_state *s)
 		entry_clear(&s->entries[i]);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->made_lock);
+	pthread_mutex_destroy(&s->rate_lock);
+	free(s->base);
+	free(s->rates);
 	hr_ring_release(s->made_for);
 	free(s->made);
 	free(s->entries);
@@ -93,6 +118,14 @@ static int64_t unix_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -338,6 +371,149 @@ static void write_history(FILE *out, struct serve_state *s)
 	fputc(']', out);
 }
 
+/* ---- lookups and hot keys ------------------------------------------------ */
+
+/* The client's counts now, in id order; NULL (*n 0) without memory. */
+static hr_node_lookups *counts_now(hr_client *client, size_t *n)
+{
+	hr_node_lookups *c = NULL;
+	size_t total = 0, have = 0;
+	hr_error err = { 0 };
+	int got;
+
+	/* Again with room for all if nodes came between the two calls. */
+	for (int tries = 0; tries < 4; tries++) {
+		got = hr_client_lookup_counts(client, c, have, &total, &err);
+		if (got < 0 || (size_t)got == total)
+			break;
+		free(c);
+		have = total + 8;
+		c = malloc(have * sizeof *c);
+		if (!c)
+			break;
+	}
+	if (!c || got < 0) {
+		free(c);
+		*n = 0;
+		return NULL;
+	}
+	*n = (size_t)got;
+	return c;
+}
+
+/* Takes the counts `cur` as the new base once the base is old enough,
+ * with the rates between the two.  Under rate_lock. */
+static void rates_update(struct serve_state *s, const hr_node_lookups *cur, size_t n,
+			 int64_t now)
+{
+	hr_node_lookups *base;
+	struct node_rate *rates;
+	double dt = (double)(now - s->base_ms) / 1000.0;
+	size_t j = 0;
+
+	if (s->base && now - s->base_ms < RATE_INTERVAL_MS)
+		return;
+	base = malloc((n ? n : 1) * sizeof *base);
+	rates = calloc(n ? n : 1, sizeof *rates);
+	if (!base || !rates) {
+		free(base);
+		free(rates);
+		return; /* the old base stays: a longer interval next time */
+	}
+	if (n)
+		memcpy(base, cur, n * sizeof *cur);
+	/* Both in id order: one merge walk; a node new since the base
+	 * counted from 0 there. */
+	for (size_t i = 0; s->base && i < n; i++) {
+		uint64_t w = 0, r = 0;
+
+		while (j < s->nbase && strcmp(s->base[j].node, cur[i].node) < 0)
+			j++;
+		if (j < s->nbase && strcmp(s->base[j].node, cur[i].node) == 0) {
+			w = s->base[j].write;
+			r = s->base[j].read;
+		}
+		memcpy(rates[i].node, cur[i].node, sizeof rates[i].node);
+		rates[i].write = (double)(cur[i].write - w) / dt;
+		rates[i].read = (double)(cur[i].read - r) / dt;
+	}
+	if (s->base) {
+		free(s->rates);
+		s->rates = rates;
+		s->nrates = n;
+		s->interval_s = dt;
+	} else {
+		free(rates);
+	}
+	free(s->base);
+	s->base = base;
+	s->nbase = n;
+	s->base_ms = now;
+}
+
+/*
+ * "lookups": every node counted (hr_client_lookup_counts), with its
+ * counts and its rates per second over the last interval of at least
+ * RATE_INTERVAL_MS between two requests (null before there is one).
+ */
+static void write_lookups(FILE *out, struct serve_state *s, hr_client *client)
+{
+	size_t n, k = 0;
+	hr_node_lookups *cur = counts_now(client, &n);
+
+	pthread_mutex_lock(&s->rate_lock);
+	rates_update(s, cur, n, mono_ms());
+	if (s->interval_s > 0)
+		fprintf(out, "\"lookups\":{\"interval_s\":%.3f,\"nodes\":[", s->interval_s);
+	else
+		fputs("\"lookups\":{\"interval_s\":null,\"nodes\":[", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct node_rate *r = NULL;
+
+		/* The rates are of the base, in the same order. */
+		while (k < s->nrates && strcmp(s->rates[k].node, cur[i].node) < 0)
+			k++;
+		if (k < s->nrates && strcmp(s->rates[k].node, cur[i].node) == 0)
+			r = &s->rates[k];
+		fputs(i ? ",{\"node\":" : "{\"node\":", out);
+		json_str(out, cur[i].node);
+		fprintf(out, ",\"write\":%" PRIu64 ",\"read\":%" PRIu64 ",", cur[i].write,
+			cur[i].read);
+		if (r)
+			fprintf(out, "\"write_per_s\":%.3f,\"read_per_s\":%.3f}", r->write, r->read);
+		else
+			fputs("\"write_per_s\":null,\"read_per_s\":null}", out);
+	}
+	pthread_mutex_unlock(&s->rate_lock);
+	fputs("]}", out);
+	free(cur);
+}
+
+/* "hot_keys": the client's, most frequent first (hr_client_hot_keys). */
+static void write_hot_keys(FILE *out, hr_client *client)
+{
+	hr_hot_key keys[HOT_KEYS_SHOWN];
+	hr_error err = { 0 };
+	int n = hr_client_hot_keys(client, keys, HOT_KEYS_SHOWN, &err);
+
+	fputs("\"hot_keys\":[", out);
+	for (int i = 0; i < n; i++) {
+		const hr_hot_key *k = &keys[i];
+
+		fputs(i ? ",{\"key\":" : "{\"key\":", out);
+		cli_json_string(out, (const char *)k->key,
+				k->len < HR_HOT_KEY_MAX ? k->len : HR_HOT_KEY_MAX);
+		fprintf(out, ",\"len\":%zu,\"rate\":%.3f,\"share\":%.6f,\"error\":%.6f,"
+			"\"spread\":%s,\"node\":", k->len, k->rate, k->share, k->error,
+			k->spread ? "true" : "false");
+		json_str(out, k->node[0] ? k->node : NULL);
+		fputs(",\"read_node\":", out);
+		json_str(out, k->read_node[0] ? k->read_node : NULL);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
 {
 	hr_client_status st;
@@ -362,8 +538,10 @@ int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
 		return rc;
 	fputc(',', out);
 	write_history(out, s);
-	/* Filled by a later release (per-node lookup counts and rates, hot
-	 * keys with their owners): null until the library counts them. */
-	fputs(",\"lookups\":null,\"hot_keys\":null}\n", out);
+	fputc(',', out);
+	write_lookups(out, s, client);
+	fputc(',', out);
+	write_hot_keys(out, client);
+	fputs("}\n", out);
 	return 0;
 }

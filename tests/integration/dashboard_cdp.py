@@ -3,7 +3,8 @@
 
 Drives Debian's chromium over the DevTools protocol on a pipe
 (--remote-debugging-pipe: no port is opened), so that one page load can be
-watched as it updates: the page must render and list every node; after
+watched as it updates: the page must render and list every node, then
+show the lookups made through /lookup (rates, the hot key and its owner); after
 `etcdctl put` of a new node it must show the new ring without a reload.
 Screenshots and the DOM of both moments are written to --out.
 
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -130,6 +132,9 @@ STATE = """(() => {
     arcs: document.querySelectorAll('#ring path').length,
     takeover: document.querySelectorAll('#ring path.takeover').length,
     history: document.querySelectorAll('#history tbody tr').length,
+    rates: rows.map(r => r.querySelector('[data-slot=lookups]').textContent),
+    hot: [...document.querySelectorAll('#hotkeys tr[data-key]')].map(r =>
+      [r.getAttribute('data-key'), r.cells[3].textContent]),
     conn: document.getElementById('conn').textContent,
     loaded: window.__hrtLoaded || null,
     navigations: performance.getEntriesByType('navigation').length,
@@ -169,6 +174,17 @@ def main():
                          all(n in s["nodes"] for n in nodes))
         if "warming" not in first["states"] or first["takeover"] == 0:
             raise RuntimeError("no warming node or takeover arcs shown: %s" % first)
+        # Lookups through the server: its page shows their rates and the
+        # hot key, with the owner /lookup answered.
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        for i in range(30):
+            key = "hot" if i % 3 else "cold-%d" % i
+            with direct.open(a.url + "lookup?key=" + key, timeout=10) as r:
+                answer = json.load(r)
+            if key == "hot":
+                owner = answer["node"]
+        first = wait_for(b, "the lookups", lambda s: s["hot"][:1] == [["hot", owner]] and
+                         any(r not in ("-", "\u2026") for r in s["rates"]))
         # A mark that a reload would wipe out.
         b.eval("window.__hrtLoaded = 'first'")
         b.screenshot(os.path.join(a.out, "dashboard-warming.png"))

@@ -1,7 +1,8 @@
 /*
  * test_serve.c - `hashring serve` against a real etcd, over raw loopback
- * sockets: the three paths and their answers, an update after a put,
- * read-only methods, the Host check, and bad clients: oversized, slow,
+ * sockets: the four paths and their answers, an update after a put,
+ * read-only methods, the Host check, /lookup and the lookup rates and hot
+ * keys it makes, and bad clients: oversized, slow,
  * malformed, too many; and a clean exit on SIGTERM with a client hanging.
  */
 #define _GNU_SOURCE
@@ -121,9 +122,10 @@ START_TEST(paths_and_update)
 	ck_assert_double_eq_tol(cJSON_GetObjectItem(node_named(ring, "cache-a"),
 						    "fair_write")->valuedouble, 1.0 / 3, 1e-5);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "history")), 1);
-	/* The places for what the library does not count yet. */
-	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "lookups")));
-	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "hot_keys")));
+	/* Nothing looked up yet: counts of 0, no rate, no hot key. */
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "lookups"),
+						   "interval_s")));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "hot_keys")), 0);
 	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "status"),
 					     "unconfirmed_ms")->valueint, 0);
 	cJSON_Delete(j);
@@ -132,7 +134,7 @@ START_TEST(paths_and_update)
 	ck_assert_ptr_nonnull(strstr(buf, "hashring_ring_revision "));
 	ck_assert_ptr_nonnull(strstr(buf, "node=\"cache-c\""));
 
-	/* Read-only, three paths, loopback names only. */
+	/* Read-only, four paths, loopback names only. */
 	ck_assert_int_eq(hrt_http_request(s.port, "POST", "/", buf, ANSWER_MAX), 405);
 	ck_assert_ptr_nonnull(strstr(buf, "Allow: GET, HEAD"));
 	ck_assert_int_eq(hrt_http_request(s.port, "DELETE", "/ring.json", buf, ANSWER_MAX), 405);
@@ -443,6 +445,193 @@ START_TEST(port_in_use)
 }
 END_TEST
 
+/* GET of `path`: its status, the body parsed when it is 200. */
+static int get_json(int port, const char *path, cJSON **out)
+{
+	int status = hrt_http_request(port, "GET", path, buf, ANSWER_MAX);
+
+	*out = NULL;
+	if (status == 200) {
+		ck_assert_ptr_nonnull(strstr(buf, "Content-Type: application/json"));
+		*out = cJSON_Parse(hrt_http_body(buf));
+		ck_assert_msg(*out != NULL, "%s is not JSON: %.300s", path, hrt_http_body(buf));
+	}
+	return status;
+}
+
+static const char *str_of(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, name);
+
+	ck_assert_msg(cJSON_IsString(v), "no string %s", name);
+	return v->valuestring;
+}
+
+/* A bad /lookup: 400 with `msg` in its body. */
+static void bad_lookup(int port, const char *path, const char *msg)
+{
+	ck_assert_int_eq(hrt_http_request(port, "GET", path, buf, ANSWER_MAX), 400);
+	ck_assert_msg(strstr(hrt_http_body(buf), msg), "%s answered %s", path,
+		      hrt_http_body(buf));
+}
+
+#define NODES_MAX 8
+#define KEYS 60
+
+struct expect {
+	char id[NODES_MAX][64];
+	unsigned write[NODES_MAX], read[NODES_MAX];
+	int n;
+};
+
+static unsigned *slot(struct expect *e, const char *id, int read)
+{
+	int i;
+
+	for (i = 0; i < e->n && strcmp(e->id[i], id); i++)
+		;
+	if (i == e->n) {
+		ck_assert_int_lt(e->n, NODES_MAX);
+		snprintf(e->id[e->n++], sizeof e->id[0], "%s", id);
+	}
+	return read ? &e->read[i] : &e->write[i];
+}
+
+START_TEST(lookup_path)
+{
+	char path[128], hot_node[64], hot_read[64], *big;
+	const cJSON *l, *hot;
+	struct expect e = { .n = 0 };
+	int64_t base_ms;
+	uint64_t revision;
+	unsigned total = 0;
+	hrt_serve s;
+	cJSON *j;
+	size_t len;
+
+	hrt_del(hrt_etcd_client_url(etcd, 0), PREFIX "cache-d");
+	three_nodes();
+	start(&s, NULL);
+	j = ring_json(s.port); /* the first sample of the counts */
+	base_ms = hrt_now_ms();
+	revision = (uint64_t)cJSON_GetObjectItem(cJSON_GetObjectItem(j, "ring"),
+						 "revision")->valuedouble;
+	cJSON_Delete(j);
+
+	/* Two thirds of the lookups are of one key. */
+	for (int i = 0; i < KEYS; i++) {
+		const cJSON *r;
+
+		if (i % 3)
+			snprintf(path, sizeof path, "/lookup?key=hot");
+		else
+			snprintf(path, sizeof path, "/lookup?key=cold-%d", i);
+		ck_assert_int_eq(get_json(s.port, path, &j), 200);
+		ck_assert_str_eq(str_of(j, "key"), i % 3 ? "hot" : path + strlen("/lookup?key="));
+		r = cJSON_GetObjectItem(j, "replicas");
+		ck_assert_int_eq(cJSON_GetArraySize(r), 3);
+		/* The preference list starts at the write owner. */
+		ck_assert_str_eq(cJSON_GetArrayItem(r, 0)->valuestring, str_of(j, "node"));
+		ck_assert_str_ne(str_of(j, "addr"), "");
+		ck_assert_str_ne(str_of(j, "read_addr"), "");
+		ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(j, "revision")->valuedouble,
+				  revision);
+		++*slot(&e, str_of(j, "node"), 0);
+		++*slot(&e, str_of(j, "read_node"), 1);
+		if (i == 1) {
+			snprintf(hot_node, sizeof hot_node, "%s", str_of(j, "node"));
+			snprintf(hot_read, sizeof hot_read, "%s", str_of(j, "read_node"));
+		}
+		cJSON_Delete(j);
+	}
+
+	/* Rates need a second sample a second after the first. */
+	while (hrt_now_ms() - base_ms < 1100)
+		hrt_sleep_ms(50);
+	j = ring_json(s.port);
+	l = cJSON_GetObjectItem(j, "lookups");
+	ck_assert_double_ge(cJSON_GetObjectItem(l, "interval_s")->valuedouble, 1.0);
+	cJSON_ArrayForEach(hot, cJSON_GetObjectItem(l, "nodes")) {
+		const char *id = str_of(hot, "node");
+		double dt = cJSON_GetObjectItem(l, "interval_s")->valuedouble;
+		unsigned w = *slot(&e, id, 0), r = *slot(&e, id, 1);
+
+		ck_assert_int_eq(cJSON_GetObjectItem(hot, "write")->valueint, (int)w);
+		ck_assert_int_eq(cJSON_GetObjectItem(hot, "read")->valueint, (int)r);
+		ck_assert_double_eq_tol(cJSON_GetObjectItem(hot, "write_per_s")->valuedouble * dt,
+					w, 0.1);
+		ck_assert_double_eq_tol(cJSON_GetObjectItem(hot, "read_per_s")->valuedouble * dt,
+					r, 0.1);
+		total += w;
+	}
+	ck_assert_uint_eq(total, KEYS);
+	/* The hot key first, with the owners /lookup gave it. */
+	hot = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "hot_keys"), 0);
+	ck_assert_ptr_nonnull(hot);
+	ck_assert_str_eq(str_of(hot, "key"), "hot");
+	ck_assert_str_eq(str_of(hot, "node"), hot_node);
+	ck_assert_str_eq(str_of(hot, "read_node"), hot_read);
+	ck_assert_double_eq_tol(cJSON_GetObjectItem(hot, "share")->valuedouble, 2.0 / 3, 0.05);
+	ck_assert_double_gt(cJSON_GetObjectItem(hot, "rate")->valuedouble, 0);
+	cJSON_Delete(j);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "hashring_hot_key_share_ratio{rank=\"1\",key=\"hot\""));
+
+	/* Decoded keys; R bounded by the nodes there are. */
+	ck_assert_int_eq(get_json(s.port, "/lookup?key=a%20b%2Fc&replicas=1", &j), 200);
+	ck_assert_str_eq(str_of(j, "key"), "a b/c");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "replicas")), 1);
+	cJSON_Delete(j);
+	ck_assert_int_eq(get_json(s.port, "/lookup?replicas=64&key=", &j), 200);
+	ck_assert_str_eq(str_of(j, "key"), "");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "replicas")), 3);
+	cJSON_Delete(j);
+	ck_assert_int_eq(hrt_http_request(s.port, "HEAD", "/lookup?key=x", buf, ANSWER_MAX), 200);
+	ck_assert_str_eq(hrt_http_body(buf), "");
+
+	/* Bad queries: 400 naming what is wrong. */
+	bad_lookup(s.port, "/lookup", "no key");
+	bad_lookup(s.port, "/lookup?replicas=2", "no key");
+	bad_lookup(s.port, "/lookup?key=a&key=b", "one key");
+	bad_lookup(s.port, "/lookup?key=a&replicas=1&replicas=2", "at most one replicas");
+	bad_lookup(s.port, "/lookup?key=a&replicas=0", "replicas=0: a number of 1 to 64");
+	bad_lookup(s.port, "/lookup?key=a&replicas=65", "replicas=65");
+	bad_lookup(s.port, "/lookup?key=a&replicas=99999999999999999999", "a number of 1 to 64");
+	bad_lookup(s.port, "/lookup?key=a&replicas=-1", "replicas=-1");
+	bad_lookup(s.port, "/lookup?key=a&replicas=2x", "replicas=2x");
+	bad_lookup(s.port, "/lookup?key=a&replicas", "replicas=:");
+	bad_lookup(s.port, "/lookup?key=a&node=b", "unknown parameter node");
+	ck_assert_int_eq(hrt_http_request(s.port, "POST", "/lookup?key=a", buf, ANSWER_MAX), 405);
+	/* A key of 4096 bytes is one; of 4097, too long. */
+	big = malloc(8192);
+	ck_assert_ptr_nonnull(big);
+	for (int n = 4096; n <= 4097; n++) {
+		len = (size_t)snprintf(big, 8192, "GET /lookup?key=%0*d HTTP/1.1\r\n"
+				       "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+				       n, 7, s.port);
+		ck_assert_int_eq(hrt_http_raw(s.port, big, len, buf, ANSWER_MAX),
+				 n == 4096 ? 200 : 400);
+	}
+	ck_assert_ptr_nonnull(strstr(hrt_http_body(buf), "key of 4097 bytes: at most 4096"));
+	free(big);
+
+	/* Bad queries looked nothing up: the good ones since were 4. */
+	j = ring_json(s.port);
+	total = 0;
+	cJSON_ArrayForEach(hot, cJSON_GetObjectItem(cJSON_GetObjectItem(j, "lookups"), "nodes"))
+		total += (unsigned)cJSON_GetObjectItem(hot, "write")->valueint;
+	ck_assert_uint_eq(total, KEYS + 4);
+	cJSON_Delete(j);
+	hrt_serve_stop(&s);
+
+	/* A ring with no node: 503. */
+	hrt_serve_start(&s, hrt_etcd_endpoints(etcd), "/serve/none/", NULL);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 503);
+	ck_assert_ptr_nonnull(strstr(hrt_http_body(buf), "the ring has no node"));
+	hrt_serve_stop(&s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("serve");
@@ -454,6 +643,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, up, down);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, paths_and_update);
+	tcase_add_test(tc, lookup_path);
 	tcase_add_test(tc, oversized_requests);
 	tcase_add_test(tc, malformed_requests);
 	tcase_add_test(tc, slow_clients);
