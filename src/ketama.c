@@ -317,24 +317,7 @@ static int build_view(hr_ring *ring, hr_view which, hr_error *err)
 /* Both views: one shared continuum when every node is active. */
 static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
 {
-	bool all_active = true;
-	int rc;
-
-	for (size_t i = 0; i < ring->nnodes; i++)
-		all_active = all_active && ring->nodes[i].pub.state == HR_STATE_ACTIVE;
-	rc = build_view(ring, HR_VIEW_WRITE, err);
-	if (!rc && all_active) {
-		ring->shared = ring->views[HR_VIEW_WRITE].mem;
-		ring->views[HR_VIEW_WRITE].mem = NULL;
-		ring->views[HR_VIEW_READ] = ring->views[HR_VIEW_WRITE];
-	} else if (!rc) {
-		rc = build_view(ring, HR_VIEW_READ, err);
-	}
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < ring->nnodes; i++)
-		ring->npoints += ring->nodes[i].vnodes;
-	return HR_OK;
+	return hr__view_fill_each(ring, build_view, err);
 }
 
 const hr__placement hr__placement_ketama = {

@@ -7,6 +7,7 @@
 
 #include "error.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,4 +182,28 @@ void hr__sort_records(void *base, void *tmp, size_t n)
 		to = t;
 	}
 	/* Eight passes: the records are back in `base`. */
+}
+
+int hr__view_fill_each(hr_ring *ring,
+		       int (*build_view)(hr_ring *ring, hr_view which, hr_error *err),
+		       hr_error *err)
+{
+	bool all_active = true;
+	int rc;
+
+	for (size_t i = 0; i < ring->nnodes; i++)
+		all_active = all_active && ring->nodes[i].pub.state == HR_STATE_ACTIVE;
+	rc = build_view(ring, HR_VIEW_WRITE, err);
+	if (!rc && all_active) {
+		ring->shared = ring->views[HR_VIEW_WRITE].mem;
+		ring->views[HR_VIEW_WRITE].mem = NULL;
+		ring->views[HR_VIEW_READ] = ring->views[HR_VIEW_WRITE];
+	} else if (!rc) {
+		rc = build_view(ring, HR_VIEW_READ, err);
+	}
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < ring->nnodes; i++)
+		ring->npoints += ring->nodes[i].vnodes;
+	return HR_OK;
 }

@@ -28,4 +28,12 @@ int hr__view_count(const hr_ring *ring, hr_view which, struct view *v);
  * uint64_t they start with, stably, through `tmp` (room for n records). */
 void hr__sort_records(void *base, void *tmp, size_t n);
 
+/* fill_views for placements that build each view whole from its nodes
+ * (ketama, Maglev): the write view by `build_view`; the read view the same
+ * when a node warms or drains, else one shared with the write view; then
+ * ring->npoints from the nodes' vnodes. */
+int hr__view_fill_each(hr_ring *ring,
+		       int (*build_view)(hr_ring *ring, hr_view which, hr_error *err),
+		       hr_error *err);
+
 #endif
