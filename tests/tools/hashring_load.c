@@ -489,7 +489,8 @@ int main(int argc, char **argv)
 	l.rbuf = malloc(VALUE_MAX);
 	if (!l.last || !l.value || !l.rbuf) {
 		fprintf(stderr, "hashring-load: out of memory for %ld keys\n", o.keys);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	memset(l.value, 'x', (size_t)o.value_size);
 	sigaction(SIGINT, &sa, NULL);
@@ -506,7 +507,8 @@ int main(int argc, char **argv)
 	cfg.ack_prefix = o.client_id ? o.ack_prefix : NULL;
 	if (hr_client_open(&ecfg, &cfg, &l.client, &err)) {
 		fprintf(stderr, "hashring-load: %s\n", err.message);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (o.fill && fill(&l))
 		rc = 1;
@@ -517,6 +519,7 @@ int main(int argc, char **argv)
 	hr_client_close(l.client);
 	for (size_t i = 0; i < l.nconns; i++)
 		mct_close(l.conns[i].c);
+out:
 	free(l.last);
 	free(l.value);
 	free(l.rbuf);
