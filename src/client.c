@@ -199,20 +199,6 @@ int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
 	return rc;
 }
 
-/* A batch on one ring, with the epoch it answered from. */
-static int batch_on(const hr_ring *ring, const void *const *keys,
-		    const size_t *lens, size_t n, hr_batch_owner *out,
-		    hr_epoch *epoch, hr_error *err)
-{
-	int rc = hr_ring_lookup_batch(ring, keys, lens, n, out, err);
-
-	if (epoch && rc != HR_EINVAL) {
-		epoch->revision = hr_ring_revision(ring);
-		epoch->digest = hr_ring_digest(ring);
-	}
-	return rc;
-}
-
 /* A batch's owners, counted as single lookups count them (owner.c; not
  * sampled: a batch's keys are the caller's, kept only during the call). */
 static void count_batch(hr__count_seg *cnt, const hr_batch_owner *out,
@@ -231,6 +217,23 @@ static void count_batch(hr__count_seg *cnt, const hr_batch_owner *out,
 	}
 }
 
+/* A batch on one ring, with the epoch it answered from; counted in `cnt`
+ * unless it is NULL. */
+static int batch_on(const hr_ring *ring, const void *const *keys,
+		    const size_t *lens, size_t n, hr_batch_owner *out,
+		    hr_epoch *epoch, hr__count_seg *cnt, hr_error *err)
+{
+	int rc = hr_ring_lookup_batch(ring, keys, lens, n, out, err);
+
+	if (epoch && rc != HR_EINVAL) {
+		epoch->revision = hr_ring_revision(ring);
+		epoch->digest = hr_ring_digest(ring);
+	}
+	if (cnt && rc == HR_OK)
+		count_batch(cnt, out, n);
+	return rc;
+}
+
 int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 			   const size_t *lens, size_t n, hr_batch_owner *out,
 			   hr_epoch *epoch, hr_error *err)
@@ -241,16 +244,12 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 	if (!c)
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL client");
 	ring = hr__thread_cache_ring(&c->pub);
-	if (__builtin_expect(ring != NULL, 1)) {
-		hr__count_seg *cnt = hr__thread_cache_counts();
-
-		rc = batch_on(ring, keys, lens, n, out, epoch, err);
-		if (cnt && rc == HR_OK)
-			count_batch(cnt, out, n);
-		return rc;
-	}
+	if (__builtin_expect(ring != NULL, 1))
+		return batch_on(ring, keys, lens, n, out, epoch,
+				hr__thread_cache_counts(), err);
+	/* No per-thread state: not counted. */
 	rc = batch_on(hr__publish_read_begin(&c->pub), keys, lens, n, out, epoch,
-		      err);
+		      NULL, err);
 	hr__publish_read_end(&c->pub);
 	return rc;
 }
@@ -315,15 +314,11 @@ int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
 			   hr_epoch *epoch, hr_error *err)
 {
 	const hr_ring *ring;
-	int rc;
 
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
 	ring = reader_ring(r);
-	rc = batch_on(ring, keys, lens, n, out, epoch, err);
-	if (r->cnt && rc == HR_OK)
-		count_batch(r->cnt, out, n);
-	return rc;
+	return batch_on(ring, keys, lens, n, out, epoch, r->cnt, err);
 }
 
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,

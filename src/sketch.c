@@ -104,15 +104,14 @@ void hr__sketch_add(hr__sketch *s, uint64_t id, const void *key, size_t len)
 		return;
 	}
 	if (s->n < HR__SKETCH_CAP) {
-		/* A count of 1 is the least there is: the new entry goes at
-		 * the heap's end and stays a valid heap. */
+		/* The new entry goes at the heap's end; its count of 1 is
+		 * the least there is, so it rises past every larger one. */
 		k = (int)s->n;
 		s->e[k] = (hr__sketch_entry){ .id = id, .count = 1 };
 		keep_key(&s->e[k], key, len);
 		s->heap[s->n] = (uint8_t)k;
 		s->at[k] = (uint8_t)s->n;
 		s->n++;
-		/* Keep the smallest at the root: equal counts of 1 are. */
 		for (size_t i = s->at[k]; i > 0; i = (i - 1) / 2) {
 			size_t p = (i - 1) / 2;
 
