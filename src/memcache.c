@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "memcache.h"
 
+#include "escape.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -398,17 +399,6 @@ static int meta_flag(const char *line, char flag, int64_t *out)
 
 /* ---- metadump ------------------------------------------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int parse_number(const char *s, size_t len, int64_t *out)
 {
 	char tmp[32], *end;
@@ -456,7 +446,8 @@ int hr__mc_parse_dump_line(const char *line, size_t len, hr__mc_item *out, hr_er
 					out->key[out->key_len++] = *c;
 					continue;
 				}
-				if (tend - c < 3 || (hi = hexval(c[1])) < 0 || (lo = hexval(c[2])) < 0)
+				if (tend - c < 3 || (hi = hr__hex_digit(c[1])) < 0 ||
+				    (lo = hr__hex_digit(c[2])) < 0)
 					return mc_fail(err, HR_EPARSE,
 						       "metadump: a bad %%XX escape in \"%.*s\"",
 						       (int)(tend - tok > 80 ? 80 : tend - tok), tok);
