@@ -109,3 +109,14 @@ int hr__logfmt_needs_quotes(const char *s, size_t n)
 	}
 	return 0;
 }
+
+int hr__hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

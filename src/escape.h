@@ -37,4 +37,8 @@ size_t hr__utf8_len(const char *s, size_t n);
  * outside 0x21-0x7e, or '"', '=' or '\'. */
 int hr__logfmt_needs_quotes(const char *s, size_t n);
 
+/* The value of the hex digit c (either case), or -1 when c is none; for the
+ * %XX escapes of endpoint URLs and of metadump's keys. */
+int hr__hex_digit(char c);
+
 #endif

@@ -3,6 +3,7 @@
 #include "etcd_endpoints.h"
 
 #include "error.h"
+#include "escape.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -33,17 +34,6 @@ static void url_creds_clear(url_creds *c)
 	memset(c, 0, sizeof *c);
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes s[0..n) into a new string.  HR_EINVAL for a malformed
  * escape or an encoded NUL. */
 static int percent_decode(const char *s, size_t n, char **out, hr_error *err)
@@ -61,8 +51,8 @@ static int percent_decode(const char *s, size_t n, char **out, hr_error *err)
 			d[k++] = s[i];
 			continue;
 		}
-		hi = i + 1 < n ? hex_value(s[i + 1]) : -1;
-		lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
+		hi = i + 1 < n ? hr__hex_digit(s[i + 1]) : -1;
+		lo = i + 2 < n ? hr__hex_digit(s[i + 2]) : -1;
 		if (hi < 0 || lo < 0 || (hi | lo) == 0) {
 			d[k] = '\0';
 			hr__secret_free(d);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "memcache.h"
 
+#include "escape.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -398,17 +399,6 @@ static int meta_flag(const char *line, char flag, int64_t *out)
 
 /* ---- metadump ------------------------------------------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int parse_number(const char *s, size_t len, int64_t *out)
 {
 	char tmp[32], *end;
@@ -456,7 +446,8 @@ int hr__mc_parse_dump_line(const char *line, size_t len, hr__mc_item *out, hr_er
 					out->key[out->key_len++] = *c;
 					continue;
 				}
-				if (tend - c < 3 || (hi = hexval(c[1])) < 0 || (lo = hexval(c[2])) < 0)
+				if (tend - c < 3 || (hi = hr__hex_digit(c[1])) < 0 ||
+				    (lo = hr__hex_digit(c[2])) < 0)
 					return mc_fail(err, HR_EPARSE,
 						       "metadump: a bad %%XX escape in \"%.*s\"",
 						       (int)(tend - tok > 80 ? 80 : tend - tok), tok);
@@ -525,23 +516,35 @@ int hr__mc_metadump(hr__mc *mc, hr__mc_walk walk,
 
 /* ---- meta commands ------------------------------------------------------------- */
 
-int hr__mc_get(hr__mc *mc, const void *key, size_t len, hr__mc_value *out, hr_error *err)
+/* Sends "mg <key>[ b]<flags>\r\n" (flags: the rest of the line, CRLF
+ * included) and reads the first line of the answer into *line. */
+static int mg_request(hr__mc *mc, const void *key, size_t len, const char *flags, char **line,
+		      hr_error *err)
 {
 	key_token t;
-	char *line;
-	size_t llen, vlen;
-	int64_t flags = 0, ttl = -1, size = 0;
-	struct iovec iov[3];
+	size_t llen;
+	struct iovec iov[4];
 	int rc;
 
 	if ((rc = key_token_make(mc, key, len, &t, err)))
 		return rc;
 	iov[0] = (struct iovec){ "mg ", 3 };
 	iov[1] = (struct iovec){ t.text, t.len };
-	iov[2] = t.b64 ? (struct iovec){ " b s f t v\r\n", 12 }
-		       : (struct iovec){ " s f t v\r\n", 10 };
-	if ((rc = send_iov(mc, iov, 3, "mg", err)) ||
-	    (rc = read_line(mc, &line, &llen, "mg", err)))
+	iov[2] = t.b64 ? (struct iovec){ " b", 2 } : (struct iovec){ "", 0 };
+	iov[3] = (struct iovec){ (char *)flags, strlen(flags) };
+	if ((rc = send_iov(mc, iov, 4, "mg", err)))
+		return rc;
+	return read_line(mc, line, &llen, "mg", err);
+}
+
+int hr__mc_get(hr__mc *mc, const void *key, size_t len, hr__mc_value *out, hr_error *err)
+{
+	char *line;
+	size_t vlen;
+	int64_t flags = 0, ttl = -1, size = 0;
+	int rc;
+
+	if ((rc = mg_request(mc, key, len, " s f t v\r\n", &line, err)))
 		return rc;
 	if (!strcmp(line, "EN"))
 		return 0;
@@ -559,19 +562,10 @@ int hr__mc_get(hr__mc *mc, const void *key, size_t len, hr__mc_value *out, hr_er
 
 int hr__mc_exists(hr__mc *mc, const void *key, size_t len, hr_error *err)
 {
-	key_token t;
 	char *line;
-	size_t llen;
-	struct iovec iov[3];
 	int rc;
 
-	if ((rc = key_token_make(mc, key, len, &t, err)))
-		return rc;
-	iov[0] = (struct iovec){ "mg ", 3 };
-	iov[1] = (struct iovec){ t.text, t.len };
-	iov[2] = t.b64 ? (struct iovec){ " b\r\n", 4 } : (struct iovec){ "\r\n", 2 };
-	if ((rc = send_iov(mc, iov, 3, "mg", err)) ||
-	    (rc = read_line(mc, &line, &llen, "mg", err)))
+	if ((rc = mg_request(mc, key, len, "\r\n", &line, err)))
 		return rc;
 	if (!strncmp(line, "HD", 2) && (line[2] == '\0' || line[2] == ' '))
 		return 1;

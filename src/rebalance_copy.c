@@ -47,6 +47,21 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 	return q;
 }
 
+/* Appends key[0..len) to the arena, where it then ends at *arena_len; 0,
+ * or -1 out of memory. */
+static int arena_add(char **arena, size_t *arena_len, size_t *arena_cap, const void *key,
+		     size_t len)
+{
+	char *a = grow(*arena, arena_cap, *arena_len + len, 1);
+
+	if (!a)
+		return -1;
+	*arena = a;
+	memcpy(a + *arena_len, key, len);
+	*arena_len += len;
+	return 0;
+}
+
 static int key_cmp(const char *arena, const moving_key *a, const void *key, size_t len)
 {
 	int c = memcmp(arena + a->off, key, a->len < len ? a->len : len);
@@ -100,7 +115,6 @@ static int scan_key(void *ctx, const void *key, size_t len, uint64_t cas)
 {
 	scan *s = ctx;
 	hr_batch_owner own;
-	char *arena;
 	moving_key *keys;
 	int rc;
 
@@ -118,17 +132,13 @@ static int scan_key(void *ctx, const void *key, size_t len, uint64_t cas)
 		return 0;
 	if (s->pass > 0 && known_key(s, key, len))
 		return 0;
-	arena = grow(s->arena, &s->arena_cap, s->arena_len + len, 1);
-	if (arena)
-		s->arena = arena;
-	keys = arena ? grow(s->keys, &s->cap, s->n + 1, sizeof *s->keys) : NULL;
-	if (!keys)
+	keys = grow(s->keys, &s->cap, s->n + 1, sizeof *s->keys);
+	if (keys)
+		s->keys = keys;
+	if (!keys || arena_add(&s->arena, &s->arena_len, &s->arena_cap, key, len))
 		return hr__error_set(s->err, HR_ENOMEM, "rebalance: out of memory after %zu keys",
 				     s->n);
-	s->keys = keys;
-	memcpy(s->arena + s->arena_len, key, len);
-	s->keys[s->n++] = (moving_key){ s->arena_len, len, own.node };
-	s->arena_len += len;
+	s->keys[s->n++] = (moving_key){ s->arena_len - len, len, own.node };
 	return 0;
 }
 
@@ -384,7 +394,6 @@ static int stale_key_fn(void *ctx, const void *key, size_t len, uint64_t cas)
 {
 	purge_scan *s = ctx;
 	hr_batch_owner own;
-	char *arena;
 	stale_key *keys;
 	int rc = hr__rb_check_cancel(s->rb, "during the purge's scan", s->err);
 
@@ -395,17 +404,13 @@ static int stale_key_fn(void *ctx, const void *key, size_t len, uint64_t cas)
 	if (len == 0 || hr_ring_lookup_batch(s->ring, &key, &len, 1, &own, NULL) != 0 ||
 	    own.node == s->node || own.read_node == s->node)
 		return 0;
-	arena = grow(s->arena, &s->arena_cap, s->arena_len + len, 1);
-	if (arena)
-		s->arena = arena;
-	keys = arena ? grow(s->keys, &s->cap, s->n + 1, sizeof *s->keys) : NULL;
-	if (!keys)
+	keys = grow(s->keys, &s->cap, s->n + 1, sizeof *s->keys);
+	if (keys)
+		s->keys = keys;
+	if (!keys || arena_add(&s->arena, &s->arena_len, &s->arena_cap, key, len))
 		return hr__error_set(s->err, HR_ENOMEM,
 				     "rebalance: out of memory after %zu keys to purge", s->n);
-	s->keys = keys;
-	memcpy(s->arena + s->arena_len, key, len);
-	s->keys[s->n++] = (stale_key){ s->arena_len, len, cas };
-	s->arena_len += len;
+	s->keys[s->n++] = (stale_key){ s->arena_len - len, len, cas };
 	hr__rb_add(s->rb, HR__RB_PURGE_STALE, 1);
 	return 0;
 }

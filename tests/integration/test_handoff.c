@@ -149,6 +149,21 @@ static void fill(const hr_ring *ring, int n)
 	hr__mc_value_free(&v);
 }
 
+/* Nodes 0 and 1 active and holding keys [0, n): an acking client that
+ * sees both, and its ring then (*before, the caller releases it). */
+static hr_client *two_filled_nodes(int n, hr_ring **before)
+{
+	hr_client *c;
+
+	put_node(0, "active");
+	put_node(1, "active");
+	c = acking_client();
+	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
+	*before = hr_client_acquire(c);
+	fill(*before, n);
+	return c;
+}
+
 /* Items on memcached i, by its metadump. */
 static int count_item(void *userdata, const hr__mc_item *item)
 {
@@ -288,12 +303,7 @@ START_TEST(warming_node_is_filled)
 	uint64_t purged = 0;
 	double t0;
 
-	put_node(0, "active");
-	put_node(1, "active");
-	c = acking_client();
-	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	before = hr_client_acquire(c);
-	fill(before, N);
+	c = two_filled_nodes(N, &before);
 
 	rev = put_node(2, "warming");
 	wait_acked(rev);
@@ -892,12 +902,7 @@ START_TEST(cli_runs_the_join)
 	const char *endpoints = hrt_etcd_endpoints(etcd);
 	int64_t rev;
 
-	put_node(0, "active");
-	put_node(1, "active");
-	c = acking_client();
-	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	before = hr_client_acquire(c);
-	fill(before, N);
+	c = two_filled_nodes(N, &before);
 	rev = put_node(2, "warming");
 	wait_acked(rev);
 
@@ -967,12 +972,7 @@ START_TEST(client_that_never_acks_times_out)
 	hrt_log log;
 	char out[256], lease[64];
 
-	put_node(0, "active");
-	put_node(1, "active");
-	c = acking_client();
-	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	before = hr_client_acquire(c);
-	fill(before, N);
+	c = two_filled_nodes(N, &before);
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "lease grant 120"), 0);
 	ck_assert_int_eq(sscanf(out, "lease %63s granted", lease), 1);
 	ck_assert_int_eq(hrt_etcdctl(etcd, NULL, 0,
@@ -1050,13 +1050,8 @@ START_TEST(ring_changed_during_the_copy_is_refused)
 	hr_error err = { 0 };
 	hrt_log log;
 
-	put_node(0, "active");
-	put_node(1, "active");
-	c = acking_client();
+	c = two_filled_nodes(N, &before);
 	changing_client = c;
-	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	before = hr_client_acquire(c);
-	fill(before, N);
 	put_node(2, "warming");
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
 

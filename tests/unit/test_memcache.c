@@ -103,6 +103,13 @@ static hr__mc *connect_to(const script *s, int timeout_ms)
 	return mc;
 }
 
+/* A script answering `reply`, and a connection to it (2 s timeout). */
+static hr__mc *answer_with(script *s, const char *reply, size_t len, int hold)
+{
+	start(s, reply, len, hold);
+	return connect_to(s, 2000);
+}
+
 /* One mg against `reply`: its result, and the error's message in `msg`. */
 static int get_with(const char *reply, size_t len, int hold, int timeout_ms,
 		    hr__mc_value *v, char *msg, size_t msize)
@@ -213,16 +220,14 @@ START_TEST(dumps)
 	hr_error err = { 0 };
 	int n = 0;
 
-	start(&s, good, sizeof good - 1, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, good, sizeof good - 1, 1);
 	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_LRU, count_items, &n, &err), 0);
 	ck_assert_str_eq(s.request, "lru_crawler metadump all\r\n");
 	finish(&s, mc);
 	ck_assert_int_eq(n, 2);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		memset(&err, 0, sizeof err);
-		start(&s, bad[i].reply, strlen(bad[i].reply), 0);
-		mc = connect_to(&s, 2000);
+		mc = answer_with(&s, bad[i].reply, strlen(bad[i].reply), 0);
 		ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_LRU, count_items, &n, &err),
 				 bad[i].rc);
 		ck_assert_msg(strstr(err.message, bad[i].says), "case %zu: \"%s\"", i, err.message);
@@ -252,20 +257,17 @@ START_TEST(hash_walk)
 	hr_error err = { 0 };
 	int n = 0;
 
-	start(&s, good, sizeof good - 1, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, good, sizeof good - 1, 1);
 	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_HASH, count_items, &n, &err), 0);
 	ck_assert_str_eq(s.request, "lru_crawler metadump hash\r\n");
 	finish(&s, mc);
 	ck_assert_int_eq(n, 2);
 
-	start(&s, badclass, sizeof badclass - 1, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, badclass, sizeof badclass - 1, 1);
 	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_HASH, count_items, &n, &err),
 			 HR__MC_NO_HASH_WALK);
 	finish(&s, mc);
-	start(&s, badclass, sizeof badclass - 1, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, badclass, sizeof badclass - 1, 1);
 	ck_assert_int_eq(hr__mc_metadump(mc, HR__MC_WALK_LRU, count_items, &n, &err), HR_EIO);
 	ck_assert_ptr_nonnull(strstr(err.message, "answered \"BADCLASS"));
 	finish(&s, mc);
@@ -303,22 +305,19 @@ START_TEST(requests)
 	hr_error err = { 0 };
 	uint64_t cas = 0;
 
-	start(&s, "HD c42\r\n", 8, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, "HD c42\r\n", 8, 1);
 	ck_assert_int_eq(hr__mc_store(mc, "k", 1, &v, HR__MC_ADD, &cas, &err), 1);
 	ck_assert_uint_eq(cas, 42);
 	finish(&s, mc);
 	ck_assert_str_eq(s.request, "ms k 2 F9 T60 ME c\r\nhi\r\n");
 
 	v.ttl = -1;
-	start(&s, "NS\r\n", 4, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, "NS\r\n", 4, 1);
 	ck_assert_int_eq(hr__mc_store(mc, "a b", 3, &v, HR__MC_SET, NULL, &err), 0);
 	finish(&s, mc);
 	ck_assert_str_eq(s.request, "ms YSBi 2 F9 MS c b\r\nhi\r\n");
 
-	start(&s, "EX\r\n", 4, 1);
-	mc = connect_to(&s, 2000);
+	mc = answer_with(&s, "EX\r\n", 4, 1);
 	ck_assert_int_eq(hr__mc_delete(mc, "k", 1, 7, &err), 0);
 	finish(&s, mc);
 	ck_assert_str_eq(s.request, "md k C7\r\n");

@@ -777,6 +777,15 @@ static void capture_line(void *userdata, hr_log_level level, const char *line)
 	}
 }
 
+/* A default configuration whose log lines go, from now on, into `cap`. */
+static void config_capturing(hr_rebalance_config *cfg, capture *cap)
+{
+	cap->len = 0;
+	hr_rebalance_config_init(cfg);
+	cfg->log = capture_line;
+	cfg->log_userdata = cap;
+}
+
 /* The lines of `event`, decoded; *n of them. */
 static const cJSON *find_event(const cJSON *all, const char *event, int nth)
 {
@@ -817,10 +826,7 @@ START_TEST(a_listing_is_repeated_until_it_settles)
 	cJSON *all;
 	const cJSON *l;
 
-	cap.len = 0;
-	hr_rebalance_config_init(&cfg);
-	cfg.log = capture_line;
-	cfg.log_userdata = &cap;
+	config_capturing(&cfg, &cap);
 	s->drop_passes = 3;
 	s->passes = 8;
 	rb = rebalancer_of(s, &cfg);
@@ -865,10 +871,7 @@ START_TEST(an_unsettled_listing_is_logged)
 	cJSON *all;
 	const cJSON *l;
 
-	cap.len = 0;
-	hr_rebalance_config_init(&cfg);
-	cfg.log = capture_line;
-	cfg.log_userdata = &cap;
+	config_capturing(&cfg, &cap);
 	s->drop_passes = 5;
 	s->passes = 3;
 	rb = rebalancer_of(s, &cfg);
@@ -933,10 +936,7 @@ START_TEST(log_lines_say_each_step)
 	cJSON *all;
 	uint64_t copied = 0;
 
-	cap.len = 0;
-	hr_rebalance_config_init(&cfg);
-	cfg.log = capture_line;
-	cfg.log_userdata = &cap;
+	config_capturing(&cfg, &cap);
 	cfg.progress_interval_ms = 100;
 	cfg.keys_per_s = 3000; /* about half a second: a few progress lines */
 	rb = rebalancer_of(s, &cfg);
