@@ -122,3 +122,25 @@ uint64_t hrt_tie_hash(const void *name, size_t len)
 		v = v * 10 + (uint64_t)(s[i] - '0');
 	return (v + 1) << 40;
 }
+
+cJSON *hrt_load_json(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long len;
+	cJSON *doc;
+
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)len + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = '\0';
+	fclose(f);
+	doc = cJSON_Parse(buf);
+	free(buf);
+	ck_assert_msg(doc != NULL, "%s is not JSON", path);
+	return doc;
+}

@@ -5,6 +5,8 @@
 
 #include "hashring.h"
 
+#include <cjson/cJSON.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +50,9 @@ hr_client *hrt_offline_client(const char *prefix);
 /* The same with the settings `cfg` (NULL: the defaults), whose
  * open_nonblocking and backoff_initial_ms it overrides. */
 hr_client *hrt_offline_client_with(const char *prefix, const hr_client_config *cfg);
+
+/* The JSON document in the file at `path` (the placement vectors), parsed;
+ * the test fails if it cannot be read or parsed.  cJSON_Delete() it. */
+cJSON *hrt_load_json(const char *path);
 
 #endif

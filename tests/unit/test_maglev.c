@@ -40,24 +40,7 @@ static hr_ring *maglev_ring(const hr_node *nodes, size_t n, uint64_t m)
 
 static cJSON *load_vectors(void)
 {
-	FILE *f = fopen(VECTORS, "rb");
-	char *buf;
-	long len;
-	cJSON *doc;
-
-	ck_assert_msg(f != NULL, "cannot open %s", VECTORS);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)len + 1);
-	ck_assert_ptr_nonnull(buf);
-	ck_assert_uint_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-	buf[len] = '\0';
-	fclose(f);
-	doc = cJSON_Parse(buf);
-	free(buf);
-	ck_assert_ptr_nonnull(doc);
-	return doc;
+	return hrt_load_json(VECTORS);
 }
 
 static bool same_owner(const hr_node *got, const cJSON *want)
