@@ -4,6 +4,7 @@
  */
 #include "cli_svg.h"
 #include "cli.h"
+#include "escape.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -112,34 +113,25 @@ unsigned cli_node_hue(const char *id)
 
 /* ---- text ------------------------------------------------------------------- */
 
-/* The length of the valid UTF-8 sequence at s (1-4), or 0. */
-static size_t utf8_len(const unsigned char *s)
+/* The length of the UTF-8 sequence at s[0..n) that XML can hold (1-4), or 0:
+ * valid UTF-8 as the JSON escaper sees it, less U+FFFE and U+FFFF, which
+ * XML 1.0 excludes. */
+static size_t xml_utf8_len(const unsigned char *s, size_t n)
 {
-	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
-		 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3 : s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
-	uint32_t cp;
+	size_t len = hr__utf8_len((const char *)s, n);
 
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if (n == 3) {
-		cp = ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
-		if (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000) || cp == 0xfffe || cp == 0xffff)
-			return 0;
-	} else if (n == 4) {
-		cp = ((s[0] & 0x07u) << 18) | ((s[1] & 0x3fu) << 12);
-		if (cp < 0x10000 || cp > 0x10ffff)
-			return 0;
-	}
-	return n;
+	if (len == 3 && s[0] == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf))
+		return 0;
+	return len;
 }
 
 void cli_svg_text(FILE *out, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
 
-	while (*p) {
-		size_t n = utf8_len(p);
+	while (p < end) {
+		size_t n = xml_utf8_len(p, (size_t)(end - p));
 
 		if (n == 1 && (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r'))
 			n = 0; /* XML 1.0 cannot hold it, even escaped */
