@@ -101,6 +101,21 @@ double cli_takeover(const struct cli_arc *w, size_t nw, const struct cli_arc *r,
 	return total;
 }
 
+void cli_fair_shares(const hr_ring *ring, hr_view view, double *shares, size_t n)
+{
+	hr_state left_out = view == HR_VIEW_WRITE ? HR_STATE_DRAINING : HR_STATE_WARMING;
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+
+		shares[i] = node->state != left_out ? node->weight : 0;
+		sum += shares[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		shares[i] = sum > 0 ? shares[i] / sum : 0;
+}
+
 unsigned cli_node_hue(const char *id)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */
@@ -247,7 +262,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 {
 	size_t n = hr_ring_node_count(ring), nw, nr;
 	int h = 60 + 26 * (int)n > 560 ? 60 + 26 * (int)n : 560;
-	double *shares = calloc(n ? n : 1, sizeof *shares), wsum = 0, take;
+	double *shares = calloc(2 * (n ? n : 1), sizeof *shares), take;
 	struct cli_arc *w = NULL, *r = NULL;
 	struct take_ctx tc = { out, ring };
 	char line[320];
@@ -261,9 +276,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 		return HR_ENOMEM;
 	}
 	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
-	for (size_t i = 0; i < n; i++)
-		if (hr_ring_node(ring, i)->state != HR_STATE_DRAINING)
-			wsum += hr_ring_node(ring, i)->weight;
+	cli_fair_shares(ring, HR_VIEW_WRITE, shares + n, n);
 
 	svg_begin(out, 1000, h, "hashring: the ring and each node's share");
 	fputs("<g id=\"ring\">\n", out);
@@ -286,8 +299,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 		"share of the write view; | fair share by weight");
 	for (size_t i = 0; i < n; i++) {
 		const hr_node *node = hr_ring_node(ring, i);
-		double y = 60 + 26.0 * (double)i, fair =
-			node->state != HR_STATE_DRAINING && wsum > 0 ? node->weight / wsum : 0;
+		double y = 60 + 26.0 * (double)i, fair = shares[n + i];
 		unsigned hue = cli_node_hue(node->id);
 
 		fprintf(out, "<g class=\"node\" data-node=\"");
