@@ -10,6 +10,7 @@
 #include "serve.h"
 #include "cli.h"
 #include "cli_svg.h"
+#include "clock.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -118,14 +119,6 @@ static int64_t unix_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -453,7 +446,7 @@ static void write_lookups(FILE *out, struct serve_state *s, hr_client *client)
 	hr_node_lookups *cur = counts_now(client, &n);
 
 	pthread_mutex_lock(&s->rate_lock);
-	rates_update(s, cur, n, mono_ms());
+	rates_update(s, cur, n, hr__now_ms());
 	if (s->interval_s > 0)
 		fprintf(out, "\"lookups\":{\"interval_s\":%.3f,\"nodes\":[", s->interval_s);
 	else
