@@ -4,6 +4,7 @@
  */
 #include "cli_svg.h"
 #include "cli.h"
+#include "escape.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -100,6 +101,21 @@ double cli_takeover(const struct cli_arc *w, size_t nw, const struct cli_arc *r,
 	return total;
 }
 
+void cli_fair_shares(const hr_ring *ring, hr_view view, double *shares, size_t n)
+{
+	hr_state left_out = view == HR_VIEW_WRITE ? HR_STATE_DRAINING : HR_STATE_WARMING;
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+
+		shares[i] = node->state != left_out ? node->weight : 0;
+		sum += shares[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		shares[i] = sum > 0 ? shares[i] / sum : 0;
+}
+
 unsigned cli_node_hue(const char *id)
 {
 	uint32_t h = 2166136261u; /* FNV-1a */
@@ -112,34 +128,25 @@ unsigned cli_node_hue(const char *id)
 
 /* ---- text ------------------------------------------------------------------- */
 
-/* The length of the valid UTF-8 sequence at s (1-4), or 0. */
-static size_t utf8_len(const unsigned char *s)
+/* The length of the UTF-8 sequence at s[0..n) that XML can hold (1-4), or 0:
+ * valid UTF-8 as the JSON escaper sees it, less U+FFFE and U+FFFF, which
+ * XML 1.0 excludes. */
+static size_t xml_utf8_len(const unsigned char *s, size_t n)
 {
-	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
-		 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3 : s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
-	uint32_t cp;
+	size_t len = hr__utf8_len((const char *)s, n);
 
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if (n == 3) {
-		cp = ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
-		if (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000) || cp == 0xfffe || cp == 0xffff)
-			return 0;
-	} else if (n == 4) {
-		cp = ((s[0] & 0x07u) << 18) | ((s[1] & 0x3fu) << 12);
-		if (cp < 0x10000 || cp > 0x10ffff)
-			return 0;
-	}
-	return n;
+	if (len == 3 && s[0] == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf))
+		return 0;
+	return len;
 }
 
 void cli_svg_text(FILE *out, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *end = p + strlen(s);
 
-	while (*p) {
-		size_t n = utf8_len(p);
+	while (p < end) {
+		size_t n = xml_utf8_len(p, (size_t)(end - p));
 
 		if (n == 1 && (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r'))
 			n = 0; /* XML 1.0 cannot hold it, even escaped */
@@ -255,7 +262,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 {
 	size_t n = hr_ring_node_count(ring), nw, nr;
 	int h = 60 + 26 * (int)n > 560 ? 60 + 26 * (int)n : 560;
-	double *shares = calloc(n ? n : 1, sizeof *shares), wsum = 0, take;
+	double *shares = calloc(2 * (n ? n : 1), sizeof *shares), take;
 	struct cli_arc *w = NULL, *r = NULL;
 	struct take_ctx tc = { out, ring };
 	char line[320];
@@ -269,9 +276,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 		return HR_ENOMEM;
 	}
 	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
-	for (size_t i = 0; i < n; i++)
-		if (hr_ring_node(ring, i)->state != HR_STATE_DRAINING)
-			wsum += hr_ring_node(ring, i)->weight;
+	cli_fair_shares(ring, HR_VIEW_WRITE, shares + n, n);
 
 	svg_begin(out, 1000, h, "hashring: the ring and each node's share");
 	fputs("<g id=\"ring\">\n", out);
@@ -294,8 +299,7 @@ int cli_svg_ring(FILE *out, const hr_ring *ring)
 		"share of the write view; | fair share by weight");
 	for (size_t i = 0; i < n; i++) {
 		const hr_node *node = hr_ring_node(ring, i);
-		double y = 60 + 26.0 * (double)i, fair =
-			node->state != HR_STATE_DRAINING && wsum > 0 ? node->weight / wsum : 0;
+		double y = 60 + 26.0 * (double)i, fair = shares[n + i];
 		unsigned hue = cli_node_hue(node->id);
 
 		fprintf(out, "<g class=\"node\" data-node=\"");

@@ -49,6 +49,11 @@ double cli_takeover(const struct cli_arc *w, size_t nw, const struct cli_arc *r,
 /* Position as a share of the circle, in [0, 1). */
 double cli_arc_share(uint64_t pos);
 
+/* Each node's fair share of `view`, by weight alone, into shares[0..n) (n
+ * the ring's node count): 0 for a node the view leaves out.  The plots and
+ * the dashboard set it against the node's real share. */
+void cli_fair_shares(const hr_ring *ring, hr_view view, double *shares, size_t n);
+
 /* A node's hue, 0-359, from its id alone: a node keeps its colour while
  * others come and go, in the plots and the dashboard alike. */
 unsigned cli_node_hue(const char *id);

@@ -10,6 +10,7 @@
 #include "serve.h"
 #include "cli.h"
 #include "cli_svg.h"
+#include "clock.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -118,14 +119,6 @@ static int64_t unix_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -240,23 +233,13 @@ static void json_str(FILE *out, const char *s)
 		fputs("null", out);
 }
 
+/* shares: the write, then the read view's real shares, then their fair ones,
+ * n each. */
 static void write_nodes(FILE *out, const hr_ring *ring, const double *shares, size_t n)
 {
-	double wsum[2] = { 0, 0 };
-
-	for (size_t i = 0; i < n; i++) {
-		const hr_node *node = hr_ring_node(ring, i);
-
-		if (node->state != HR_STATE_DRAINING)
-			wsum[HR_VIEW_WRITE] += node->weight;
-		if (node->state != HR_STATE_WARMING)
-			wsum[HR_VIEW_READ] += node->weight;
-	}
 	fputs("\"nodes\":[", out);
 	for (size_t i = 0; i < n; i++) {
 		const hr_node *node = hr_ring_node(ring, i);
-		int in_write = node->state != HR_STATE_DRAINING;
-		int in_read = node->state != HR_STATE_WARMING;
 
 		fputs(i ? ",{\"id\":" : "{\"id\":", out);
 		json_str(out, node->id);
@@ -269,8 +252,7 @@ static void write_nodes(FILE *out, const hr_ring *ring, const double *shares, si
 			"\"fair_write\":%.6f,\"fair_read\":%.6f}",
 			hr_state_name(node->state), cli_node_hue(node->id), node->weight,
 			hr_ring_node_vnodes(ring, node), shares[i], shares[n + i],
-			in_write && wsum[0] > 0 ? node->weight / wsum[0] : 0.0,
-			in_read && wsum[1] > 0 ? node->weight / wsum[1] : 0.0);
+			shares[2 * n + i], shares[3 * n + i]);
 	}
 	fputc(']', out);
 }
@@ -278,7 +260,7 @@ static void write_nodes(FILE *out, const hr_ring *ring, const double *shares, si
 static int write_ring(FILE *out, const hr_ring *ring)
 {
 	size_t n = hr_ring_node_count(ring), nw, nr;
-	double *shares = calloc(2 * (n ? n : 1), sizeof *shares);
+	double *shares = calloc(4 * (n ? n : 1), sizeof *shares);
 	struct cli_arc *w = NULL, *r = NULL;
 	struct take_ctx take = { out, 1 };
 	int rc = HR_ENOMEM;
@@ -292,6 +274,8 @@ static int write_ring(FILE *out, const hr_ring *ring)
 		goto out;
 	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
 	hr_ring_node_shares(ring, HR_VIEW_READ, shares + n, n);
+	cli_fair_shares(ring, HR_VIEW_WRITE, shares + 2 * n, n);
+	cli_fair_shares(ring, HR_VIEW_READ, shares + 3 * n, n);
 	fprintf(out, "\"ring\":{\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
 		"\"points\":%zu,",
 		hr_ring_revision(ring), hr_ring_digest(ring), hr_ring_point_count(ring));
@@ -462,7 +446,7 @@ static void write_lookups(FILE *out, struct serve_state *s, hr_client *client)
 	hr_node_lookups *cur = counts_now(client, &n);
 
 	pthread_mutex_lock(&s->rate_lock);
-	rates_update(s, cur, n, mono_ms());
+	rates_update(s, cur, n, hr__now_ms());
 	if (s->interval_s > 0)
 		fprintf(out, "\"lookups\":{\"interval_s\":%.3f,\"nodes\":[", s->interval_s);
 	else
