@@ -21,14 +21,41 @@ passed=0
 failed=0
 problems=() # one line per failed test, build or fuzz target, for the end
 
+# tally DIR NAME CTEST_ARGS...: runs ctest in DIR with CTEST_ARGS, keeps its
+# output in DIR/NAME.out and adds its suites to the totals.  ctest's status
+# is kept, not fatal (set -e would end the run before the total).
+tally() {
+	local dir=$1 out="$1/$2.out" rc=0 summary total bad
+	shift 2
+	ctest --test-dir "$dir" --output-on-failure "$@" | tee "$out" || rc=$?
+	# ctest's "N% tests passed, F tests failed out of T", for the total.
+	summary=$(grep -E 'tests failed out of [0-9]+' "$out" | tail -1 || true)
+	if [ -z "$summary" ] && grep -q '^No tests were found' "$out"; then
+		return
+	fi
+	if [ -z "$summary" ]; then
+		problems+=("$dir: ctest $* exited $rc without a summary")
+		return
+	fi
+	bad=$(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')
+	total=$(echo "$summary" | sed -E 's/.*out of ([0-9]+).*/\1/')
+	failed=$((failed + bad))
+	passed=$((passed + total - bad))
+	# The names under "The following tests FAILED:", e.g. "  7 - unit.x (Failed)".
+	while read -r line; do
+		problems+=("$dir: $line")
+	done < <(sed -n '/The following tests FAILED:/,$ s/^[[:space:]]*[0-9]* - //p' "$out")
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		problems+=("$dir: ctest $* exited $rc")
+	fi
+}
+
 # suite DIR LABELS_LEFT_OUT CMAKE_ARGS...: builds DIR and runs its ctest
-# suites but those labelled LABELS_LEFT_OUT (a ctest -LE regex; empty: all).
+# suites but those labelled LABELS_LEFT_OUT (a ctest -LE regex; empty: none).
 suite() {
-	local dir=$1 leave_out=$2 rc=0 summary total bad
-	local select=()
+	local dir=$1 leave_out=$2
 	shift 2
 	if [ -n "$leave_out" ]; then
-		select=(-LE "$leave_out")
 		echo "$dir: suites labelled $leave_out are left out"
 	fi
 	# HR_BUILD_TESTS is explicit: the demo configures build/ without the
@@ -39,27 +66,12 @@ suite() {
 		problems+=("$dir: the build failed")
 		return
 	fi
-	# Timing-sensitive scenarios (stale warnings, restarts) run one at a
-	# time: two cores are all there is.  ctest's status is kept, not fatal
-	# (set -e would end the run before the total).
-	ctest --test-dir "$dir" --output-on-failure "${select[@]}" | tee "$dir/ctest.out" || rc=$?
-	# ctest's "N% tests passed, F tests failed out of T", for the total.
-	summary=$(grep -E 'tests failed out of [0-9]+' "$dir/ctest.out" | tail -1 || true)
-	if [ -z "$summary" ]; then
-		problems+=("$dir: ctest exited $rc without a summary")
-		return
-	fi
-	bad=$(echo "$summary" | sed -E 's/.* ([0-9]+) tests failed.*/\1/')
-	total=$(echo "$summary" | sed -E 's/.*out of ([0-9]+).*/\1/')
-	failed=$((failed + bad))
-	passed=$((passed + total - bad))
-	# The names under "The following tests FAILED:", e.g. "  7 - unit.x (Failed)".
-	while read -r line; do
-		problems+=("$dir: $line")
-	done < <(sed -n '/The following tests FAILED:/,$ s/^[[:space:]]*[0-9]* - //p' "$dir/ctest.out")
-	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
-		problems+=("$dir: ctest exited $rc")
-	fi
+	# Unit suites assert no timings and start no servers: they run side
+	# by side, one per core.  The others (real etcd, memcached, Chromium;
+	# stale warnings, restarts, timeouts) run one at a time: two cores are
+	# all there is.
+	tally "$dir" ctest-unit -L '^unit$' -LE "^(${leave_out:-none})\$" -j"$jobs"
+	tally "$dir" ctest-rest -LE "^(unit|${leave_out:-none})\$"
 }
 
 suite build "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
