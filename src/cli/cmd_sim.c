@@ -309,7 +309,7 @@ int cmd_sim(int argc, char **argv)
 		  .min = 1, .max = HR_NODES_MAX - 1, .help = "nodes before growth" },
 		{ .name = "keys", .arg = "K", .type = CLI_UINT, .dest = &a.keys,
 		  .min = 1, .max = KEYS_MAX, .given = &keys_given, .help = "keys placed",
-		  .dflt = "200000; 1000000 with --compare" },
+		  .dflt = "200000, for --compare 1000000" },
 		{ .name = "vnodes", .arg = "LIST", .type = CLI_UINTS, .dest = &vlist,
 		  .min = 1, .max = HR_POINTS_MAX, .given = &vnodes_given,
 		  .help = "comma-separated vnode counts; (N + 1) x each must fit the "
@@ -325,8 +325,8 @@ int cmd_sim(int argc, char **argv)
 		  .help = "print one JSON object" },
 		{ .name = "svg", .arg = "FILE", .type = CLI_STRING, .dest = &a.svg,
 		  .flags = CLI_NONEMPTY,
-		  .help = "also plot max/mean, min/mean and keys moved by vnodes (with "
-			  "--compare: by placement) into FILE, as SVG" },
+		  .help = "also plot max/mean, min/mean and keys moved into FILE, as "
+			  "SVG: by vnodes, or by placement for --compare" },
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
