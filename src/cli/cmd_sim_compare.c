@@ -76,7 +76,7 @@ struct cmp_ops {
 	 * loop from being optimized away. */
 	uintptr_t (*sweep)(const void *built, const struct cmp_keys *keys);
 	size_t (*bytes)(const void *built);
-	void (*release)(void *built);
+	void (*release)(void *built);   /* accepts NULL */
 };
 
 struct cmp_row {
@@ -189,7 +189,8 @@ static const struct cmp_ops buckets_ops = { buckets_build, buckets_lookup, bucke
 	{ .name = row_name, .ops = &buckets_ops, .bucket = fn, .numbered = 1 }
 
 /* The rows, in the order printed.  Ketama's points come from its weights
- * (160 per node at equal weights), Maglev's from its default table. */
+ * (160 per node at equal weights, a few fewer where libmemcached's float32
+ * arithmetic rounds down), Maglev's from its default table. */
 static const struct cmp_row rows[] = {
 	BUCKET_ROW("modulo", modulo_bucket),
 	RING_ROW("ring-1", HR_PLACEMENT_XXH3, 1),
@@ -259,29 +260,33 @@ static int build(const struct cmp_row *row, const hr_node *nodes, size_t n, void
 	return CLI_EXIT_OK;
 }
 
-/* The owner of key i as a node number, or -1 after an error line. */
+/* The owner of key i as a node number below `nodes`, or -1 after an error
+ * line. */
 static long owner_of(const struct cmp_ctx *c, const struct cmp_row *row, const void *built,
-		     size_t i)
+		     size_t i, unsigned long nodes)
 {
 	const char *key = c->keys.text + c->keys.off[i];
 	const hr_node *node = row->ops->lookup(built, key, c->keys.off[i + 1] - c->keys.off[i]);
 	unsigned long n;
 
-	if (cli_sim_node_index(node, c->args->nodes + 1, &n) < 0) {
+	if (cli_sim_node_index(node, nodes, &n) < 0) {
 		cli_error(CMD, "%s: no valid owner for key %zu", row->name, i);
 		return -1;
 	}
 	return (long)n;
 }
 
-/* Counts the keys of each node on the N nodes, and how many change owner
- * on `other` (a build over other nodes). */
+/* How many keys change owner from `base` (the N nodes) to `other` (a build
+ * over node-0..node-N, the last one joining, or over N - 1 of them); with
+ * `first`, also the keys of each node of `base`. */
 static int count_keys(struct cmp_ctx *c, const struct cmp_row *row, const void *base,
 		      const void *other, int first, unsigned long *moved)
 {
+	unsigned long n = c->args->nodes;
+
 	*moved = 0;
 	for (size_t i = 0; i < c->keys.n; i++) {
-		long a = owner_of(c, row, base, i), b = owner_of(c, row, other, i);
+		long a = owner_of(c, row, base, i, n), b = owner_of(c, row, other, i, n + 1);
 
 		if (a < 0 || b < 0)
 			return CLI_EXIT_ERROR;
@@ -351,10 +356,8 @@ static int run_row(struct cmp_ctx *c, const struct cmp_row *row, struct cmp_resu
 		r->lookup_ns = (double)median(lookup, LOOKUP_ROUNDS) / (double)c->keys.n;
 	(void)sink;
 	row->ops->release(base);
-	if (grown)
-		row->ops->release(grown);
-	if (shrunk)
-		row->ops->release(shrunk);
+	row->ops->release(grown);
+	row->ops->release(shrunk);
 	return rc;
 }
 
