@@ -4,6 +4,7 @@
  * allocates or locks, and the search itself is inline in ring_impl.h.
  */
 #include "ring_impl.h"
+#include "ring_view.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,31 @@ bool hr__ring_release_if_last(hr_ring *ring)
 }
 
 /* ---- accessors ----------------------------------------------------------- */
+
+size_t hr__ring_bytes(const hr_ring *ring)
+{
+	const struct view *w, *r;
+	size_t bytes;
+
+	if (!ring)
+		return 0;
+	w = &ring->views[HR_VIEW_WRITE];
+	r = &ring->views[HR_VIEW_READ];
+	/* The blocks of ring_build.c's copy_nodes(): the nodes, and each
+	 * string with its NUL in one block padded by COPY_CHUNK. */
+	bytes = sizeof *ring + (ring->nnodes ? ring->nnodes : 1) * sizeof *ring->nodes +
+		COPY_CHUNK;
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		bytes += (size_t)rn->id_len + rn->addr_len + rn->zone_len + 3;
+	}
+	/* Views that are one array (no node warms or drains) count once. */
+	bytes += hr__view_bytes(w);
+	if (r->pos != w->pos)
+		bytes += hr__view_bytes(r);
+	return bytes;
+}
 
 uint64_t hr_ring_revision(const hr_ring *ring)
 {

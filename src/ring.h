@@ -42,6 +42,12 @@ static inline bool hr__valid_view(hr_view view)
  * take a new reference meanwhile (a ring out of publication). */
 bool hr__ring_release_if_last(hr_ring *ring);
 
+/* Bytes the ring holds, as asked of malloc (not the allocator's own
+ * overhead): the ring, its nodes and their strings, and its views' points,
+ * index and node numbers, a block shared by both views counted once.  0
+ * for NULL.  For figures (`hashring sim --compare`). */
+size_t hr__ring_bytes(const hr_ring *ring);
+
 /* Points per unit of weight the ring was built with. */
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring);
 

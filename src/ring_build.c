@@ -30,7 +30,7 @@ static int cmp_node_id(const void *a, const void *b)
 }
 
 /* Copies the nodes, sorted by id and unique, into ring->nodes and one
- * block of strings. */
+ * block of strings (hr__ring_bytes() counts both as allocated here). */
 static int copy_nodes(hr_ring *ring, const hr_node *const *sorted,
 		      hr_error *err)
 {

@@ -42,6 +42,15 @@ static size_t block_size(size_t bytes)
 	return (bytes + grain - 1) / grain * grain;
 }
 
+/* The block of a view of `npoints` points: positions (padded), the index
+ * of 2^b buckets, the node numbers; its size as asked of malloc. */
+static size_t block_bytes(size_t npoints, unsigned b, bool wide)
+{
+	return block_size((npoints + POS_PAD) * sizeof(uint64_t) +
+			  ((size_t)1 << b) * sizeof(uint32_t) +
+			  npoints * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
+}
+
 /* Node numbers take 4 bytes only when the ring has more nodes than 2 bytes
  * can number. */
 int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
@@ -53,8 +62,7 @@ int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 	size_t index_bytes = buckets * sizeof(uint32_t);
 	char *mem;
 
-	mem = malloc(block_size(pos_bytes + index_bytes + npoints *
-				(wide ? sizeof(uint32_t) : sizeof(uint16_t))));
+	mem = malloc(block_bytes(npoints, b, wide));
 	if (!mem)
 		return HR_ENOMEM;
 	v->mem = mem;
@@ -67,6 +75,11 @@ int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 	for (size_t i = 0; i < POS_PAD; i++)
 		v->pos[npoints + i] = UINT64_MAX;
 	return HR_OK;
+}
+
+size_t hr__view_bytes(const struct view *v)
+{
+	return v->pos ? block_bytes(v->npoints, 64 - v->shift, v->wide) : 0;
 }
 
 /* index[k] = points in buckets below k: counted, then summed, two passes

@@ -10,6 +10,11 @@
  * nothing but the padding.  HR_ENOMEM. */
 int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints);
 
+/* Bytes of the block hr__view_alloc() gave view `v` (as asked of malloc),
+ * whether the view or the ring's shared block owns it; 0 for a view never
+ * allocated. */
+size_t hr__view_bytes(const struct view *v);
+
 /* Builds the index of a view whose points are in place and sorted. */
 void hr__view_index(struct view *v);
 

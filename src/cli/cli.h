@@ -50,6 +50,30 @@ int cmd_state(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_weight(int argc, char **argv);
 
+/* ---- sim --compare (cmd_sim_compare.c) ------------------------------------ */
+
+/* Longest "node-<id>" and "key-<n>" of the sims, NUL included. */
+#define CLI_SIM_NAME_MAX 48
+/* The most nodes --compare takes: Maglev's default table needs several
+ * slots per node. */
+#define CLI_COMPARE_NODES_MAX 10000
+
+/* The options of `sim --compare`. */
+struct cli_compare_args {
+	unsigned long nodes, keys, seed;
+	int json;
+	const char *svg;     /* --svg FILE, or NULL */
+};
+
+/* Checks the arguments: CLI_EXIT_OK, or CLI_EXIT_USAGE after the line. */
+int cli_sim_compare_check(const struct cli_compare_args *a);
+/* Runs the comparison and prints it: an exit status. */
+int cli_sim_compare(const struct cli_compare_args *a);
+
+/* i of a node "node-<i>" with i < nodes (cmd_sim.c): 0, or -1 for any
+ * other node or NULL. */
+int cli_sim_node_index(const hr_node *node, unsigned long nodes, unsigned long *out);
+
 /* ---- errors (cli_errors.c) ------------------------------------------------ */
 
 /*

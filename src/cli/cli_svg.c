@@ -1,6 +1,7 @@
 /*
- * cli_svg.c - the plots of `nodes --svg` and `sim --svg`, written as
- * plain SVG text, and the ring's arcs they (and the dashboard) draw.
+ * cli_svg.c - the plots of `nodes --svg`, `sim --svg` and `sim --compare
+ * --svg`, written as plain SVG text, and the ring's arcs they (and the
+ * dashboard) draw.
  */
 #include "cli_svg.h"
 #include "cli.h"
@@ -445,6 +446,131 @@ void cli_svg_sim(FILE *out, unsigned long nodes, unsigned long keys,
 	legend(out, mov.x + 80, 420, "#677088", "6 4", "ideal 1/(N+1)");
 	snprintf(t, sizeof t, "hash %% N (%.1f%%)", 100 * modulo_moved);
 	legend(out, mov.x + 220, 420, "#b26a00", "2 3", t);
+	fputs("</svg>\n", out);
+}
+
+/* ---- sim --compare --svg ------------------------------------------------------- */
+
+#define CMP_TOP 92.0     /* the first row's top */
+#define CMP_ROW 34.0     /* height of a row */
+#define CMP_BAL_X 130.0  /* balance panel: x and width */
+#define CMP_BAL_W 330.0
+#define CMP_MOV_X 600.0  /* moved panel */
+#define CMP_MOV_W 360.0
+
+/* x of ratio `v` on the moved panel's log scale [lo, hi]. */
+static double cmp_log_x(double v, double lo, double hi)
+{
+	v = v < lo ? lo : v > hi ? hi : v;
+	return CMP_MOV_X + CMP_MOV_W * (log10(v) - log10(lo)) / (log10(hi) - log10(lo));
+}
+
+static void cmp_bar(FILE *out, double x0, double x1, double y, double h, const char *colour)
+{
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
+		x0, y, x1 > x0 ? x1 - x0 : 0, h, colour);
+}
+
+static void cmp_vline(FILE *out, double x, double y0, double y1, const char *colour,
+		      const char *dash)
+{
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"%s%s%s/>\n",
+		x, y0, x, y1, colour, dash ? " stroke-dasharray=\"" : "", dash ? dash : "",
+		dash ? "\"" : "");
+}
+
+static void cmp_tick(FILE *out, double x, double bottom, const char *label)
+{
+	cmp_vline(out, x, CMP_TOP - 8, bottom, "#eef0f5", NULL);
+	text_at(out, x, bottom + 16, "middle", "fill=\"#677088\" font-size=\"11\"", label);
+}
+
+/* A bar's value after its end, or inside it when the panel ends first. */
+static void cmp_label(FILE *out, double x, double right, double y, const char *label)
+{
+	if (x + 6 + 7 * (double)strlen(label) > right + 30)
+		text_at(out, x - 6, y, "end", "font-size=\"11\" fill=\"#ffffff\"", label);
+	else
+		text_at(out, x + 6, y, "start", "font-size=\"11\"", label);
+}
+
+void cli_svg_compare(FILE *out, unsigned long nodes, unsigned long keys,
+		     const struct cli_compare_bar *rows, size_t n)
+{
+	double top_bal = 1.0, lo = 1.0, hi = 2.0, bottom = CMP_TOP + CMP_ROW * (double)n, step;
+	char t[160];
+
+	for (size_t i = 0; i < n; i++) {
+		double r[2] = { rows[i].add_ratio, rows[i].remove_ratio };
+
+		top_bal = rows[i].max_mean > top_bal ? rows[i].max_mean : top_bal;
+		for (int k = 0; k < 2; k++) {
+			lo = r[k] > 0 && r[k] < lo ? r[k] : lo;
+			hi = r[k] > hi ? r[k] : hi;
+		}
+	}
+	/* Whole decades, and nothing below a tenth of the ideal. */
+	lo = pow(10, floor(log10(lo)));
+	lo = lo < 0.1 ? 0.1 : lo;
+	hi = pow(10, ceil(log10(hi)));
+	top_bal *= 1.1;
+
+	snprintf(t, sizeof t, "hashring sim --compare: %lu keys on %lu nodes, node-%lu joins, one leaves",
+		 keys, nodes, nodes);
+	svg_begin(out, 1000, (int)bottom + 80, t);
+	text_at(out, 500, 26, "middle", "font-size=\"16\" font-weight=\"bold\"", t);
+	text_at(out, CMP_BAL_X + CMP_BAL_W / 2, 60, "middle", "font-weight=\"bold\"",
+		"balance: keys per node over the mean");
+	text_at(out, CMP_MOV_X + CMP_MOV_W / 2, 60, "middle", "font-weight=\"bold\"",
+		"keys moved over the ideal (log scale)");
+
+	/* Grid: 0.25x, 0.5x or 1x apart for balance; 1, 2 and 5 of each
+	 * decade of moves. */
+	step = top_bal <= 1.6 ? 0.25 : top_bal <= 3.5 ? 0.5 : 1;
+	for (double v = 0; v <= top_bal; v += step) {
+		snprintf(t, sizeof t, "%.2fx", v);
+		cmp_tick(out, CMP_BAL_X + CMP_BAL_W * v / top_bal, bottom, t);
+	}
+	for (double d = lo; d <= hi * 1.001; d *= 10) {
+		static const int steps[] = { 1, 2, 5 };
+
+		for (int m = 0; m < 3 && d * steps[m] <= hi * 1.001; m++) {
+			snprintf(t, sizeof t, "%gx", d * steps[m]);
+			cmp_tick(out, cmp_log_x(d * steps[m], lo, hi), bottom, t);
+		}
+	}
+	/* The ideals: 1x in both panels. */
+	cmp_vline(out, CMP_BAL_X + CMP_BAL_W / top_bal, CMP_TOP - 8, bottom, "#677088", "6 4");
+	cmp_vline(out, cmp_log_x(1.0, lo, hi), CMP_TOP - 8, bottom, "#677088", "6 4");
+
+	for (size_t i = 0; i < n; i++) {
+		const struct cli_compare_bar *r = &rows[i];
+		double y = CMP_TOP + CMP_ROW * (double)i;
+		double xmax = CMP_BAL_X + CMP_BAL_W * r->max_mean / top_bal;
+		double xmin = CMP_BAL_X + CMP_BAL_W * r->min_mean / top_bal;
+		double xmov = cmp_log_x(r->add_ratio > r->remove_ratio ? r->add_ratio :
+					r->remove_ratio, lo, hi);
+
+		text_at(out, CMP_BAL_X - 10, y + 20, "end", NULL, r->name);
+		cmp_bar(out, CMP_BAL_X, xmax, y + 6, 18, "#c62828");
+		cmp_bar(out, xmin - 1.5, xmin + 1.5, y + 3, 24, "#1565c0");
+		snprintf(t, sizeof t, "%.3fx", r->max_mean);
+		cmp_label(out, xmax, CMP_BAL_X + CMP_BAL_W, y + 20, t);
+
+		text_at(out, CMP_MOV_X - 10, y + 20, "end", NULL, r->name);
+		cmp_bar(out, CMP_MOV_X, cmp_log_x(r->add_ratio, lo, hi), y + 4, 12, "#1a7f37");
+		cmp_bar(out, CMP_MOV_X, cmp_log_x(r->remove_ratio, lo, hi), y + 17, 12, "#b26a00");
+		snprintf(t, sizeof t, "%.2fx / %.2fx", r->add_ratio, r->remove_ratio);
+		cmp_label(out, xmov, CMP_MOV_X + CMP_MOV_W, y + 20, t);
+	}
+	cmp_bar(out, CMP_BAL_X, CMP_BAL_X + 22, bottom + 34, 10, "#c62828");
+	text_at(out, CMP_BAL_X + 28, bottom + 44, "start", NULL, "heaviest (max/mean)");
+	cmp_bar(out, CMP_BAL_X + 170, CMP_BAL_X + 173, bottom + 30, 18, "#1565c0");
+	text_at(out, CMP_BAL_X + 180, bottom + 44, "start", NULL, "lightest (min/mean)");
+	cmp_bar(out, CMP_MOV_X, CMP_MOV_X + 22, bottom + 34, 10, "#1a7f37");
+	text_at(out, CMP_MOV_X + 28, bottom + 44, "start", NULL, "node N joins (ideal 1/(N+1))");
+	cmp_bar(out, CMP_MOV_X + 220, CMP_MOV_X + 242, bottom + 34, 10, "#b26a00");
+	text_at(out, CMP_MOV_X + 248, bottom + 44, "start", NULL, "one leaves (1/N)");
 	fputs("</svg>\n", out);
 }
 

@@ -1,6 +1,6 @@
 /*
  * cli_svg.h - plain SVG written by the commands (`nodes --svg`, `sim
- * --svg`), and the ring's arcs that both the plots and the dashboard draw.
+ * --svg`, `sim --compare --svg`), and the ring's arcs that both the plots and the dashboard draw.
  */
 #ifndef HR_CLI_SVG_H
 #define HR_CLI_SVG_H
@@ -81,6 +81,18 @@ struct cli_sim_point {
  * moved by vnodes beside the ideal and hash % N's. */
 void cli_svg_sim(FILE *out, unsigned long nodes, unsigned long keys,
 		 double modulo_moved, const struct cli_sim_point *rows, size_t n);
+
+/* One row of `sim --compare --svg`: a placement's balance, and its keys
+ * moved on a join and on a leave over the ideal. */
+struct cli_compare_bar {
+	const char *name;
+	double max_mean, min_mean, add_ratio, remove_ratio;
+};
+
+/* `sim --compare --svg`: per placement, bars of max/mean (min/mean marked)
+ * and of keys moved over the ideal, on a join and a leave (log scale). */
+void cli_svg_compare(FILE *out, unsigned long nodes, unsigned long keys,
+		     const struct cli_compare_bar *rows, size_t n);
 
 /* Opens `path` for a plot; NULL after an error line. */
 FILE *cli_svg_open(const char *cmd, const char *path);

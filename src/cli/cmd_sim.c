@@ -11,7 +11,7 @@
  * The ring is the library's own, so the figures are those of the placement
  * contract (XXH3).  The same tables with the seed articles' MD5 and FNV-1a
  * are a test tool's (tests/tools/sim_hashes.c): the product carries one
- * ring.
+ * ring.  --compare, the alternatives side by side, is cmd_sim_compare.c's.
  */
 #include "cli.h"
 #include "cli_svg.h"
@@ -26,8 +26,8 @@
 #define NODES_DEFAULT 10
 #define KEYS_DEFAULT 200000
 #define KEYS_MAX 10000000ul /* keeps a run to seconds and memory to MBs */
+#define KEYS_COMPARE_DEFAULT 1000000
 #define VNODES_LIST_MAX 32
-#define NAME_MAX_LEN 48     /* "node-<id>" and "key-<n>" fit easily */
 
 static const char description[] =
 	"Places K keys (key-0, key-1, ...) on N nodes (node-0, ...) and prints\n"
@@ -35,7 +35,14 @@ static const char description[] =
 	"vnode count: the heaviest and the lightest node's keys over the mean,\n"
 	"the population standard deviation of keys/mean, and the share of keys\n"
 	"moved when node N joins the ring, beside the ideal 1/(N+1).\n"
-	"The ring is the library's (the placement contract, XXH3).";
+	"The ring is the library's (the placement contract, XXH3).\n"
+	"\n"
+	"With --compare: the same nodes and keys on each placement (hash % N;\n"
+	"rings of 1, 100, 200 and 500 vnodes; ketama; maglev; jump hash) and\n"
+	"for each the heaviest and lightest node over the mean, the keys moved\n"
+	"when node N joins and when one node leaves (beside the ideal), the\n"
+	"lookup ns, build ms and bytes of memory.  hash % N and jump number\n"
+	"their nodes: the last one leaves.  docs: man hashring.";
 
 struct sim_args {
 	unsigned long nodes;
@@ -57,7 +64,7 @@ struct sim_row {
 
 static size_t key_name(char *buf, unsigned long i)
 {
-	return (size_t)snprintf(buf, NAME_MAX_LEN, "key-%lu", i);
+	return (size_t)snprintf(buf, CLI_SIM_NAME_MAX, "key-%lu", i);
 }
 
 /* ---- one row ---------------------------------------------------------------- */
@@ -65,14 +72,13 @@ static size_t key_name(char *buf, unsigned long i)
 /* Everything a row needs, prepared once per run. */
 struct sim_ctx {
 	const struct sim_args *args;
-	char (*ids)[NAME_MAX_LEN];/* "node-0".."node-N" (N+1 of them)  */
+	char (*ids)[CLI_SIM_NAME_MAX];/* "node-0".."node-N" (N+1 of them) */
 	unsigned long *count;     /* keys per node, before growth      */
 };
 
 /* Our own ids are "node-<i>"; turning one back into i is cheaper than any
  * pointer map and checks that the ring answered with one of ours. */
-static int node_index(const hr_node *node, unsigned long nodes,
-		      unsigned long *out)
+int cli_sim_node_index(const hr_node *node, unsigned long nodes, unsigned long *out)
 {
 	char *end;
 	unsigned long i;
@@ -115,7 +121,7 @@ static int place_keys(struct sim_ctx *c, unsigned long vnodes,
 {
 	unsigned long n = c->args->nodes;
 	hr_ring *before = NULL, *after = NULL;
-	char key[NAME_MAX_LEN];
+	char key[CLI_SIM_NAME_MAX];
 	int rc;
 
 	rc = build_ring(c, n, vnodes, &before);
@@ -128,8 +134,8 @@ static int place_keys(struct sim_ctx *c, unsigned long vnodes,
 
 		if (hr_ring_lookup(before, key, len, &a) < 0 ||
 		    hr_ring_lookup(after, key, len, &b) < 0 ||
-		    node_index(a.node, n, &ia) < 0 ||
-		    node_index(b.node, n + 1, &ib) < 0) {
+		    cli_sim_node_index(a.node, n, &ia) < 0 ||
+		    cli_sim_node_index(b.node, n + 1, &ib) < 0) {
 			cli_error(CMD, "the ring gave no valid owner for %s",
 				  key);
 			rc = CLI_EXIT_ERROR;
@@ -182,7 +188,7 @@ static int run_row(struct sim_ctx *c, unsigned long vnodes,
 static double modulo_moved(const struct sim_args *a)
 {
 	unsigned long moved = 0;
-	char key[NAME_MAX_LEN];
+	char key[CLI_SIM_NAME_MAX];
 
 	for (unsigned long i = 0; i < a->keys; i++) {
 		uint64_t h = hr_hash_key(key, key_name(key, i));
@@ -291,6 +297,8 @@ int cmd_sim(int argc, char **argv)
 		.keys = KEYS_DEFAULT,
 	};
 	struct cli_uints vlist = { .items = a.vnodes, .max = VNODES_LIST_MAX };
+	int compare = 0, keys_given = 0, vnodes_given = 0, seed_given = 0;
+	unsigned long seed = 0;
 	int rc;
 
 	vlist.n = sizeof default_vnodes / sizeof default_vnodes[0];
@@ -300,21 +308,31 @@ int cmd_sim(int argc, char **argv)
 		{ .name = "nodes", .arg = "N", .type = CLI_UINT, .dest = &a.nodes,
 		  .min = 1, .max = HR_NODES_MAX - 1, .help = "nodes before growth" },
 		{ .name = "keys", .arg = "K", .type = CLI_UINT, .dest = &a.keys,
-		  .min = 1, .max = KEYS_MAX, .help = "keys placed" },
+		  .min = 1, .max = KEYS_MAX, .given = &keys_given, .help = "keys placed",
+		  .dflt = "200000, for --compare 1000000" },
 		{ .name = "vnodes", .arg = "LIST", .type = CLI_UINTS, .dest = &vlist,
-		  .min = 1, .max = HR_POINTS_MAX,
+		  .min = 1, .max = HR_POINTS_MAX, .given = &vnodes_given,
 		  .help = "comma-separated vnode counts; (N + 1) x each must fit the "
 			  "ring's 33554432 points" },
+		{ .name = "compare", .type = CLI_FLAG, .dest = &compare,
+		  .help = "compare placements on the same nodes and keys instead; "
+			  "--nodes 2 to 10000" },
+		{ .name = "seed", .arg = "S", .type = CLI_UINT, .dest = &seed,
+		  .min = 0, .max = UINT32_MAX, .given = &seed_given,
+		  .help = "with --compare: chooses the node that leaves, and unless 0 "
+			  "the keys (key-S-0, key-S-1, ...)" },
 		{ .name = "json", .type = CLI_FLAG, .dest = &a.json,
 		  .help = "print one JSON object" },
 		{ .name = "svg", .arg = "FILE", .type = CLI_STRING, .dest = &a.svg,
 		  .flags = CLI_NONEMPTY,
-		  .help = "also plot max/mean, min/mean and keys moved by vnodes into FILE, as SVG" },
+		  .help = "also plot max/mean, min/mean and keys moved into FILE, as "
+			  "SVG: by vnodes, or by placement for --compare" },
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json] [--svg FILE]",
+		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST | --compare [--seed S]] "
+			 "[--json] [--svg FILE]",
 		.description = description,
 		.options = options,
 	};
@@ -323,6 +341,20 @@ int cmd_sim(int argc, char **argv)
 	if (rc != CLI_RUN)
 		return rc;
 	a.nvnodes = vlist.n;
+
+	if (compare) {
+		struct cli_compare_args ca = {
+			.nodes = a.nodes, .keys = keys_given ? a.keys : KEYS_COMPARE_DEFAULT,
+			.seed = seed, .json = a.json, .svg = a.svg,
+		};
+
+		if (vnodes_given)
+			return cli_usage(CMD, "--vnodes is for the vnode table; --compare has its own rows");
+		rc = cli_sim_compare_check(&ca);
+		return rc == CLI_EXIT_OK ? cli_sim_compare(&ca) : rc;
+	}
+	if (seed_given)
+		return cli_usage(CMD, "--seed goes with --compare");
 
 	/* The grown ring must fit under the library's cap on points. */
 	for (size_t i = 0; i < a.nvnodes; i++) {

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "client.h"
 #include "owner.h"
+#include "ring.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
 
@@ -26,28 +27,65 @@ void __libc_free(void *p);
 static __thread int counting;
 static __thread unsigned long allocs;
 
+/* While counting, the blocks still allocated and the bytes asked for them:
+ * what a call leaves behind (a ring's own memory, hr__ring_bytes()). */
+#define LIVE_MAX 256
+static __thread struct { void *p; size_t size; } live[LIVE_MAX];
+static __thread size_t nlive, live_bytes;
+static __thread int live_overflow;
+
+static void *live_add(void *p, size_t size)
+{
+	if (!counting || !p)
+		return p;
+	if (nlive == LIVE_MAX) {
+		live_overflow = 1;
+		return p;
+	}
+	live[nlive].p = p;
+	live[nlive++].size = size;
+	live_bytes += size;
+	return p;
+}
+
+static void live_del(void *p)
+{
+	for (size_t i = 0; counting && p && i < nlive; i++) {
+		if (live[i].p == p) {
+			live_bytes -= live[i].size;
+			live[i] = live[--nlive];
+			return;
+		}
+	}
+}
+
 void *malloc(size_t size)
 {
 	allocs += counting;
-	return __libc_malloc(size);
+	return live_add(__libc_malloc(size), size);
 }
 
 void *calloc(size_t n, size_t size)
 {
 	allocs += counting;
-	return __libc_calloc(n, size);
+	return live_add(__libc_calloc(n, size), n * size);
 }
 
 void *realloc(void *p, size_t size)
 {
+	void *q;
+
 	allocs += counting;
-	return __libc_realloc(p, size);
+	q = __libc_realloc(p, size);
+	if (q || !size)
+		live_del(p);
+	return live_add(q, size);
 }
 
 void *aligned_alloc(size_t align, size_t size)
 {
 	allocs += counting;
-	return __libc_memalign(align, size);
+	return live_add(__libc_memalign(align, size), size);
 }
 
 int posix_memalign(void **out, size_t align, size_t size)
@@ -58,19 +96,22 @@ int posix_memalign(void **out, size_t align, size_t size)
 	p = __libc_memalign(align, size);
 	if (!p)
 		return 12;	/* ENOMEM */
-	*out = p;
+	*out = live_add(p, size);
 	return 0;
 }
 
 void free(void *p)
 {
 	allocs += counting;
+	live_del(p);
 	__libc_free(p);
 }
 
 static void count_start(void)
 {
 	allocs = 0;
+	nlive = live_bytes = 0;
+	live_overflow = 0;
 	counting = 1;
 }
 
@@ -309,6 +350,41 @@ START_TEST(sampled_and_spread_lookups_do_not_allocate)
 }
 END_TEST
 
+/* hr__ring_bytes() is exactly what a build leaves allocated, for every
+ * placement, with one shared view and with two. */
+START_TEST(ring_bytes_are_what_a_build_keeps)
+{
+	static const hr_placement placements[] = { HR_PLACEMENT_XXH3, HR_PLACEMENT_KETAMA,
+						   HR_PLACEMENT_MAGLEV };
+
+	for (size_t p = 0; p < sizeof placements / sizeof placements[0]; p++) {
+		for (int states = 0; states < 2; states++) {
+			hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 37,
+						 .placement = placements[p] };
+			hrt_nodes *s = hrt_nodes_new(12, "node-%zu", "127.0.0.%zu:11211", 0);
+			hr_ring *ring;
+			size_t kept;
+
+			for (size_t i = 0; states && i < 12; i++)
+				s->nodes[i].state = i == 3 ? HR_STATE_WARMING :
+						    i == 5 ? HR_STATE_DRAINING : HR_STATE_ACTIVE;
+			count_start();
+			ring = hrt_ring_build(s->nodes, 12, &opts, 0);
+			kept = live_bytes;
+			count_stop();
+			ck_assert(!live_overflow);
+			ck_assert_uint_gt(kept, 0);
+			ck_assert_msg(hr__ring_bytes(ring) == kept,
+				      "placement %d, states %d: hr__ring_bytes %zu, allocated %zu",
+				      (int)placements[p], states, hr__ring_bytes(ring), kept);
+			hr_ring_release(ring);
+			hrt_nodes_free(s);
+		}
+	}
+	ck_assert_uint_eq(hr__ring_bytes(NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("alloc");
@@ -319,6 +395,7 @@ int main(void)
 	tcase_add_test(tc, client_lookups_do_not_allocate);
 	tcase_add_test(tc, batch_lookups_do_not_allocate);
 	tcase_add_test(tc, sampled_and_spread_lookups_do_not_allocate);
+	tcase_add_test(tc, ring_bytes_are_what_a_build_keeps);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -1173,6 +1173,231 @@ START_TEST(test_sim_svg)
 }
 END_TEST
 
+/* ---- sim --compare ----------------------------------------------------------------- */
+
+static const char *const compare_rows[] = { "modulo", "ring-1", "ring-100", "ring-200",
+					    "ring-500", "ketama", "maglev", "jump" };
+#define COMPARE_ROWS (sizeof compare_rows / sizeof compare_rows[0])
+
+static const char *str(const cJSON *obj, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	ck_assert_msg(cJSON_IsString(v), "no string '%s'", name);
+	return v->valuestring;
+}
+
+/* The row named `name` of a --compare object. */
+static const cJSON *compare_row(const cJSON *doc, const char *name)
+{
+	const cJSON *row;
+
+	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "rows"))
+		if (!strcmp(str(row, "name"), name))
+			return row;
+	ck_abort_msg("no row %s", name);
+	return NULL;
+}
+
+/* Every row, in order, with every column, within what the definitions
+ * allow (docs/hashring.1); `nodes` and `keys` as given. */
+static void check_compare_doc(const cJSON *doc, double nodes, double keys)
+{
+	static const char *const columns[] = { "max_mean", "min_mean", "moved_add",
+					       "moved_add_ratio", "moved_remove",
+					       "moved_remove_ratio", "lookup_ns", "build_ms",
+					       "bytes" };
+	const cJSON *rows = rows_of(doc, (int)COMPARE_ROWS);
+	char last[32];
+
+	ck_assert_double_eq(num(doc, "nodes"), nodes);
+	ck_assert_double_eq(num(doc, "keys"), keys);
+	ck_assert_str_eq(str(doc, "hash"), "xxh3");
+	snprintf(last, sizeof last, "node-%.0f", nodes);
+	ck_assert_str_eq(str(doc, "joins"), last);
+	ck_assert_double_eq_tol(num(doc, "ideal_moved_add"), 1 / (nodes + 1), 1e-6);
+	ck_assert_double_eq_tol(num(doc, "ideal_moved_remove"), 1 / nodes, 1e-6);
+	snprintf(last, sizeof last, "node-%.0f", nodes - 1);
+	for (size_t i = 0; i < COMPARE_ROWS; i++) {
+		const cJSON *row = cJSON_GetArrayItem(rows, (int)i);
+		const cJSON *numbered = cJSON_GetObjectItemCaseSensitive(row, "numbered");
+
+		ck_assert_str_eq(str(row, "name"), compare_rows[i]);
+		for (size_t c = 0; c < sizeof columns / sizeof columns[0]; c++)
+			ck_assert_double_ge(num(row, columns[c]), 0);
+		ck_assert(cJSON_IsBool(numbered));
+		/* Numbered buckets lose the last; the rings one chosen node,
+		 * the same for all. */
+		if (cJSON_IsTrue(numbered))
+			ck_assert_str_eq(str(row, "leaves"), last);
+		else
+			ck_assert_str_eq(str(row, "leaves"),
+					 str(compare_row(doc, "ring-1"), "leaves"));
+		ck_assert_double_ge(num(row, "max_mean"), 1.0);
+		ck_assert_double_le(num(row, "min_mean"), 1.0);
+		ck_assert_double_gt(num(row, "moved_add"), 0);
+		ck_assert_double_le(num(row, "moved_add"), 1);
+		ck_assert_double_le(num(row, "moved_remove"), 1);
+		/* Six significant digits each. */
+		ck_assert_double_eq_tol(num(row, "moved_add_ratio"),
+					num(row, "moved_add") * (nodes + 1),
+					1e-5 * (nodes + 1));
+		ck_assert_double_eq_tol(num(row, "moved_remove_ratio"),
+					num(row, "moved_remove") * nodes, 1e-5 * nodes);
+		ck_assert_double_gt(num(row, "lookup_ns"), 0);
+		ck_assert_double_gt(num(row, "bytes"), 0);
+	}
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(compare_row(doc, "modulo"),
+								 "numbered")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(compare_row(doc, "jump"),
+								 "numbered")));
+}
+
+START_TEST(test_sim_compare_json)
+{
+	cJSON *doc = run_sim_json((const char *const[]){
+		"sim", "--compare", "--json", "--keys", "200000", NULL });
+	cJSON *sim = run_sim_json((const char *const[]){
+		"sim", "--json", "--keys", "200000", "--vnodes", "200", NULL });
+	const cJSON *jump, *modulo, *maglev, *ring, *vnodes200;
+
+	check_compare_doc(doc, 10, 200000);
+	jump = compare_row(doc, "jump");
+	modulo = compare_row(doc, "modulo");
+	maglev = compare_row(doc, "maglev");
+	/* Jump moves about the ideal both ways; hash % N nearly everything,
+	 * exactly what sim (and the test tool) measure. */
+	ck_assert_double_eq_tol(num(jump, "moved_add_ratio"), 1.0, 0.04);
+	ck_assert_double_eq_tol(num(jump, "moved_remove_ratio"), 1.0, 0.04);
+	ck_assert_double_le(num(jump, "max_mean"), 1.03);
+	ck_assert_double_eq_tol(num(modulo, "moved_add"), 10.0 / 11, 0.01);
+	ck_assert_double_eq_tol(num(modulo, "moved_add"), num(sim, "modulo_moved"), 1e-5);
+	ck_assert_double_eq_tol(num(modulo, "moved_add"),
+				hrt_sim_modulo_moved(hrt_sim_xxh3, 10, 200000), 1e-5);
+	ck_assert_double_eq_tol(num(modulo, "moved_remove"), 9.0 / 10, 0.01);
+	/* Maglev's table is within a slot of even; the keys' own spread
+	 * adds the rest. */
+	ck_assert_double_le(num(maglev, "max_mean"), 1.02);
+	ck_assert_double_ge(num(maglev, "min_mean"), 0.98);
+	ck_assert_double_le(num(maglev, "moved_add_ratio"), 1.2);
+	/* The same keys and nodes as sim: ring-200 is sim's 200-vnode row. */
+	ring = compare_row(doc, "ring-200");
+	vnodes200 = cJSON_GetArrayItem(rows_of(sim, 1), 0);
+	ck_assert_double_eq_tol(num(ring, "max_mean"), num(vnodes200, "max_mean"), 1e-5);
+	ck_assert_double_eq_tol(num(ring, "min_mean"), num(vnodes200, "min_mean"), 1e-5);
+	ck_assert_double_eq_tol(num(ring, "moved_add"), num(vnodes200, "moved"), 1e-5);
+	/* A ring moves only what the leaving node owned: near 1/N at 200
+	 * vnodes; one point per node is all luck. */
+	ck_assert_double_eq_tol(num(ring, "moved_remove_ratio"), 1.0, 0.2);
+	ck_assert_double_gt(num(compare_row(doc, "ring-1"), "max_mean"),
+			    num(compare_row(doc, "ring-500"), "max_mean"));
+	/* Memory grows with the points. */
+	ck_assert_double_lt(num(compare_row(doc, "ring-100"), "bytes"),
+			    num(compare_row(doc, "ring-500"), "bytes"));
+	ck_assert_double_eq(num(jump, "bytes"), num(modulo, "bytes"));
+	cJSON_Delete(sim);
+	cJSON_Delete(doc);
+}
+END_TEST
+
+/* 100 nodes, and the seed: one seed gives one run's figures twice, another
+ * seed other keys. */
+START_TEST(test_sim_compare_100_nodes_and_seed)
+{
+	cJSON *a = run_sim_json((const char *const[]){
+		"sim", "--compare", "--json", "--nodes", "100", "--keys", "200000", "--seed", "7",
+		NULL });
+	cJSON *b = run_sim_json((const char *const[]){
+		"sim", "--compare", "--json", "--nodes", "100", "--keys", "200000", "--seed", "7",
+		NULL });
+	cJSON *c = run_sim_json((const char *const[]){
+		"sim", "--compare", "--json", "--nodes", "100", "--keys", "200000", "--seed", "8",
+		NULL });
+
+	check_compare_doc(a, 100, 200000);
+	check_compare_doc(c, 100, 200000);
+	ck_assert_double_eq(num(a, "seed"), 7);
+	ck_assert_double_eq_tol(num(compare_row(a, "jump"), "moved_add_ratio"), 1.0, 0.08);
+	ck_assert_double_eq_tol(num(compare_row(a, "jump"), "moved_remove_ratio"), 1.0, 0.08);
+	ck_assert_double_eq_tol(num(compare_row(a, "modulo"), "moved_add"), 100.0 / 101, 0.01);
+	for (size_t i = 0; i < COMPARE_ROWS; i++) {
+		const cJSON *ra = compare_row(a, compare_rows[i]);
+		const cJSON *rb = compare_row(b, compare_rows[i]);
+
+		ck_assert_double_eq(num(ra, "max_mean"), num(rb, "max_mean"));
+		ck_assert_double_eq(num(ra, "moved_add"), num(rb, "moved_add"));
+		ck_assert_double_eq(num(ra, "moved_remove"), num(rb, "moved_remove"));
+		ck_assert_double_eq(num(ra, "bytes"), num(rb, "bytes"));
+		ck_assert_str_eq(str(ra, "leaves"), str(rb, "leaves"));
+	}
+	ck_assert_double_ne(num(compare_row(a, "ring-1"), "max_mean"),
+			    num(compare_row(c, "ring-1"), "max_mean"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(c);
+}
+END_TEST
+
+START_TEST(test_sim_compare_text_and_svg)
+{
+	char *svg_path = strdup(path_in_tmp("compare.svg")), *svg;
+	struct run r = RUN("sim", "--compare", "--keys", "20000", "--nodes", "5", "--svg",
+			   svg_path);
+
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.err, "");
+	ck_assert_ptr_nonnull(strstr(r.out, "20000 keys on 5 nodes"));
+	ck_assert_ptr_nonnull(strstr(r.out, "node-4, the last, leaves"));
+	ck_assert_ptr_nonnull(strstr(r.out, "join moved"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nmodulo* "));
+	ck_assert_ptr_nonnull(strstr(r.out, "\njump* "));
+	ck_assert_ptr_nonnull(strstr(r.out, "\nmaglev "));
+	ck_assert_uint_eq(count_lines(r.out), 4 + COMPARE_ROWS);
+	ck_assert(svg_well_formed(svg_path));
+	svg = read_all(svg_path);
+	for (size_t i = 0; i < COMPARE_ROWS; i++) {
+		char name[40];
+
+		snprintf(name, sizeof name, ">%s</text>", compare_rows[i]);
+		ck_assert_msg(strstr(svg, name), "no %s in the plot", compare_rows[i]);
+	}
+	ck_assert_ptr_nonnull(strstr(svg, "20000 keys on 5 nodes"));
+	free(svg);
+	run_free(&r);
+
+	/* A plot that cannot be written fails the run. */
+	r = RUN("sim", "--compare", "--keys", "1000", "--svg", "/nonexistent/dir/x.svg");
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "/nonexistent/dir/x.svg"));
+	run_free(&r);
+	free(svg_path);
+}
+END_TEST
+
+START_TEST(test_sim_compare_bad_options)
+{
+	static const struct {
+		const char *args[8];
+		const char *needle;
+	} cases[] = {
+		{ { "sim", "--compare", "--nodes", "1" }, "--nodes 2 or more" },
+		{ { "sim", "--compare", "--nodes", "0" }, "--nodes" },
+		{ { "sim", "--compare", "--nodes", "10001" }, "up to 10000" },
+		{ { "sim", "--compare", "--vnodes", "10" }, "--vnodes" },
+		{ { "sim", "--vnodes", "1,2", "--compare" }, "--vnodes" },
+		{ { "sim", "--seed", "3" }, "--seed goes with --compare" },
+		{ { "sim", "--compare", "--seed", "-1" }, "--seed" },
+		{ { "sim", "--compare", "--seed", "4294967296" }, "--seed" },
+		{ { "sim", "--compare", "--keys", "0" }, "--keys" },
+		{ { "sim", "--compare", "--svg=" }, "--svg" },
+		{ { "sim", "--compare=yes" }, "--compare" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_usage_error(cases[i].args, "sim", cases[i].needle);
+}
+END_TEST
+
 /* ---- metrics ------------------------------------------------------------------- */
 
 struct text_buf {
@@ -2001,6 +2226,16 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_members_errors_name_the_file_once);
 	tcase_add_test(tc, test_broken_pipe_offline);
 	tcase_add_test(tc, test_output_error);
+	suite_add_tcase(s, tc);
+
+	/* Each run places the keys on eight placements three times. */
+	tc = tcase_create("sim_compare");
+	tcase_set_timeout(tc, 240);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_sim_compare_json);
+	tcase_add_test(tc, test_sim_compare_100_nodes_and_seed);
+	tcase_add_test(tc, test_sim_compare_text_and_svg);
+	tcase_add_test(tc, test_sim_compare_bad_options);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("etcd_unreachable");
