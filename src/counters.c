@@ -293,7 +293,7 @@ hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
 	if (head && head->ring == ring)
 		return head;
 	nodes = hr_ring_node_count(ring);
-	/* The counts, then their carries (8-byte aligned: see below). */
+	/* The counts, then their carries (8-byte aligned: see the top). */
 	s = calloc(1, offsetof(seg, cnt) + 2 * (nodes + 1) *
 		      (sizeof s->cnt[0] + sizeof s->carry[0]));
 	if (!s)

@@ -98,9 +98,9 @@ static inline bool hr__hot_has(const hr__hot_table *h, uint64_t id)
  */
 typedef struct hr__count_seg {
 	/* A lookup whose new write count has these bits clear takes the
-	 * slow path (hr__count_slow): every lookup when `flags` are set,
-	 * else one in min(sample, HR__COUNT_PERIOD), so the slow path sees
-	 * the samples and the write counts' carries with one test. */
+	 * slow path (owner.c): every lookup when `flags` are set, else one
+	 * in `sample` (HR__COUNT_PERIOD without sampling), so one test
+	 * finds the samples and the write counts' carries. */
 	uint32_t test;
 	/* Sampled: the new write count has these bits clear (one in
 	 * `sample` of each node's; all ones: none). */
