@@ -164,8 +164,15 @@ fail:
 	return HR_ENOMEM;
 }
 
-/* Count `i` of `s` (2 * slot + view) with its carry: a 64-bit value
- * (modular; see counters.h).  Any thread; the owner may be counting. */
+/*
+ * Count `i` of `s` (2 * slot + view) with its carry: a 64-bit value
+ * (modular; see counters.h).  Any thread; the owner may be counting.
+ * The sequence lock without fences (which ThreadSanitizer does not
+ * model): a count or carry read here that a carry wrote, or that the
+ * owner wrote after one (the same thread's later stores continue the
+ * carry's release sequence), makes the second read of `seq` see the
+ * carry begun, and the value is read again.  Plain moves on x86.
+ */
 static uint64_t seg_value(const seg *s, size_t i)
 {
 	uint32_t q, lo;
@@ -173,9 +180,8 @@ static uint64_t seg_value(const seg *s, size_t i)
 
 	do {
 		q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-		lo = __atomic_load_n(&s->cnt[i], __ATOMIC_RELAXED);
-		hi = __atomic_load_n(&s->carry[i], __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		lo = __atomic_load_n(&s->cnt[i], __ATOMIC_ACQUIRE);
+		hi = __atomic_load_n(&s->carry[i], __ATOMIC_ACQUIRE);
 	} while ((q & 1) || q != __atomic_load_n(&s->seq, __ATOMIC_RELAXED));
 	return hi + (uint64_t)(int64_t)(int32_t)lo;
 }
@@ -188,10 +194,9 @@ void hr__count_carry(seg *s, size_t i, uint32_t v)
 	uint64_t hi = __atomic_load_n(&s->carry[i], __ATOMIC_RELAXED);
 
 	__atomic_store_n(&s->seq, q + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->cnt[i], v - d, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cnt[i], v - d, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->carry[i], hi + (uint64_t)(int64_t)(int32_t)d,
-			 __ATOMIC_RELAXED);
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
 }
 
