@@ -258,8 +258,8 @@ static int no_ring_yet(struct serve_http *h, char *msg, size_t size)
 
 	if (rc == 0)
 		return 0;
-	/* "no ring after N ms: CAUSE": the cause alone, the time is the
-	 * page's to show. */
+	/* "no ring after N ms: CAUSE": the cause alone, so the message
+	 * reads the same from one poll to the next. */
 	if (strncmp(cause, after, sizeof after - 1) == 0)
 		cause = strstr(cause, ": ") ? strstr(cause, ": ") + 2 : "";
 	if (rc != HR_ETIMEDOUT)
