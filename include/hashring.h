@@ -793,7 +793,7 @@ typedef struct hr_node_lookups {
  * makes wait (they only try the lock it takes); costs O(nodes) per
  * thread that has looked up, and allocates.  Not during or after
  * hr_client_close().  Memory: each thread and reader handle that has
- * looked up on the client keeps its counts (16 bytes per node of its
+ * looked up on the client keeps its counts (24 bytes per node of its
  * ring, and a reference to that ring) and, unless hot_key_sample is 0,
  * its hot-key sketch (26 KiB) until the client closes; a handle opened
  * later may take over a closed one's.  A spread read (hot_key_spread) is

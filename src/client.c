@@ -206,14 +206,19 @@ static void count_batch(hr__count_seg *cnt, const hr_batch_owner *out,
 {
 	if (!(cnt->flags & HR__SEG_READS)) {
 		for (size_t i = 0; i < n; i++)
-			hr__count(cnt, out[i].node, HR_VIEW_WRITE);
+			hr__count_fix(cnt, 2 * (size_t)out[i].node + HR_VIEW_WRITE,
+				      hr__count(cnt, out[i].node, HR_VIEW_WRITE));
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		hr__count(cnt, out[i].node == HR_NO_NODE ? cnt->nodes : out[i].node,
-			  HR_VIEW_WRITE);
-		hr__count(cnt, out[i].read_node == HR_NO_NODE ? cnt->nodes :
-			  out[i].read_node, HR_VIEW_READ);
+		size_t ws = out[i].node == HR_NO_NODE ? cnt->nodes : out[i].node;
+		size_t rs = out[i].read_node == HR_NO_NODE ? cnt->nodes :
+			    out[i].read_node;
+
+		hr__count_fix(cnt, 2 * ws + HR_VIEW_WRITE,
+			      hr__count(cnt, ws, HR_VIEW_WRITE));
+		hr__count_fix(cnt, 2 * rs + HR_VIEW_READ,
+			      hr__count(cnt, rs, HR_VIEW_READ));
 	}
 }
 

@@ -5,10 +5,19 @@
 #include "ring.h"
 #include "sketch.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef hr__count_seg seg;
+
+/* The carries follow the counts' pairs. */
+_Static_assert(offsetof(seg, cnt) % sizeof(uint64_t) == 0,
+	       "a segment's counts start 8-byte aligned");
+/* The lookups' test period divides the carry: a write count passes
+ * the test at exactly HR__COUNT_CARRY. */
+_Static_assert(HR__COUNT_CARRY % HR__COUNT_PERIOD == 0 &&
+	       HR__COUNT_PERIOD >= 65536, "hot_key_sample is at most 65536");
 
 /* One key of the merge: a rate in lookups per second. */
 struct hot {
@@ -155,27 +164,62 @@ fail:
 	return HR_ENOMEM;
 }
 
-/* Adds `ring`'s ids and, unless `cnt` is NULL, its counts (2 per slot;
- * with `shared` views, the read counts are corrections to the write
- * counts). */
-static int tally_add(hr__tally *t, const hr_ring *ring, const uint64_t *cnt,
-		     bool shared)
+/*
+ * Count `i` of `s` (2 * slot + view) with its carry: a 64-bit value
+ * (modular; see counters.h).  Any thread; the owner may be counting.
+ * The sequence lock without fences (which ThreadSanitizer does not
+ * model): a count or carry read here that a carry wrote, or that the
+ * owner wrote after one (the same thread's later stores continue the
+ * carry's release sequence), makes the second read of `seq` see the
+ * carry begun, and the value is read again.  Plain moves on x86.
+ */
+static uint64_t seg_value(const seg *s, size_t i)
+{
+	uint32_t q, lo;
+	uint64_t hi;
+
+	do {
+		q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		lo = __atomic_load_n(&s->cnt[i], __ATOMIC_ACQUIRE);
+		hi = __atomic_load_n(&s->carry[i], __ATOMIC_ACQUIRE);
+	} while ((q & 1) || q != __atomic_load_n(&s->seq, __ATOMIC_RELAXED));
+	return hi + (uint64_t)(int64_t)(int32_t)lo;
+}
+
+void hr__count_carry(seg *s, size_t i, uint32_t v)
+{
+	uint32_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+	/* v is at least HR__COUNT_CARRY away from 0 one way or the other. */
+	uint32_t d = (int32_t)v > 0 ? HR__COUNT_CARRY : -HR__COUNT_CARRY;
+	uint64_t hi = __atomic_load_n(&s->carry[i], __ATOMIC_RELAXED);
+
+	__atomic_store_n(&s->seq, q + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cnt[i], v - d, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->carry[i], hi + (uint64_t)(int64_t)(int32_t)d,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* Adds `ring`'s ids and, unless `s` is NULL, its counts (those of `s`,
+ * whose ring `ring` is; with shared views, the read counts are
+ * corrections to the write counts). */
+static int tally_add(hr__tally *t, const hr_ring *ring, const seg *s)
 {
 	size_t m = hr_ring_node_count(ring), i = 0;
 	int rc = tally_grow(t, ring);
+	bool shared = s && !(s->flags & HR__SEG_READS);
 
-	if (rc || !cnt)
+	if (rc || !s)
 		return rc;
 	for (size_t j = 0; j < m; j++) {
 		const char *id = hr_ring_node(ring, j)->id;
 
 		while (strcmp(t->e[i].id, id) < 0)
 			i++;
-		uint64_t w = __atomic_load_n(&cnt[2 * j], __ATOMIC_RELAXED);
+		uint64_t w = seg_value(s, 2 * j + HR_VIEW_WRITE);
 
 		t->e[i].n[0] += w;
-		t->e[i].n[1] += __atomic_load_n(&cnt[2 * j + 1], __ATOMIC_RELAXED) +
-				(shared ? w : 0);
+		t->e[i].n[1] += seg_value(s, 2 * j + HR_VIEW_READ) + (shared ? w : 0);
 	}
 	return 0;
 }
@@ -187,7 +231,7 @@ static void fold_sealed(hr__counters *c, seg *head)
 	while (head->next) {
 		seg *s = head->next;
 
-		if (tally_add(&c->totals, s->ring, s->cnt, !(s->flags & HR__SEG_READS)))
+		if (tally_add(&c->totals, s->ring, s))
 			return;
 		head->next = s->next;
 		seg_free(s);
@@ -254,12 +298,16 @@ hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
 	if (head && head->ring == ring)
 		return head;
 	nodes = hr_ring_node_count(ring);
-	s = calloc(1, sizeof *s + 2 * (nodes + 1) * sizeof s->cnt[0]);
+	/* The counts, then their carries (8-byte aligned: see the top). */
+	s = calloc(1, offsetof(seg, cnt) + 2 * (nodes + 1) *
+		      (sizeof s->cnt[0] + sizeof s->carry[0]));
 	if (!s)
 		return NULL;
-	s->mask = c->sample ? c->sample - 1 : UINT64_MAX;
+	s->carry = (uint64_t *)(s->cnt + 2 * (nodes + 1));
+	s->mask = c->sample ? c->sample - 1 : UINT32_MAX;
 	s->flags = (hr__ring_views_shared(ring) ? 0 : HR__SEG_READS) |
 		   (c->spread > 0 ? HR__SEG_SPREAD : 0);
+	s->test = s->flags ? 0 : (c->sample ? c->sample : HR__COUNT_PERIOD) - 1;
 	s->hot = &c->hot;
 	s->replicas = c->replicas;
 	s->block = b;
@@ -305,9 +353,9 @@ int hr__counters_read(hr__counters *c, const hr_ring *ring, hr__tally *out)
 	}
 	for (struct hr__count_block *b = blocks; b && !rc; b = b->next)
 		if (b->seen)
-			rc = tally_add(out, b->seen->ring, b->seen->cnt, !(b->seen->flags & HR__SEG_READS));
+			rc = tally_add(out, b->seen->ring, b->seen);
 	if (!rc && ring)
-		rc = tally_add(out, ring, NULL, false);
+		rc = tally_add(out, ring, NULL);
 	if (rc)
 		hr__counters_read_end(c, out);
 	return rc;

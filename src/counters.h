@@ -83,15 +83,32 @@ static inline bool hr__hot_has(const hr__hot_table *h, uint64_t id)
 /*
  * One thread's counts on one ring; the thread cache keeps a pointer to it
  * beside its ring reference, and a lookup touches nothing else.
+ *
+ * A count is 32 bits, the write and read count of a slot side by side in
+ * 8 bytes: a lookup's increment is one load and store at [seg + 8 * slot]
+ * (no index arithmetic), both owners' counts share a cache line when they
+ * are one node, and a thread's array is half the size.  A slot's value is
+ * carry[i] + the count, sign-extended, modular: the owning thread keeps
+ * each count within +-HR__COUNT_CARRY by moving HR__COUNT_CARRY at a time
+ * into its 64-bit carry, under `seq` (a sequence lock: a reader that
+ * overlaps a move reads again), so readers see exact, monotonic totals
+ * however long no one reads.  Write counts reach the carry exactly (the
+ * lookups' test period divides it); read counts change in the slow path
+ * only, which checks them at each change.
  */
 typedef struct hr__count_seg {
-	/* A lookup whose new write count has these bits clear is sampled
-	 * (one in `sample` of each node's; all ones: none). */
-	uint64_t mask;
-	/* Work beyond the write count: a lookup tests these together. */
+	/* A lookup whose new write count has these bits clear takes the
+	 * slow path (owner.c): every lookup when `flags` are set, else one
+	 * in `sample` (HR__COUNT_PERIOD without sampling), so one test
+	 * finds the samples and the write counts' carries. */
+	uint32_t test;
+	/* Sampled: the new write count has these bits clear (one in
+	 * `sample` of each node's; all ones: none). */
+	uint32_t mask;
 	uint8_t flags;
 #define HR__SEG_READS 0x1	/* views differ: count the read owner too */
 #define HR__SEG_SPREAD 0x2	/* the client spreads hot keys' reads */
+	uint32_t seq;		/* odd while a carry moves; atomic */
 	uint32_t turn;		/* the thread's next replica of a hot key */
 	unsigned replicas;	/* a hot key's reads go to this many */
 	const hr__hot_table *hot;	/* the client's */
@@ -99,13 +116,20 @@ typedef struct hr__count_seg {
 	struct hr__count_seg *next;	/* older; under the lock once sealed */
 	hr_ring *ring;		/* a counted reference */
 	size_t nodes;
+	/* 2 * (nodes + 1), after cnt[]; atomic, written under `seq`. */
+	uint64_t *carry;
 	/* 2 * (nodes + 1): write, read per slot; the pair at slot `nodes`
 	 * counts lookups without an owner in a view, and is never read.
 	 * Without HR__SEG_READS (one view array) a read count is a
 	 * correction to the write count: a read moved by spreading is -1 at
 	 * its owner and +1 at its replica (modular, summed right). */
-	uint64_t cnt[];
+	uint32_t cnt[];
 } hr__count_seg;
+
+/* The most a count holds before its carry takes it (a power of two), and
+ * the longest period of the lookups' slow path (divides it). */
+#define HR__COUNT_CARRY (1u << 30)
+#define HR__COUNT_PERIOD 65536u
 
 /* Node ids with their totals, in id order (bytewise). */
 typedef struct hr__tally {
@@ -153,23 +177,35 @@ hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
 
 /* Adds one to slot `slot`'s count in view `view` and returns the new
  * count; the calling thread's segment only.  A relaxed load and store: no
- * other thread writes it. */
-static inline uint64_t hr__count(hr__count_seg *s, size_t slot, int view)
+ * other thread writes it.  The caller then tests the count against
+ * s->test (a write count) or calls hr__count_fix() (a read count). */
+static inline uint32_t hr__count(hr__count_seg *s, size_t slot, int view)
 {
-	uint64_t *p = &s->cnt[2 * slot + (size_t)view];
-	uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED) + 1;
+	uint32_t *p = &s->cnt[2 * slot + (size_t)view];
+	uint32_t v = __atomic_load_n(p, __ATOMIC_RELAXED) + 1;
 
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 	return v;
 }
 
 /* Subtracts one (a read counted at `slot` that went elsewhere). */
-static inline void hr__uncount(hr__count_seg *s, size_t slot, int view)
+static inline uint32_t hr__uncount(hr__count_seg *s, size_t slot, int view)
 {
-	uint64_t *p = &s->cnt[2 * slot + (size_t)view];
+	uint32_t *p = &s->cnt[2 * slot + (size_t)view];
+	uint32_t v = __atomic_load_n(p, __ATOMIC_RELAXED) - 1;
 
-	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) - 1,
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+	return v;
+}
+
+/* Moves count `i` (2 * slot + view), `v` now, into its carry. */
+void hr__count_carry(hr__count_seg *s, size_t i, uint32_t v);
+
+/* After a change of count `i` to `v`: keeps it within its carry's reach. */
+static inline void hr__count_fix(hr__count_seg *s, size_t i, uint32_t v)
+{
+	if (__builtin_expect(v + HR__COUNT_CARRY >= 2 * HR__COUNT_CARRY, 0))
+		hr__count_carry(s, i, v);
 }
 
 /* The slow half of a sampled lookup: adds the key (its ring position

@@ -83,26 +83,42 @@ spread_read(const hr_ring *ring, uint64_t pos, hr__count_seg *s,
 	int k = hr__ring_preflist_pos(ring, pos, HR_VIEW_READ, pref,
 				      s->replicas < 16 ? s->replicas : 16);
 	const struct ring_node *to;
+	size_t from, at;
 
 	if (k <= 0)
 		return rn;
 	/* The ring's own nodes: the public record starts its slot. */
 	to = (const struct ring_node *)pref[s->turn++ % (unsigned)k];
-	hr__uncount(s, slot_of(ring, rn), HR_VIEW_READ);
-	hr__count(s, slot_of(ring, to), HR_VIEW_READ);
+	from = slot_of(ring, rn);
+	at = slot_of(ring, to);
+	hr__count_fix(s, 2 * from + HR_VIEW_READ, hr__uncount(s, from, HR_VIEW_READ));
+	hr__count_fix(s, 2 * at + HR_VIEW_READ, hr__count(s, at, HR_VIEW_READ));
 	return to;
 }
 
-/* A lookup's counts beyond its write owner's (s->flags): its read owner's
- * when the views differ, and the spreading of a hot key's read.  Returns
- * the read owner. */
-static inline const struct ring_node *
-count_read(const hr_ring *ring, hr__count_seg *s, uint64_t pos,
+/*
+ * The slow path of a counted lookup, taken when the new write count of
+ * slot `ws` passes s->test: the count's carry, the hot-key sample, and
+ * the counts beyond the write owner's (s->flags): its read owner's when
+ * the views differ (rslot is the read view's), and the spreading of a
+ * hot key's read.  Returns the read owner.  Out of line: inlined, it
+ * costs the common path a spilled register and an address kept for it
+ * (warming or draining nodes and spread reads pay a call instead).
+ */
+static __attribute__((noinline)) const struct ring_node *
+count_slow(const hr_ring *ring, hr__count_seg *s, size_t ws,
+	   const void *key, size_t len, uint64_t pos,
 	   const struct ring_node *rn, size_t rslot)
 {
-	/* Views that differ: rslot is the read view's. */
+	/* Read back, not passed: the common path keeps no copy of it. */
+	uint32_t v = s->cnt[2 * ws + HR_VIEW_WRITE];
+
+	hr__count_fix(s, 2 * ws + HR_VIEW_WRITE, v);
+	if ((v & s->mask) == 0)
+		hr__counters_sample(s, key, len, pos);
 	if (s->flags & HR__SEG_READS)
-		hr__count(s, rslot, HR_VIEW_READ);
+		hr__count_fix(s, 2 * rslot + HR_VIEW_READ,
+			      hr__count(s, rslot, HR_VIEW_READ));
 	if ((s->flags & HR__SEG_SPREAD) && rn && hr__hot_has(s->hot, pos))
 		rn = spread_read(ring, pos, s, rn);
 	return rn;
@@ -134,11 +150,11 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 		return HR_EEMPTY;
 	if (cnt) {
 		/* The common case, one view array and no spreading: one
-		 * count, a test of it, a test of the flags. */
-		if (__builtin_expect((hr__count(cnt, ws, HR_VIEW_WRITE) & cnt->mask) == 0, 0))
-			hr__counters_sample(cnt, key, len, pos);
-		if (__builtin_expect(cnt->flags != 0, 0))
-			rn = count_read(ring, cnt, pos, rn, rs);
+		 * count and one test of it, which every other case fails. */
+		uint32_t v = hr__count(cnt, ws, HR_VIEW_WRITE);
+
+		if (__builtin_expect((v & cnt->test) == 0, 0))
+			rn = count_slow(ring, cnt, ws, key, len, pos, rn, rs);
 	}
 	fill_owner(out->node, out->addr, &out->state, wn);
 	fill_owner(out->read_node, out->read_addr, &out->read_state, rn);

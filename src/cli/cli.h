@@ -367,6 +367,8 @@ void cli_ack_config(const struct cli_etcd *e, hr_client_config *cfg);
 /* What --timeout bounds, for CLI_ETCD_OPTIONS. */
 #define CLI_TIMEOUT_SYNC "seconds to wait for the first full sync"
 #define CLI_TIMEOUT_RETRY "seconds to keep retrying while etcd is unreachable"
+#define CLI_TIMEOUT_SERVE "seconds without a first ring before a warning says why" \
+	" (serving goes on)"
 
 /* Defaults: `log_level` is what the command logs unless told otherwise. */
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level);
@@ -402,6 +404,12 @@ void cli_signals_block(sigset_t *set);
  */
 int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 		  hr_client **out);
+/* cli_etcd_open() without the wait: the client's watcher looks for its
+ * first ring in the background (hr_client_wait_synced() says how it
+ * goes).  Returns CLI_EXIT_OK with *out set, or CLI_EXIT_USAGE /
+ * CLI_EXIT_ERROR after one error line. */
+int cli_etcd_start(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
+		   hr_client **out);
 
 /*
  * Follows the ring under the options' prefix: opens a client whose

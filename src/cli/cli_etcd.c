@@ -232,12 +232,11 @@ static int64_t now_ms(void)
 
 /* ---- waiting for etcd --------------------------------------------------------- */
 
-int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
-		  hr_client **out)
+int cli_etcd_start(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
+		   hr_client **out)
 {
 	hr_etcd_config etcd;
 	hr_error err = { 0 };
-	int64_t deadline;
 	sigset_t set;
 	int rc;
 
@@ -251,6 +250,20 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 	rc = hr_client_open(&etcd, cfg, out, &err);
 	if (rc)
 		return cli_fail_input(cmd, rc, &err);
+	return CLI_EXIT_OK;
+}
+
+int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
+		  hr_client **out)
+{
+	hr_error err = { 0 };
+	int64_t deadline;
+	sigset_t set;
+	int rc = cli_etcd_start(e, cmd, cfg, out);
+
+	if (rc)
+		return rc;
+	cli_signals_block(&set);
 	deadline = e->timeout_s ? now_ms() + (int64_t)e->timeout_s * 1000 : 0;
 	for (;;) {
 		long slice = SYNC_SLICE_MS;

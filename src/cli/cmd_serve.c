@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CMD "serve"
 #define LISTEN_DEFAULT "127.0.0.1:9800"
@@ -29,7 +30,9 @@ static const char description[] =
 	"  /metrics    the Prometheus metrics of the client (hashring metrics)\n"
 	"  /lookup?key=K[&replicas=R]\n"
 	"              K's owners and preference list of R (default 3), as JSON\n"
-	"GET and HEAD only (others: 405).  It listens on loopback unless\n"
+	"GET and HEAD only (others: 405).  It listens at once, before etcd\n"
+	"answers: until the first ring the page, /ring.json and /lookup say why\n"
+	"there is none (503).  It listens on loopback unless\n"
 	"--allow-remote is given; port 0 takes a free one.  Once listening it\n"
 	"prints `serving http://ADDRESS:PORT/` on stdout.  With --client-id, each\n"
 	"ring is also acknowledged for `hashring acks`, as by `hashring watch`.";
@@ -102,14 +105,55 @@ static void print_serving(const struct listen_addr *l, unsigned port)
 	cli_out_flush();
 }
 
+/* The main thread's wait between two ticks: the request deadline's
+ * granularity. */
+#define TICK_MS 250
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Until the first ring: 0 while the watcher keeps trying (once the
+ * --timeout is over, one warning line says why there is none yet), else
+ * the exit code after the error line of a failure that no retry mends
+ * (credentials, TLS, permissions).
+ */
+static int first_ring(struct cli_etcd *conn, hr_client *client, int64_t started,
+		      int *synced, int *warned)
+{
+	hr_error err = { 0 };
+	int rc = hr_client_wait_synced(client, 0, &err);
+
+	if (rc == 0) {
+		*synced = 1;
+		return 0;
+	}
+	if (rc != HR_ETIMEDOUT && rc != HR_ENOMEM)
+		return cli_fail(CMD, rc, &err);
+	if (!*warned && conn->timeout_s &&
+	    mono_ms() - started >= (int64_t)conn->timeout_s * 1000) {
+		cli_warn(CMD, "%s; serving meanwhile, the page says so", err.message);
+		*warned = 1;
+	}
+	return 0;
+}
+
 static int serve(struct cli_etcd *conn, const struct listen_addr *l,
-		 unsigned long max_conn, unsigned long timeout_s, unsigned long history)
+		 unsigned long max_conn, unsigned long timeout_s,
+		 unsigned long request_timeout_s, unsigned long history)
 {
 	struct serve_state *state = serve_state_new(history);
 	struct serve_http_options hopts = { 0 };
 	struct serve_http *http = NULL;
 	hr_client_config cfg;
 	hr_client *client = NULL;
+	int64_t started = mono_ms();
+	int synced = 0, warned = 0;
 	sigset_t set;
 	int rc;
 
@@ -125,16 +169,17 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	 * more than a sample: sample them all, so its hot keys are exact. */
 	cfg.hot_key_sample = 1;
 	cli_ack_config(conn, &cfg);
-	rc = cli_etcd_open(conn, CMD, &cfg, &client);
-	if (CLI_EXIT_IS_SIGNAL(rc))
-		rc = CLI_EXIT_OK; /* asked to stop before the first ring */
-	if (rc || !client)
+	/* Listening at once, etcd or not: until the first ring the page and
+	 * /ring.json say why there is none (serve_http.c). */
+	rc = cli_etcd_start(conn, CMD, &cfg, &client);
+	if (rc)
 		goto out;
 	hopts.addr = l->ss;
 	hopts.addr_len = l->len;
 	hopts.loopback = l->loopback;
 	hopts.max_connections = (unsigned)max_conn;
 	hopts.timeout_s = (unsigned)timeout_s;
+	hopts.request_timeout_s = (unsigned)request_timeout_s;
 	hopts.memory_limit = MEMORY_LIMIT;
 	http = serve_http_start(&hopts, state, client, CMD);
 	if (!http) {
@@ -143,10 +188,14 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	}
 	print_serving(l, serve_http_port(http));
 	for (;;) {
-		int sig = sigwaitinfo(&set, NULL);
+		struct timespec ts = { 0, TICK_MS * 1000000L };
+		int sig = sigtimedwait(&set, NULL, &ts);
 
 		if (sig == SIGINT || sig == SIGTERM)
 			break;
+		serve_http_tick(http);
+		if (!synced && (rc = first_ring(conn, client, started, &synced, &warned)))
+			goto out;
 	}
 	rc = CLI_EXIT_OK;
 out:
@@ -160,7 +209,7 @@ out:
 int cmd_serve(int argc, char **argv)
 {
 	const char *listen = LISTEN_DEFAULT;
-	unsigned long max_conn = 64, timeout_s = 10, history = 16;
+	unsigned long max_conn = 64, timeout_s = 10, request_timeout_s = 10, history = 16;
 	int allow_remote = 0, rc;
 	struct listen_addr l;
 	struct cli_etcd conn;
@@ -181,11 +230,15 @@ int cmd_serve(int argc, char **argv)
 		{ .name = "http-timeout", .arg = "SECONDS", .type = CLI_UINT, .dest = &timeout_s,
 		  .min = 1, .max = 3600,
 		  .help = "a connection idle (or too slow) this long is closed" },
+		{ .name = "request-timeout", .arg = "SECONDS", .type = CLI_UINT,
+		  .dest = &request_timeout_s, .min = 1, .max = 3600,
+		  .help = "a request's line and headers must arrive within this, from"
+			  " the connection's start or its previous answer" },
 		{ .name = "history", .arg = "N", .type = CLI_UINT, .dest = &history,
 		  .min = 1, .max = 1024, .help = "rings kept for the page's history" },
 		CLI_ACK_OPTIONS(&conn),
 		CLI_RING_OPTIONS(&conn),
-		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
+		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SERVE),
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
@@ -212,7 +265,7 @@ int cmd_serve(int argc, char **argv)
 	if (!l.loopback)
 		cli_warn(CMD, "serving on %s, beyond this host, without authentication:"
 			 " anyone who reaches it sees the ring and the metrics", listen);
-	rc = serve(&conn, &l, max_conn, timeout_s, history);
+	rc = serve(&conn, &l, max_conn, timeout_s, request_timeout_s, history);
 out:
 	cli_etcd_free(&conn);
 	return rc;

@@ -35,6 +35,9 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring);
  * or HR_ENOMEM.
  */
 int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out);
+/* What /ring.json and /lookup answer (503) before the client's first ring:
+ * version, time_ms and status as above, "ring": null and "error". */
+void serve_no_ring_json(hr_client *client, const char *error, FILE *out);
 
 /* ---- /lookup (serve_lookup.c) -------------------------------------------- */
 
@@ -62,6 +65,8 @@ struct serve_http_options {
 	int loopback;             /* check Host against loopback names  */
 	unsigned max_connections; /* at once; more wait in the backlog  */
 	unsigned timeout_s;       /* a connection idle this long closes */
+	unsigned request_timeout_s; /* a request's line and headers must
+				     arrive within this (serve_http_tick) */
 	size_t memory_limit;      /* per connection: request line and
 				     headers must fit (431 or 414 else)  */
 };
@@ -77,6 +82,10 @@ struct serve_http;
 struct serve_http *serve_http_start(const struct serve_http_options *opts,
 				    struct serve_state *state, hr_client *client,
 				    const char *cmd);
+/* Shuts down every connection that has waited longer than the request
+ * timeout for a request's line and headers, since it opened or since its
+ * last answer; call it a few times a second (any thread). */
+void serve_http_tick(struct serve_http *h);
 /* The port it listens on (for --listen ...:0). */
 unsigned serve_http_port(const struct serve_http *h);
 /* Stops: closes every connection and the listening socket.  Accepts NULL. */

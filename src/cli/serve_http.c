@@ -10,6 +10,19 @@
  * closes.  The connection limit bounds what many of them can hold; the
  * per-connection memory limit bounds the request line and headers, which
  * libmicrohttpd answers with 414 or 431 when they do not fit.
+ *
+ * A client that trickles its request, a byte just inside the timeout at a
+ * time, would keep its connection until the memory limit: libmicrohttpd
+ * 0.9.75 has no deadline for a whole request.  So each connection is
+ * listed with since when it waits for a request's line and headers (from
+ * its start, or the end of the previous answer), and serve_http_tick()
+ * shuts down the socket of one that waited longer than the request
+ * timeout.  libmicrohttpd then reads the end of the stream and closes the
+ * connection itself, on its own thread.  The list is the only state both
+ * threads touch (one mutex), and a connection leaves it at libmicrohttpd's
+ * close notice, which comes before it closes the socket, so the tick never
+ * shuts down a descriptor that has been reused.  An answer being sent is
+ * not waiting: only the idle timeout bounds it.
  */
 #include "serve.h"
 #include "cli.h"
@@ -18,9 +31,21 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A connection libmicrohttpd has, for the request deadline. */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	int64_t since;		/* ms (monotonic) it waits for a request
+				   since; 0: answering one */
+};
 
 struct serve_http {
 	struct MHD_Daemon *daemon;
@@ -28,7 +53,100 @@ struct serve_http {
 	hr_client *client;
 	int loopback;
 	unsigned port;
+	int64_t request_timeout_ms;
+	pthread_mutex_t mu;	/* conns and their `since` */
+	struct conn *conns;
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The connection's entry (NULL if there was no memory for it). */
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* From now on `c` waits for a request (since = now) or answers one (0). */
+static void conn_waits(struct serve_http *h, struct MHD_Connection *c, int waits)
+{
+	struct conn *k = conn_of(c);
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&h->mu);
+	k->since = waits ? mono_ms() : 0;
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct serve_http *h = cls;
+	struct conn *k = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* Without memory or its socket, only the idle timeout bounds
+		 * it, as before. */
+		if (!ci || !(k = calloc(1, sizeof *k)))
+			return;
+		k->fd = ci->connect_fd;
+		k->since = mono_ms();
+		pthread_mutex_lock(&h->mu);
+		k->next = h->conns;
+		if (h->conns)
+			h->conns->prev = k;
+		h->conns = k;
+		pthread_mutex_unlock(&h->mu);
+		*socket_context = k;
+		return;
+	}
+	if (!k)
+		return;
+	pthread_mutex_lock(&h->mu);
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		h->conns = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	pthread_mutex_unlock(&h->mu);
+	free(k);
+	*socket_context = NULL;
+}
+
+/* An answer sent (or a request given up): the next one's wait starts. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)req_cls;
+	(void)toe;
+	conn_waits(cls, c, 1);
+}
+
+void serve_http_tick(struct serve_http *h)
+{
+	int64_t now = mono_ms();
+
+	pthread_mutex_lock(&h->mu);
+	for (struct conn *k = h->conns; k; k = k->next)
+		if (k->since && now - k->since >= h->request_timeout_ms) {
+			shutdown(k->fd, SHUT_RDWR);
+			k->since = 0;
+		}
+	pthread_mutex_unlock(&h->mu);
+}
 
 /* The page may load nothing from anywhere but itself: no script, style,
  * font or image from the network, even if someone edited it. */
@@ -128,6 +246,63 @@ static enum MHD_Result send_lookup(struct MHD_Connection *c, struct serve_http *
 }
 
 /*
+ * Before the client's first ring: 1 with why in msg ("no ring yet, etcd
+ * unreachable: <the watcher's last failure>"), else 0.
+ */
+static int no_ring_yet(struct serve_http *h, char *msg, size_t size)
+{
+	static const char after[] = "no ring after ";
+	hr_error err = { 0 };
+	int rc = hr_client_wait_synced(h->client, 0, &err);
+	const char *cause = err.message;
+
+	if (rc == 0)
+		return 0;
+	/* "no ring after N ms: CAUSE": the cause alone, so the message
+	 * reads the same from one poll to the next. */
+	if (strncmp(cause, after, sizeof after - 1) == 0)
+		cause = strstr(cause, ": ") ? strstr(cause, ": ") + 2 : "";
+	if (rc != HR_ETIMEDOUT)
+		snprintf(msg, size, "no ring yet: %s", cause);
+	else if (*cause)
+		snprintf(msg, size, "no ring yet, etcd unreachable: %s", cause);
+	else
+		snprintf(msg, size, "no ring yet, waiting for etcd");
+	return 1;
+}
+
+/* 503 with a JSON body saying why there is no ring yet. */
+static enum MHD_Result send_no_ring(struct MHD_Connection *c, struct serve_http *h,
+				    const char *why)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&data, &len);
+
+	if (!f)
+		return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	serve_no_ring_json(h->client, why, f);
+	if (fclose(f)) {
+		free(data);
+		return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no ring yet\n");
+	}
+	return send_buffer(c, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", data, len,
+			   MHD_RESPMEM_MUST_FREE, 0);
+}
+
+/* The metrics, after a comment line saying why there is no ring yet if
+ * there is none (a scrape still gets the client's gauges). */
+static int make_metrics_or_why(struct serve_http *h, FILE *f)
+{
+	char why[HR_ERROR_MSG_MAX + 64];
+
+	/* An hr_error message is one line: so is the comment. */
+	if (no_ring_yet(h, why, sizeof why))
+		fprintf(f, "# %s\n", why);
+	return make_metrics(h, f);
+}
+
+/*
  * In loopback mode the Host header must name a loopback address or
  * localhost, with our port: a web page elsewhere that rebinds its own
  * name to 127.0.0.1 (DNS rebinding) then cannot read the dashboard
@@ -174,6 +349,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct serve_http *h = cls;
 	int hosts = 0;
 
+	/* The first call comes with the request line and headers complete:
+	 * no deadline while it is answered. */
+	if (!*req_cls)
+		conn_waits(h, c, 0);
 	/* Other methods are answered at the first call, before any body is
 	 * read: libmicrohttpd then closes the connection. */
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
@@ -205,12 +384,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return send_buffer(c, MHD_HTTP_OK, "text/html; charset=utf-8",
 				   (void *)serve_page, serve_page_len,
 				   MHD_RESPMEM_PERSISTENT, 1);
-	if (strcmp(url, "/ring.json") == 0)
-		return send_made(c, "application/json", make_ring_json, h);
 	if (strcmp(url, "/metrics") == 0)
-		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics, h);
-	if (strcmp(url, "/lookup") == 0)
-		return send_lookup(c, h);
+		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics_or_why, h);
+	if (strcmp(url, "/ring.json") == 0 || strcmp(url, "/lookup") == 0) {
+		char why[HR_ERROR_MSG_MAX + 64];
+
+		if (no_ring_yet(h, why, sizeof why))
+			return send_no_ring(c, h, why);
+		return strcmp(url, "/lookup") == 0 ? send_lookup(c, h) :
+			send_made(c, "application/json", make_ring_json, h);
+	}
 	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /ring.json, /metrics, /lookup\n");
 }
 
@@ -266,8 +449,11 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 	h->state = state;
 	h->client = client;
 	h->loopback = opts->loopback;
+	h->request_timeout_ms = (int64_t)opts->request_timeout_s * 1000;
+	pthread_mutex_init(&h->mu, NULL);
 	fd = listen_on(opts, cmd, &h->port);
 	if (fd < 0) {
+		pthread_mutex_destroy(&h->mu);
 		free(h);
 		return NULL;
 	}
@@ -283,10 +469,13 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 		/* libmicrohttpd's stricter parsing (0.9.75 still takes bare LF
 		 * and a space before a colon, harmless for a GET). */
 		MHD_OPTION_STRICT_FOR_CLIENT, 1,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 		MHD_OPTION_END);
 	if (!h->daemon) {
 		cli_error(cmd, "cannot start the HTTP server (libmicrohttpd)");
 		close(fd);
+		pthread_mutex_destroy(&h->mu);
 		free(h);
 		return NULL;
 	}
@@ -302,6 +491,8 @@ void serve_http_stop(struct serve_http *h)
 {
 	if (!h)
 		return;
+	/* Every connection's close notice comes before it returns. */
 	MHD_stop_daemon(h->daemon);
+	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

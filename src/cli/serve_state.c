@@ -498,11 +498,10 @@ static void write_hot_keys(FILE *out, hr_client *client)
 	fputc(']', out);
 }
 
-int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
+/* The object's opening members: version, time_ms and status. */
+static void write_head(FILE *out, hr_client *client)
 {
 	hr_client_status st;
-	hr_ring *ring;
-	int rc;
 
 	if (hr_client_status_get(client, &st))
 		memset(&st, 0, sizeof st);
@@ -515,6 +514,22 @@ int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
 		st.unconfirmed_ms, st.rings_published, st.resyncs, st.reconnects);
 	json_str(out, st.endpoint);
 	fputs("},", out);
+}
+
+void serve_no_ring_json(hr_client *client, const char *error, FILE *out)
+{
+	write_head(out, client);
+	fputs("\"ring\":null,\"error\":", out);
+	json_str(out, error);
+	fputs("}\n", out);
+}
+
+int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
+{
+	hr_ring *ring;
+	int rc;
+
+	write_head(out, client);
 	ring = hr_client_acquire(client);
 	rc = ring_part(s, ring, out);
 	hr_ring_release(ring);

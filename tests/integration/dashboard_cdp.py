@@ -136,6 +136,8 @@ STATE = """(() => {
     hot: [...document.querySelectorAll('#hotkeys tr[data-key]')].map(r =>
       [r.getAttribute('data-key'), r.cells[3].textContent]),
     conn: document.getElementById('conn').textContent,
+    state: document.body.getAttribute('data-state'),
+    stale: document.getElementById('stale').textContent,
     loaded: window.__hrtLoaded || null,
     navigations: performance.getEntriesByType('navigation').length,
   };
@@ -163,6 +165,9 @@ def main():
     ap.add_argument("--endpoints", required=True)
     ap.add_argument("--put", nargs=2, required=True)
     ap.add_argument("--new-node", required=True)
+    # etcd is down at first: the page must say there is no ring yet; then
+    # this file is made, for the test to start etcd.
+    ap.add_argument("--no-ring-file")
     a = ap.parse_args()
     nodes = a.nodes.split(",")
     os.makedirs(a.out, exist_ok=True)
@@ -170,8 +175,17 @@ def main():
     b = Browser(a.chromium, os.path.join(a.out, "chromium.log"))
     try:
         b.open(a.url)
+        if a.no_ring_file:
+            down = wait_for(b, "no ring yet", lambda s: s["state"] == "no-ring" and
+                            s["stale"].startswith("no ring yet") and s["conn"] == "live")
+            b.eval("window.__hrtLoaded = 'no ring'")
+            b.screenshot(os.path.join(a.out, "dashboard-no-ring.png"))
+            print("etcd down: %s" % json.dumps(down))
+            open(a.no_ring_file, "w").close()
         first = wait_for(b, "every node", lambda s: s["updates"] >= 1 and
-                         all(n in s["nodes"] for n in nodes))
+                         all(n in s["nodes"] for n in nodes), timeout=60)
+        if a.no_ring_file and first["loaded"] != "no ring":
+            raise RuntimeError("the page was reloaded to show the ring: %s" % first)
         if "warming" not in first["states"] or first["takeover"] == 0:
             raise RuntimeError("no warming node or takeover arcs shown: %s" % first)
         # Lookups through the server: its page shows their rates and the

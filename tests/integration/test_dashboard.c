@@ -5,9 +5,10 @@
  * free loopback port; tests/integration/dashboard_cdp.py then drives
  * Debian's chromium over the DevTools protocol: the page renders and lists
  * every node with the warming one's takeover arcs, and after an `etcdctl
- * put` of a fourth node it shows the new ring without a reload.  The
- * screenshots and DOMs of both moments stay in HR_TEST_OUTPUT_DIR
- * (build/tests/dashboard/).
+ * put` of a fourth node it shows the new ring without a reload.  etcd is
+ * down when serve starts: the page first says there is no ring yet, and
+ * draws it once etcd is up, without a reload.  The screenshots and DOMs
+ * stay in HR_TEST_OUTPUT_DIR (build/tests/dashboard/).
  *
  * The suite runs in a network namespace of its own with only loopback up
  * (where it may: as root), so that nothing the browser does can reach
@@ -50,10 +51,10 @@ static void put(const char *id, const char *value)
 
 START_TEST(page_in_chromium)
 {
-	char url[64];
+	char url[64], ready[512];
 	hrt_serve s;
 	pid_t pid;
-	int status;
+	int status, restarted = 0;
 
 	ck_assert_msg(access(HR_CHROMIUM, X_OK) == 0,
 		      "%s not found: apt-get install chromium (deploy/install-deps.sh --tests)",
@@ -63,6 +64,10 @@ START_TEST(page_in_chromium)
 	put("cache-a", "{\"addr\":\"127.0.0.1:11211\",\"zone\":\"z1\"}");
 	put("cache-b", "{\"addr\":\"127.0.0.1:11212\",\"zone\":\"z2\"}");
 	put("cache-c", "{\"addr\":\"127.0.0.1:11213\",\"zone\":\"z3\",\"state\":\"warming\"}");
+	/* Down until the page has said so (the script makes `ready`). */
+	ck_assert_int_eq(hrt_etcd_stop_member(etcd, 0), 0);
+	snprintf(ready, sizeof ready, "%s/no-ring-seen", HR_TEST_OUTPUT_DIR);
+	unlink(ready);
 	hrt_serve_start(&s, hrt_etcd_endpoints(etcd), PREFIX, NULL);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
 
@@ -74,10 +79,19 @@ START_TEST(page_in_chromium)
 		      "--nodes", "cache-a,cache-b,cache-c", "--etcdctl", "/usr/bin/etcdctl",
 		      "--endpoints", hrt_etcd_endpoints(etcd),
 		      "--put", PREFIX "cache-d", "{\"addr\":\"127.0.0.1:11214\",\"zone\":\"z1\"}",
-		      "--new-node", "cache-d", (char *)NULL);
+		      "--new-node", "cache-d", "--no-ring-file", ready, (char *)NULL);
 		_exit(127);
 	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	for (int64_t end = hrt_now_ms() + 170000; waitpid(pid, &status, WNOHANG) == 0;) {
+		if (!restarted && access(ready, F_OK) == 0) {
+			ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+			restarted = 1;
+		}
+		ck_assert_msg(hrt_now_ms() < end, "the page's script hangs");
+		hrt_sleep_ms(100);
+	}
+	ck_assert_msg(restarted, "the page never said there was no ring yet; see %s",
+		      HR_TEST_OUTPUT_DIR);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "the page failed in chromium (status %d); see %s", status, HR_TEST_OUTPUT_DIR);
 	hrt_serve_stop(&s);

@@ -2,8 +2,9 @@
  * test_serve.c - `hashring serve` against a real etcd, over raw loopback
  * sockets: the four paths and their answers, an update after a put,
  * read-only methods, the Host check, /lookup and the lookup rates and hot
- * keys it makes, and bad clients: oversized, slow,
- * malformed, too many; and a clean exit on SIGTERM with a client hanging.
+ * keys it makes, and bad clients: oversized, slow, trickling,
+ * malformed, too many; a clean exit on SIGTERM with a client hanging; and
+ * etcd down at the start, then up.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -632,6 +633,122 @@ START_TEST(lookup_path)
 }
 END_TEST
 
+/* A client that trickles its request, a byte at a time well inside
+ * --http-timeout, is closed once --request-timeout is over, while a
+ * normal client is served meanwhile; one that keeps a connection alive
+ * and asks again and again, each request whole, is never cut. */
+START_TEST(trickling_client)
+{
+	static const char *const extra[] = { "--http-timeout", "3", "--request-timeout",
+					     "4", NULL };
+	hrt_serve s;
+	char req[160];
+	int slow, alive;
+	int64_t t0;
+
+	three_nodes();
+	start(&s, extra);
+	snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n",
+		 s.port);
+	slow = hrt_http_connect(s.port);
+	alive = hrt_http_connect(s.port);
+	t0 = hrt_now_ms();
+	for (int i = 0;; i++) {
+		/* One byte a second: the idle timeout never fires. */
+		if (send(slow, i % 2 ? "X" : "-", 1, MSG_NOSIGNAL) != 1 ||
+		    closed_within(slow, 0))
+			break;
+		/* Meanwhile the others are served, on a connection of their
+		 * own and on one kept alive across the deadline. */
+		still_serves(s.port);
+		ck_assert_int_gt(send(alive, req, strlen(req), MSG_NOSIGNAL), 0);
+		ck_assert_int_gt(recv(alive, buf, ANSWER_MAX, 0), 0);
+		ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 200"));
+		ck_assert_msg(hrt_now_ms() - t0 < 30000, "the trickling client was never closed");
+		hrt_sleep_ms(1000);
+	}
+	/* Closed by the deadline, not by the idle timeout or a full buffer:
+	 * it had sent a few bytes, each inside the idle timeout. */
+	ck_assert_int_ge(hrt_now_ms() - t0, 4000);
+	close(slow);
+	ck_assert_int_gt(send(alive, req, strlen(req), MSG_NOSIGNAL), 0);
+	ck_assert_int_gt(recv(alive, buf, ANSWER_MAX, 0), 0);
+	ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 200"));
+	close(alive);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* GET of `path`: its status, with the body's "error" when it is 503
+ * JSON (NULL otherwise, or when the body is not JSON). */
+static int get_error(int port, const char *path, char *error, size_t size)
+{
+	int status = hrt_http_request(port, "GET", path, buf, ANSWER_MAX);
+	cJSON *j = cJSON_Parse(hrt_http_body(buf));
+	const cJSON *e = cJSON_GetObjectItem(j, "error");
+
+	error[0] = '\0';
+	if (status == 503) {
+		ck_assert_ptr_nonnull(strstr(buf, "Content-Type: application/json"));
+		ck_assert_msg(cJSON_IsString(e), "503 without an error: %.300s",
+			      hrt_http_body(buf));
+		ck_assert(cJSON_IsNull(cJSON_GetObjectItem(j, "ring")));
+		snprintf(error, size, "%s", e->valuestring);
+	}
+	cJSON_Delete(j);
+	return status;
+}
+
+/* etcd down when serve starts: it listens at once, and the page,
+ * /ring.json, /lookup and /metrics say there is no ring yet and why,
+ * until etcd comes up; then the ring is served. */
+START_TEST(etcd_down_at_start)
+{
+	hrt_etcd_cluster *later = hrt_etcd_start(1, NULL);
+	hrt_serve s;
+	char error[512];
+	int64_t deadline;
+	cJSON *j;
+
+	ck_assert_ptr_nonnull(later);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(later, 0), PREFIX "cache-a",
+				 "{\"addr\":\"127.0.0.1:11211\"}"), 0);
+	ck_assert_int_eq(hrt_etcd_stop_member(later, 0), 0);
+	/* Listening before any answer from etcd (hrt_serve_start waits for
+	 * the line); the default --timeout (3 s) does not end it. */
+	hrt_serve_start(&s, hrt_etcd_endpoints(later), PREFIX, NULL);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(get_error(s.port, "/ring.json", error, sizeof error), 503);
+		ck_assert_msg(strstr(error, "no ring yet"), "%s", error);
+		ck_assert_int_eq(get_error(s.port, "/lookup?key=a", error, sizeof error), 503);
+		ck_assert_msg(strstr(error, "no ring yet"), "%s", error);
+		ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+		ck_assert_ptr_nonnull(strstr(hrt_http_body(buf), "# no ring yet"));
+		ck_assert_int_eq(hrt_http_request(s.port, "GET", "/", buf, ANSWER_MAX), 200);
+		hrt_sleep_ms(3500);
+	}
+	/* By now the watcher has failed to connect, and says how. */
+	ck_assert_int_eq(get_error(s.port, "/ring.json", error, sizeof error), 503);
+	ck_assert_msg(strstr(error, "no ring yet, etcd unreachable: "), "%s", error);
+	ck_assert_msg(strstr(error, "127.0.0.1"), "%s", error);
+
+	ck_assert_int_eq(hrt_etcd_restart_member(later, 0), 0);
+	deadline = hrt_now_ms() + 30000;
+	while (get_error(s.port, "/ring.json", error, sizeof error) == 503) {
+		ck_assert_msg(hrt_now_ms() < deadline, "no ring after etcd came up: %s", error);
+		hrt_sleep_ms(200);
+	}
+	j = ring_json(s.port);
+	ck_assert_ptr_nonnull(node_named(cJSON_GetObjectItem(j, "ring"), "cache-a"));
+	cJSON_Delete(j);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 200);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_null(strstr(hrt_http_body(buf), "# no ring yet"));
+	hrt_serve_stop(&s);
+	hrt_etcd_destroy(later);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("serve");
@@ -649,6 +766,8 @@ int main(void)
 	tcase_add_test(tc, slow_clients);
 	tcase_add_test(tc, connection_limit);
 	tcase_add_test(tc, port_in_use);
+	tcase_add_test(tc, trickling_client);
+	tcase_add_test(tc, etcd_down_at_start);
 	suite_add_tcase(s, tc);
 	tcase_add_test(offline, listen_options);
 	suite_add_tcase(s, offline);

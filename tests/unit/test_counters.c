@@ -3,9 +3,11 @@
  * several while rings are swapped under them and a reader reads the counts
  * (each read never below the one before); a node that leaves keeps its
  * counts and continues from them when it comes back; reader handles;
- * counting off counts nothing; bad input. */
+ * counting off counts nothing; bad input; 32-bit per-thread counts carried
+ * into 64-bit totals, exact and never going down under a reader. */
 #define _GNU_SOURCE
 #include "client.h"
+#include "counters.h"
 #include "publish.h"
 #include "thread_cache.h"
 #include "hrt_check.h"
@@ -427,6 +429,130 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/*
+ * Brings every count of the calling thread's segment on `c`'s ring to
+ * just below the carry (HR__COUNT_CARRY - 8), as that many lookups would
+ * have, into *t; the lookups that follow carry it.  The thread writes its
+ * own segment, as a lookup does.
+ */
+static void near_carry(hr_client *c, tally *t)
+{
+	hr_owner o;
+	hr__count_seg *s;
+	const uint32_t to = HR__COUNT_CARRY - 8;
+
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	tally_add(t, o.node, 0, 1);
+	tally_add(t, o.read_node, 1, 1);
+	s = hr__thread_cache_counts();
+	ck_assert_ptr_nonnull(s);
+	for (size_t j = 0; j < s->nodes; j++) {
+		const char *id = hr_ring_node(s->ring, j)->id;
+		bool reads = s->flags & HR__SEG_READS;
+
+		for (int v = 0; v < (reads ? 2 : 1); v++) {
+			uint32_t *p = &s->cnt[2 * j + (size_t)v];
+			int32_t lo = (int32_t)__atomic_load_n(p, __ATOMIC_RELAXED);
+
+			if (lo >= (int32_t)to)
+				continue;
+			__atomic_store_n(p, to, __ATOMIC_RELAXED);
+			tally_add(t, id, v, (uint64_t)((int64_t)to - lo));
+			/* One view array: a write is a read too. */
+			if (!reads)
+				tally_add(t, id, 1, (uint64_t)((int64_t)to - lo));
+		}
+	}
+}
+
+/* Every count of the calling thread's segment is within the carry. */
+static void carried(void)
+{
+	hr__count_seg *s = hr__thread_cache_counts();
+
+	for (size_t i = 0; i < 2 * s->nodes; i++) {
+		int32_t lo = (int32_t)s->cnt[i];
+
+		ck_assert_msg(lo < (int32_t)HR__COUNT_CARRY && lo >= -(int32_t)HR__COUNT_CARRY,
+			      "count %zu is %d", i, lo);
+	}
+}
+
+/* Counts past 2^32 per node, single and batch, on one view array and on
+ * two (a node warming, one draining): each time near the carry, the
+ * lookups carry it, and the totals stay exact. */
+START_TEST(counts_carry_past_32_bits)
+{
+	hr_client *c = hrt_offline_client("/counts/");
+	hr_ring *rings[GENS] = { ten_but(-1, 1) };
+	tally want = { .n = 0 };
+
+	for (int g = 1; g < GENS; g++)
+		rings[g] = hrt_ring_generation("c", (unsigned)g + 1, 50);
+	for (int g = 0; g < GENS; g++) {
+		hr__publish_swap(hr__client_publisher(c), hr_ring_retain(rings[g]));
+		for (int round = 0; round < 6; round++) {
+			near_carry(c, &want);
+			for (unsigned i = 0; i < 400; i++)
+				lookups(c, rings, i, &want);
+			carried();
+			expect_counts(c, &want);
+		}
+	}
+	/* Six carries of 2^30 on each node of the first ring. */
+	ck_assert_uint_gt(tally_get(&want, "n0", 0), 6 * (uint64_t)HR__COUNT_CARRY);
+	hr_client_close(c);
+	for (int g = 0; g < GENS; g++)
+		hr_ring_release(rings[g]);
+}
+END_TEST
+
+static void *carry_loop(void *p)
+{
+	looker *l = p;
+
+	for (unsigned i = 0; i < ROUNDS / 10; i++) {
+		if (i % 50 == 0)
+			near_carry(l->s->client, &l->t);
+		lookups(l->s->client, l->s->rings, l->seed * ROUNDS + i, &l->t);
+	}
+	atomic_fetch_add(&l->s->finished, 1);
+	return NULL;
+}
+
+/* Threads carry their counts over and over while a reader reads them:
+ * no read ever goes down, and the totals end exact. */
+START_TEST(carries_under_a_reader)
+{
+	shared s = { .client = hrt_offline_client("/counts/") };
+	looker l[THREADS];
+	pthread_t reader;
+	tally want = { .n = 0 };
+
+	s.rings[0] = ten_but(-1, 1);
+	for (int g = 1; g < GENS; g++)
+		s.rings[g] = hrt_ring_generation("r", (unsigned)g + 1, 50);
+	hr__publish_swap(hr__client_publisher(s.client), hr_ring_retain(s.rings[0]));
+	ck_assert_int_eq(pthread_create(&reader, NULL, read_loop, &s), 0);
+	for (int k = 0; k < THREADS; k++) {
+		l[k] = (looker){ .s = &s, .seed = (unsigned)k };
+		ck_assert_int_eq(pthread_create(&l[k].thread, NULL, carry_loop, &l[k]), 0);
+	}
+	for (int k = 0; k < THREADS; k++) {
+		pthread_join(l[k].thread, NULL);
+		for (size_t i = 0; i < l[k].t.n; i++)
+			for (int v = 0; v < 2; v++)
+				tally_add(&want, l[k].t.e[i].id, v, l[k].t.e[i].n[v]);
+	}
+	atomic_store(&s.stop, 1);
+	pthread_join(reader, NULL);
+	expect_counts(s.client, &want);
+	hr_client_close(s.client);
+	for (int g = 0; g < GENS; g++)
+		hr_ring_release(s.rings[g]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("counters");
@@ -439,6 +565,8 @@ int main(void)
 	tcase_add_test(tc, reader_handles_count);
 	tcase_add_test(tc, counting_off_and_on);
 	tcase_add_test(tc, bad_input);
+	tcase_add_test(tc, counts_carry_past_32_bits);
+	tcase_add_test(tc, carries_under_a_reader);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
