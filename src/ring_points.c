@@ -52,7 +52,7 @@ static int build_points(hr_ring *ring, struct view *all, hr_error *err)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	all->nnodes = ring->nnodes;
 	buckets = (size_t)1 << (64 - all->shift);
-	raw = malloc((n ? n : 1) * sizeof *raw);
+	raw = hr__big_alloc((n ? n : 1) * sizeof *raw);
 	start = calloc(buckets + 1, sizeof *start);
 	if (!raw || !start) {
 		free(raw);
