@@ -15,9 +15,7 @@ typedef struct hrb_big_change {
 	int missed;               /* changes not published within 10 s      */
 	double build_p50_ms, build_max_ms;     /* derive + publish (event=ring
 						  build_ms)                  */
-	double visible_p50_ms, visible_max_ms; /* put -> ring published     */
-	double announce_p50_ms;   /* publication -> the event=ring line (the
-				     moved shares, before on_change)        */
+	double visible_p50_ms, visible_max_ms; /* put sent -> ring published */
 } hrb_big_change;
 
 typedef struct hrb_big_report {
