@@ -417,17 +417,21 @@ static void measure_changes(hrb_putter *pt, hr_client *c, sink *k, int rounds,
 {
 	change_samples s[3];
 	hrb_big_change *out[3] = { &b->add, &b->weight, &b->del };
+	/* Each node's weight in etcd: a weight change must change it. */
+	int *weight = malloc((size_t)b->nodes * sizeof *weight);
 
 	for (int i = 0; i < 3; i++) {
 		s[i].n = s[i].missed = 0;
 		s[i].build = calloc((size_t)rounds, sizeof(double));
 		s[i].visible = calloc((size_t)rounds, sizeof(double));
 	}
-	if (!s[0].build || !s[1].build || !s[2].build || !s[0].visible ||
+	if (!weight || !s[0].build || !s[1].build || !s[2].build || !s[0].visible ||
 	    !s[1].visible || !s[2].visible) {
 		hrb_note(r, "big: out of memory");
 		goto out;
 	}
+	for (int i = 0; i < b->nodes; i++)
+		weight[i] = 1;
 	for (int i = 0; i < rounds; i++) {
 		char key[64], value[256];
 		int gone = b->nodes - 1 - i % b->nodes, heavier = i % b->nodes;
@@ -437,13 +441,14 @@ static void measure_changes(hrb_putter *pt, hr_client *c, sink *k, int rounds,
 		rev = hrb_delete(pt, key, &t0);
 		sample(&s[2], k, c, rev, t0);
 
+		weight[gone] = 1;
 		hrb_node_value(value, sizeof value, gone, 1);
 		rev = hrb_put(pt, key, value, &t0);
 		sample(&s[0], k, c, rev, t0);
 
-		/* 1 -> 2 -> 1 when the rounds outnumber the nodes. */
+		weight[heavier] = weight[heavier] == 1 ? 2 : 1;
 		hrb_node_key(key, sizeof key, PREFIX, heavier);
-		hrb_node_value(value, sizeof value, heavier, i / b->nodes % 2 ? 1 : 2);
+		hrb_node_value(value, sizeof value, heavier, weight[heavier]);
 		rev = hrb_put(pt, key, value, &t0);
 		sample(&s[1], k, c, rev, t0);
 	}
@@ -457,6 +462,7 @@ out:
 		free(s[i].build);
 		free(s[i].visible);
 	}
+	free(weight);
 }
 
 /* ---- the measurement ------------------------------------------------------- */
@@ -607,9 +613,9 @@ void hrb_big_print_text(const hrb_big_report *b)
 	printf("  hashring nodes                %10.1f ms\n", b->cli_nodes_ms);
 	printf("  hashring diff OLD NEW         %10.1f ms  (in process: load and build"
 	       " %.1f ms, diff %.1f ms)\n", b->cli_diff_ms, b->diff_load_ms, b->diff_ms);
-	printf("Memory: RSS %.1f MB before open, %.1f MB after the sync, %.1f MB after"
+	printf("Memory: RSS %.1f MiB before open, %.1f MiB after the sync, %.1f MiB after"
 	       " the changes\n", b->rss_before_mb, b->rss_synced_mb, b->rss_changes_mb);
-	printf("  heap held after the sync %.1f MB (%.0f bytes per node); one ring %.1f MB\n",
+	printf("  heap held after the sync %.1f MiB (%.0f bytes per node); one ring %.1f MiB\n",
 	       b->heap_synced_mb, b->bytes_per_node, b->ring_mb);
 }
 
