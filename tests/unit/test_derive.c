@@ -472,11 +472,26 @@ START_TEST(big_blocks)
 	hrt_nodes *s = hrt_nodes_new(n, "node-%05zu", "127.0.0.1:%zu", 20000);
 	hr_node *nodes = s->nodes;
 	hr_ring *full, *derived, *f;
+	struct ref_point *ref;
+	size_t nref;
 	uint64_t rng = 11;
 
 	ck_assert_uint_ge(n * 200 * 16, HR__BIG_BLOCK);
 	ck_assert_int_eq(hr_ring_build(nodes, n, NULL, 1, &full, NULL), HR_OK);
 	ck_assert_uint_eq(hr_ring_point_count(full), n * 200);
+	/* Placed in groups (ring_points.c), sorted as the names say: the
+	 * owner at a point's position is its node. */
+	ref = ref_points(full, HR_VIEW_WRITE, xxh3, &nref);
+	ck_assert_uint_eq(nref, n * 200);
+	for (size_t i = 0; i < nref; i += 7) {
+		hr_lookup l;
+
+		if (i && ref[i - 1].pos == ref[i].pos)
+			continue;	/* a tie: the first id owns it */
+		EXPECT(hr__ring_lookup_pos(full, ref[i].pos, &l) == HR_OK);
+		EXPECT(strcmp(l.node->id, ref[i].id) == 0);
+	}
+	free(ref);
 	nodes[7].weight = 2;
 	ck_assert_int_eq(hr__ring_derive(full, nodes + 1, n - 1, NULL, 2, &derived, NULL),
 			 HR_OK);
