@@ -562,6 +562,10 @@ int hrb_measure_big(const hrb_args *args, hrb_report *r, hrb_big_report *b)
 	}
 
 	measure_changes(&pt, c, &k, args->big_changes, r, b);
+	/* A replaced ring is freed after its readers' grace period, on the
+	 * library's own time: a second for that, so that the figure is what
+	 * the watcher keeps rather than what it has yet to free. */
+	hrb_sleep_ns(1000 * 1000000LL);
 	b->rss_changes_mb = rss_mb();
 
 	{

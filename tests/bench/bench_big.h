@@ -37,7 +37,8 @@ typedef struct hrb_big_report {
 	double diff_load_ms;      /* in process: both files parsed and built */
 	double diff_ms;           /* in process: hr_ring_diff, write view   */
 	/* Memory of this process (the watcher's), in MiB. */
-	double rss_before_mb, rss_synced_mb, rss_changes_mb;
+	double rss_before_mb, rss_synced_mb;
+	double rss_changes_mb;    /* 1 s after the last change              */
 	double heap_synced_mb;    /* malloc'd bytes held after the first sync */
 	double bytes_per_node;    /* heap held after the sync / nodes       */
 	double ring_mb;           /* one ring of these nodes, built offline */

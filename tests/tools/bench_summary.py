@@ -84,9 +84,9 @@ BIG = [
     ("delete", "visible_p50_ms", "delete: visible p50"),
     ("cli", "nodes_ms", "hashring nodes"),
     ("cli", "diff_ms", "hashring diff"),
-    ("memory", "rss_synced_mb", "RSS after sync, MB"),
+    ("memory", "rss_synced_mb", "RSS after sync, MiB"),
     ("memory", "bytes_per_node", "heap bytes per node"),
-    ("memory", "ring_mb", "one ring, MB"),
+    ("memory", "ring_mb", "one ring, MiB"),
 ]
 
 
