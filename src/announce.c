@@ -29,7 +29,7 @@ static const char *counted(char *buf, size_t size, int n, const char *list)
 
 static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 			    const hr_ring *ring, const hr_diff *dw,
-			    const hr_diff *dr)
+			    const hr_diff *dr, double build_ms)
 {
 	char added[512] = "", removed[512] = "", changed[768] = "";
 	char ca[528], cr[528], cc[784];
@@ -71,18 +71,19 @@ static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 	hr__log_emit(an->log, HR_LOG_INFO, "ring",
 		     "revision=%" PRIu64 " digest=%016" PRIx64 " nodes=%zu points=%zu"
 		     " added=%s removed=%s changed=%s"
-		     " moved_write=%.4f moved_read=%.4f",
+		     " moved_write=%.4f moved_read=%.4f build_ms=%.3f",
 		     hr_ring_revision(ring), hr_ring_digest(ring), nn,
 		     hr_ring_point_count(ring),
 		     counted(ca, sizeof ca, n_added, added),
 		     counted(cr, sizeof cr, n_removed, removed),
 		     counted(cc, sizeof cc, n_changed, changed),
 		     dw ? hr__diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
-		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ));
+		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ),
+		     build_ms);
 }
 
 void hr__announce(const hr__announcer *an, const hr_ring *old,
-		  const hr_ring *ring)
+		  const hr_ring *ring, double build_ms)
 {
 	hr_diff *dw = NULL, *dr = NULL;
 	hr_error err = { 0 };
@@ -96,7 +97,7 @@ void hr__announce(const hr__announcer *an, const hr_ring *old,
 		hr_diff_free(dw);
 		dw = NULL;
 	}
-	log_ring_change(an, old, ring, dw, dr);
+	log_ring_change(an, old, ring, dw, dr, build_ms);
 	if (an->on_change)
 		an->on_change(an->on_change_userdata, old, ring);
 	if (dw && dr)

@@ -9,6 +9,14 @@ int64_t hr__now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t hr__now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void hr__cond_init_monotonic(pthread_cond_t *cv)
 {
 	pthread_condattr_t ca;

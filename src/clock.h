@@ -9,6 +9,8 @@
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t hr__now_ms(void);
+/* Microseconds on CLOCK_MONOTONIC: for the durations the log reports. */
+int64_t hr__now_us(void);
 
 /* Initialises `cv` to time its waits on CLOCK_MONOTONIC. */
 void hr__cond_init_monotonic(pthread_cond_t *cv);

@@ -10,6 +10,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* The transparent huge page size of x86-64 and arm64 (4 KiB pages). */
+#define HUGE_PAGE ((size_t)2 << 20)
 
 /*
  * Index bits for n points: the largest b >= 1 with 2^b <= n, so one to two
@@ -51,6 +55,23 @@ static size_t block_bytes(size_t npoints, unsigned b, bool wide)
 			  npoints * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
 }
 
+void *hr__big_alloc(size_t bytes)
+{
+	void *mem;
+
+	if (bytes < HR__BIG_BLOCK)
+		return malloc(bytes);
+	/* Blocks this large are mmap'd by malloc anyway (fresh pages each
+	 * time); aligned, the kernel can back them with huge pages.  The
+	 * advice is a hint: where it is refused, small pages serve. */
+	if (posix_memalign(&mem, HUGE_PAGE, bytes))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(mem, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+	return mem;
+}
+
 /* Node numbers take 4 bytes only when the ring has more nodes than 2 bytes
  * can number. */
 int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
@@ -62,7 +83,7 @@ int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 	size_t index_bytes = buckets * sizeof(uint32_t);
 	char *mem;
 
-	mem = malloc(block_bytes(npoints, b, wide));
+	mem = hr__big_alloc(block_bytes(npoints, b, wide));
 	if (!mem)
 		return HR_ENOMEM;
 	v->mem = mem;

@@ -137,9 +137,10 @@ static void backoff(hr__watcher *w)
 /* ---- building and publishing rings -------------------------------------- */
 
 /* The log line and the host's callbacks for a published ring. */
-static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring)
+static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring,
+		     int64_t build_us)
 {
-	hr__announce(&w->announcer, old, ring);
+	hr__announce(&w->announcer, old, ring, (double)build_us / 1000.0);
 }
 
 /* A record the ring cannot hold (a limit): a bad record while it lasts. */
@@ -158,9 +159,13 @@ static void log_left_out(void *ud, const hr__member *m, const hr_error *why)
  * placement changed: the first ring after etcd's data was replaced is
  * published whatever its digest, for its new epoch.  On failure the
  * previous ring stays and the revision is not confirmed, so the lag shows
- * as staleness; the error is returned. */
-static int rebuild(hr__watcher *w, uint64_t revision, hr_error *err)
+ * as staleness; the error is returned.  *build_us (may be NULL) gets the
+ * time from the build's start to the publication (or to the decision not
+ * to publish): the ring work, what the log's build_ms reports. */
+static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
+		   hr_error *err)
 {
+	int64_t t0 = hr__now_us(), spent;
 	hr_ring *ring = NULL, *old = hr__publish_acquire(w->o.publisher);
 	/* Derived from the ring in use: only what changed is hashed again. */
 	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision,
@@ -181,16 +186,23 @@ static int rebuild(hr__watcher *w, uint64_t revision, hr_error *err)
 		hr__acker_note(w->o.acker, revision, hr_ring_digest(old));
 		hr_ring_release(ring);
 		hr_ring_release(old);
+		spent = hr__now_us() - t0;
+		if (build_us)
+			*build_us = spent;
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
-			     "revision=%" PRIu64, revision);
+			     "revision=%" PRIu64 " build_ms=%.3f", revision,
+			     (double)spent / 1000.0);
 		return 0;
 	}
 	w->replaced = 0;
 	hr__publish_swap(w->o.publisher, ring);
+	spent = hr__now_us() - t0;
+	if (build_us)
+		*build_us = spent;
 	pthread_mutex_lock(&w->mu);
 	w->rings_published++;
 	pthread_mutex_unlock(&w->mu);
-	announce(w, old, ring);
+	announce(w, old, ring, spent);
 	hr__acker_note(w->o.acker, revision, hr_ring_digest(ring));
 	hr_ring_release(old);
 	return 0;
@@ -297,10 +309,13 @@ static int full_sync(hr__watcher *w)
 	int64_t rev = 0;
 	hr_error err = { 0 };
 	hr__nodeset old;
+	int64_t t_list = hr__now_us(), t_records, build_us = 0;
 	int rc;
 
 	rc = hr__etcd_list(w->etcd, w->prefix, w->o.page_size, HR_NODES_MAX,
 			   &kvs, &n, &rev, &err);
+	/* The range's pages: etcd's time and the replies' parsing. */
+	t_list = hr__now_us() - t_list;
 	if (rc) {
 		if (rc != HR_ECLOSED) {
 			hr__log_emit(w->o.log, HR_LOG_WARN, "sync_failed",
@@ -326,13 +341,15 @@ static int full_sync(hr__watcher *w)
 	 * this also drops nodes deleted while we were away. */
 	old = w->set;
 	memset(&w->set, 0, sizeof w->set);
+	t_records = hr__now_us();
 	for (size_t i = 0; i < n; i++)
 		apply_kv(w, &kvs[i]);
 	hr__kvs_free(kvs, n);
 	hr__nodeset_clear(&old);
+	t_records = hr__now_us() - t_records;
 
 	w->next_rev = rev + 1;
-	rc = rebuild(w, (uint64_t)rev, &err);
+	rc = rebuild(w, (uint64_t)rev, &build_us, &err);
 	if (rc && !w->synced_once) {
 		/* No ring to open with: hr_client_open() returns the error
 		 * rather than an empty ring (a blocking open gives up; with
@@ -353,8 +370,10 @@ static int full_sync(hr__watcher *w)
 	}
 	w->synced_once = 1;
 	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
-		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s", rev, n,
-		     w->set.n, endpoint(w));
+		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s"
+		     " list_ms=%.3f records_ms=%.3f build_ms=%.3f", rev, n,
+		     w->set.n, endpoint(w), (double)t_list / 1000.0,
+		     (double)t_records / 1000.0, (double)build_us / 1000.0);
 	pthread_mutex_lock(&w->mu);
 	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
 	if (!w->first_done) {
@@ -437,7 +456,7 @@ static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
 	if (!last)
 		return;
 	w->next_rev = last + 1;
-	rebuild(w, (uint64_t)last, &err);
+	rebuild(w, (uint64_t)last, NULL, &err);
 }
 
 static int take_fragment(hr__watcher *w, hr__wmsg *m)

@@ -69,6 +69,9 @@ typedef struct hrb_args {
 	int fanout_puts;
 	int n_levers;
 	const char *levers[HRB_LEVERS_MAX];
+	/* --big mode: only the big-ring figures, with this many nodes. */
+	int big;
+	int big_changes;	/* rounds of one-node changes (3 each) */
 } hrb_args;
 
 /* Starts etcd, fills it, measures propagation then the idle watcher, and

@@ -5,11 +5,13 @@
  *   hashring-bench [--json] [--lookups-only] [--puts N] [--nodes N] [--idle-ms N]
  *   hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]
  *                  [--levers L,L] [--json]
+ *   hashring-bench --big N [--changes N] [--json]
  *
  * Not a test: figures depend on the machine.  Only ratios and paired
  * differences taken within one run compare across machines.
  */
 #include "bench.h"
+#include "bench_big.h"
 #include "bench_clients.h"
 #include "bench_lookup.h"
 
@@ -39,7 +41,13 @@ static void usage(FILE *f)
 		"  --fanout-puts N  puts timed to the last client at 1,000 clients and more\n"
 		"               (0..1000, default 40)\n"
 		"  --levers L,L unjittered, baseline, progress, progress20, silent (default:\n"
-		"               all five, in that order)\n");
+		"               all five, in that order)\n"
+		"usage: hashring-bench --big N [--changes N] [--json]\n"
+		"  --big N      only the big-ring figures, N nodes (1..100000, HR_NODES_MAX):\n"
+		"               first sync beside a bare paged range, one-node changes,\n"
+		"               hashring nodes and diff, the watcher's memory\n"
+		"  --changes N  rounds of changes (a new node, a weight change, a delete;\n"
+		"               1..1000, default 20)\n");
 }
 
 /* Parses a whole decimal integer in [lo, hi]; -1 with a message otherwise. */
@@ -128,6 +136,8 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 	a->levers[2] = "progress";
 	a->levers[3] = "progress20";
 	a->levers[4] = "silent";
+	a->big = 0;
+	a->big_changes = 20;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		int rc = 0;
@@ -151,6 +161,11 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 0, 1000, &a->fanout_puts);
 		} else if (!strcmp(o, "--levers")) {
 			rc = parse_levers(i + 1 < argc ? argv[++i] : NULL, a);
+		} else if (!strcmp(o, "--big")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->big);
+		} else if (!strcmp(o, "--changes")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 1000,
+				       &a->big_changes);
 		} else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
 			usage(stdout);
 			return 1;
@@ -252,6 +267,7 @@ static void print_json(const hrb_report *r, const hrb_lookup_report *lr)
 	} else {
 		printf(",\"idle_cpu_ms_per_s\":null");
 	}
+	printf(",\"big\":null");
 	print_notes_json(r);
 }
 
@@ -281,6 +297,32 @@ static int clients_mode(const hrb_args *args, hrb_report *report)
 	return 0;
 }
 
+/* --big: only that measurement. */
+static int big_mode(const hrb_args *args, hrb_report *report)
+{
+	static hrb_big_report b;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
+	if (hrb_measure_big(args, report, &b)) {
+		fprintf(stderr, "hashring-bench: the big-ring measurement failed\n");
+		curl_global_cleanup();
+		return 1;
+	}
+	curl_global_cleanup();
+	if (args->json) {
+		printf("{\"big\":");
+		hrb_big_print_json(&b);
+		print_notes_json(report);
+	} else {
+		hrb_big_print_text(&b);
+		for (int i = 0; i < report->n_notes; i++)
+			printf("note: %s\n", report->notes[i]);
+	}
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	hrb_args args;
@@ -292,6 +334,8 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	if (args.n_clients)
 		return clients_mode(&args, &report);
+	if (args.big)
+		return big_mode(&args, &report);
 	if (hrb_measure_lookup(&lookup, &report)) {
 		fprintf(stderr, "hashring-bench: the lookup measurement failed\n");
 		return 1;

@@ -118,6 +118,18 @@ int64_t hrb_put(hrb_putter *pt, const char *key, const char *value, int64_t *t0)
 	return hrb_post(pt, "/kv/put", body, t0);
 }
 
+int64_t hrb_delete(hrb_putter *pt, const char *key, int64_t *t0)
+{
+	char body[512];
+
+	if (kv_json_size(key, "") + 2 > sizeof body)
+		return -1;
+	strcpy(body, "{\"key\":\"");
+	hr__base64_encode(key, strlen(key), body + strlen(body));
+	strcat(body, "\"}");
+	return hrb_post(pt, "/kv/deleterange", body, t0);
+}
+
 void hrb_node_key(char *buf, size_t size, const char *prefix, int i)
 {
 	snprintf(buf, size, "%snode-%05d", prefix, i);
@@ -130,9 +142,15 @@ void hrb_node_value(char *buf, size_t size, int i, int weight)
 		 20000 + i, weight, i % 3);
 }
 
-/* Writes every node record (weight 1), LOAD_BATCH per transaction; returns
- * the last revision or -1. */
 int64_t hrb_load_nodes(hrb_putter *pt, const char *prefix, int nodes)
+{
+	return hrb_load_nodes_batch(pt, prefix, nodes, LOAD_BATCH);
+}
+
+/* Writes every node record (weight 1), `batch` per transaction; returns
+ * the last revision or -1. */
+int64_t hrb_load_nodes_batch(hrb_putter *pt, const char *prefix, int nodes,
+			     int batch)
 {
 	char key[128], value[256];
 	size_t size, len;
@@ -141,13 +159,13 @@ int64_t hrb_load_nodes(hrb_putter *pt, const char *prefix, int nodes)
 
 	hrb_node_key(key, sizeof key, prefix, 0);
 	hrb_node_value(value, sizeof value, nodes, 1);
-	size = LOAD_BATCH * (kv_json_size(key, value) + 32) + 64;
+	size = (size_t)batch * (kv_json_size(key, value) + 32) + 64;
 	body = malloc(size);
 	if (!body)
 		return -1;
-	for (int first = 0; first < nodes; first += LOAD_BATCH) {
+	for (int first = 0; first < nodes; first += batch) {
 		len = (size_t)sprintf(body, "{\"success\":[");
-		for (int i = first; i < nodes && i < first + LOAD_BATCH; i++) {
+		for (int i = first; i < nodes && i < first + batch; i++) {
 			hrb_node_key(key, sizeof key, prefix, i);
 			hrb_node_value(value, sizeof value, i, 1);
 			len += (size_t)sprintf(body + len, "%s{\"request_put\":{",

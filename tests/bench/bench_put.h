@@ -36,8 +36,15 @@ int64_t hrb_put(hrb_putter *pt, const char *key, const char *value, int64_t *t0)
 /* Node i's key under `prefix`, and its record with `weight`. */
 void hrb_node_key(char *buf, size_t size, const char *prefix, int i);
 void hrb_node_value(char *buf, size_t size, int i, int weight);
+/* Deletes `key`; the revision or -1. */
+int64_t hrb_delete(hrb_putter *pt, const char *key, int64_t *t0);
+
 /* Writes `nodes` node records (weight 1) in transactions; the last
  * revision or -1. */
 int64_t hrb_load_nodes(hrb_putter *pt, const char *prefix, int nodes);
+/* The same, `batch` records per transaction (at most etcd's
+ * --max-txn-ops). */
+int64_t hrb_load_nodes_batch(hrb_putter *pt, const char *prefix, int nodes,
+			     int batch);
 
 #endif

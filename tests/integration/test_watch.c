@@ -8,6 +8,7 @@
 #include "hrt_ring.h"
 #include "hrt_check.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -189,6 +190,11 @@ START_TEST(changes_propagate)
 	ck_assert_uint_ge(st.confirmed_revision, (uint64_t)rev);
 	ck_assert_uint_eq(st.rings_published, published);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=ring", "removed=1:a", NULL), 1);
+	/* Where the watcher's time went: each ring's build, and the split
+	 * of the full sync. */
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=ring", " build_ms=", NULL), 4);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=synced", " list_ms=",
+				       " records_ms=", " build_ms=", NULL), 1);
 	hr_client_close(c);
 }
 END_TEST
@@ -683,6 +689,7 @@ static size_t fail_from;
 void *__libc_malloc(size_t size);
 void *__libc_calloc(size_t n, size_t size);
 void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t alignment, size_t size);
 
 static int too_big(size_t size)
 {
@@ -704,6 +711,13 @@ void *calloc(size_t n, size_t size)
 void *realloc(void *p, size_t size)
 {
 	return too_big(size) ? NULL : __libc_realloc(p, size);
+}
+
+/* A ring's big arrays are aligned for huge pages (hr__big_alloc). */
+int posix_memalign(void **p, size_t alignment, size_t size)
+{
+	*p = too_big(size) ? NULL : __libc_memalign(alignment, size);
+	return *p ? 0 : ENOMEM;
 }
 
 /* The first sync's ring cannot be built: open fails with the error instead

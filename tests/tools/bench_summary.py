@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Best and median of the lookup figures over several hashring-bench runs.
 
-    bench_summary.py RUN.json...
+    bench_summary.py [--strict] RUN.json...
 
 Each RUN.json is the output of `hashring-bench --json` (for instance with
 --lookups-only).  On a noisy machine one run says little: this prints, per
@@ -11,6 +11,12 @@ speedup (single over batch, each run's own ratio: highest is best), then
 the cost of lookup counting: single and batch lookups through the API with
 and without it, and each run's own difference; then the counting rounds of
 their own (on and off side by side in each of many short rounds).
+
+Runs of `hashring-bench --big N --json` are summarised the same way, per
+node count: the first sync and its split, the one-node changes, the CLI
+and the memory.  With --strict a big-ring figure that is null (not
+measured) is an error: the smoke test's check that the mode measured
+everything.
 """
 import json
 import statistics
@@ -62,13 +68,78 @@ def table(runs, sizes, figures):
         print(row)
 
 
+# (section, key, label) of the big-ring figures, all in ms but the memory.
+BIG = [
+    ("first_sync", "open_ms", "open -> first ring"),
+    ("first_sync", "raw_range_ms", "bare paged range"),
+    ("first_sync", "hashring_ms", "hashring's part"),
+    ("first_sync", "list_ms", "watcher: list"),
+    ("first_sync", "records_ms", "watcher: records"),
+    ("first_sync", "build_ms", "watcher: build"),
+    ("add", "build_p50_ms", "new node: build p50"),
+    ("add", "visible_p50_ms", "new node: visible p50"),
+    ("weight", "build_p50_ms", "weight: build p50"),
+    ("weight", "visible_p50_ms", "weight: visible p50"),
+    ("delete", "build_p50_ms", "delete: build p50"),
+    ("delete", "visible_p50_ms", "delete: visible p50"),
+    ("cli", "nodes_ms", "hashring nodes"),
+    ("cli", "diff_ms", "hashring diff"),
+    ("memory", "rss_synced_mb", "RSS after sync, MiB"),
+    ("memory", "bytes_per_node", "heap bytes per node"),
+    ("memory", "ring_mb", "one ring, MiB"),
+]
+
+
+def big_figure(big, section, key):
+    if section in ("add", "weight", "delete"):
+        return big["changes"][section].get(key)
+    return big[section].get(key)
+
+
+def big_tables(runs, strict):
+    """Best and median of each big-ring figure per node count; with
+    strict, the null figures of any run (returns how many)."""
+    bigs = [r["big"] for r in runs if r.get("big")]
+    nulls = 0
+    for b in bigs:
+        for section, key, label in BIG:
+            if big_figure(b, section, key) is None:
+                nulls += 1
+                if strict:
+                    print("%d nodes: %s (%s.%s) not measured" %
+                          (b["nodes"], label, section, key), file=sys.stderr)
+    for nodes in sorted({b["nodes"] for b in bigs}):
+        same = [b for b in bigs if b["nodes"] == nodes]
+        print("Big ring, %d nodes x %d vnodes, %d runs; best / median" %
+              (nodes, same[0]["vnodes"], len(same)))
+        for section, key, label in BIG:
+            values = [v for v in (big_figure(b, section, key) for b in same)
+                      if v is not None]
+            if values:
+                print("  %-24s %12.1f / %.1f" %
+                      (label, min(values), statistics.median(values)))
+            else:
+                print("  %-24s %12s" % (label, "-"))
+    return nulls
+
+
 def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: bench_summary.py RUN.json...")
+    args = sys.argv[1:]
+    strict = bool(args) and args[0] == "--strict"
+    if strict:
+        args = args[1:]
+    if not args:
+        sys.exit("usage: bench_summary.py [--strict] RUN.json...")
     runs = []
-    for path in sys.argv[1:]:
+    for path in args:
         with open(path, encoding="utf-8") as f:
             runs.append(json.load(f))
+    nulls = big_tables(runs, strict)
+    if strict and nulls:
+        return 1
+    runs = [r for r in runs if "configs" in r]
+    if not runs:
+        return 0
     for r in runs:
         for c in r["configs"]:
             for cost, on, off in (("count_cost_ns", "api_ns", "api_uncounted_ns"),

@@ -11,6 +11,7 @@
 #include "nodeset.h"
 #include "ring.h"
 #include "ring_build.h"
+#include "ring_view.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
 #include "hrt_rand.h"
@@ -463,6 +464,49 @@ START_TEST(weight_flips_100_nodes)
 }
 END_TEST
 
+/* Rings whose arrays take the huge-page allocation (HR__BIG_BLOCK and
+ * more): built and derived as any other. */
+START_TEST(big_blocks)
+{
+	size_t n = 2000;
+	hrt_nodes *s = hrt_nodes_new(n, "node-%05zu", "127.0.0.1:%zu", 20000);
+	hr_node *nodes = s->nodes;
+	hr_ring *full, *derived, *f;
+	struct ref_point *ref;
+	size_t nref;
+	uint64_t rng = 11;
+
+	ck_assert_uint_ge(n * 200 * 16, HR__BIG_BLOCK);
+	ck_assert_int_eq(hr_ring_build(nodes, n, NULL, 1, &full, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_point_count(full), n * 200);
+	/* Placed in groups (ring_points.c), sorted as the names say: the
+	 * owner at a point's position is its node. */
+	ref = ref_points(full, HR_VIEW_WRITE, xxh3, &nref);
+	ck_assert_uint_eq(nref, n * 200);
+	for (size_t i = 0; i < nref; i += 7) {
+		hr_lookup l;
+
+		if (i && ref[i - 1].pos == ref[i].pos)
+			continue;	/* a tie: the first id owns it */
+		EXPECT(hr__ring_lookup_pos(full, ref[i].pos, &l) == HR_OK);
+		EXPECT(strcmp(l.node->id, ref[i].id) == 0);
+	}
+	free(ref);
+	nodes[7].weight = 2;
+	ck_assert_int_eq(hr__ring_derive(full, nodes + 1, n - 1, NULL, 2, &derived, NULL),
+			 HR_OK);
+	ck_assert(hr__ring_derived(derived));
+	ck_assert_int_eq(hr_ring_build(nodes + 1, n - 1, NULL, 2, &f, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(derived), hr_ring_digest(f));
+	for (int k = 0; k < 10000; k++)
+		expect_same_at(derived, f, splitmix64(&rng));
+	hr_ring_release(f);
+	hr_ring_release(derived);
+	hr_ring_release(full);
+	hrt_nodes_free(s);
+}
+END_TEST
+
 /* More than 65536 nodes number points with four bytes instead of two:
  * crossing the line both ways. */
 START_TEST(wide_node_numbers)
@@ -881,6 +925,7 @@ static Suite *derive_suite(void)
 	tcase_add_test(tc, random_sequences);
 	tcase_add_test(tc, random_sequences_ties);
 	tcase_add_test(tc, weight_flips_100_nodes);
+	tcase_add_test(tc, big_blocks);
 	tcase_add_test(tc, wide_node_numbers);
 	tcase_add_test(tc, edges_and_fallbacks);
 	tcase_add_test(tc, admission_ignores_arrival_order);
