@@ -357,3 +357,19 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 	hr__arcs_moved(a, b, view, sum_moved, &sum);
 	return hr__arc_share(&sum);
 }
+
+/* Whether the write and read views of `r` (NULL: empty) are one. */
+static bool views_same(const hr_ring *r)
+{
+	return !r || (r->views[HR_VIEW_WRITE].pos == r->views[HR_VIEW_READ].pos &&
+		      r->views[HR_VIEW_WRITE].node == r->views[HR_VIEW_READ].node &&
+		      r->views[HR_VIEW_WRITE].npoints == r->views[HR_VIEW_READ].npoints);
+}
+
+void hr__ring_moved_shares(const hr_ring *a, const hr_ring *b, double *write,
+			   double *read)
+{
+	*write = hr_ring_moved_share(a, b, HR_VIEW_WRITE);
+	*read = views_same(a) && views_same(b) ? *write :
+		hr_ring_moved_share(a, b, HR_VIEW_READ);
+}
