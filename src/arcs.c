@@ -142,7 +142,7 @@ static void moved(struct walk *w, uint64_t x, uint64_t e, uint32_t na,
  * position below `hi`, with one owner, and each alone at its position
  * (the padding ends both arrays, so looking one past is safe): the arcs up
  * to them have not moved.  Two-byte node numbers and a slot map only, the
- * rings of up to 65,535 nodes, where this loop is most of a walk.
+ * rings of up to 65,536 nodes, where this loop is most of a walk.
  */
 static size_t same_run(const struct walk *w, size_t ia, size_t ib, uint64_t hi)
 {
