@@ -376,15 +376,13 @@ static void explain_missed(crun *r, int k, int64_t rev)
 	}
 }
 
-/* Times the puts to `n` receivers, which mark r->f; `etcd_idle_pct` and
- * `client_idle_pct` are what the same time costs without puts. */
-static void time_puts(crun *r, int n, double etcd_idle_pct, double client_idle_pct,
-		      hrb_fanout *out)
+/* Times the puts to `n` receivers, which mark r->f. */
+static void time_puts(crun *r, int n, hrb_fanout *out)
 {
 	int puts = r->args->fanout_puts;
 	double *lat = calloc((size_t)puts, sizeof *lat);
 	size_t got = 0;
-	int64_t t0, rev, w0 = hrb_now_ns(), e0 = proc_cpu_ns(r->etcd_pid);
+	int64_t t0, rev, e0 = proc_cpu_ns(r->etcd_pid);
 	int64_t p0 = hrb_process_cpu_ns();
 
 	memset(out, 0, sizeof *out);
@@ -429,15 +427,16 @@ static void time_puts(crun *r, int n, double etcd_idle_pct, double client_idle_p
 		/* Spaced out: the next put leaves 100-300 ms later. */
 		hrb_sleep_ns(rand_between(r, 100, 300) * 1000000LL);
 	}
-	/* CPU per receiver per put, less what the same time costs idle: on
+	/* CPU per receiver per put, all of it: the idle rate is not taken
+	 * off, as puts this close together leave no silence to probe (less
+	 * the idle window's probes, etcd's share came out below zero).  On
 	 * two cores, receivers x this bounds the fan-out from below. */
 	if (out->puts > 0) {
-		double secs = (double)(hrb_now_ns() - w0) / 1e9, deliveries =
-			(double)out->puts * n;
-		out->etcd_us_per_delivery = ((double)(proc_cpu_ns(r->etcd_pid) - e0) / 1e3 -
-					     etcd_idle_pct / 100 * secs * 1e6) / deliveries;
-		out->client_us_per_delivery = ((double)(hrb_process_cpu_ns() - p0) / 1e3 -
-					       client_idle_pct / 100 * secs * 1e6) / deliveries;
+		double deliveries = (double)out->puts * n;
+		out->etcd_us_per_delivery =
+			(double)(proc_cpu_ns(r->etcd_pid) - e0) / 1e3 / deliveries;
+		out->client_us_per_delivery =
+			(double)(hrb_process_cpu_ns() - p0) / 1e3 / deliveries;
 	}
 	out->coalesced = __atomic_exchange_n(&r->f.coalesced, 0, __ATOMIC_RELAXED);
 	out->p50_ms = hrb_percentile(lat, got, 0.50);
@@ -464,7 +463,6 @@ static void on_raw_event(void *ud, int stream, int64_t rev, int64_t t_ns)
 static int measure_raw(crun *r, int n, hrb_fanout *out)
 {
 	hrb_raw_fan *fan;
-	int64_t t0, t1, c0, c1, p0, p1;
 
 	memset(r->raw_last, 0, (size_t)n * sizeof *r->raw_last);
 	fan = hrb_raw_fan_start(hrt_etcd_client_url(r->etcd, 0), PREFIX, r->rev + 1, n,
@@ -474,17 +472,7 @@ static int measure_raw(crun *r, int n, hrb_fanout *out)
 		hrb_raw_fan_stop(fan);
 		return -1;
 	}
-	/* What the open streams cost etcd and us with nothing on them. */
-	hrb_sleep_ns(1000 * 1000000LL);
-	t0 = hrb_now_ns();
-	c0 = proc_cpu_ns(r->etcd_pid);
-	p0 = hrb_process_cpu_ns();
-	hrb_sleep_ns(2000 * 1000000LL);
-	c1 = proc_cpu_ns(r->etcd_pid);
-	p1 = hrb_process_cpu_ns();
-	t1 = hrb_now_ns();
-	time_puts(r, n, 100.0 * (double)(c1 - c0) / (double)(t1 - t0),
-		  100.0 * (double)(p1 - p0) / (double)(t1 - t0), out);
+	time_puts(r, n, out);
 	if (hrb_raw_fan_failed(fan))
 		hrb_note(r->report, "clients: %d of %d raw streams failed", hrb_raw_fan_failed(fan), n);
 	hrb_raw_fan_stop(fan);
@@ -527,8 +515,7 @@ static int run_lever(crun *r, hrb_clients_lever *out)
 		pt->open_s = (double)(hrb_now_ns() - t0) / 1e9;
 		measure_idle(r, pt);
 		if (pt->clients >= a->fanout_from && a->fanout_puts > 0) {
-			time_puts(r, r->n_open, pt->etcd_cpu_pct, pt->client_cpu_pct,
-				  &pt->fanout);
+			time_puts(r, r->n_open, &pt->fanout);
 			pt->has_fanout = pt->fanout.puts > 0;
 		}
 		out->n_points++;

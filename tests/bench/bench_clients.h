@@ -17,8 +17,8 @@ typedef struct hrb_fanout {
 	int missed;                  /* not on every receiver within 10 s    */
 	int coalesced;               /* one publication for several puts     */
 	double p50_ms, p99_ms, max_ms; /* put -> the last receiver            */
-	/* CPU per receiver per put beyond the idle rate: etcd's, and this
-	 * process's (the receivers') */
+	/* CPU per receiver per put, all of it while the puts ran: etcd's,
+	 * and this process's (the receivers') */
 	double etcd_us_per_delivery, client_us_per_delivery;
 } hrb_fanout;
 
