@@ -10,7 +10,7 @@
  * and resident memory, and this process's threads, sockets and memory per
  * client.  From --fanout-from clients (1,000 by default), puts spaced out
  * are timed from the put to the last client's on_change (same process,
- * monotonic clock), and, on the fresh etcd before any client is open, to
+ * monotonic clock), and, on the same etcd once the clients are closed, to
  * the last of as many bare watch streams on one thread (raw_fan.h): the
  * floor of what etcd's gateway can fan out here.
  */
@@ -459,7 +459,7 @@ static void on_raw_event(void *ud, int stream, int64_t rev, int64_t t_ns)
 	mark_reached(&r->f, &r->raw_last[stream], (uint64_t)rev, t_ns);
 }
 
-/* The floor at `n` streams, on an etcd no client watches yet; 0 or -1. */
+/* The floor at `n` streams, on an etcd no client watches; 0 or -1. */
 static int measure_raw(crun *r, int n, hrb_fanout *out)
 {
 	hrb_raw_fan *fan;

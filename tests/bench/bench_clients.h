@@ -36,8 +36,8 @@ typedef struct hrb_clients_point {
 	uint64_t reconnects, resyncs; /* summed over clients, since open     */
 	int unconfirmed;             /* clients not current after the window */
 	/* The clients' fan-out, and the floor: as many bare watch streams
-	 * on one thread (raw_fan.h), timed on the same etcd before the
-	 * clients were opened. */
+	 * on one thread (raw_fan.h), timed on the same etcd once the
+	 * clients are closed. */
 	int has_fanout, has_raw;
 	hrb_fanout fanout, raw;
 } hrb_clients_point;
