@@ -1,6 +1,7 @@
 /* announce.c - the event=ring line and the host's callbacks. */
 #include "announce.h"
 
+#include "arcs.h"
 #include "diff.h"
 
 #include <inttypes.h>
@@ -36,9 +37,16 @@ static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 	int n_added = 0, n_removed = 0, n_changed = 0;
 	size_t i = 0, j = 0, no = old ? hr_ring_node_count(old) : 0;
 	size_t nn = hr_ring_node_count(ring);
+	double moved_write, moved_read;
 
 	if (!hr__log_enabled(an->log, HR_LOG_INFO))
 		return;
+	if (dw && dr) {
+		moved_write = hr__diff_moved_share(dw);
+		moved_read = hr__diff_moved_share(dr);
+	} else {
+		hr__ring_moved_shares(old, ring, &moved_write, &moved_read);
+	}
 	/* Both rings list their nodes in id order: one merge walk. */
 	while (i < no || j < nn) {
 		const hr_node *a = i < no ? hr_ring_node(old, i) : NULL;
@@ -77,9 +85,7 @@ static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 		     counted(ca, sizeof ca, n_added, added),
 		     counted(cr, sizeof cr, n_removed, removed),
 		     counted(cc, sizeof cc, n_changed, changed),
-		     dw ? hr__diff_moved_share(dw) : hr_ring_moved_share(old, ring, HR_VIEW_WRITE),
-		     dr ? hr__diff_moved_share(dr) : hr_ring_moved_share(old, ring, HR_VIEW_READ),
-		     build_ms);
+		     moved_write, moved_read, build_ms);
 }
 
 void hr__announce(const hr__announcer *an, const hr_ring *old,

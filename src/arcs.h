@@ -57,4 +57,10 @@ typedef void (*hr__moved_fn)(void *userdata, uint64_t first, uint64_t last,
 void hr__arcs_moved(const hr_ring *a, const hr_ring *b, hr_view view,
 		    hr__moved_fn fn, void *userdata);
 
+/* hr_ring_moved_share() of the write view, then of the read view: one walk
+ * when each ring's two views are the same points (no node warming or
+ * draining), as after most changes. */
+void hr__ring_moved_shares(const hr_ring *a, const hr_ring *b, double *write,
+			   double *read);
+
 #endif

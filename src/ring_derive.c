@@ -80,6 +80,41 @@ static void merge_points(struct view *all, const struct view *src,
 	}
 }
 
+/* merge_points() over two-byte node numbers on both sides (rings of up to
+ * 65,536 nodes): no width test per point, the next fresh position kept in
+ * a register. */
+static void merge_points_narrow(struct view *all, const struct view *src,
+				const uint32_t *map, const struct point *fresh,
+				size_t nfresh)
+{
+	const uint64_t *sp = src->pos;
+	const uint16_t *sn = src->node;
+	uint64_t *ap = all->pos;
+	uint16_t *an = all->node;
+	uint64_t next = nfresh ? fresh[0].pos : UINT64_MAX;
+	size_t k = 0, f = 0;
+
+	for (size_t i = 0; i < src->npoints; i++) {
+		uint64_t pos = sp[i];
+		uint32_t node = map[sn[i]];
+
+		if (node == NO_NODE)
+			continue;
+		while (next <= pos && f < nfresh &&
+		       (next < pos || fresh[f].node < node)) {
+			ap[k] = next;
+			an[k++] = (uint16_t)fresh[f++].node;
+			next = f < nfresh ? fresh[f].pos : UINT64_MAX;
+		}
+		ap[k] = pos;
+		an[k++] = (uint16_t)node;
+	}
+	for (; f < nfresh; f++) {
+		ap[k] = fresh[f].pos;
+		an[k++] = (uint16_t)fresh[f].node;
+	}
+}
+
 int hr__points_derive(hr_ring *ring, const hr_ring *prev, struct view *all,
 		      bool *done, hr_error *err)
 {
@@ -145,7 +180,10 @@ int hr__points_derive(hr_ring *ring, const hr_ring *prev, struct view *all,
 		}
 		src = &u;
 	}
-	merge_points(all, src, map, fresh, nfresh);
+	if (!src->wide && !all->wide)
+		merge_points_narrow(all, src, map, fresh, nfresh);
+	else
+		merge_points(all, src, map, fresh, nfresh);
 	hr__view_index(all);
 	*done = true;
 out:

@@ -67,6 +67,7 @@ typedef struct hrb_args {
 	int clients[HRB_CLIENT_COUNTS_MAX];	/* ascending */
 	int clients_duration_s;
 	int fanout_puts;
+	int fanout_from;	/* the smallest count whose fan-out is timed */
 	int n_levers;
 	const char *levers[HRB_LEVERS_MAX];
 	/* --big mode: only the big-ring figures, with this many nodes. */

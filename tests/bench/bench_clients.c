@@ -8,12 +8,16 @@
  * each, as if every one ran in its own process.  After a settling pause
  * the quiet window measures etcd's CPU (utime + stime from /proc/<pid>/stat)
  * and resident memory, and this process's threads, sockets and memory per
- * client.  At 1,000 clients and more, puts spaced out are timed from the
- * put to the last client's on_change (same process, monotonic clock).
+ * client.  From --fanout-from clients (1,000 by default), puts spaced out
+ * are timed from the put to the last client's on_change (same process,
+ * monotonic clock), and, on the same etcd once the clients are closed, to
+ * the last of as many bare watch streams on one thread (raw_fan.h): the
+ * floor of what etcd's gateway can fan out here.
  */
 #include "bench.h"
 #include "bench_clients.h"
 #include "bench_put.h"
+#include "raw_fan.h"
 
 #include "etcd_fixture.h"
 #include "hashring.h"
@@ -187,19 +191,17 @@ struct fanout {
 				    puts (a replay after a reconnect) */
 };
 
-static void on_change(void *ud, const hr_ring *old_ring, const hr_ring *new_ring)
+/* Receiver whose newest revision was *last_rev has `rev` at `now`. */
+static void mark_reached(fanout *f, uint64_t *last_rev, uint64_t rev, int64_t now)
 {
-	bclient *bc = ud;
-	fanout *f = bc->f;
-	uint64_t rev = hr_ring_revision(new_ring);
-	int64_t base = __atomic_load_n(&f->base, __ATOMIC_ACQUIRE), now = hrb_now_ns();
+	int64_t base = __atomic_load_n(&f->base, __ATOMIC_ACQUIRE);
+	uint64_t last = __atomic_load_n(last_rev, __ATOMIC_RELAXED);
 
-	(void)old_ring;
-	if (base && rev > bc->last_rev + 1 && (int64_t)bc->last_rev + 1 >= base)
+	if (base && rev > last + 1 && (int64_t)last + 1 >= base)
 		__atomic_add_fetch(&f->coalesced, 1, __ATOMIC_RELAXED);
 	/* A ring at rev holds every put up to rev, even ones coalesced
 	 * into one message. */
-	for (uint64_t r = bc->last_rev + 1; base && r <= rev; r++) {
+	for (uint64_t r = last + 1; base && r <= rev; r++) {
 		int64_t k = (int64_t)r - base, seen;
 		if (k < 0 || k >= f->n)
 			continue;
@@ -210,8 +212,16 @@ static void on_change(void *ud, const hr_ring *old_ring, const hr_ring *new_ring
 								   __ATOMIC_RELAXED))
 			;
 	}
-	if (rev > bc->last_rev)
-		__atomic_store_n(&bc->last_rev, rev, __ATOMIC_RELAXED);
+	if (rev > last)
+		__atomic_store_n(last_rev, rev, __ATOMIC_RELAXED);
+}
+
+static void on_change(void *ud, const hr_ring *old_ring, const hr_ring *new_ring)
+{
+	bclient *bc = ud;
+
+	(void)old_ring;
+	mark_reached(bc->f, &bc->last_rev, hr_ring_revision(new_ring), hrb_now_ns());
 }
 
 /* Problems only, with the client's index: a stream that ended or a stale
@@ -236,6 +246,7 @@ typedef struct crun {
 	fanout f;
 	int weights[NODES];
 	uint64_t rng;
+	uint64_t *raw_last;      /* each raw stream's newest revision   */
 	int64_t rev;             /* etcd's newest, from the last write */
 	long base_threads, base_rss_kb;
 	size_t base_heap;
@@ -365,15 +376,16 @@ static void explain_missed(crun *r, int k, int64_t rev)
 	}
 }
 
-static void measure_fanout(crun *r, hrb_clients_point *pt)
+/* Times the puts to `n` receivers, which mark r->f. */
+static void time_puts(crun *r, int n, hrb_fanout *out)
 {
-	int puts = r->args->fanout_puts, n = r->n_open;
+	int puts = r->args->fanout_puts;
 	double *lat = calloc((size_t)puts, sizeof *lat);
 	size_t got = 0;
-	int64_t t0, rev, w0 = hrb_now_ns(), e0 = proc_cpu_ns(r->etcd_pid);
+	int64_t t0, rev, e0 = proc_cpu_ns(r->etcd_pid);
 	int64_t p0 = hrb_process_cpu_ns();
 
-	pt->fanout_puts = 0;
+	memset(out, 0, sizeof *out);
 	r->f.n = 2 * puts + 16;
 	r->f.reached = calloc((size_t)r->f.n, sizeof *r->f.reached);
 	r->f.last_ns = calloc((size_t)r->f.n, sizeof *r->f.last_ns);
@@ -399,10 +411,15 @@ static void measure_fanout(crun *r, hrb_clients_point *pt)
 		while (__atomic_load_n(&r->f.reached[slot], __ATOMIC_ACQUIRE) < n &&
 		       hrb_now_ns() < t_end)
 			hrb_sleep_ns(200000);
-		pt->fanout_puts++;
+		out->puts++;
 		if (__atomic_load_n(&r->f.reached[slot], __ATOMIC_ACQUIRE) < n) {
-			pt->fanout_missed++;
-			explain_missed(r, k, rev);
+			out->missed++;
+			if (r->n_open)
+				explain_missed(r, k, rev);
+			else
+				fprintf(stderr, "bench: put %d (revision %lld) reached %d of %d"
+					" raw streams\n", k, (long long)rev,
+					__atomic_load_n(&r->f.reached[slot], __ATOMIC_ACQUIRE), n);
 		} else {
 			lat[got++] = (double)(__atomic_load_n(&r->f.last_ns[slot],
 							      __ATOMIC_ACQUIRE) - t0) / 1e6;
@@ -410,21 +427,21 @@ static void measure_fanout(crun *r, hrb_clients_point *pt)
 		/* Spaced out: the next put leaves 100-300 ms later. */
 		hrb_sleep_ns(rand_between(r, 100, 300) * 1000000LL);
 	}
-	/* CPU per client per put, less what the same time costs idle: on
-	 * two cores, clients x this bounds the fan-out from below. */
-	if (pt->fanout_puts > 0) {
-		double secs = (double)(hrb_now_ns() - w0) / 1e9, deliveries =
-			(double)pt->fanout_puts * n;
-		pt->etcd_us_per_delivery = ((double)(proc_cpu_ns(r->etcd_pid) - e0) / 1e3 -
-					    pt->etcd_cpu_pct / 100 * secs * 1e6) / deliveries;
-		pt->client_us_per_delivery = ((double)(hrb_process_cpu_ns() - p0) / 1e3 -
-					      pt->client_cpu_pct / 100 * secs * 1e6) / deliveries;
+	/* CPU per receiver per put, all of it: the idle rate is not taken
+	 * off, as puts this close together leave no silence to probe (less
+	 * the idle window's probes, etcd's share came out below zero).  On
+	 * two cores, receivers x this bounds the fan-out from below. */
+	if (out->puts > 0) {
+		double deliveries = (double)out->puts * n;
+		out->etcd_us_per_delivery =
+			(double)(proc_cpu_ns(r->etcd_pid) - e0) / 1e3 / deliveries;
+		out->client_us_per_delivery =
+			(double)(hrb_process_cpu_ns() - p0) / 1e3 / deliveries;
 	}
-	pt->fanout_coalesced = __atomic_exchange_n(&r->f.coalesced, 0, __ATOMIC_RELAXED);
-	pt->fanout_p50_ms = hrb_percentile(lat, got, 0.50);
-	pt->fanout_p99_ms = hrb_percentile(lat, got, 0.99);
-	pt->fanout_max_ms = hrb_percentile(lat, got, 1.0);
-	pt->has_fanout = pt->fanout_puts > 0;
+	out->coalesced = __atomic_exchange_n(&r->f.coalesced, 0, __ATOMIC_RELAXED);
+	out->p50_ms = hrb_percentile(lat, got, 0.50);
+	out->p99_ms = hrb_percentile(lat, got, 0.99);
+	out->max_ms = hrb_percentile(lat, got, 1.0);
 out:
 	__atomic_store_n(&r->f.base, 0, __ATOMIC_RELEASE);
 	free(lat);
@@ -433,6 +450,33 @@ out:
 	r->f.reached = NULL;
 	r->f.last_ns = NULL;
 	r->f.n = 0;
+}
+
+static void on_raw_event(void *ud, int stream, int64_t rev, int64_t t_ns)
+{
+	crun *r = ud;
+
+	mark_reached(&r->f, &r->raw_last[stream], (uint64_t)rev, t_ns);
+}
+
+/* The floor at `n` streams, on an etcd no client watches; 0 or -1. */
+static int measure_raw(crun *r, int n, hrb_fanout *out)
+{
+	hrb_raw_fan *fan;
+
+	memset(r->raw_last, 0, (size_t)n * sizeof *r->raw_last);
+	fan = hrb_raw_fan_start(hrt_etcd_client_url(r->etcd, 0), PREFIX, r->rev + 1, n,
+				on_raw_event, r);
+	if (!fan || hrb_raw_fan_wait_created(fan, 60000)) {
+		fprintf(stderr, "bench: %d raw streams did not all start\n", n);
+		hrb_raw_fan_stop(fan);
+		return -1;
+	}
+	time_puts(r, n, out);
+	if (hrb_raw_fan_failed(fan))
+		hrb_note(r->report, "clients: %d of %d raw streams failed", hrb_raw_fan_failed(fan), n);
+	hrb_raw_fan_stop(fan);
+	return 0;
 }
 
 static int run_lever(crun *r, hrb_clients_lever *out)
@@ -470,12 +514,28 @@ static int run_lever(crun *r, hrb_clients_lever *out)
 			goto out;
 		pt->open_s = (double)(hrb_now_ns() - t0) / 1e9;
 		measure_idle(r, pt);
-		if (pt->clients >= 1000 && a->fanout_puts > 0)
-			measure_fanout(r, pt);
+		if (pt->clients >= a->fanout_from && a->fanout_puts > 0) {
+			time_puts(r, r->n_open, &pt->fanout);
+			pt->has_fanout = pt->fanout.puts > 0;
+		}
 		out->n_points++;
 		fprintf(stderr, "bench: %s: %d clients: etcd %.2f%% CPU, %.1f MB%s\n",
 			r->lv->name, pt->clients, pt->etcd_cpu_pct, pt->etcd_rss_mb,
-			pt->fanout_missed ? " (missed puts)" : "");
+			pt->fanout.missed ? " (missed puts)" : "");
+	}
+	/* The floor, with the clients gone: etcd alone fanning out to as
+	 * many bare streams (after the idle figures, which it would skew). */
+	close_clients(r);
+	for (int i = 0; i < out->n_points; i++) {
+		hrb_clients_point *pt = &out->points[i];
+		if (!pt->has_fanout)
+			continue;
+		if (measure_raw(r, pt->clients, &pt->raw))
+			goto out;
+		pt->has_raw = pt->raw.puts > 0;
+		fprintf(stderr, "bench: %s: %d raw streams: p50 %.1f ms, p99 %.1f ms%s\n",
+			r->lv->name, pt->clients, pt->raw.p50_ms, pt->raw.p99_ms,
+			pt->raw.missed ? " (missed puts)" : "");
 	}
 	rc = 0;
 out:
@@ -548,11 +608,13 @@ int hrb_measure_clients(const hrb_args *args, hrb_report *report, hrb_clients_re
 		r.lv = find_lever(args->levers[l]);
 		r.rng = (uint64_t)hrb_now_ns() | 1;
 		r.cl = calloc((size_t)max, sizeof *r.cl);
-		if (!r.cl || run_lever(&r, &out->levers[out->n_levers]))
+		r.raw_last = calloc((size_t)max, sizeof *r.raw_last);
+		if (!r.cl || !r.raw_last || run_lever(&r, &out->levers[out->n_levers]))
 			rc = -1;
 		else
 			extrapolate(&out->levers[out->n_levers++], 10000, 3);
 		free(r.cl);
+		free(r.raw_last);
 	}
 	loadavg(&out->load1_end);
 	return rc;
@@ -577,18 +639,27 @@ void hrb_clients_print_text(const hrb_clients_report *c)
 			       p->threads_per_client, p->sockets_per_client,
 			       p->heap_kb_per_client, p->load1_after);
 			if (p->has_fanout)
-				printf(" %9.1f %9.1f %3d/%-3d", p->fanout_p50_ms, p->fanout_p99_ms,
-				       p->fanout_missed, p->fanout_puts);
+				printf(" %9.1f %9.1f %3d/%-3d", p->fanout.p50_ms, p->fanout.p99_ms,
+				       p->fanout.missed, p->fanout.puts);
 			else
 				printf(" %9s %9s %7s", "-", "-", "-");
 			printf(" %6llu\n", (unsigned long long)p->reconnects);
 		}
-		for (int i = 0; i < lv->n_points; i++)
-			if (lv->points[i].has_fanout)
-				printf("  fan-out at %d clients: CPU per client per put %.0f us on etcd,"
-				       " %.0f us here\n", lv->points[i].clients,
-				       lv->points[i].etcd_us_per_delivery,
-				       lv->points[i].client_us_per_delivery);
+		for (int i = 0; i < lv->n_points; i++) {
+			const hrb_clients_point *p = &lv->points[i];
+			if (p->has_fanout)
+				printf("  fan-out at %d clients: p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
+				       " CPU per client per put %.0f us on etcd, %.0f us here\n",
+				       p->clients, p->fanout.p50_ms, p->fanout.p99_ms,
+				       p->fanout.max_ms, p->fanout.etcd_us_per_delivery,
+				       p->fanout.client_us_per_delivery);
+			if (p->has_raw)
+				printf("  floor at %d bare streams: p50 %.1f ms, p99 %.1f ms, max %.1f ms,"
+				       " missed %d/%d; CPU per stream per put %.0f us on etcd,"
+				       " %.0f us here\n", p->clients, p->raw.p50_ms, p->raw.p99_ms,
+				       p->raw.max_ms, p->raw.missed, p->raw.puts,
+				       p->raw.etcd_us_per_delivery, p->raw.client_us_per_delivery);
+		}
 		if (lv->has_extrapolation)
 			printf("  per 1,000 clients: %.2f%% of a core and %.0f MB on etcd;"
 			       " %d clients over %d members: %.1f%% of a core and %.0f MB"
@@ -596,6 +667,18 @@ void hrb_clients_print_text(const hrb_clients_report *c)
 			       lv->rss_kb_per_client * 1000 / 1024, lv->target, lv->members,
 			       lv->target_cpu_pct_per_member, lv->target_rss_mb_per_member);
 	}
+}
+
+static void print_fanout_json(const hrb_fanout *f)
+{
+	if (!f) {
+		printf("null");
+		return;
+	}
+	printf("{\"puts\":%d,\"missed\":%d,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
+	       "\"coalesced\":%d,\"etcd_us_per_delivery\":%.1f,\"client_us_per_delivery\":%.1f}",
+	       f->puts, f->missed, f->p50_ms, f->p99_ms, f->max_ms, f->coalesced,
+	       f->etcd_us_per_delivery, f->client_us_per_delivery);
 }
 
 void hrb_clients_print_json(const hrb_clients_report *c)
@@ -618,15 +701,10 @@ void hrb_clients_print_json(const hrb_clients_report *c)
 			       p->threads_per_client, p->sockets_per_client, p->rss_kb_per_client,
 			       p->heap_kb_per_client, (unsigned long long)p->reconnects, (unsigned long long)p->resyncs,
 			       p->unconfirmed);
-			if (p->has_fanout)
-				printf("{\"puts\":%d,\"missed\":%d,\"p50_ms\":%.2f,\"p99_ms\":%.2f,"
-				       "\"max_ms\":%.2f,\"coalesced\":%d,\"etcd_us_per_delivery\":%.1f,"
-				       "\"client_us_per_delivery\":%.1f}}", p->fanout_puts,
-				       p->fanout_missed, p->fanout_p50_ms, p->fanout_p99_ms,
-				       p->fanout_max_ms, p->fanout_coalesced, p->etcd_us_per_delivery,
-				       p->client_us_per_delivery);
-			else
-				printf("null}");
+			print_fanout_json(p->has_fanout ? &p->fanout : NULL);
+			printf(",\"raw_fanout\":");
+			print_fanout_json(p->has_raw ? &p->raw : NULL);
+			printf("}");
 		}
 		printf("]");
 		if (lv->has_extrapolation)

@@ -11,6 +11,17 @@
 
 #include <stdint.h>
 
+/* Puts timed from the put to the last receiver. */
+typedef struct hrb_fanout {
+	int puts;                    /* puts made                            */
+	int missed;                  /* not on every receiver within 10 s    */
+	int coalesced;               /* one publication for several puts     */
+	double p50_ms, p99_ms, max_ms; /* put -> the last receiver            */
+	/* CPU per receiver per put, all of it while the puts ran: etcd's,
+	 * and this process's (the receivers') */
+	double etcd_us_per_delivery, client_us_per_delivery;
+} hrb_fanout;
+
 /* One count of clients under one lever. */
 typedef struct hrb_clients_point {
 	int clients;
@@ -24,14 +35,11 @@ typedef struct hrb_clients_point {
 	double heap_kb_per_client;   /* malloc's bytes in use                */
 	uint64_t reconnects, resyncs; /* summed over clients, since open     */
 	int unconfirmed;             /* clients not current after the window */
-	int has_fanout;
-	int fanout_puts;             /* puts made                            */
-	int fanout_missed;           /* not on every client within 10 s     */
-	int fanout_coalesced;        /* one publication for several puts    */
-	double fanout_p50_ms, fanout_p99_ms, fanout_max_ms; /* put -> last   */
-	/* CPU per client per put beyond the idle rate: etcd's, and this
-	 * process's (the clients') */
-	double etcd_us_per_delivery, client_us_per_delivery;
+	/* The clients' fan-out, and the floor: as many bare watch streams
+	 * on one thread (raw_fan.h), timed on the same etcd once the
+	 * clients are closed. */
+	int has_fanout, has_raw;
+	hrb_fanout fanout, raw;
 } hrb_clients_point;
 
 typedef struct hrb_clients_lever {

@@ -4,7 +4,7 @@
  *
  *   hashring-bench [--json] [--lookups-only] [--puts N] [--nodes N] [--idle-ms N]
  *   hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]
- *                  [--levers L,L] [--json]
+ *                  [--fanout-from N] [--levers L,L] [--json]
  *   hashring-bench --big N [--changes N] [--json]
  *
  * Not a test: figures depend on the machine.  Only ratios and paired
@@ -34,12 +34,13 @@ static void usage(FILE *f)
 		"               0 skips it)\n"
 		"  --json       print one JSON object instead of the readable report\n"
 		"usage: hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]\n"
-		"                      [--levers L,L] [--json]\n"
+		"                      [--fanout-from N] [--levers L,L] [--json]\n"
 		"  --clients    only the many-clients figures: idle clients opened up to each\n"
 		"               count (ascending, 1..20000) on one etcd, for each lever\n"
 		"  --duration S quiet window per count (1..600, default 30)\n"
-		"  --fanout-puts N  puts timed to the last client at 1,000 clients and more\n"
-		"               (0..1000, default 40)\n"
+		"  --fanout-puts N  puts timed to the last client at --fanout-from clients\n"
+		"               and more (0..1000, default 40)\n"
+		"  --fanout-from N  the smallest count whose fan-out is timed (default 1000)\n"
 		"  --levers L,L unjittered, baseline, progress, progress20, silent (default:\n"
 		"               all five, in that order)\n"
 		"usage: hashring-bench --big N [--changes N] [--json]\n"
@@ -130,6 +131,7 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 	a->n_clients = 0;
 	a->clients_duration_s = 30;
 	a->fanout_puts = 40;
+	a->fanout_from = 1000;
 	a->n_levers = 5;
 	a->levers[0] = "unjittered";
 	a->levers[1] = "baseline";
@@ -159,6 +161,8 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 				       &a->clients_duration_s);
 		} else if (!strcmp(o, "--fanout-puts")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 0, 1000, &a->fanout_puts);
+		} else if (!strcmp(o, "--fanout-from")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 20000, &a->fanout_from);
 		} else if (!strcmp(o, "--levers")) {
 			rc = parse_levers(i + 1 < argc ? argv[++i] : NULL, a);
 		} else if (!strcmp(o, "--big")) {

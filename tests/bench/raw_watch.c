@@ -130,7 +130,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-static char *watch_body(const char *prefix, int64_t start_rev)
+char *hrb_watch_body(const char *prefix, int64_t start_rev)
 {
 	size_t plen = strlen(prefix), elen;
 	char *end = malloc(plen + 1);
@@ -163,7 +163,7 @@ hrb_raw_watch *hrb_raw_watch_start(const char *url, const char *prefix,
 	if (!w)
 		return NULL;
 	w->log = log;
-	w->body = watch_body(prefix, start_rev);
+	w->body = hrb_watch_body(prefix, start_rev);
 	w->multi = curl_multi_init();
 	w->h = curl_easy_init();
 	w->headers = curl_slist_append(NULL, "Content-Type: application/json");

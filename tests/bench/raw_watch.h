@@ -28,6 +28,10 @@ int hrb_raw_watch_wait_created(hrb_raw_watch *w, int timeout_ms);
 /* Events received so far. */
 int64_t hrb_raw_watch_events(const hrb_raw_watch *w);
 
+/* The JSON body of a watch on every key under `prefix` from `start_rev`
+ * (malloc'd), or NULL when out of memory. */
+char *hrb_watch_body(const char *prefix, int64_t start_rev);
+
 /* Aborts the stream, joins the thread and frees everything.  Accepts NULL. */
 void hrb_raw_watch_stop(hrb_raw_watch *w);
 

@@ -4,6 +4,7 @@
  * the ring (order, movement, balance, views, preference lists), every
  * kind of bad input, and the largest rings the limits allow.
  */
+#include "arcs.h"
 #include "hashring.h"
 #include "ring.h"
 #include "ring_build.h"
@@ -710,6 +711,49 @@ START_TEST(movement_minimal)
 }
 END_TEST
 
+/* Both shares at once, as the event=ring line takes them: one walk while
+ * the views are one, each view's own once a node warms or drains. */
+START_TEST(moved_shares_both_views)
+{
+	hrt_nodes *s = nodeset_new(10);
+	hr_ring *ten = build(s->nodes, 10, 200), *heavier, *warming, *draining;
+	double w, r;
+
+	s->nodes[3].weight = 2;
+	heavier = build(s->nodes, 10, 200);
+	s->nodes[5].state = HR_STATE_WARMING;
+	warming = build(s->nodes, 10, 200);
+	s->nodes[5].state = HR_STATE_DRAINING;
+	draining = build(s->nodes, 10, 200);
+
+	hr__ring_moved_shares(ten, heavier, &w, &r);
+	ck_assert_double_eq(w, hr_ring_moved_share(ten, heavier, HR_VIEW_WRITE));
+	ck_assert_double_gt(w, 0.05);
+	ck_assert_double_eq(r, w);
+	/* warming node-5: in the write view only */
+	hr__ring_moved_shares(heavier, warming, &w, &r);
+	ck_assert_double_eq(w, 0);
+	ck_assert_double_eq(r, hr_ring_moved_share(heavier, warming, HR_VIEW_READ));
+	ck_assert_double_gt(r, 0.05);
+	hr__ring_moved_shares(warming, draining, &w, &r);
+	ck_assert_double_eq(w, hr_ring_moved_share(warming, draining, HR_VIEW_WRITE));
+	ck_assert_double_eq(r, hr_ring_moved_share(warming, draining, HR_VIEW_READ));
+	ck_assert_double_gt(w, 0.05);
+	ck_assert_double_gt(r, 0.05);
+	hr__ring_moved_shares(NULL, ten, &w, &r);
+	ck_assert_double_eq(w, 1);
+	ck_assert_double_eq(r, 1);
+	hr__ring_moved_shares(NULL, NULL, &w, &r);
+	ck_assert_double_eq(w, 0);
+	ck_assert_double_eq(r, 0);
+	hr_ring_release(ten);
+	hr_ring_release(heavier);
+	hr_ring_release(warming);
+	hr_ring_release(draining);
+	hrt_nodes_free(s);
+}
+END_TEST
+
 START_TEST(balance_200_vnodes)
 {
 	hrt_nodes *s = nodeset_new(10);
@@ -1360,6 +1404,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, order_independent);
 	tcase_add_test(tc, digest_covers_membership);
 	tcase_add_test(tc, movement_minimal);
+	tcase_add_test(tc, moved_shares_both_views);
 	tcase_add_test(tc, balance_200_vnodes);
 	tcase_add_test(tc, shares_exact);
 	tcase_add_test(tc, preflist_rules);
