@@ -122,4 +122,20 @@ void hrb_revlog_mark(hrb_revlog *l, int64_t rev, int64_t t_ns);
 /* When `rev` was first seen, or 0. */
 int64_t hrb_revlog_get(const hrb_revlog *l, int64_t rev);
 
+/* A growing byte buffer (zero-initialised to start; free(p) to end), kept
+ * NUL-terminated after the first append. */
+typedef struct hrb_buf {
+	char *p;
+	size_t len, cap;
+} hrb_buf;
+
+/* Appends n bytes; -1 when that would pass `max` bytes or memory runs out. */
+int hrb_buf_append(hrb_buf *b, const char *p, size_t n, size_t max);
+
+/* Appends n bytes of a newline-delimited stream and calls fn for each
+ * complete, non-empty line (without its newline), keeping the rest for the
+ * next call; -1 as hrb_buf_append(). */
+int hrb_buf_lines(hrb_buf *b, const char *p, size_t n, size_t max,
+		  void (*fn)(void *ud, const char *line, size_t len), void *ud);
+
 #endif

@@ -129,33 +129,16 @@ static double heap_bytes(void)
 
 /* ---- the bare paged range -------------------------------------------------- */
 
-typedef struct rbuf {
-	char *p;
-	size_t len, cap;
-} rbuf;
-
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
 {
-	rbuf *b = ud;
 	size_t n = size * nmemb;
 
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *t = realloc(b->p, cap);
-		if (!t)
-			return 0;
-		b->p = t;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return n;
+	return hrb_buf_append(ud, p, n, SIZE_MAX) ? 0 : n;
 }
 
 /* The last `"key":"..."` of a reply (the page's last key, decoded); NULL if
  * none.  A scan from the end: nothing else of the reply is parsed. */
-static char *last_key(const rbuf *b, size_t *len)
+static char *last_key(const hrb_buf *b, size_t *len)
 {
 	static const char tag[] = "\"key\":\"";
 	char *out = NULL;
@@ -182,7 +165,7 @@ static double raw_range(const char *url, int page_size, int *pages)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-	rbuf b = { 0 };
+	hrb_buf b = { 0 };
 	char full[320], *body = malloc(4096), *key = NULL;
 	size_t key_len = strlen(PREFIX);
 	long long rev = 0;

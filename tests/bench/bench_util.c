@@ -170,3 +170,40 @@ int64_t hrb_revlog_get(const hrb_revlog *l, int64_t rev)
 		return 0;
 	return __atomic_load_n(&l->t_ns[rev - l->base], __ATOMIC_ACQUIRE);
 }
+
+int hrb_buf_append(hrb_buf *b, const char *p, size_t n, size_t max)
+{
+	if (b->len + n > max)
+		return -1;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = (b->len + n + 1) * 2;
+		char *t = realloc(b->p, cap);
+		if (!t)
+			return -1;
+		b->p = t;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int hrb_buf_lines(hrb_buf *b, const char *p, size_t n, size_t max,
+		  void (*fn)(void *ud, const char *line, size_t len), void *ud)
+{
+	size_t start = 0;
+
+	if (hrb_buf_append(b, p, n, max))
+		return -1;
+	for (size_t i = 0; i < b->len; i++) {
+		if (b->p[i] != '\n')
+			continue;
+		if (i > start)
+			fn(ud, b->p + start, i - start);
+		start = i + 1;
+	}
+	memmove(b->p, b->p + start, b->len - start + 1);
+	b->len -= start;
+	return 0;
+}

@@ -22,8 +22,8 @@ typedef struct stream {
 	hrb_raw_fan *f;
 	int index;
 	CURL *h;
-	char *buf;
-	size_t len, cap;
+	hrb_buf lines;
+	int64_t t_arrival;	/* of the bytes being framed */
 } stream;
 
 struct hrb_raw_fan {
@@ -46,8 +46,10 @@ struct hrb_raw_fan {
 
 /* One message: created, a stream error, or events whose mod_revision is
  * found by a scan (no JSON parser: the floor is etcd's, not cJSON's). */
-static void on_message(stream *s, const char *line, size_t len, int64_t t_ns)
+static void on_message(void *ud, const char *line, size_t len)
 {
+	stream *s = ud;
+	int64_t t_ns = s->t_arrival;
 	static const char MR[] = "\"mod_revision\":\"";
 	const char *p = line, *end = line + len;
 
@@ -67,33 +69,12 @@ static void on_message(stream *s, const char *line, size_t len, int64_t t_ns)
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
-	/* The arrival time comes first: scanning is not network latency. */
-	int64_t t = hrb_now_ns();
 	stream *s = ud;
-	size_t n = size * nmemb, start = 0;
+	size_t n = size * nmemb;
 
-	if (s->len + n > LINE_MAX_BYTES)
-		return 0;
-	if (s->len + n > s->cap) {
-		size_t cap = (s->len + n) * 2;
-		char *b = realloc(s->buf, cap);
-		if (!b)
-			return 0;
-		s->buf = b;
-		s->cap = cap;
-	}
-	memcpy(s->buf + s->len, p, n);
-	s->len += n;
-	for (size_t i = 0; i < s->len; i++) {
-		if (s->buf[i] != '\n')
-			continue;
-		if (i > start)
-			on_message(s, s->buf + start, i - start, t);
-		start = i + 1;
-	}
-	memmove(s->buf, s->buf + start, s->len - start);
-	s->len -= start;
-	return n;
+	/* The arrival time comes first: scanning is not network latency. */
+	s->t_arrival = hrb_now_ns();
+	return hrb_buf_lines(&s->lines, p, n, LINE_MAX_BYTES, on_message, s) ? 0 : n;
 }
 
 /* libcurl's socket callback: keeps epoll's interest list as it asks. */
@@ -256,7 +237,7 @@ void hrb_raw_fan_stop(hrb_raw_fan *f)
 			curl_multi_remove_handle(f->multi, f->s[i].h);
 			curl_easy_cleanup(f->s[i].h);
 		}
-		free(f->s[i].buf);
+		free(f->s[i].lines.p);
 	}
 	curl_multi_cleanup(f->multi);
 	if (f->ep >= 0)

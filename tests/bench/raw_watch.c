@@ -29,9 +29,10 @@ struct hrb_raw_watch {
 	int failed;
 	int64_t events;
 
-	/* The watch thread's own line buffer. */
-	char *buf;
-	size_t len, cap;
+	/* The watch thread's own: its line buffer, and when the bytes being
+	 * framed arrived. */
+	hrb_buf lines;
+	int64_t t_arrival;
 };
 
 static void set_flag(int *flag)
@@ -46,9 +47,10 @@ static int get_flag(const int *flag)
 
 /* Reads just enough of one message: created, the events' mod_revision,
  * or a stream error. */
-static void on_message(hrb_raw_watch *w, const char *line, size_t len,
-		       int64_t t_ns)
+static void on_message(void *ud, const char *line, size_t len)
 {
+	hrb_raw_watch *w = ud;
+	int64_t t_ns = w->t_arrival;
 	cJSON *root = cJSON_ParseWithLength(line, len);
 	cJSON *res = cJSON_GetObjectItemCaseSensitive(root, "result");
 	cJSON *events = cJSON_GetObjectItemCaseSensitive(res, "events");
@@ -75,33 +77,12 @@ static void on_message(hrb_raw_watch *w, const char *line, size_t len,
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
-	/* The arrival time comes first: parsing is not network latency. */
-	int64_t t = hrb_now_ns();
 	hrb_raw_watch *w = ud;
-	size_t n = size * nmemb, start = 0;
+	size_t n = size * nmemb;
 
-	if (w->len + n > LINE_MAX_BYTES)
-		return 0;
-	if (w->len + n > w->cap) {
-		size_t cap = (w->len + n) * 2;
-		char *b = realloc(w->buf, cap);
-		if (!b)
-			return 0;
-		w->buf = b;
-		w->cap = cap;
-	}
-	memcpy(w->buf + w->len, p, n);
-	w->len += n;
-	for (size_t i = 0; i < w->len; i++) {
-		if (w->buf[i] != '\n')
-			continue;
-		if (i > start)
-			on_message(w, w->buf + start, i - start, t);
-		start = i + 1;
-	}
-	memmove(w->buf, w->buf + start, w->len - start);
-	w->len -= start;
-	return n;
+	/* The arrival time comes first: parsing is not network latency. */
+	w->t_arrival = hrb_now_ns();
+	return hrb_buf_lines(&w->lines, p, n, LINE_MAX_BYTES, on_message, w) ? 0 : n;
 }
 
 static void *watch_main(void *arg)
@@ -222,6 +203,6 @@ void hrb_raw_watch_stop(hrb_raw_watch *w)
 	curl_multi_cleanup(w->multi);
 	curl_slist_free_all(w->headers);
 	free(w->body);
-	free(w->buf);
+	free(w->lines.p);
 	free(w);
 }
