@@ -216,11 +216,22 @@ typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
  *                        balance; a change moves somewhat more than the
  *                        minimum.  vnodes_per_weight is unused; a node's
  *                        "vnodes" are its slots.
+ *   HR_PLACEMENT_RENDEZVOUS  (1.1) weighted rendezvous hashing (highest
+ *                        random weight, logarithmic method): a key goes to
+ *                        the node of highest score -w / ln(h), h from one
+ *                        XXH3 per node.  Exact weighted balance (a node's
+ *                        share is w / W) and minimal movement, at O(nodes)
+ *                        per lookup: for small clusters (docs/placement.md
+ *                        section 15).  Weights from 1e-300 to 1e290;
+ *                        vnodes_per_weight is unused; every node has one
+ *                        "vnode".  Diffs list no arcs (keys are not on
+ *                        arcs), only per-pair totals.
  */
 typedef enum hr_placement {
 	HR_PLACEMENT_XXH3 = 0,
 	HR_PLACEMENT_KETAMA = 1,
-	HR_PLACEMENT_MAGLEV = 2
+	HR_PLACEMENT_MAGLEV = 2,
+	HR_PLACEMENT_RENDEZVOUS = 3
 } hr_placement;
 
 /* Maglev table size: a prime from HR_MAGLEV_SIZE_MIN to HR_MAGLEV_SIZE_MAX
@@ -239,8 +250,8 @@ typedef struct hr_ring_options {
 	size_t size;               /* sizeof, set by hr_ring_options_init() */
 	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
 	unsigned vnodes_per_weight;
-	/* HR_PLACEMENT_XXH3 (0, the default), HR_PLACEMENT_KETAMA or
-	 * HR_PLACEMENT_MAGLEV. */
+	/* HR_PLACEMENT_XXH3 (0, the default), HR_PLACEMENT_KETAMA,
+	 * HR_PLACEMENT_MAGLEV or HR_PLACEMENT_RENDEZVOUS. */
 	hr_placement placement;
 	/* (1.1) Maglev's table size M, a prime (see HR_MAGLEV_SIZE_*); 0 means
 	 * HR_MAGLEV_SIZE_DEFAULT.  Read with maglev placement only (which

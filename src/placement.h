@@ -72,10 +72,12 @@ typedef struct hr__placement {
 	uint64_t (*key_pos)(const void *key, size_t len);
 } hr__placement;
 
-/* The placements, defined by their files (xxh3.c, ketama.c, maglev.c). */
+/* The placements, defined by their files (xxh3.c, ketama.c, maglev.c,
+ * rendezvous.c). */
 extern const hr__placement hr__placement_xxh3;
 extern const hr__placement hr__placement_ketama;
 extern const hr__placement hr__placement_maglev;
+extern const hr__placement hr__placement_rendezvous;
 
 /* u32le(v) at out[0 .. 4): the digest's word. */
 static inline void hr__put_u32le(unsigned char *out, uint32_t v)
