@@ -371,8 +371,8 @@ HR_EXPORT uint64_t hr_hash_key(const void *key, size_t len);
 /*
  * Looks up `key` (`len` bytes; any bytes).  Returns 0 with at least one
  * owner, or HR_EEMPTY when the ring has no node in either view (then both
- * owners are NULL), HR_EINVAL for NULL ring or out.  O(1) expected; never
- * allocates or locks.
+ * owners are NULL), HR_EINVAL for NULL ring or out.  O(1) expected
+ * (rendezvous: O(nodes of the views)); never allocates or locks.
  */
 HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 			     hr_lookup *out);
@@ -421,7 +421,9 @@ HR_EXPORT int hr_ring_lookup_batch(const hr_ring *ring,
 				   hr_error *err);
 
 /*
- * The preference list for `key` in `view`: walk clockwise, take each node
+ * The preference list for `key` in `view` (rendezvous placement walks the
+ * nodes in descending score instead, O(nodes) per node taken): walk
+ * clockwise, take each node
  * not yet taken whose zone is not yet used; nodes skipped only for their
  * zone are appended in walk order if the walk ends with fewer than `r`.
  * Fills out[0..k) with k = min(r, nodes in the view) distinct nodes and
@@ -434,7 +436,9 @@ HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
  * Share of the key space whose owner in `view` differs between two rings,
  * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do):
  * the exact length of the arcs hr_ring_diff() would list, rounded once.
- * Either ring may be NULL, meaning an empty ring.  Cheaper than a diff,
+ * For rendezvous rings, the method's exact formula in double
+ * (docs/placement.md section 15).  Either ring may be NULL, meaning an
+ * empty ring.  Cheaper than a diff,
  * whose share it is: it lists no arc.
  */
 HR_EXPORT double hr_ring_moved_share(const hr_ring *a, const hr_ring *b,
@@ -1365,7 +1369,9 @@ typedef struct hr_arc_total {
  * differs.  Either ring may be NULL, meaning an empty ring.  The diff holds
  * a reference to both rings until hr_diff_free(); it is the tool of a
  * rebalancer, which a watching client hands over ready made through
- * hr_client_config.on_diff.  Cost O(points of both views).
+ * hr_client_config.on_diff.  Cost O(points of both views).  A rendezvous
+ * ring's keys are not on arcs: its diff has no arc, only the totals, by
+ * the formulas of docs/placement.md section 15.
  * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
  */
 HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,

@@ -10,6 +10,13 @@
  * view are, and where a key is.  docs/placement.md gives each placement a
  * contract section; a new one is a file that defines its table, an entry
  * in placement.c and that section.
+ *
+ * Rendezvous (rendezvous.c) has no points: its fill_views gives each view
+ * its nodes' score inputs (struct view's `rdv`), and the walks branch on
+ * that, after the point search's own tests: view_find() to the highest
+ * score, the preference and bounded walks to descending scores, shares,
+ * moved shares and diffs to the method's formulas.  Point placements keep
+ * the inline search of ring_impl.h.
  */
 #ifndef HR_PLACEMENT_H
 #define HR_PLACEMENT_H

@@ -34,41 +34,71 @@
 
 /* ln(m) for m in [sqrt(1/2), sqrt(2)] is 2 atanh(s), s = (m - 1) / (m + 1):
  * 2s (1 + s^2/3 + s^4/5 + ...), |s| < 0.172; ten terms past the first
- * reach below 2^-53 of it. */
-double hr__rdv_ln(double x)
+ * reach below 2^-53 of it.  The polynomial in z = s^2 is evaluated in
+ * Estrin's order, a third of Horner's dependent steps: nodes' scores are
+ * computed one after the other, and the latency is the lookup's cost. */
+static inline double ln_parts(double m, int e)
 {
 	static const double c[10] = {
 		1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11,
 		1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21,
 	};
-	int e;
-	double m = 2 * frexp(x, &e), f, s, z, p, t;
+	static const double scale[2] = { 1.0, 0.5 };
+	double f, s, z, z2, z4, p, t;
+	/* Without a branch: half the scores take it, at random, and a
+	 * mispredicted one stops the next nodes' scores from overlapping. */
+	int up = m > SQRT2;
 
-	e--;			/* x = m 2^e, 1 <= m < 2: exact */
-	if (m > SQRT2) {
-		m *= 0.5;
-		e++;
-	}
+	m *= scale[up];		/* exact */
+	e += up;
 	f = m - 1;		/* exact (Sterbenz) */
 	s = f / (2 + f);
 	z = s * s;
-	p = c[9];
-	for (int k = 8; k >= 0; k--)
-		p = p * z + c[k];
+	z2 = z * z;
+	z4 = z2 * z2;
+	p = ((c[0] + c[1] * z) + (c[2] + c[3] * z) * z2) +
+	    ((c[4] + c[5] * z) + (c[6] + c[7] * z) * z2) * z4 +
+	    (c[8] + c[9] * z) * (z4 * z4);
 	t = s + s;
 	return (double)e * LN2 + (t + t * (z * p));
 }
 
-/* h = (2 u + 1) / 2^53 for the top 52 bits u of the hash: exact in a
- * double, in [2^-53, 1 - 2^-53], never 0 or 1. */
-static inline double unit(uint64_t x)
+double hr__rdv_ln(double x)
 {
-	return (double)(((x >> 12) << 1) | 1) * 0x1p-53;
+	int e;
+	double m = 2 * frexp(x, &e);
+
+	return ln_parts(m, e - 1);	/* x = m 2^(e - 1), 1 <= m < 2: exact */
 }
 
-static inline double score(const struct rdv_member *m, uint64_t k)
+/* 2^k for -1022 <= k <= 1023, from its bits. */
+static inline double pow2(int k)
 {
-	return -m->weight / hr__rdv_ln(unit(XXH3_64bits_withSeed(m->id_hash, 8, k)));
+	uint64_t bits = (uint64_t)(1023 + k) << 52;
+	double d;
+
+	memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
+/*
+ * ln(h) for h = (2 u + 1) / 2^53, u the top 52 bits of the hash x: h is
+ * exact in a double, in [2^-53, 1 - 2^-53], never 0 or 1.  The odd v =
+ * 2u + 1 < 2^53 has b bits, so h = (v 2^(1 - b)) 2^(b - 54) splits into
+ * m in [1, 2) and e exactly, as frexp would, without the call.
+ */
+static inline double ln_unit(uint64_t x)
+{
+	uint64_t v = ((x >> 12) << 1) | 1;
+	int b = 64 - __builtin_clzll(v);
+
+	return ln_parts((double)v * pow2(1 - b), b - 54);
+}
+
+static inline __attribute__((always_inline)) double
+score(const struct rdv_member *m, uint64_t k)
+{
+	return -m->weight / ln_unit(XXH3_64bits_withSeed(m->id_hash, 8, k));
 }
 
 double hr__rdv_score(const struct rdv_member *m, uint64_t k)

@@ -237,9 +237,13 @@ def rdv_ln(x):
     f = m - 1.0
     s = f / (2.0 + f)
     z = s * s
-    p = RDV_COEF[-1]
-    for c in reversed(RDV_COEF[:-1]):
-        p = p * z + c
+    c = RDV_COEF
+    z2 = z * z
+    z4 = z2 * z2
+    z8 = z4 * z4
+    low = (c[0] + c[1] * z) + (c[2] + c[3] * z) * z2
+    high = (c[4] + c[5] * z) + (c[6] + c[7] * z) * z2
+    p = (low + high * z4) + (c[8] + c[9] * z) * z8
     t = s + s
     return float(e) * RDV_LN2 + (t + t * (z * p))
 
