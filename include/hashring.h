@@ -270,8 +270,9 @@ HR_EXPORT void hr_ring_options_init_size(hr_ring_options *opts, size_t size);
  * Checks one node with exactly the rules a ring built with `opts` (NULL:
  * the defaults) applies to it, and that every watching client with those
  * options applies to a record: the rules of hr_node above, a weight whose
- * points alone stay within HR_POINTS_MAX, and in ketama mode a whole weight
- * and an address ketama can name.  For writers of records (registrars,
+ * points alone stay within HR_POINTS_MAX, in ketama mode a whole weight
+ * and an address ketama can name, and in rendezvous mode a weight from
+ * 1e-300 to 1e290.  For writers of records (registrars,
  * tools) that must not write what clients would skip.  Cheap: builds
  * nothing.  Errors: HR_EINVAL, HR_ELIMIT, with a message naming the node.
  * Thread safe.

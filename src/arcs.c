@@ -27,13 +27,8 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 	v = &ring->views[view];
 	if (!v->npoints)
 		return 0;
-	if (v->rdv) {
-		double w = 0;
-
-		for (size_t i = 0; i < v->npoints; i++)
-			w += v->rdv[i].weight;
-		return hr__in_view(node->state, view) ? node->weight / w : 0;
-	}
+	if (v->rdv)
+		return hr__in_view(node->state, view) ? hr__rdv_share(v, node->weight) : 0;
 	/* All points at one position: the first owns the whole circle. */
 	if (v->pos[0] == v->pos[v->npoints - 1])
 		return view_node(v, 0) == slot ? 1.0 : 0.0;

@@ -12,7 +12,6 @@
  */
 #include "rendezvous.h"
 
-#include "arcs.h"
 #include "error.h"
 #include "node.h"
 #include "ring_impl.h"
@@ -253,6 +252,11 @@ static double view_weight(const struct view *v)
 	for (size_t i = 0; i < v->npoints; i++)
 		w += v->rdv[i].weight;
 	return w;
+}
+
+double hr__rdv_share(const struct view *v, double weight)
+{
+	return weight / view_weight(v);
 }
 
 void hr__rdv_shares(const hr_ring *ring, hr_view view, double *out)

@@ -42,6 +42,9 @@ size_t hr__rdv_find(const struct view *v, uint64_t k);
  * scores in id order); `i` itself if none is lower. */
 size_t hr__rdv_next(const struct view *v, uint64_t k, size_t i);
 
+/* The share w / W of a node of weight `weight` in rendezvous view `v`. */
+double hr__rdv_share(const struct view *v, double weight);
+
 /* Every node's share of view `view` of `ring` (a rendezvous ring): w/W
  * into out[slot], 0 for nodes not in the view; out has ring->nnodes. */
 void hr__rdv_shares(const hr_ring *ring, hr_view view, double *out);
