@@ -216,11 +216,22 @@ typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
  *                        balance; a change moves somewhat more than the
  *                        minimum.  vnodes_per_weight is unused; a node's
  *                        "vnodes" are its slots.
+ *   HR_PLACEMENT_RENDEZVOUS  (1.1) weighted rendezvous hashing (highest
+ *                        random weight, logarithmic method): a key goes to
+ *                        the node of highest score -w / ln(h), h from one
+ *                        XXH3 per node.  Exact weighted balance (a node's
+ *                        share is w / W) and minimal movement, at O(nodes)
+ *                        per lookup: for small clusters (docs/placement.md
+ *                        section 15).  Weights from 1e-300 to 1e290;
+ *                        vnodes_per_weight is unused; every node has one
+ *                        "vnode".  Diffs list no arcs (keys are not on
+ *                        arcs), only per-pair totals.
  */
 typedef enum hr_placement {
 	HR_PLACEMENT_XXH3 = 0,
 	HR_PLACEMENT_KETAMA = 1,
-	HR_PLACEMENT_MAGLEV = 2
+	HR_PLACEMENT_MAGLEV = 2,
+	HR_PLACEMENT_RENDEZVOUS = 3
 } hr_placement;
 
 /* Maglev table size: a prime from HR_MAGLEV_SIZE_MIN to HR_MAGLEV_SIZE_MAX
@@ -239,8 +250,8 @@ typedef struct hr_ring_options {
 	size_t size;               /* sizeof, set by hr_ring_options_init() */
 	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
 	unsigned vnodes_per_weight;
-	/* HR_PLACEMENT_XXH3 (0, the default), HR_PLACEMENT_KETAMA or
-	 * HR_PLACEMENT_MAGLEV. */
+	/* HR_PLACEMENT_XXH3 (0, the default), HR_PLACEMENT_KETAMA,
+	 * HR_PLACEMENT_MAGLEV or HR_PLACEMENT_RENDEZVOUS. */
 	hr_placement placement;
 	/* (1.1) Maglev's table size M, a prime (see HR_MAGLEV_SIZE_*); 0 means
 	 * HR_MAGLEV_SIZE_DEFAULT.  Read with maglev placement only (which
@@ -259,8 +270,9 @@ HR_EXPORT void hr_ring_options_init_size(hr_ring_options *opts, size_t size);
  * Checks one node with exactly the rules a ring built with `opts` (NULL:
  * the defaults) applies to it, and that every watching client with those
  * options applies to a record: the rules of hr_node above, a weight whose
- * points alone stay within HR_POINTS_MAX, and in ketama mode a whole weight
- * and an address ketama can name.  For writers of records (registrars,
+ * points alone stay within HR_POINTS_MAX, in ketama mode a whole weight
+ * and an address ketama can name, and in rendezvous mode a weight from
+ * 1e-300 to 1e290.  For writers of records (registrars,
  * tools) that must not write what clients would skip.  Cheap: builds
  * nothing.  Errors: HR_EINVAL, HR_ELIMIT, with a message naming the node.
  * Thread safe.
@@ -360,8 +372,8 @@ HR_EXPORT uint64_t hr_hash_key(const void *key, size_t len);
 /*
  * Looks up `key` (`len` bytes; any bytes).  Returns 0 with at least one
  * owner, or HR_EEMPTY when the ring has no node in either view (then both
- * owners are NULL), HR_EINVAL for NULL ring or out.  O(1) expected; never
- * allocates or locks.
+ * owners are NULL), HR_EINVAL for NULL ring or out.  O(1) expected
+ * (rendezvous: O(nodes of the views)); never allocates or locks.
  */
 HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 			     hr_lookup *out);
@@ -410,7 +422,9 @@ HR_EXPORT int hr_ring_lookup_batch(const hr_ring *ring,
 				   hr_error *err);
 
 /*
- * The preference list for `key` in `view`: walk clockwise, take each node
+ * The preference list for `key` in `view` (rendezvous placement walks the
+ * nodes in descending score instead, O(nodes) per node taken): walk
+ * clockwise, take each node
  * not yet taken whose zone is not yet used; nodes skipped only for their
  * zone are appended in walk order if the walk ends with fewer than `r`.
  * Fills out[0..k) with k = min(r, nodes in the view) distinct nodes and
@@ -423,7 +437,9 @@ HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
  * Share of the key space whose owner in `view` differs between two rings,
  * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do):
  * the exact length of the arcs hr_ring_diff() would list, rounded once.
- * Either ring may be NULL, meaning an empty ring.  Cheaper than a diff,
+ * For rendezvous rings, the method's exact formula in double
+ * (docs/placement.md section 15).  Either ring may be NULL, meaning an
+ * empty ring.  Cheaper than a diff,
  * whose share it is: it lists no arc.
  */
 HR_EXPORT double hr_ring_moved_share(const hr_ring *a, const hr_ring *b,
@@ -1354,7 +1370,9 @@ typedef struct hr_arc_total {
  * differs.  Either ring may be NULL, meaning an empty ring.  The diff holds
  * a reference to both rings until hr_diff_free(); it is the tool of a
  * rebalancer, which a watching client hands over ready made through
- * hr_client_config.on_diff.  Cost O(points of both views).
+ * hr_client_config.on_diff.  Cost O(points of both views).  A rendezvous
+ * ring's keys are not on arcs: its diff has no arc, only the totals, by
+ * the formulas of docs/placement.md section 15.
  * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
  */
 HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,

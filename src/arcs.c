@@ -27,6 +27,8 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 	v = &ring->views[view];
 	if (!v->npoints)
 		return 0;
+	if (v->rdv)
+		return hr__in_view(node->state, view) ? hr__rdv_share(v, node->weight) : 0;
 	/* All points at one position: the first owns the whole circle. */
 	if (v->pos[0] == v->pos[v->npoints - 1])
 		return view_node(v, 0) == slot ? 1.0 : 0.0;
@@ -77,6 +79,10 @@ size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
 	if (!hr__valid_view(view) || !ring->views[view].npoints)
 		return count;
 	v = &ring->views[view];
+	if (v->rdv) {
+		hr__rdv_shares(ring, view, out);
+		return count;
+	}
 	prev = v->pos[v->npoints - 1];
 	if (v->wide)
 		SUM_ARCS(uint32_t);
@@ -386,6 +392,9 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 	 * first ring a client builds, as large as it may be). */
 	if (!na != !nb)
 		return 1.0;
+	/* Rendezvous keys are not on arcs (docs/placement.md section 15). */
+	if (hr__ring_rendezvous(a) || hr__ring_rendezvous(b))
+		return hr__rdv_moved_share(a, b, view);
 	hr__arcs_moved(a, b, view, sum_moved, &sum);
 	return hr__arc_share(&sum);
 }

@@ -59,7 +59,8 @@ static int walk(const hr_ring *ring, uint64_t pos, hr_view view,
 	if (!n)
 		return HR_EEMPTY;
 	i = hr__ring_view_find(ring, view, pos);
-	for (size_t step = 0; step < n; step++, i = i + 1 == n ? 0 : i + 1) {
+	for (size_t step = 0; step < n;
+	     step++, i = hr__ring_view_next(ring, view, pos, i)) {
 		uint64_t p;
 		size_t slot;
 

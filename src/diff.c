@@ -7,6 +7,7 @@
 
 #include "arcs.h"
 #include "error.h"
+#include "rendezvous.h"
 #include "ring.h"
 
 #include <stdlib.h>
@@ -109,6 +110,19 @@ int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
 	/* A ring is immutable; only its reference count changes. */
 	d->old_ring = hr_ring_retain((hr_ring *)old_ring);
 	d->new_ring = hr_ring_retain((hr_ring *)new_ring);
+	/* Rendezvous keys are not on arcs: totals alone (docs/placement.md
+	 * section 15). */
+	if (hr__ring_rendezvous(old_ring) || hr__ring_rendezvous(new_ring)) {
+		rc = hr__rdv_totals(old_ring, new_ring, view, &d->totals,
+				    &d->ntotals);
+		d->moved = hr_ring_moved_share(old_ring, new_ring, view);
+		if (rc) {
+			hr_diff_free(d);
+			return hr__error_set(err, rc, "out of memory");
+		}
+		*out = d;
+		return HR_OK;
+	}
 	most = hr__ring_view_points(old_ring, view) +
 	       hr__ring_view_points(new_ring, view) + 1;
 	d->arcs = malloc(most * sizeof *d->arcs);

@@ -10,6 +10,13 @@
  * view are, and where a key is.  docs/placement.md gives each placement a
  * contract section; a new one is a file that defines its table, an entry
  * in placement.c and that section.
+ *
+ * Rendezvous (rendezvous.c) has no points: its fill_views gives each view
+ * its nodes' score inputs (struct view's `rdv`), and the walks branch on
+ * that, after the point search's own tests: view_find() to the highest
+ * score, the preference and bounded walks to descending scores, shares,
+ * moved shares and diffs to the method's formulas.  Point placements keep
+ * the inline search of ring_impl.h.
  */
 #ifndef HR_PLACEMENT_H
 #define HR_PLACEMENT_H
@@ -72,10 +79,12 @@ typedef struct hr__placement {
 	uint64_t (*key_pos)(const void *key, size_t len);
 } hr__placement;
 
-/* The placements, defined by their files (xxh3.c, ketama.c, maglev.c). */
+/* The placements, defined by their files (xxh3.c, ketama.c, maglev.c,
+ * rendezvous.c). */
 extern const hr__placement hr__placement_xxh3;
 extern const hr__placement hr__placement_ketama;
 extern const hr__placement hr__placement_maglev;
+extern const hr__placement hr__placement_rendezvous;
 
 /* u32le(v) at out[0 .. 4): the digest's word. */
 static inline void hr__put_u32le(unsigned char *out, uint32_t v)

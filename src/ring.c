@@ -94,6 +94,11 @@ bool hr__ring_derived(const hr_ring *ring)
 	return ring && ring->derived;
 }
 
+bool hr__ring_rendezvous(const hr_ring *ring)
+{
+	return ring && ring->pl == &hr__placement_rendezvous;
+}
+
 bool hr__ring_views_shared(const hr_ring *ring)
 {
 	return ring->views[HR_VIEW_READ].pos == ring->views[HR_VIEW_WRITE].pos;
@@ -223,6 +228,21 @@ int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 
 /* ---- preference lists ---------------------------------------------------- */
 
+/* The point after `i` in the walk for `pos`: clockwise, or for rendezvous
+ * the next lower score. */
+static inline size_t view_next(const struct view *v, uint64_t pos, size_t i)
+{
+	if (__builtin_expect(v->rdv != NULL, 0))
+		return hr__rdv_next(v, pos, i);
+	return i + 1 == v->npoints ? 0 : i + 1;
+}
+
+size_t hr__ring_view_next(const hr_ring *ring, hr_view view, uint64_t pos,
+			  size_t i)
+{
+	return view_next(&ring->views[view], pos, i);
+}
+
 static bool listed(const hr_node *const *list, size_t n, const hr_node *node)
 {
 	for (size_t i = 0; i < n; i++)
@@ -263,8 +283,7 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 		const struct ring_node *rn = &ring->nodes[view_node(v, i)];
 		const hr_node *nd = &rn->pub;
 
-		if (++i == v->npoints)
-			i = 0;
+		i = view_next(v, pos, i);
 		if (listed(out, taken, nd) || listed(out + r - kept, kept, nd))
 			continue;
 		if (zone_used(out, taken, rn->zone)) {

@@ -24,6 +24,9 @@ bool hr__ring_derived(const hr_ring *ring);
  * only the write count of such a ring (counters.h). */
 bool hr__ring_views_shared(const hr_ring *ring);
 
+/* True for a ring of rendezvous placement, whose keys are not on arcs. */
+bool hr__ring_rendezvous(const hr_ring *ring);
+
 /* Whether a node in `state` has points in `view`: the write view leaves
  * draining nodes out, the read view warming ones. */
 static inline bool hr__in_view(hr_state state, hr_view view)
@@ -68,6 +71,12 @@ int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 /* Index of the point owning `pos` in a view that is not empty: the first
  * at or after it, wrapping to 0. */
 size_t hr__ring_view_find(const hr_ring *ring, hr_view view, uint64_t pos);
+
+/* The point after point `i` in the walk from `pos` (preference lists,
+ * bounded loads): the next clockwise, wrapping; for rendezvous the node of
+ * the next lower score. */
+size_t hr__ring_view_next(const hr_ring *ring, hr_view view, uint64_t pos,
+			  size_t i);
 
 /* For each node slot of `a`, the slot of the node with the same id in `b`,
  * or UINT32_MAX: one merge walk of the id-ordered nodes, so that owners

@@ -173,6 +173,18 @@ int hr__ring_lookup_batch_dist(const hr_ring *ring, const void *const *keys,
 				     "lookup_batch: the ring (revision %llu) has no node",
 				     (unsigned long long)ring->revision);
 	}
+	/* Rendezvous has no points to prefetch: each key scores the nodes. */
+	if (w->rdv || r->rdv) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t pos = ring_key_pos(ring, keys[i], lens[i]);
+			const struct ring_node *wn, *rn;
+
+			ring_owners(ring, pos, &wn, &rn);
+			out[i].node = wn ? (uint32_t)(wn - ring->nodes) : HR_NO_NODE;
+			out[i].read_node = rn ? (uint32_t)(rn - ring->nodes) : HR_NO_NODE;
+		}
+		return HR_OK;
+	}
 	/* Without warming or draining nodes both views are one array (see
 	 * ring_owners()): one search answers both. */
 	if (r->pos == w->pos) {

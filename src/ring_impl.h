@@ -9,6 +9,7 @@
 #define HR_RING_IMPL_H
 
 #include "placement.h"
+#include "rendezvous.h"
 #include "ring.h"
 
 #include <stdatomic.h>
@@ -44,6 +45,9 @@ struct view {
 	/* A table of `table` slots (maglev), else 0: point j is slot j, so the
 	 * first point at or after a position is one multiplication away. */
 	uint64_t table;
+	/* Rendezvous: the view's nodes (npoints of them, node[i] their slots)
+	 * with their score inputs; the positions are not searched. */
+	const struct rdv_member *rdv;
 	size_t npoints;
 	size_t nnodes;
 	size_t nzones;
@@ -153,13 +157,16 @@ static inline size_t table_slot(uint64_t pos, uint64_t m)
 	return (size_t)(((unsigned __int128)pos * m) >> 64);
 }
 
-/* The first point at or after `pos`, wrapping; the view is not empty. */
+/* The first point at or after `pos`, wrapping; the view is not empty.  For
+ * rendezvous, the node of highest score for the key hash `pos`. */
 static inline size_t view_find(const struct view *v, uint64_t pos)
 {
 	size_t i;
 
 	if (v->table)
 		return table_slot(pos, v->table);
+	if (__builtin_expect(v->rdv != NULL, 0))
+		return hr__rdv_find(v, pos);
 	i = view_lower_bound(v, pos);
 
 	return i == v->npoints ? 0 : i;

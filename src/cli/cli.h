@@ -332,7 +332,8 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,              \
 	  .dest = &(e)->placement, .choices = cli_placements,                  \
 	  .help = "ketama: libmemcached-compatible; maglev: a table per "     \
-		  "view, one read per lookup" },                               \
+		  "view, one read per lookup; rendezvous: exact weights and "  \
+		  "minimal movement, O(nodes) per lookup" },                   \
 	{ .name = "maglev-size", .arg = "M", .type = CLI_UINT,                 \
 	  .dest = &(e)->maglev_size, .min = HR_MAGLEV_SIZE_MIN,               \
 	  .max = HR_MAGLEV_SIZE_MAX,                                           \

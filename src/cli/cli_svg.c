@@ -27,6 +27,34 @@ static int id_cmp(const void *key, const void *elem)
 	return strcmp(k[0], hr_ring_node(k[1], *(const size_t *)elem)->id);
 }
 
+/* A ring whose keys are not on arcs (rendezvous): each node's share as
+ * one arc, in id order, end to end, the last ending at 2^64. */
+static size_t arcs_of_shares(const hr_ring *ring, const hr_diff *diff,
+			     const size_t *order, struct cli_arc **out)
+{
+	size_t n = hr_diff_total_count(diff);
+	double at = 0;
+
+	*out = malloc(n * sizeof **out);
+	if (!*out)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const hr_arc_total *t = &hr_diff_totals(diff)[i];
+		const void *key[2] = { t->new_node->id, ring };
+		const size_t *slot = bsearch(key, order, hr_ring_node_count(ring),
+					     sizeof *order, id_cmp);
+		uint64_t start = (uint64_t)(at * CIRCLE);
+
+		at += t->share;
+		(*out)[i] = (struct cli_arc){
+			i ? start : 0,
+			i + 1 == n || at >= 1 ? 0 : (uint64_t)(at * CIRCLE),
+			slot ? (uint32_t)*slot : CLI_NO_NODE
+		};
+	}
+	return n;
+}
+
 size_t cli_ring_arcs(const hr_ring *ring, hr_view view, struct cli_arc **out)
 {
 	size_t nodes = hr_ring_node_count(ring), n;
@@ -43,7 +71,10 @@ size_t cli_ring_arcs(const hr_ring *ring, hr_view view, struct cli_arc **out)
 	for (size_t i = 0; i < nodes; i++)
 		order[i] = i;
 	n = hr_diff_arc_count(diff);
-	*out = malloc((n ? n : 1) * sizeof **out);
+	if (n == 0 && hr_diff_total_count(diff))
+		n = arcs_of_shares(ring, diff, order, out);
+	else
+		*out = malloc((n ? n : 1) * sizeof **out);
 	if (!*out) {
 		n = 0;
 	} else if (n == 0) {

@@ -29,7 +29,8 @@ struct cli_arc {
 /*
  * Every arc of `view` in ring order from position 0, adjacent arcs of one
  * owner merged: the public diff of an empty ring and `ring`.  An empty
- * view is one arc without owner.  Returns the count (at least 1) with
+ * view is one arc without owner.  A rendezvous ring, whose keys are not
+ * on arcs, shows each node's share as one arc, in id order.  Returns the count (at least 1) with
  * *out malloc'd, or 0 without memory.
  */
 size_t cli_ring_arcs(const hr_ring *ring, hr_view view, struct cli_arc **out);

@@ -1,7 +1,8 @@
 /*
- * bench_placement.c - hashring-bench-placement: Maglev's figures beside the
- * 200-vnode ring of the native contract, in one run (docs/placement.md
- * section 14 quotes them).  For N equal nodes and each table size M:
+ * bench_placement.c - hashring-bench-placement: Maglev's and rendezvous'
+ * figures beside the 200-vnode ring of the native contract, in one run
+ * (docs/placement.md sections 14 and 15 quote them).  For N equal nodes
+ * and each table size M:
  *   max/mean, min/mean   the nodes' shares of the write view, times N
  *   leave, join          keys moved when node N/2 leaves or a node joins,
  *                        as a multiple of the minimum (its own share)
@@ -11,6 +12,12 @@
  *                        for Maglev the table read alone)
  *
  *   hashring-bench-placement [N ...]    (default: 100 1000)
+ *
+ * With "rendezvous" first, the lookup costs of rendezvous (O(N) per key)
+ * and of the 200-vnode ring side by side, at each N (default: 5 10 20 50
+ * 100 200 1000), with the ring's max/mean share (rendezvous' is 1) and
+ * rendezvous' moved keys on a leave and a join over the minimum.
+ *   hashring-bench-placement rendezvous [N ...]
  */
 #include "hashring.h"
 #include "ring.h"
@@ -72,8 +79,8 @@ static hr_ring *make_ring(int n, int skip, hr_placement pl, uint64_t m,
 	return ring;
 }
 
-/* The best of REPS passes over the keys, in ns per lookup. */
-static double lookup_ns(const hr_ring *ring, int raw)
+/* The best of REPS passes over `nkeys` keys, in ns per lookup. */
+static double lookup_ns_of(const hr_ring *ring, int raw, size_t nkeys)
 {
 	double best = 1e30;
 	uintptr_t sink = 0;
@@ -82,20 +89,78 @@ static double lookup_ns(const hr_ring *ring, int raw)
 		double t = now_s();
 		hr_lookup lk;
 
-		for (size_t i = 0; i < KEYS; i++) {
+		for (size_t i = 0; i < nkeys; i++) {
 			if (raw)
 				hr__ring_lookup_pos(ring, hashes[i], &lk);
 			else
 				hr_ring_lookup(ring, keys[i], lens[i], &lk);
 			sink += (uintptr_t)lk.node;
 		}
-		t = (now_s() - t) / KEYS * 1e9;
+		t = (now_s() - t) / (double)nkeys * 1e9;
 		if (t < best)
 			best = t;
 	}
 	if (sink == 1)
 		puts("");
 	return best;
+}
+
+static double lookup_ns(const hr_ring *ring, int raw)
+{
+	return lookup_ns_of(ring, raw, KEYS);
+}
+
+/* Rendezvous beside the 200-vnode ring: lookups of both at N nodes, over
+ * fewer keys as N grows so that a row takes seconds, not minutes. */
+static void rendezvous_row(int n)
+{
+	size_t nkeys = (size_t)(1u << 26) / (size_t)n;
+	hr_ring *pts = make_ring(n, -1, HR_PLACEMENT_XXH3, 0, NULL);
+	hr_ring *ring = make_ring(n, -1, HR_PLACEMENT_RENDEZVOUS, 0, NULL);
+	hr_ring *fewer = make_ring(n, n / 2, HR_PLACEMENT_RENDEZVOUS, 0, NULL);
+	hr_ring *more = make_ring(n + 1, -1, HR_PLACEMENT_RENDEZVOUS, 0, NULL);
+	double build_ms, most = 0;
+
+	hr_ring_release(make_ring(n, -1, HR_PLACEMENT_RENDEZVOUS, 0, &build_ms));
+	/* The ring's largest share, times N; rendezvous' are all 1/N. */
+	for (int i = 0; i < n; i++) {
+		double s = hr_ring_node_share(pts, hr_ring_node(pts, (size_t)i),
+					      HR_VIEW_WRITE);
+
+		most = s > most ? s : most;
+	}
+	if (nkeys > KEYS)
+		nkeys = KEYS;
+	printf("%6d %9.3f %9.2f %9.2f %9.2f %9.2f %6.2f %6.2f %9.3f\n", n,
+	       most * n, lookup_ns(pts, 0), lookup_ns(pts, 1),
+	       lookup_ns_of(ring, 0, nkeys),
+	       lookup_ns_of(ring, 1, nkeys),
+	       hr_ring_moved_share(ring, fewer, HR_VIEW_WRITE) * n,
+	       hr_ring_moved_share(ring, more, HR_VIEW_WRITE) * (n + 1), build_ms);
+	hr_ring_release(pts);
+	hr_ring_release(ring);
+	hr_ring_release(fewer);
+	hr_ring_release(more);
+}
+
+static int rendezvous_table(int argc, char **argv)
+{
+	static const int sizes[] = { 5, 10, 20, 50, 100, 200, 1000 };
+	int count = argc > 2 ? argc - 2 : (int)(sizeof sizes / sizeof sizes[0]);
+
+	printf("%6s %9s %9s %9s %9s %9s %6s %6s %9s\n", "nodes", "xxh3 max",
+	       "xxh3 api", "xxh3 raw",
+	       "rdv api", "rdv raw", "leave", "join", "build ms");
+	for (int a = 0; a < count; a++) {
+		int n = argc > 2 ? atoi(argv[a + 2]) : sizes[a];
+
+		if (n < 2 || n >= HR_NODES_MAX) {
+			fprintf(stderr, "hashring-bench-placement: bad node count\n");
+			return 2;
+		}
+		rendezvous_row(n);
+	}
+	return 0;
 }
 
 static void row(const char *name, int n, hr_placement pl, uint64_t m)
@@ -130,6 +195,8 @@ int main(int argc, char **argv)
 		lens[i] = (size_t)snprintf(keys[i], sizeof keys[i], "key-%012zu", i);
 		hashes[i] = hr_hash_key(keys[i], lens[i]);
 	}
+	if (argc > 1 && strcmp(argv[1], "rendezvous") == 0)
+		return rendezvous_table(argc, argv);
 	printf("%-10s %6s %9s %8s %8s %6s %6s %9s %7s %7s\n", "placement", "nodes",
 	       "M", "max/mean", "min/mean", "leave", "join", "build ms", "api ns",
 	       "raw ns");

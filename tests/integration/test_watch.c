@@ -645,6 +645,83 @@ START_TEST(maglev_client_follows_etcd)
 }
 END_TEST
 
+/* A client with rendezvous ring options serves the ring an offline build
+ * of the same records gives, owners and replicas, through a join; a record
+ * whose weight rendezvous cannot place is left out, as every client with
+ * those options leaves it out. */
+START_TEST(rendezvous_client_follows_etcd)
+{
+	static const char *const members[2] = {
+		"{\"a\":{\"addr\":\"127.0.0.1:1\",\"zone\":\"z1\"},"
+		"\"b\":{\"addr\":\"127.0.0.2:1\",\"weight\":2,\"zone\":\"z2\"},"
+		"\"c\":{\"addr\":\"127.0.0.3:1\",\"state\":\"draining\"}}",
+		"{\"a\":{\"addr\":\"127.0.0.1:1\",\"zone\":\"z1\"},"
+		"\"b\":{\"addr\":\"127.0.0.2:1\",\"weight\":2,\"zone\":\"z2\"},"
+		"\"c\":{\"addr\":\"127.0.0.3:1\",\"state\":\"draining\"},"
+		"\"d\":{\"addr\":\"127.0.0.4:1\",\"state\":\"warming\"}}",
+	};
+	hr_ring_options ring;
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+
+	hr_ring_options_init(&ring);
+	ring.placement = HR_PLACEMENT_RENDEZVOUS;
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	ecfg.ring = &ring;
+	put_node("a", "{\"addr\":\"127.0.0.1:1\",\"zone\":\"z1\"}");
+	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"weight\":2,\"zone\":\"z2\"}");
+	put_node("c", "{\"addr\":\"127.0.0.3:1\",\"state\":\"draining\"}");
+	put_node("e", "{\"addr\":\"127.0.0.5:1\",\"weight\":1e300}");
+	ck_assert_msg(hr_client_open(&ecfg, &cfg, &c, &err) == 0, "%s", err.message);
+	for (int step = 0; step < 2; step++) {
+		hr_ring *want = NULL, *got = NULL;
+
+		ck_assert_int_eq(hr_ring_from_json(members[step], strlen(members[step]), &ring,
+						   &want, &err), HR_OK);
+		if (step)
+			put_node("d", "{\"addr\":\"127.0.0.4:1\",\"state\":\"warming\"}");
+		/* The change arrives within seconds; 15 s is generous. */
+		for (int t = 0; t < 1500; t++) {
+			got = hr_client_acquire(c);
+			if (hr_ring_digest(got) == hr_ring_digest(want))
+				break;
+			hr_ring_release(got);
+			got = NULL;
+			hrt_sleep_ms(10);
+		}
+		ck_assert_msg(got != NULL, "step %d: the client's ring differs", step);
+		ck_assert_ptr_null(hr_ring_find(got, "e"));
+		for (int k = 0; k < 200; k++) {
+			char key[16];
+			int len = snprintf(key, sizeof key, "k%d", k);
+			hr_lookup lw;
+			hr_owner o;
+			hr_replica rep[3];
+			const hr_node *pref[3];
+			int n;
+
+			ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw), 0);
+			ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
+			ck_assert_str_eq(o.node, lw.node->id);
+			ck_assert_str_eq(o.read_node, lw.read_node->id);
+			n = hr_ring_preflist(want, key, (size_t)len, HR_VIEW_WRITE, pref, 3);
+			ck_assert_int_eq(hr_client_replicas(c, key, (size_t)len, HR_VIEW_WRITE,
+							    rep, 3, NULL), n);
+			for (int i = 0; i < n; i++)
+				ck_assert_str_eq(rep[i].node, pref[i]->id);
+		}
+		hr_ring_release(got);
+		hr_ring_release(want);
+	}
+	hr_client_close(c);
+}
+END_TEST
+
 START_TEST(open_errors)
 {
 	hr_etcd_config ecfg;
@@ -1107,6 +1184,7 @@ int main(void)
 	tcase_add_test(tc, lookup_forms_agree);
 	tcase_add_test(tc, first_sync_one);
 	tcase_add_test(tc, maglev_client_follows_etcd);
+	tcase_add_test(tc, rendezvous_client_follows_etcd);
 	tcase_add_test(tc, first_sync_paged_2000);
 	tcase_add_test(tc, changes_propagate);
 	tcase_add_test(tc, txn_is_one_change);

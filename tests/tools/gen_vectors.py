@@ -9,7 +9,7 @@ implementations keep each other honest.
 Usage: gen_vectors.py [OUTPUT]   (default: ../vectors/placement.json)
 
 Maglev's vectors (docs/placement.md section 14) go to maglev.json beside
-OUTPUT.
+OUTPUT, rendezvous' (section 15) to rendezvous.json.
 """
 
 import bisect
@@ -221,6 +221,152 @@ class MaglevRing(Ring):
         return h64(out + self.digest_nodes())
 
 
+RDV_DIGEST_WORD = 0x767a6472      # the ASCII bytes "rdzv", little endian
+RDV_SQRT2 = float.fromhex("0x1.6a09e667f3bcdp+0")
+RDV_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+RDV_COEF = [1.0 / (2 * k + 3) for k in range(10)]   # 1/3, 1/5, ..., 1/21
+
+
+def rdv_ln(x):
+    """Section 15's logarithm: Python floats are binary64 with each
+    operation rounded to nearest and never fused, as the contract says."""
+    frac, exp = math.frexp(x)          # x = frac 2^exp, 0.5 <= frac < 1
+    m, e = frac * 2.0, exp - 1
+    if m > RDV_SQRT2:
+        m, e = m * 0.5, e + 1
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    c = RDV_COEF
+    z2 = z * z
+    z4 = z2 * z2
+    z8 = z4 * z4
+    low = (c[0] + c[1] * z) + (c[2] + c[3] * z) * z2
+    high = (c[4] + c[5] * z) + (c[6] + c[7] * z) * z2
+    p = (low + high * z4) + (c[8] + c[9] * z) * z8
+    t = s + s
+    return float(e) * RDV_LN2 + (t + t * (z * p))
+
+
+class RendezvousRing(Ring):
+    """Section 15: no points; a key of hash k goes to the node of highest
+    -w / ln(h), h = (2u + 1) / 2^53 for the top 52 bits u of
+    XXH3_64bits_withSeed(u64le(XXH3_64bits(id)), k); equal scores by id."""
+
+    def __init__(self, members):
+        self.nodes = {nid: record(v) for nid, v in members.items()}
+        self.ids = sorted(self.nodes, key=lambda s: s.encode())
+        self.seed_input = {nid: struct.pack("<Q", h64(nid.encode()))
+                           for nid in self.ids}
+        self.members = {}
+        for view, excluded in (("write", "draining"), ("read", "warming")):
+            self.members[view] = [nid for nid in self.ids
+                                  if self.nodes[nid]["state"] != excluded]
+        self.vnodes = {nid: 1 for nid in self.ids}
+        self.points = self.ids
+
+    def unit(self, nid, k):
+        u = h64s(self.seed_input[nid], k) >> 12
+        return (2 * u + 1) / 2**53          # exact: 2u + 1 < 2^53
+
+    def score(self, nid, k):
+        return -self.nodes[nid]["weight"] / rdv_ln(self.unit(nid, k))
+
+    def walk(self, view, key):
+        k = h64(key)
+        ranked = [(-self.score(nid, k), nid.encode(), nid)
+                  for nid in self.members[view]]
+        return [nid for _, _, nid in sorted(ranked)]
+
+    def owner(self, view, key):
+        order = self.walk(view, key)
+        return order[0] if order else None
+
+    def preflist(self, view, key, r):
+        taken, zones, skipped = [], set(), []
+        for nid in self.walk(view, key):
+            zone = self.nodes[nid]["zone"]
+            if zone in zones:
+                skipped.append(nid)
+                continue
+            taken.append(nid)
+            zones.add(zone)
+            if len(taken) == r:
+                return taken
+        return (taken + skipped)[:r]
+
+    def share(self, view, nid):
+        if nid not in self.members[view]:
+            return 0.0
+        total = 0.0
+        for other in self.members[view]:
+            total += self.nodes[other]["weight"]
+        return self.nodes[nid]["weight"] / total
+
+    def digest(self):
+        out = struct.pack("<II", 0, RDV_DIGEST_WORD)
+        return h64(out + self.digest_nodes())
+
+
+def rendezvous_sets():
+    """The rendezvous node sets: (name, members)."""
+    sets = []
+    sets.append(("five-equal",
+                 {"node-%d" % i: "127.0.0.1:%d" % (11211 + i) for i in range(5)}))
+    weights = [0.5, 1, 1.5, 2, 0.25, 3, 1, 1, 0.75, 1.25, 0.001, 2.5]
+    zones = ["z-a", "z-b", "z-c", ""]
+    sets.append(("weighted-zones", {
+        "cache-%02d" % i: {"addr": "127.0.0.1:%d" % (12000 + i), "weight": w,
+                           "zone": zones[i % 4]} for i, w in enumerate(weights)}))
+    states = ["active", "active", "warming", "active", "draining", "active",
+              "warming", "draining"]
+    sets.append(("states", {
+        "s%d" % i: {"addr": "127.0.0.1:%d" % (13000 + i),
+                    "zone": "zone-%d" % (i % 3), "state": st}
+        for i, st in enumerate(states)}))
+    sets.append(("prefix-ids", {
+        "a": "127.0.0.1:1", "a0": "127.0.0.1:2", "ab": "127.0.0.1:3",
+        "a#1": "127.0.0.1:4", "A": " 127.0.0.1:5 ", "~x:y": "127.0.0.1:6",
+    }))
+    sets.append(("all-warming", {
+        "w%d" % i: {"addr": "127.0.0.1:%d" % (14000 + i), "state": "warming"}
+        for i in range(3)}))
+    sets.append(("one-node", {"solo": "127.0.0.1:11211"}))
+    # the ends of the weights rendezvous takes
+    sets.append(("extreme-weights", {
+        "e-huge": {"addr": "127.0.0.1:1", "weight": 1e290},
+        "e-huge2": {"addr": "127.0.0.1:2", "weight": 5e289},
+        "e-one": {"addr": "127.0.0.1:3", "weight": 1},
+        "e-tiny": {"addr": "127.0.0.1:4", "weight": 1e-300},
+    }))
+    sets.append(("forty-zones", {
+        "n%02d" % i: {"addr": "127.0.0.1:%d" % (15000 + i), "weight": 1 + i % 4,
+                      "zone": "z%d" % (i % 5)} for i in range(40)}))
+    return sets
+
+
+def rendezvous_scores(rng):
+    """Scores to the bit: [id, weight, key, h, ln(h), score] as hex floats."""
+    out = []
+    ring = RendezvousRing({})
+    cases = [("a", 1.0, ""), ("node-0", 1.0, "key-0"), ("x" * 200, 3.5, "clé"),
+             ("e-tiny", 1e-300, "k"), ("e-huge", 1e290, "k")]
+    for i in range(60):
+        cases.append(("n%d" % rng.randint(0, 999), rng.choice([0.5, 1.0, 7.25, 1e-3]),
+                      "key-%d" % rng.randint(0, 10**6)))
+    for nid, w, key in cases:
+        ring.nodes[nid] = {"weight": w}
+        ring.seed_input[nid] = struct.pack("<Q", h64(nid.encode()))
+        h = ring.unit(nid, h64(key.encode()))
+        out.append([nid, w, key, h.hex(), rdv_ln(h).hex(),
+                    ring.score(nid, h64(key.encode())).hex()])
+    # the ends of h: 2^-53 and 1 - 2^-53
+    for h in (2.0**-53, 1 - 2.0**-53, 0.5, float.fromhex("0x1.6a09e667f3bcdp-1"),
+              float.fromhex("0x1.6a09e667f3bcep-1")):
+        out.append(["", 1.0, "", h.hex(), rdv_ln(h).hex(), (-1.0 / rdv_ln(h)).hex()])
+    return out
+
+
 def maglev_sets():
     """The Maglev node sets: (name, maglev_size, members)."""
     sets = []
@@ -362,6 +508,20 @@ def main():
           ("name", "maglev_size", "members", "digest", "point_count", "vnodes",
            "share"))
 
+    rng = random.Random(20261202)
+    doc = {
+        "about": "rendezvous placement vectors, see docs/placement.md section 15; "
+                 "generated by tests/tools/gen_vectors.py, do not edit",
+        "replicas": REPLICAS,
+        "scores": rendezvous_scores(rng),
+        "sets": [],
+    }
+    for name, members in rendezvous_sets():
+        doc["sets"].append(entry_of(RendezvousRing(members), name, {}, members,
+                                    rng))
+    write(os.path.join(os.path.dirname(path), "rendezvous.json"), doc,
+          ("name", "members", "digest", "point_count", "vnodes", "share"))
+
 
 def entry_of(ring, name, options, members, rng):
     entry = {"name": name}
@@ -388,7 +548,8 @@ def write(path, doc, fields):
     # one key entry per line keeps the file readable and diffs small
     with open(path, "w", encoding="utf-8") as f:
         f.write("{\n")
-        for field in [k for k in ("about", "replicas", "hashes") if k in doc]:
+        for field in [k for k in ("about", "replicas", "hashes", "scores")
+                      if k in doc]:
             f.write("%s: %s,\n" % (json.dumps(field),
                                    json.dumps(doc[field], ensure_ascii=False)))
         f.write('"sets": [\n')

@@ -2180,6 +2180,68 @@ START_TEST(test_maglev_commands)
 }
 END_TEST
 
+/* --placement rendezvous: the library's owners and exact shares; a diff
+ * of a join has the joiner's share in totals and no arc; a weight outside
+ * the placement's range is an error naming the node. */
+START_TEST(test_rendezvous_commands)
+{
+	char *f1 = write_file("members.json", members_states);
+	char *f2 = write_file("more.json",
+			      "{\"a\":\"127.0.0.1:1\",\"b\":{\"addr\":\"127.0.0.1:2\",\"weight\":3}}");
+	char *f3 = write_file("most.json",
+			      "{\"a\":\"127.0.0.1:1\",\"b\":{\"addr\":\"127.0.0.1:2\",\"weight\":3},"
+			      "\"c\":\"127.0.0.1:3\"}");
+	char *f4 = write_file("huge.json", "{\"a\":{\"addr\":\"127.0.0.1:1\",\"weight\":1e300}}");
+	hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_RENDEZVOUS };
+	char want[128], *line, *save = NULL;
+	hr_ring *ring;
+	hr_lookup res;
+	struct run r;
+	size_t i = 0;
+
+	ck_assert_int_eq(hr_ring_load_file(f1, &o, &ring, NULL), HR_OK);
+	r = RUN("lookup", "--placement", "rendezvous", "--members", f1, "user:42");
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	hr_ring_lookup(ring, "user:42", 7, &res);
+	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
+	ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+	run_free(&r);
+
+	r = RUN("nodes", "--json", "--placement", "rendezvous", "--members", f1);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	for (line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+		hr_view view = node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
+		cJSON *obj = cJSON_Parse(line);
+
+		ck_assert_ptr_nonnull(obj);
+		ck_assert_double_eq(num(obj, "vnodes"), 1);
+		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		cJSON_Delete(obj);
+	}
+	ck_assert_uint_eq(i, hr_ring_node_count(ring));
+	run_free(&r);
+
+	/* c joins a (weight 1) and b (weight 3): it takes 1/5, 1/20 from a. */
+	r = RUN("diff", "--placement", "rendezvous", f2, f3);
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_msg(strcmp(r.out, "total\ta\tc\t0\t0.050000\n"
+				    "total\tb\tc\t0\t0.150000\n"
+				    "moved\t0.200000\t0\n") == 0, "%s", r.out);
+	run_free(&r);
+
+	r = RUN("lookup", "--placement", "rendezvous", "--members", f4, "k");
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "node \"a\"") && strstr(r.err, "rendezvous"), "%s", r.err);
+	run_free(&r);
+	hr_ring_release(ring);
+	free(f1);
+	free(f2);
+	free(f3);
+	free(f4);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -2213,6 +2275,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_lookup_usage_errors);
 	tcase_add_test(tc, test_diff_matches_library);
 	tcase_add_test(tc, test_maglev_commands);
+	tcase_add_test(tc, test_rendezvous_commands);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("output");
