@@ -199,6 +199,7 @@ static const struct cmp_row rows[] = {
 	RING_ROW("ring-500", HR_PLACEMENT_XXH3, 500),
 	RING_ROW("ketama", HR_PLACEMENT_KETAMA, 0),
 	RING_ROW("maglev", HR_PLACEMENT_MAGLEV, 0),
+	RING_ROW("rendezvous", HR_PLACEMENT_RENDEZVOUS, 0),
 	BUCKET_ROW("jump", jump_bucket),
 };
 #define NROWS (sizeof rows / sizeof rows[0])

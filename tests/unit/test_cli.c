@@ -1176,7 +1176,7 @@ END_TEST
 /* ---- sim --compare ----------------------------------------------------------------- */
 
 static const char *const compare_rows[] = { "modulo", "ring-1", "ring-100", "ring-200",
-					    "ring-500", "ketama", "maglev", "jump" };
+					    "ring-500", "ketama", "maglev", "rendezvous", "jump" };
 #define COMPARE_ROWS (sizeof compare_rows / sizeof compare_rows[0])
 
 static const char *str(const cJSON *obj, const char *name)
@@ -1259,7 +1259,7 @@ START_TEST(test_sim_compare_json)
 		"sim", "--compare", "--json", "--keys", "200000", NULL });
 	cJSON *sim = run_sim_json((const char *const[]){
 		"sim", "--json", "--keys", "200000", "--vnodes", "200", NULL });
-	const cJSON *jump, *modulo, *maglev, *ring, *vnodes200;
+	const cJSON *jump, *modulo, *maglev, *rdv, *ring, *vnodes200;
 
 	check_compare_doc(doc, 10, 200000);
 	jump = compare_row(doc, "jump");
@@ -1280,6 +1280,14 @@ START_TEST(test_sim_compare_json)
 	ck_assert_double_le(num(maglev, "max_mean"), 1.02);
 	ck_assert_double_ge(num(maglev, "min_mean"), 0.98);
 	ck_assert_double_le(num(maglev, "moved_add_ratio"), 1.2);
+	/* Rendezvous: shares are w/W exactly, and a join or a leave moves
+	 * only the joiner's or the leaver's keys; the rest is the keys' own
+	 * spread. */
+	rdv = compare_row(doc, "rendezvous");
+	ck_assert_double_le(num(rdv, "max_mean"), 1.02);
+	ck_assert_double_ge(num(rdv, "min_mean"), 0.98);
+	ck_assert_double_eq_tol(num(rdv, "moved_add_ratio"), 1.0, 0.04);
+	ck_assert_double_eq_tol(num(rdv, "moved_remove_ratio"), 1.0, 0.04);
 	/* The same keys and nodes as sim: ring-200 is sim's 200-vnode row. */
 	ring = compare_row(doc, "ring-200");
 	vnodes200 = cJSON_GetArrayItem(rows_of(sim, 1), 0);
