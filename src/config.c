@@ -211,7 +211,7 @@ int hr__ring_options_read(const hr_ring_options *in, hr_ring_options *out,
 	if (!out->maglev_size)
 		out->maglev_size = HR_MAGLEV_SIZE_DEFAULT;
 	if (out->placement != HR_PLACEMENT_XXH3 && out->placement != HR_PLACEMENT_KETAMA &&
-	    out->placement != HR_PLACEMENT_MAGLEV)
+	    out->placement != HR_PLACEMENT_MAGLEV && out->placement != HR_PLACEMENT_TOKENS)
 		return hr__error_set(err, HR_EINVAL, "hr_ring_options: unknown placement %d",
 				     (int)out->placement);
 	if (out->placement == HR_PLACEMENT_MAGLEV)

@@ -27,6 +27,7 @@ void hr_ring_release(hr_ring *ring)
 	free(ring->views[HR_VIEW_READ].mem);
 	free(ring->shared);
 	free(ring->strings);
+	free(ring->tokens);
 	free(ring->nodes);
 	free(ring);
 }

@@ -308,7 +308,8 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,              \
 	  .dest = &(e)->placement, .choices = cli_placements,                  \
 	  .help = "ketama: libmemcached-compatible; maglev: a table per "     \
-		  "view, one read per lookup" },                               \
+		  "view, one read per lookup; tokens: the records' allocated " \
+		  "tokens" },                                                  \
 	{ .name = "maglev-size", .arg = "M", .type = CLI_UINT,                 \
 	  .dest = &(e)->maglev_size, .min = HR_MAGLEV_SIZE_MIN,               \
 	  .max = HR_MAGLEV_SIZE_MAX,                                           \

@@ -15,6 +15,7 @@
  */
 #include "cli.h"
 #include "cli_svg.h"
+#include "sim_tokens.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -35,7 +36,11 @@ static const char description[] =
 	"vnode count: the heaviest and the lightest node's keys over the mean,\n"
 	"the population standard deviation of keys/mean, and the share of keys\n"
 	"moved when node N joins the ring, beside the ideal 1/(N+1).\n"
-	"The ring is the library's (the placement contract, XXH3).";
+	"The ring is the library's (the placement contract, XXH3).\n"
+	"With --placement tokens, N nodes join an empty ring one at a time, each\n"
+	"with --tokens tokens allocated against the ring it sees; prints each\n"
+	"node's share over its fair share (largest, smallest), what a join moves\n"
+	"beside the joiner's fair share, and the same after N/10 leave at random.";
 
 struct sim_args {
 	unsigned long nodes;
@@ -44,7 +49,11 @@ struct sim_args {
 	size_t nvnodes;
 	int json;
 	const char *svg;     /* --svg FILE, or NULL */
+	int placement;       /* index in sim_placements */
+	struct sim_tokens_args tok;
 };
+
+static const char *const sim_placements[] = { "xxh3", "tokens", NULL };
 
 struct sim_row {
 	unsigned long vnodes;
@@ -281,6 +290,20 @@ out:
 	return rc;
 }
 
+/* ---- tokens ------------------------------------------------------------------- */
+
+static int sim_tokens_main(struct sim_args *a)
+{
+	if (a->svg)
+		return cli_usage(CMD, "--svg plots vnode counts: not with --placement tokens");
+	if ((unsigned long long)a->nodes * a->tok.tokens > HR_POINTS_MAX)
+		return cli_usage(CMD, "--tokens %lu: %lu nodes make more than the ring's %u points",
+				 a->tok.tokens, a->nodes, HR_POINTS_MAX);
+	a->tok.nodes = a->nodes;
+	a->tok.json = a->json;
+	return sim_tokens_run(CMD, &a->tok);
+}
+
 /* ---- options ------------------------------------------------------------------ */
 
 int cmd_sim(int argc, char **argv)
@@ -289,6 +312,7 @@ int cmd_sim(int argc, char **argv)
 	struct sim_args a = {
 		.nodes = NODES_DEFAULT,
 		.keys = KEYS_DEFAULT,
+		.tok.tokens = HR_TOKENS_DEFAULT,
 	};
 	struct cli_uints vlist = { .items = a.vnodes, .max = VNODES_LIST_MAX };
 	int rc;
@@ -310,11 +334,19 @@ int cmd_sim(int argc, char **argv)
 		{ .name = "svg", .arg = "FILE", .type = CLI_STRING, .dest = &a.svg,
 		  .flags = CLI_NONEMPTY,
 		  .help = "also plot max/mean, min/mean and keys moved by vnodes into FILE, as SVG" },
+		{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,
+		  .dest = &a.placement, .choices = sim_placements,
+		  .help = "tokens: joins one at a time with allocated tokens" },
+		{ .name = "tokens", .arg = "T", .type = CLI_UINT, .dest = &a.tok.tokens,
+		  .min = 1, .max = HR_TOKENS_MAX, .help = "tokens per node (tokens placement)" },
+		{ .name = "weighted", .type = CLI_FLAG, .dest = &a.tok.weighted,
+		  .help = "weights 1, 2, 3, 4 in turn (tokens placement)" },
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json] [--svg FILE]",
+		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json] [--svg FILE]\n"
+			 "       " CMD " --placement tokens [--nodes N] [--tokens T] [--weighted] [--json]",
 		.description = description,
 		.options = options,
 	};
@@ -323,6 +355,8 @@ int cmd_sim(int argc, char **argv)
 	if (rc != CLI_RUN)
 		return rc;
 	a.nvnodes = vlist.n;
+	if (a.placement == 1)
+		return sim_tokens_main(&a);
 
 	/* The grown ring must fit under the library's cap on points. */
 	for (size_t i = 0; i < a.nvnodes; i++) {
