@@ -47,6 +47,7 @@ int cmd_register(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_state(int argc, char **argv);
+int cmd_tokens(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_weight(int argc, char **argv);
 
