@@ -345,8 +345,8 @@ int cmd_sim(int argc, char **argv)
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json] [--svg FILE]\n"
-			 "       " CMD " --placement tokens [--nodes N] [--tokens T] [--weighted] [--json]",
+		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST] [--json] [--svg FILE]"
+			 " [--placement tokens [--tokens T] [--weighted]]",
 		.description = description,
 		.options = options,
 	};
