@@ -1270,6 +1270,14 @@ typedef struct hr_registration {
 	int replace;             /* take the id over if someone else holds it */
 	hr_registrar_lost_fn on_lost; /* NULL: none (poll hr_registrar_status) */
 	void *on_lost_userdata;
+	/* (1.1) Tokens per unit of weight, 0 (the default) for none: with
+	 * etcd->ring's placement HR_PLACEMENT_TOKENS, the record gets
+	 * max(1, round(weight * tokens)) tokens from hr_tokens_allocate()
+	 * against the ring of the records under the prefix, written by a
+	 * transaction that fails if any record was put since they were read;
+	 * then they are read and the tokens allocated again (at most 8 times:
+	 * HR_ECONFLICT).  docs/placement.md section 15. */
+	size_t tokens;
 } hr_registration;
 
 /* Sets `size` bytes of `reg` (NULL: nothing) to the defaults above, with

@@ -1793,16 +1793,17 @@ START_TEST(test_help_matches_readme)
 }
 END_TEST
 
-/* Ring options only where rings are built. */
+/* Ring options only where rings are built; register takes the placement
+ * alone, for --tokens. */
 START_TEST(test_ring_options_where_rings_are_built)
 {
 	static const struct {
 		const char *cmd;
-		int rings;
+		int rings, placement;
 	} cmds[] = {
-		{ "lookup", 1 }, { "nodes", 1 }, { "watch", 1 }, { "diff", 1 }, { "metrics", 1 },
-		{ "register", 0 }, { "state", 0 }, { "weight", 0 }, { "acks", 0 },
-		{ "rebalance", 1 },
+		{ "lookup", 1, 1 }, { "nodes", 1, 1 }, { "watch", 1, 1 }, { "diff", 1, 1 },
+		{ "metrics", 1, 1 }, { "register", 0, 1 }, { "state", 0, 0 }, { "weight", 0, 0 },
+		{ "acks", 0, 0 }, { "rebalance", 1, 1 }, { "tokens", 1, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
@@ -1810,7 +1811,7 @@ START_TEST(test_ring_options_where_rings_are_built)
 
 		ck_assert_int_eq(r.status, 0);
 		ck_assert_int_eq(!!strstr(r.out, "  --vnodes-per-weight N"), cmds[i].rings);
-		ck_assert_int_eq(!!strstr(r.out, "  --placement NAME"), cmds[i].rings);
+		ck_assert_int_eq(!!strstr(r.out, "  --placement NAME"), cmds[i].placement);
 		ck_assert_ptr_nonnull(strstr(r.out, "  --timeout SECONDS"));
 		ck_assert_ptr_nonnull(strstr(r.out, "  --endpoints URLS"));
 		run_free(&r);
