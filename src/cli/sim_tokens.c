@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ID_LEN 24
+#define ID_LEN 32	/* "node-" and any size_t */
 
 struct sim {
 	const struct sim_tokens_args *a;
