@@ -81,8 +81,10 @@ START_TEST(registrations_write_tokens)
 	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_find(ring, "b"), NULL), 16);
 	hr_ring_release(ring);
 	hr_client_close(c);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(hr_registrar_deregister(r[i], NULL), 0);
+		hr_registrar_close(r[i]);
+	}
 
 	/* Tokens need the tokens placement. */
 	{
@@ -162,6 +164,7 @@ START_TEST(a_concurrent_put_forces_reallocation)
 	free(value);
 	hr__etcd_free(e);
 	ck_assert_int_eq(hr_registrar_deregister(first, NULL), 0);
+	hr_registrar_close(first);
 }
 END_TEST
 
