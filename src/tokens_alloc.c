@@ -12,13 +12,14 @@
  *     r = (sum of the donors' loads) / (sum of their fair shares + the
  *          joiner's fair share),
  *
- * and more donors give a higher level (a smaller drop for each), so m is
- * the largest count whose donors are all above r and whose takes fit in
- * the tokens (a take larger than a donor's largest arc needs two tokens
- * or more).  Tokens left over spread the donors' takes over more of their
- * arcs, cutting the largest arcs down to one length (the donor keeps
- * even arcs, which later joins can split again), then halve the joiner's
- * own largest arcs, which moves nothing.
+ * and more donors give a higher level (a smaller drop for each).  A take
+ * larger than a donor's longest arc needs a second token, so the tokens
+ * may not reach every donor's part: each m is tried and the one with the
+ * smallest worst deviation from the fair share wins.  Tokens left over
+ * spread the donors' takes over more of their arcs, cutting the longest
+ * arcs down to one length (the donor keeps even arcs, which later joins
+ * can split again), then halve the joiner's own longest arcs, which moves
+ * nothing.
  *
  * The allocator is not part of the contract (its output, the tokens in
  * the records, is): it may improve between releases.
