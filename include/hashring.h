@@ -365,8 +365,9 @@ HR_EXPORT uint64_t hr_ring_revision(const hr_ring *ring);
 /*
  * A 64-bit digest of the canonical membership (every node's id, addr,
  * zone, weight and state, plus the placement and its option:
- * vnodes_per_weight, or maglev_size): equal digests give equal answers for
- * every key.  Defined in docs/placement.md.
+ * vnodes_per_weight, or maglev_size; with the tokens placement, every
+ * node's tokens too): equal digests give equal answers for every key.
+ * Defined in docs/placement.md.
  */
 HR_EXPORT uint64_t hr_ring_digest(const hr_ring *ring);
 
