@@ -72,8 +72,8 @@ typedef struct hr__placement {
 	 * the lookup path inlines. */
 	uint64_t (*key_pos)(const void *key, size_t len);
 
-	/* The nodes' tokens place their points (tokens.c): the build keeps
-	 * them in the ring and the digest covers them. */
+	/* The nodes' tokens place their points (tokens_placement.c): the
+	 * build keeps them in the ring and the digest covers them. */
 	bool tokens;
 } hr__placement;
 

@@ -38,7 +38,7 @@ static const char description[] =
 	"moved when node N joins the ring, beside the ideal 1/(N+1).\n"
 	"The ring is the library's (the placement contract, XXH3).\n"
 	"With --placement tokens, N nodes join an empty ring one at a time, each\n"
-	"with --tokens tokens allocated against the ring it sees; prints each\n"
+	"with W x T tokens allocated against the ring it sees; prints each\n"
 	"node's share over its fair share (largest, smallest), what a join moves\n"
 	"beside the joiner's fair share, and the same after N/10 leave at random.";
 
@@ -296,7 +296,8 @@ static int sim_tokens_main(struct sim_args *a)
 {
 	if (a->svg)
 		return cli_usage(CMD, "--svg plots vnode counts: not with --placement tokens");
-	if ((unsigned long long)a->nodes * a->tok.tokens > HR_POINTS_MAX)
+	if ((unsigned long long)a->nodes * a->tok.tokens * (a->tok.weighted ? 4 : 1) >
+	    HR_POINTS_MAX)
 		return cli_usage(CMD, "--tokens %lu: %lu nodes make more than the ring's %u points",
 				 a->tok.tokens, a->nodes, HR_POINTS_MAX);
 	a->tok.nodes = a->nodes;
@@ -338,7 +339,8 @@ int cmd_sim(int argc, char **argv)
 		  .dest = &a.placement, .choices = sim_placements,
 		  .help = "tokens: joins one at a time with allocated tokens" },
 		{ .name = "tokens", .arg = "T", .type = CLI_UINT, .dest = &a.tok.tokens,
-		  .min = 1, .max = HR_TOKENS_MAX, .help = "tokens per node (tokens placement)" },
+		  .min = 1, .max = HR_TOKENS_MAX,
+		  .help = "tokens per unit of weight (tokens placement)" },
 		{ .name = "weighted", .type = CLI_FLAG, .dest = &a.tok.weighted,
 		  .help = "weights 1, 2, 3, 4 in turn (tokens placement)" },
 		{ .name = NULL }
