@@ -226,13 +226,24 @@ typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
  *                        vnodes_per_weight is unused; every node has one
  *                        "vnode".  Diffs list no arcs (keys are not on
  *                        arcs), only per-pair totals.
+ *   HR_PLACEMENT_TOKENS  (1.1) allocated tokens: a node's points are the
+ *                        positions its record lists ("tokens"), chosen by
+ *                        hr_tokens_allocate() when it joined so that its
+ *                        share is its fair share by weight; a node without
+ *                        tokens has the points of HR_PLACEMENT_XXH3.
  */
 typedef enum hr_placement {
 	HR_PLACEMENT_XXH3 = 0,
 	HR_PLACEMENT_KETAMA = 1,
 	HR_PLACEMENT_MAGLEV = 2,
-	HR_PLACEMENT_RENDEZVOUS = 3
+	HR_PLACEMENT_RENDEZVOUS = 3,
+	HR_PLACEMENT_TOKENS = 4
 } hr_placement;
+
+/* Tokens of one node (HR_PLACEMENT_TOKENS): at most HR_TOKENS_MAX; the
+ * CLI allocates HR_TOKENS_DEFAULT unless told otherwise. */
+#define HR_TOKENS_MAX 1024
+#define HR_TOKENS_DEFAULT 16
 
 /* Maglev table size: a prime from HR_MAGLEV_SIZE_MIN to HR_MAGLEV_SIZE_MAX
  * (two views of it stay within HR_POINTS_MAX); 65537 by default. */
@@ -251,7 +262,7 @@ typedef struct hr_ring_options {
 	/* Points per unit of weight; 0 means HR_VNODES_PER_WEIGHT_DEFAULT. */
 	unsigned vnodes_per_weight;
 	/* HR_PLACEMENT_XXH3 (0, the default), HR_PLACEMENT_KETAMA,
-	 * HR_PLACEMENT_MAGLEV or HR_PLACEMENT_RENDEZVOUS. */
+	 * HR_PLACEMENT_MAGLEV, HR_PLACEMENT_RENDEZVOUS or HR_PLACEMENT_TOKENS. */
 	hr_placement placement;
 	/* (1.1) Maglev's table size M, a prime (see HR_MAGLEV_SIZE_*); 0 means
 	 * HR_MAGLEV_SIZE_DEFAULT.  Read with maglev placement only (which
@@ -313,6 +324,49 @@ HR_EXPORT int hr_ring_from_json(const char *json, size_t len,
 HR_EXPORT int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 				hr_ring **out, hr_error *err);
 
+/*
+ * (1.1) hr_ring_build() with each node's tokens (HR_PLACEMENT_TOKENS,
+ * docs/placement.md section 16): node i's points are tokens[i][0 ..
+ * ntokens[i]), in any order, distinct; a node with ntokens[i] == 0 (or
+ * every node when `tokens` is NULL) has the points of HR_PLACEMENT_XXH3.
+ * A token two nodes claim belongs to the lower id (bytewise), as equal
+ * positions always do.  The arrays are read, not kept.  Errors as for
+ * hr_ring_build(), plus HR_EINVAL (tokens with another placement, NULL
+ * tokens[i] with ntokens[i] > 0, a token given twice by one node: names
+ * the node), HR_ELIMIT (more than HR_TOKENS_MAX tokens).  Thread safe.
+ */
+HR_EXPORT int hr_ring_build_tokens(const hr_node *nodes,
+				   const uint64_t *const *tokens,
+				   const size_t *ntokens, size_t n,
+				   const hr_ring_options *opts,
+				   uint64_t revision, hr_ring **out,
+				   hr_error *err);
+
+/*
+ * (1.1) Allocates `ntokens` (1 to HR_TOKENS_MAX) tokens for `node` (a
+ * valid node, checked) joining `ring` (the ring it sees; NULL or empty: no
+ * other node), docs/placement.md section 16: they split arcs of the most
+ * loaded nodes of the write view (load over fair share by weight) so that
+ * those and the joiner end at one level, as near their fair share as
+ * ntokens splits allow.  A node of that id already in the ring is ignored
+ * (a re-allocation).  Writes the tokens ascending into out[0 .. ntokens);
+ * none is a position of a point of the write view.  Deterministic: the
+ * same ring and node give the same tokens.  Errors: HR_EINVAL (NULL node
+ * or out, ntokens 0, an invalid node), HR_ELIMIT (ntokens over
+ * HR_TOKENS_MAX), HR_ENOMEM.  Thread safe.
+ */
+HR_EXPORT int hr_tokens_allocate(const hr_ring *ring, const hr_node *node,
+				 size_t ntokens, uint64_t *out, hr_error *err);
+
+/*
+ * (1.1) The tokens of `node` (a pointer from this ring) in a
+ * HR_PLACEMENT_TOKENS ring: *tokens (may be NULL) points at them,
+ * ascending, valid while the ring is held.  Returns their count: 0 for a
+ * node without tokens, another placement, or a node not from this ring.
+ */
+HR_EXPORT size_t hr_ring_node_tokens(const hr_ring *ring, const hr_node *node,
+				     const uint64_t **tokens);
+
 /* Adds a reference; returns `ring`.  Thread safe; NULL gives NULL. */
 HR_EXPORT hr_ring *hr_ring_retain(hr_ring *ring);
 /* Drops a reference; the last one frees the ring.  Accepts NULL. */
@@ -323,8 +377,9 @@ HR_EXPORT uint64_t hr_ring_revision(const hr_ring *ring);
 /*
  * A 64-bit digest of the canonical membership (every node's id, addr,
  * zone, weight and state, plus the placement and its option:
- * vnodes_per_weight, or maglev_size): equal digests give equal answers for
- * every key.  Defined in docs/placement.md.
+ * vnodes_per_weight, or maglev_size; with the tokens placement, every
+ * node's tokens too): equal digests give equal answers for every key.
+ * Defined in docs/placement.md.
  */
 HR_EXPORT uint64_t hr_ring_digest(const hr_ring *ring);
 
@@ -1232,6 +1287,14 @@ typedef struct hr_registration {
 	int replace;             /* take the id over if someone else holds it */
 	hr_registrar_lost_fn on_lost; /* NULL: none (poll hr_registrar_status) */
 	void *on_lost_userdata;
+	/* (1.1) Tokens per unit of weight, 0 (the default) for none: with
+	 * etcd->ring's placement HR_PLACEMENT_TOKENS, the record gets
+	 * max(1, round(weight * tokens)) tokens from hr_tokens_allocate()
+	 * against the ring of the records under the prefix, written by a
+	 * transaction that fails if any record was put since they were read;
+	 * then they are read and the tokens allocated again (at most 8 times:
+	 * HR_ECONFLICT).  docs/placement.md section 16. */
+	size_t tokens;
 } hr_registration;
 
 /* Sets `size` bytes of `reg` (NULL: nothing) to the defaults above, with

@@ -38,7 +38,7 @@
 NO_TAIL_PADDING(hr_ring_options, maglev_size);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
 NO_TAIL_PADDING(hr_client_config, hot_key_spread);
-NO_TAIL_PADDING(hr_registration, on_lost_userdata);
+NO_TAIL_PADDING(hr_registration, tokens);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
 NO_TAIL_PADDING(hr_rebalance_config, on_step_userdata);
@@ -212,7 +212,8 @@ int hr__ring_options_read(const hr_ring_options *in, hr_ring_options *out,
 		out->maglev_size = HR_MAGLEV_SIZE_DEFAULT;
 	if (out->placement != HR_PLACEMENT_XXH3 && out->placement != HR_PLACEMENT_KETAMA &&
 	    out->placement != HR_PLACEMENT_MAGLEV &&
-	    out->placement != HR_PLACEMENT_RENDEZVOUS)
+	    out->placement != HR_PLACEMENT_RENDEZVOUS &&
+	    out->placement != HR_PLACEMENT_TOKENS)
 		return hr__error_set(err, HR_EINVAL, "hr_ring_options: unknown placement %d",
 				     (int)out->placement);
 	if (out->placement == HR_PLACEMENT_MAGLEV)
@@ -398,6 +399,7 @@ int hr__registration_read(const hr_registration *in, hr_registration *out,
 	TAKE(hr_registration, in, out, replace);
 	TAKE(hr_registration, in, out, on_lost);
 	TAKE(hr_registration, in, out, on_lost_userdata);
+	TAKE(hr_registration, in, out, tokens);
 	if (!out->id || !out->addr)
 		return hr__error_set(err, HR_EINVAL, "hr_registration: id and addr are required");
 	if (out->ttl_s < 2 || out->ttl_s > 3600)

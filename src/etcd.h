@@ -112,6 +112,17 @@ int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
 		    int64_t expect_mod, int64_t expect_lease, int64_t lease,
 		    int ignore_lease, int *done, hr_error *err);
 
+/*
+ * Puts `key` (attached to `lease`, 0: none) only if it does not exist and
+ * no key under `prefix` has a mod_revision above `revision` (one txn with
+ * a range compare): the records a caller read at `revision` are still
+ * those.  A key deleted since is not seen.  *done as for hr__etcd_put_if.
+ */
+int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
+				     const char *value, int64_t lease,
+				     const char *prefix, int64_t revision,
+				     int *done, hr_error *err);
+
 /* Grants a lease of `ttl` seconds; *id gets its id and *granted the TTL
  * etcd chose (it may raise a small one). */
 int hr__etcd_lease_grant(hr__etcd *e, int ttl, int64_t *id, int64_t *granted,

@@ -213,6 +213,50 @@ int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
 	return rc;
 }
 
+int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
+				     const char *value, int64_t lease,
+				     const char *prefix, int64_t revision,
+				     int *done, hr_error *err)
+{
+	cJSON *body = cJSON_CreateObject(), *reply = NULL, *range = NULL, *req = NULL;
+	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
+	cJSON *success = cJSON_AddArrayToObject(body, "success");
+	cJSON *put;
+	int rc, ok;
+
+	*done = 0;
+	/* Attached at once, so that the body owns everything. */
+	if (compare && (range = cJSON_CreateObject()) && !cJSON_AddItemToArray(compare, range)) {
+		cJSON_Delete(range);
+		range = NULL;
+	}
+	if (success && (req = cJSON_CreateObject()) && !cJSON_AddItemToArray(success, req)) {
+		cJSON_Delete(req);
+		req = NULL;
+	}
+	/* The key is new, and no key under the prefix was put after
+	 * `revision` (a compare over a range holds for every key in it). */
+	ok = range && req && add_compare(compare, key, "CREATE", "create_revision", 0) &&
+	     hr__json_add_prefix_range(range, prefix, strlen(prefix)) &&
+	     cJSON_AddStringToObject(range, "result", "LESS") &&
+	     cJSON_AddStringToObject(range, "target", "MOD") &&
+	     hr__json_add_int64(range, "mod_revision", revision + 1);
+	put = ok ? cJSON_AddObjectToObject(req, "request_put") : NULL;
+	ok = ok && put && hr__json_add_b64(put, "key", key, strlen(key)) &&
+	     hr__json_add_b64(put, "value", value, strlen(value)) &&
+	     (!lease || hr__json_add_int64(put, "lease", lease));
+	if (!ok) {
+		cJSON_Delete(body);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	rc = hr__etcd_call(e, "/kv/txn", body, &reply, err);
+	cJSON_Delete(body);
+	if (!rc)
+		*done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "succeeded"));
+	cJSON_Delete(reply);
+	return rc;
+}
+
 /* ---- leases --------------------------------------------------------------- */
 
 /* POSTs {`name`: `n`} to `path`. */

@@ -9,6 +9,7 @@
 #include "node.h"
 #include "record.h"
 #include "ring_build.h"
+#include "tokens.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@ static int members_parse(const char *json, size_t len, const char *what,
 {
 	hr__record *recs = NULL;
 	const hr_node **nodes = NULL;
+	hr__tokens *toks = NULL;
+	const hr__tokens **tp = NULL;
 	hr_ring_options o;
 	const cJSON *item;
 	cJSON *doc;
@@ -47,30 +50,42 @@ static int members_parse(const char *json, size_t len, const char *what,
 				   what, n, HR_NODES_MAX);
 		goto out;
 	}
+	/* The caller's options, read as hr_ring_build() reads them: the
+	 * tokens placement reads the records' tokens. */
+	rc = hr__ring_options_read(opts, &o, err);
+	if (rc)
+		goto out;
 	recs = calloc(n ? n : 1, sizeof *recs);
 	nodes = calloc(n ? n : 1, sizeof *nodes);
-	if (!recs || !nodes) {
+	toks = calloc(n ? n : 1, sizeof *toks);
+	tp = calloc(n ? n : 1, sizeof *tp);
+	if (!recs || !nodes || !toks || !tp) {
 		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
 		goto out;
 	}
 	cJSON_ArrayForEach(item, doc) {
-		rc = hr__record_from_item(item, &recs[i], err);
+		rc = hr__record_from_item_tokens(item, &recs[i],
+						 o.placement == HR_PLACEMENT_TOKENS ?
+						 &toks[i] : NULL, err);
 		if (rc)
 			goto out;
 		nodes[i] = &recs[i];
+		tp[i] = &toks[i];
 		i++;
 	}
-	/* The caller's options, read as hr_ring_build() reads them.  cJSON
-	 * keeps both entries of an id given twice: the build refuses them
-	 * with HR_EDUPLICATE, naming the id. */
-	rc = hr__ring_options_read(opts, &o, err);
-	if (!rc)
-		rc = hr__ring_build_valid(NULL, nodes, n, &o, 0, out, err);
+	/* cJSON keeps both entries of an id given twice: the build refuses
+	 * them with HR_EDUPLICATE, naming the id. */
+	rc = hr__ring_build_valid(NULL, nodes, tp, n, &o, 0, out, err);
 out:
-	for (size_t j = 0; recs && j < n; j++)
+	for (size_t j = 0; recs && j < n; j++) {
 		hr__record_clear(&recs[j]);
+		if (toks)
+			hr__tokens_clear(&toks[j]);
+	}
 	free(recs);
 	free(nodes);
+	free(toks);
+	free(tp);
 	cJSON_Delete(doc);
 	return rc;
 }

@@ -33,11 +33,20 @@ static size_t find(const hr__nodeset *s, const char *id, int *found)
 int hr__nodeset_put(hr__nodeset *s, hr__record *rec, int64_t create_revision,
 		    int64_t mod_revision)
 {
+	hr__tokens none = { 0 };
+
+	return hr__nodeset_put_tokens(s, rec, &none, create_revision, mod_revision);
+}
+
+int hr__nodeset_put_tokens(hr__nodeset *s, hr__record *rec, hr__tokens *tokens,
+			   int64_t create_revision, int64_t mod_revision)
+{
 	int found;
 	size_t i = find(s, rec->id, &found);
 
 	if (found) {
 		hr__record_clear(&s->m[i].rec);
+		hr__tokens_clear(&s->m[i].tokens);
 	} else {
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 16;
@@ -50,8 +59,9 @@ int hr__nodeset_put(hr__nodeset *s, hr__record *rec, int64_t create_revision,
 		memmove(&s->m[i + 1], &s->m[i], (s->n - i) * sizeof *s->m);
 		s->n++;
 	}
-	s->m[i] = (hr__member){ *rec, create_revision, mod_revision, false };
+	s->m[i] = (hr__member){ *rec, *tokens, create_revision, mod_revision, false };
 	memset(rec, 0, sizeof *rec);
+	memset(tokens, 0, sizeof *tokens);
 	return 0;
 }
 
@@ -63,6 +73,7 @@ int hr__nodeset_remove(hr__nodeset *s, const char *id)
 	if (!found)
 		return 0;
 	hr__record_clear(&s->m[i].rec);
+	hr__tokens_clear(&s->m[i].tokens);
 	memmove(&s->m[i], &s->m[i + 1], (s->n - i - 1) * sizeof *s->m);
 	s->n--;
 	return 1;
@@ -70,8 +81,10 @@ int hr__nodeset_remove(hr__nodeset *s, const char *id)
 
 void hr__nodeset_clear(hr__nodeset *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		hr__record_clear(&s->m[i].rec);
+		hr__tokens_clear(&s->m[i].tokens);
+	}
 	free(s->m);
 	s->m = NULL;
 	s->n = s->cap = 0;
@@ -110,6 +123,11 @@ static int admit(const hr__nodeset *s, const hr_ring_options *opts,
 	for (size_t i = 0; i < s->n; i++) {
 		verdict[i] = hr__node_points(&s->m[i].rec, opts, &points[i], NULL) ?
 			OWN_POINTS : TAKEN;
+		/* With the tokens placement a node's tokens are its points. */
+		if (s->m[i].tokens.n && opts && opts->placement == HR_PLACEMENT_TOKENS) {
+			verdict[i] = TAKEN;
+			points[i] = (unsigned)s->m[i].tokens.n;
+		}
 		if (verdict[i] == TAKEN) {
 			nodes++;
 			total += points[i];
@@ -174,21 +192,24 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 {
 	size_t n = s->n ? s->n : 1, k = 0;
 	const hr_node **nodes = malloc(n * sizeof *nodes);
+	const hr__tokens **tokens = malloc(n * sizeof *tokens);
 	unsigned *points = malloc(n * sizeof *points);
 	unsigned char *verdict = malloc(n);
 	int rc;
 
 	if (out)
 		*out = NULL;
-	rc = nodes && points && verdict ? admit(s, opts, points, verdict, err) :
+	rc = nodes && tokens && points && verdict ? admit(s, opts, points, verdict, err) :
 		hr__error_set(err, HR_ENOMEM, "out of memory");
 	if (rc)
 		goto done;
 	for (size_t i = 0; i < s->n; i++)
-		if (verdict[i] == TAKEN)
+		if (verdict[i] == TAKEN) {
+			tokens[k] = &s->m[i].tokens;
 			nodes[k++] = &s->m[i].rec;
+		}
 	/* The records were checked as they entered the set. */
-	rc = hr__ring_build_valid(prev, nodes, k, opts, revision, out, err);
+	rc = hr__ring_build_valid(prev, nodes, tokens, k, opts, revision, out, err);
 	if (rc)
 		goto done;
 	for (size_t i = 0; i < s->n; i++) {
@@ -201,6 +222,7 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 done:
 	free(verdict);
 	free(points);
+	free(tokens);
 	free(nodes);
 	return rc;
 }

@@ -4,12 +4,14 @@
 #define HR_NODESET_H
 
 #include "record.h"
+#include "tokens.h"
 
 #include <stdbool.h>
 
 /* A record in the set, with what etcd says about its key. */
 typedef struct hr__member {
 	hr__record rec;          /* valid (hr__record_parse) */
+	hr__tokens tokens;       /* its record's (tokens placement), or none */
 	int64_t create_revision; /* orders admission (see hr__nodeset_derive) */
 	int64_t mod_revision;
 	bool left_out;           /* not in the last ring built from the set */
@@ -29,6 +31,11 @@ typedef struct hr__nodeset {
  * set as it was. */
 int hr__nodeset_put(hr__nodeset *s, hr__record *rec, int64_t create_revision,
 		    int64_t mod_revision);
+
+/* hr__nodeset_put() of a record with its tokens (n == 0: none), whose
+ * array the set takes over as well (`tokens` zeroed). */
+int hr__nodeset_put_tokens(hr__nodeset *s, hr__record *rec, hr__tokens *tokens,
+			   int64_t create_revision, int64_t mod_revision);
 
 /* Removes `id`; returns 1 if it was there, else 0. */
 int hr__nodeset_remove(hr__nodeset *s, const char *id);

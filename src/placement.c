@@ -9,6 +9,7 @@ static const hr__placement *const placements[] = {
 	[HR_PLACEMENT_KETAMA] = &hr__placement_ketama,
 	[HR_PLACEMENT_MAGLEV] = &hr__placement_maglev,
 	[HR_PLACEMENT_RENDEZVOUS] = &hr__placement_rendezvous,
+	[HR_PLACEMENT_TOKENS] = &hr__placement_tokens,
 };
 
 int hr__placement_get(const hr_ring_options *opts, const hr__placement **out,

@@ -23,6 +23,7 @@
 
 #include "hashring.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct point;
@@ -77,14 +78,19 @@ typedef struct hr__placement {
 	/* A key's position on the circle; NULL means hr_hash_key(), which
 	 * the lookup path inlines. */
 	uint64_t (*key_pos)(const void *key, size_t len);
+
+	/* The nodes' tokens place their points (tokens_placement.c): the
+	 * build keeps them in the ring and the digest covers them. */
+	bool tokens;
 } hr__placement;
 
 /* The placements, defined by their files (xxh3.c, ketama.c, maglev.c,
- * rendezvous.c). */
+ * rendezvous.c, tokens.c). */
 extern const hr__placement hr__placement_xxh3;
 extern const hr__placement hr__placement_ketama;
 extern const hr__placement hr__placement_maglev;
 extern const hr__placement hr__placement_rendezvous;
+extern const hr__placement hr__placement_tokens;
 
 /* u32le(v) at out[0 .. 4): the digest's word. */
 static inline void hr__put_u32le(unsigned char *out, uint32_t v)

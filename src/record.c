@@ -9,6 +9,7 @@
 #include "error.h"
 #include "json.h"
 #include "node.h"
+#include "tokens.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,11 +69,14 @@ static int field_string(const hr__record *rec, const cJSON *item,
 	return HR_OK;
 }
 
-/* A JSON object record: addr required, weight, zone, state optional,
- * unknown fields ignored, a known field given twice refused. */
-static int record_object(hr__record *rec, const cJSON *obj, hr_error *err)
+/* A JSON object record: addr required, weight, zone, state optional (and
+ * tokens, when `tokens` asks for them), unknown fields ignored, a known
+ * field given twice refused. */
+static int record_object(hr__record *rec, const cJSON *obj, hr__tokens *tokens,
+			 hr_error *err)
 {
 	const cJSON *addr = NULL, *weight = NULL, *zone = NULL, *state = NULL;
+	const cJSON *toks = NULL;
 	const cJSON *item;
 	int rc;
 
@@ -87,6 +91,8 @@ static int record_object(hr__record *rec, const cJSON *obj, hr_error *err)
 			slot = &zone;
 		else if (strcmp(item->string, "state") == 0)
 			slot = &state;
+		else if (tokens && strcmp(item->string, "tokens") == 0)
+			slot = &toks;
 		if (!slot)
 			continue;
 		if (*slot)
@@ -136,6 +142,8 @@ static int record_object(hr__record *rec, const cJSON *obj, hr_error *err)
 					     hr__show(shown, sizeof shown, state->valuestring,
 						      strlen(state->valuestring)));
 	}
+	if (toks)
+		return hr__tokens_parse(rec->id, toks, tokens, err);
 	return HR_OK;
 }
 
@@ -155,22 +163,34 @@ static int record_start(hr__record *rec, const char *id, size_t id_len,
 
 /* Ends a parse that has come to `rc`: the node's one check, and nothing
  * kept on error. */
-static int record_end(hr__record *rec, int rc, hr_error *err)
+static int record_end(hr__record *rec, hr__tokens *tokens, int rc,
+		      hr_error *err)
 {
 	if (!rc)
 		rc = hr__node_validate(rec, err);
-	if (rc)
+	if (rc) {
 		hr__record_clear(rec);
+		hr__tokens_clear(tokens);
+	}
 	return rc;
 }
 
 int hr__record_parse(const char *id, size_t id_len, const char *value,
 		     size_t len, hr__record *out, hr_error *err)
 {
+	return hr__record_parse_tokens(id, id_len, value, len, out, NULL, err);
+}
+
+int hr__record_parse_tokens(const char *id, size_t id_len, const char *value,
+			    size_t len, hr__record *out, hr__tokens *tokens,
+			    hr_error *err)
+{
 	char shown[HR__SHOW_SIZE];
 	size_t i = 0;
 	int rc;
 
+	if (tokens)
+		memset(tokens, 0, sizeof *tokens);
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "record output is NULL");
 	memset(out, 0, sizeof *out);
@@ -186,7 +206,7 @@ int hr__record_parse(const char *id, size_t id_len, const char *value,
 				     HR_RECORD_MAX);
 	rc = record_start(out, id, id_len, err);
 	if (rc)
-		return record_end(out, rc, err);
+		return record_end(out, tokens, rc, err);
 
 	while (i < len && hr__json_blank(value[i]))
 		i++;
@@ -197,28 +217,36 @@ int hr__record_parse(const char *id, size_t id_len, const char *value,
 		snprintf(what, sizeof what, "node \"%s\"", out->id);
 		json = hr__json_parse(value, len, what, err);
 		if (!json)
-			return record_end(out, HR_EPARSE, err);
-		rc = record_object(out, json, err);
+			return record_end(out, tokens, HR_EPARSE, err);
+		rc = record_object(out, json, tokens, err);
 		cJSON_Delete(json);
 	} else {
 		rc = record_bare(out, value, len, err);
 	}
-	return record_end(out, rc, err);
+	return record_end(out, tokens, rc, err);
 }
 
 int hr__record_from_item(const cJSON *item, hr__record *out, hr_error *err)
 {
+	return hr__record_from_item_tokens(item, out, NULL, err);
+}
+
+int hr__record_from_item_tokens(const cJSON *item, hr__record *out,
+				hr__tokens *tokens, hr_error *err)
+{
 	const char *id = item->string;
 	int rc;
 
+	if (tokens)
+		memset(tokens, 0, sizeof *tokens);
 	memset(out, 0, sizeof *out);
 	rc = hr__id_validate(id, strlen(id), err);
 	if (!rc)
 		rc = record_start(out, id, strlen(id), err);
 	if (rc)
-		return record_end(out, rc, err);
+		return record_end(out, tokens, rc, err);
 	if (cJSON_IsObject(item))
-		rc = record_object(out, item, err);
+		rc = record_object(out, item, tokens, err);
 	else if (cJSON_IsString(item) && item->valuestring)
 		rc = record_bare(out, item->valuestring,
 				 strlen(item->valuestring), err);
@@ -226,5 +254,5 @@ int hr__record_from_item(const cJSON *item, hr__record *out, hr_error *err)
 		rc = hr__error_set(err, HR_EPARSE,
 				   "node \"%s\": record must be an object or a string",
 				   id);
-	return record_end(out, rc, err);
+	return record_end(out, tokens, rc, err);
 }

@@ -30,6 +30,19 @@ int hr__record_parse(const char *id, size_t id_len, const char *value,
  * `out` left cleared on error. */
 int hr__record_from_item(const cJSON *item, hr__record *out, hr_error *err);
 
+struct hr__tokens;
+
+/* hr__record_parse() and hr__record_from_item() that also read the
+ * record's "tokens" field into `tokens` (none: n == 0), for the tokens
+ * placement; the others ignore the field, as any unknown one.  A bad
+ * tokens field makes the record bad (hr__tokens_parse); on error both
+ * outputs are left cleared. */
+int hr__record_parse_tokens(const char *id, size_t id_len, const char *value,
+			    size_t len, hr__record *out,
+			    struct hr__tokens *tokens, hr_error *err);
+int hr__record_from_item_tokens(const cJSON *item, hr__record *out,
+				struct hr__tokens *tokens, hr_error *err);
+
 /* Frees the strings of `rec` and zeroes it.  Accepts NULL. */
 void hr__record_clear(hr__record *rec);
 

@@ -6,10 +6,12 @@
 #include "error.h"
 #include "etcd.h"
 #include "log.h"
+#include "register_tokens.h"
 #include "update.h"
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,6 +411,35 @@ static int already_registered(hr_registrar *r, hr_error *err)
 			     r->id, r->key, held);
 }
 
+/* The first put of a registration with tokens (register_tokens.c): the
+ * record written, or the one to take over with, becomes r->value. */
+static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *node,
+			   const hr_ring_options *opts, size_t per_weight, int *done,
+			   hr_error *err)
+{
+	double x = round(node->weight * (double)per_weight);
+	char *value = NULL;
+	int attempts, rc;
+
+	if (opts->placement != HR_PLACEMENT_TOKENS)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_registration: tokens need the ring placement HR_PLACEMENT_TOKENS");
+	if (!(x <= HR_TOKENS_MAX))
+		return hr__error_set(err, HR_ELIMIT,
+				     "node \"%s\": weight %g x %zu tokens exceed the limit of %d",
+				     node->id, node->weight, per_weight, HR_TOKENS_MAX);
+	rc = hr__register_tokens(r->etcd, prefix, r->key, node, x < 1 ? 1 : (size_t)x,
+				 opts, r->lease, NULL, NULL, &value, done, &attempts, err);
+	if (rc)
+		return rc;
+	free(r->value);
+	r->value = value;
+	if (attempts > 1)
+		hr__log_emit(&r->log, HR_LOG_INFO, "tokens_reallocated",
+			     "id=%s attempts=%d", node->id, attempts);
+	return HR_OK;
+}
+
 int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 		hr_registrar **out, hr_error *err)
 {
@@ -464,7 +495,11 @@ int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 	r->ttl = granted;
 	r->expires_ms = t0 + granted * 1000;
 	/* Create only if absent: two processes must not share an id. */
-	rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, err);
+	if (reg.tokens)
+		rc = put_with_tokens(r, conn.prefix, &node, &conn.ring, reg.tokens, &done, err);
+	else
+		rc = hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done,
+				     err);
 	if (!rc && !done)
 		rc = reg.replace ? take_over(r, err) : already_registered(r, err);
 	if (rc) {

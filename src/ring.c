@@ -28,6 +28,7 @@ void hr_ring_release(hr_ring *ring)
 	free(ring->views[HR_VIEW_READ].mem);
 	free(ring->shared);
 	free(ring->strings);
+	free(ring->tokens);
 	free(ring->nodes);
 	free(ring);
 }
@@ -61,6 +62,8 @@ size_t hr__ring_bytes(const hr_ring *ring)
 		const struct ring_node *rn = &ring->nodes[i];
 
 		bytes += (size_t)rn->id_len + rn->addr_len + rn->zone_len + 3;
+		/* ring_build.c's copy_tokens(): all tokens in one block. */
+		bytes += rn->ntokens * sizeof *rn->tokens;
 	}
 	/* Views that are one array (no node warms or drains) count once. */
 	bytes += hr__view_bytes(w);

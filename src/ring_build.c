@@ -11,6 +11,7 @@
 #include "error.h"
 #include "node.h"
 #include "ring_impl.h"
+#include "tokens.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +22,21 @@ static uint64_t xxh3_hash(const void *buf, size_t len)
 	return XXH3_64bits(buf, len);
 }
 
-static int cmp_node_id(const void *a, const void *b)
-{
-	const hr_node *x = *(const hr_node *const *)a;
-	const hr_node *y = *(const hr_node *const *)b;
+/* A node while the ring is built, with its tokens (NULL: none). */
+struct entry {
+	const hr_node *node;
+	const hr__tokens *tokens;
+};
 
-	return strcmp(x->id, y->id);
+static int cmp_entry_id(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->node->id,
+		      ((const struct entry *)b)->node->id);
 }
 
 /* Copies the nodes, sorted by id and unique, into ring->nodes and one
  * block of strings (hr__ring_bytes() counts both as allocated here). */
-static int copy_nodes(hr_ring *ring, const hr_node *const *sorted,
+static int copy_nodes(hr_ring *ring, const struct entry *sorted,
 		      hr_error *err)
 {
 	size_t n = ring->nnodes, bytes = 0;
@@ -41,15 +46,15 @@ static int copy_nodes(hr_ring *ring, const hr_node *const *sorted,
 	if (!ring->nodes)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		bytes += strlen(sorted[i]->id) + strlen(sorted[i]->addr) +
-			 (sorted[i]->zone ? strlen(sorted[i]->zone) : 0) + 3;
+		bytes += strlen(sorted[i].node->id) + strlen(sorted[i].node->addr) +
+			 (sorted[i].node->zone ? strlen(sorted[i].node->zone) : 0) + 3;
 	/* Zeroed padding lets the copy-out read COPY_CHUNK bytes from any
 	 * string. */
 	ring->strings = s = calloc(1, bytes + COPY_CHUNK);
 	if (!s)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		const hr_node *in = sorted[i];
+		const hr_node *in = sorted[i].node;
 		struct ring_node *rn = &ring->nodes[i];
 		const char *fields[3] = { in->id, in->addr, in->zone ? in->zone : "" };
 		const char **dst[3] = { &rn->pub.id, &rn->pub.addr, &rn->pub.zone };
@@ -69,6 +74,35 @@ static int copy_nodes(hr_ring *ring, const hr_node *const *sorted,
 	return HR_OK;
 }
 
+/* The nodes' tokens into one block, for a placement placed by them. */
+static int copy_tokens(hr_ring *ring, const struct entry *sorted,
+		       hr_error *err)
+{
+	size_t total = 0;
+	uint64_t *t;
+
+	if (!ring->pl->tokens)
+		return HR_OK;
+	for (size_t i = 0; i < ring->nnodes; i++)
+		total += sorted[i].tokens ? sorted[i].tokens->n : 0;
+	if (!total)
+		return HR_OK;
+	ring->tokens = t = malloc(total * sizeof *t);
+	if (!t)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ring->nnodes; i++) {
+		const hr__tokens *in = sorted[i].tokens;
+
+		if (!in || !in->n)
+			continue;
+		memcpy(t, in->v, in->n * sizeof *t);
+		ring->nodes[i].tokens = t;
+		ring->nodes[i].ntokens = (uint32_t)in->n;
+		t += in->n;
+	}
+	return HR_OK;
+}
+
 /* Points per node, as the placement counts them, and their total against
  * the ring's limit. */
 static int count_points(hr_ring *ring, hr_error *err)
@@ -77,9 +111,15 @@ static int count_points(hr_ring *ring, hr_error *err)
 
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		struct ring_node *rn = &ring->nodes[i];
-		int rc = ring->pl->node_points(&rn->pub, ring->vnodes_per_weight,
-					       &rn->vnodes, err);
+		int rc = HR_OK;
 
+		/* A node's tokens are its points; without, the placement
+		 * counts them. */
+		if (rn->ntokens)
+			rn->vnodes = rn->ntokens;
+		else
+			rc = ring->pl->node_points(&rn->pub, ring->vnodes_per_weight,
+						   &rn->vnodes, err);
 		if (rc)
 			return rc;
 		total += rn->vnodes;
@@ -152,6 +192,8 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 		const struct ring_node *rn = &ring->nodes[i];
 
 		size += 3 + rn->id_len + rn->addr_len + rn->zone_len + 8 + 1;
+		if (ring->pl->tokens)
+			size += 4 + 8 * (size_t)rn->ntokens;
 	}
 	p = buf = malloc(size);
 	if (!buf)
@@ -169,34 +211,55 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 		put_u32(&p, (uint32_t)bits);
 		put_u32(&p, (uint32_t)(bits >> 32));
 		*p++ = (unsigned char)rn->pub.state;
+		/* Tokens place the points: a ring's answers follow them. */
+		if (ring->pl->tokens) {
+			put_u32(&p, rn->ntokens);
+			for (uint32_t k = 0; k < rn->ntokens; k++) {
+				put_u32(&p, (uint32_t)rn->tokens[k]);
+				put_u32(&p, (uint32_t)(rn->tokens[k] >> 32));
+			}
+		}
 	}
 	ring->digest = XXH3_64bits(buf, (size_t)(p - buf));
 	free(buf);
 	return HR_OK;
 }
 
-/* Builds the ring of valid nodes (at most HR_NODES_MAX; `nodes` gets
- * sorted by id), following `prev` (may be NULL). */
-static int assemble(const hr_ring *prev, const hr_node **nodes, size_t n,
+/* Builds the ring of valid nodes (at most HR_NODES_MAX) with their tokens
+ * (`tokens` parallel to `nodes`, may be NULL), following `prev` (may be
+ * NULL). */
+static int assemble(const hr_ring *prev, const hr_node *const *nodes,
+		    const hr__tokens *const *tokens, size_t n,
 		    const hr_ring_options *opts, uint64_t revision,
 		    hr__point_hash_fn hash, hr_ring **out, hr_error *err)
 {
 	const hr__placement *pl;
+	struct entry *sorted;
 	hr_ring *ring;
 	int rc = hr__placement_get(opts, &pl, err);
 
 	if (rc)
 		return rc;
-	qsort(nodes, n, sizeof *nodes, cmp_node_id);
+	sorted = malloc((n ? n : 1) * sizeof *sorted);
+	if (!sorted)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = (struct entry){ nodes[i], tokens ? tokens[i] : NULL };
+	qsort(sorted, n, sizeof *sorted, cmp_entry_id);
 	for (size_t i = 1; i < n; i++)
-		if (strcmp(nodes[i - 1]->id, nodes[i]->id) == 0)
-			return hr__error_set(err, HR_EDUPLICATE,
-					     "node \"%.*s\": duplicate node id",
-					     HR__ID_SHOWN, nodes[i]->id);
+		if (strcmp(sorted[i - 1].node->id, sorted[i].node->id) == 0) {
+			rc = hr__error_set(err, HR_EDUPLICATE,
+					   "node \"%.*s\": duplicate node id",
+					   HR__ID_SHOWN, sorted[i].node->id);
+			free(sorted);
+			return rc;
+		}
 
 	ring = calloc(1, sizeof *ring);
-	if (!ring)
+	if (!ring) {
+		free(sorted);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
 	atomic_init(&ring->refs, 1);
 	ring->revision = revision;
 	ring->nnodes = n;
@@ -207,7 +270,10 @@ static int assemble(const hr_ring *prev, const hr_node **nodes, size_t n,
 	ring->key_pos = pl->key_pos;
 	ring->hash = hash;
 
-	rc = copy_nodes(ring, nodes, err);
+	rc = copy_nodes(ring, sorted, err);
+	if (!rc)
+		rc = copy_tokens(ring, sorted, err);
+	free(sorted);
 	if (!rc)
 		rc = count_points(ring, err);
 	if (!rc)
@@ -253,19 +319,20 @@ static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		order[i] = &nodes[i];
-	rc = assemble(prev, order, n, opts, revision, hash, out, err);
+	rc = assemble(prev, order, NULL, n, opts, revision, hash, out, err);
 	free(order);
 	return rc;
 }
 
-int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
+int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
+			 const hr__tokens *const *tokens, size_t n,
 			 const hr_ring_options *opts, uint64_t revision,
 			 hr_ring **out, hr_error *err)
 {
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
 	*out = NULL;
-	return assemble(prev, nodes, n, opts, revision,
+	return assemble(prev, nodes, tokens, n, opts, revision,
 			prev ? prev->hash : xxh3_hash, out, err);
 }
 
@@ -309,4 +376,83 @@ int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 	}
 	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash, out,
 			     err);
+}
+
+/* Node i's tokens, checked and sorted into t[i]. */
+static int copy_caller_tokens(const hr_node *nodes, const uint64_t *const *tokens,
+			      const size_t *ntokens, size_t n,
+			      const hr_ring_options *o, hr__tokens *t,
+			      hr_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t k = ntokens ? ntokens[i] : 0;
+		int rc;
+
+		if (!k)
+			continue;
+		if (o->placement != HR_PLACEMENT_TOKENS)
+			return hr__error_set(err, HR_EINVAL,
+					     "node \"%.*s\": tokens need HR_PLACEMENT_TOKENS",
+					     HR__ID_SHOWN, nodes[i].id);
+		rc = hr__tokens_copy(nodes[i].id, tokens[i], k, &t[i], err);
+		if (rc)
+			return rc;
+	}
+	return HR_OK;
+}
+
+int hr_ring_build_tokens(const hr_node *nodes, const uint64_t *const *tokens,
+			 const size_t *ntokens, size_t n,
+			 const hr_ring_options *opts, uint64_t revision,
+			 hr_ring **out, hr_error *err)
+{
+	const hr_node **order = NULL;
+	const hr__tokens **tp = NULL;
+	hr__tokens *t = NULL;
+	hr_ring_options o;
+	int rc;
+
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
+	*out = NULL;
+	if (!tokens)
+		ntokens = NULL;
+	if (tokens && !ntokens)
+		return hr__error_set(err, HR_EINVAL, "token counts are NULL");
+	rc = hr__ring_options_read(opts, &o, err);
+	if (rc)
+		return rc;
+	if (!nodes && n)
+		return hr__error_set(err, HR_EINVAL, "node array is NULL");
+	if (n > HR_NODES_MAX)
+		return hr__error_set(err, HR_ELIMIT,
+				     "%zu nodes exceed the limit of %d", n,
+				     HR_NODES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		rc = hr__node_validate(&nodes[i], err);
+		if (rc)
+			return rc;
+	}
+	order = malloc((n ? n : 1) * sizeof *order);
+	tp = malloc((n ? n : 1) * sizeof *tp);
+	t = calloc(n ? n : 1, sizeof *t);
+	if (!order || !tp || !t) {
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = copy_caller_tokens(nodes, tokens, ntokens, n, &o, t, err);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		order[i] = &nodes[i];
+		tp[i] = &t[i];
+	}
+	rc = assemble(NULL, order, tp, n, &o, revision, xxh3_hash, out, err);
+out:
+	for (size_t i = 0; t && i < n; i++)
+		hr__tokens_clear(&t[i]);
+	free(t);
+	free(tp);
+	free(order);
+	return rc;
 }

@@ -7,6 +7,8 @@
 #include "hashring.h"
 #include "placement.h"
 
+struct hr__tokens;
+
 /* hr_ring_build() with the point hash given explicitly. */
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 			  const hr_ring_options *opts, uint64_t revision,
@@ -26,12 +28,15 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 
 /*
  * hr__ring_derive() for nodes that already passed hr__node_validate():
- * `nodes` holds `n` pointers (at most HR_NODES_MAX), in any order, which
- * the build reorders by id; the nodes are copied.  Checks the placement,
+ * `nodes` holds `n` pointers (at most HR_NODES_MAX), in any order; the
+ * nodes are copied.  `tokens` (may be NULL) is parallel to `nodes`: each
+ * node's tokens (NULL: none), checked (hr__tokens_parse, _copy) and read
+ * by a placement placed by them, ignored by the others.  Checks the placement,
  * that the ids are unique (HR_EDUPLICATE) and the placement's rules and
  * limits; the rest of each node is trusted.
  */
-int hr__ring_build_valid(const hr_ring *prev, const hr_node **nodes, size_t n,
+int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
+			 const struct hr__tokens *const *tokens, size_t n,
 			 const hr_ring_options *opts, uint64_t revision,
 			 hr_ring **out, hr_error *err);
 

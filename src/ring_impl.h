@@ -28,6 +28,10 @@ struct ring_node {
 	unsigned vnodes;
 	uint32_t zone;		/* equal numbers mean equal zones */
 	uint16_t id_len, addr_len, zone_len;	/* for the copy-out */
+	/* Its record's tokens, ascending, in ring->tokens (tokens placement;
+	 * else none). */
+	uint32_t ntokens;
+	const uint64_t *tokens;
 };
 
 /*
@@ -80,6 +84,7 @@ struct hr_ring {
 	size_t npoints;
 	struct ring_node *nodes;	/* sorted by id, bytewise */
 	char *strings;			/* every id, addr and zone */
+	uint64_t *tokens;		/* every node's tokens, or NULL */
 	void *shared;			/* all points, when a view is all */
 	struct view views[2];
 };

@@ -52,7 +52,8 @@ static void sort_bucket(struct point *p, size_t n)
  * points instead of missing the caches at every point of a ring of
  * hundreds of megabytes.  HR_ENOMEM.
  */
-static int place_grouped(hr_ring *ring, struct point *raw)
+static int place_grouped(hr_ring *ring, hr__point_positions_fn positions,
+			 struct point *raw)
 {
 	enum { PARTS = 1 << PART_BITS, SHIFT = 64 - PART_BITS };
 	struct point *chunk = malloc(PLACE_CHUNK * sizeof *chunk);
@@ -68,7 +69,7 @@ static int place_grouped(hr_ring *ring, struct point *raw)
 				unsigned to = vnodes - from > PLACE_CHUNK ?
 					      from + PLACE_CHUNK : vnodes;
 
-				ring->pl->point_positions(ring, j, from, to, chunk);
+				positions(ring, j, from, to, chunk);
 				for (unsigned i = 0; i < to - from; i++) {
 					size_t g = chunk[i].pos >> SHIFT;
 
@@ -94,7 +95,8 @@ static int place_grouped(hr_ring *ring, struct point *raw)
  * bits (positions are uniform) straight into the view, then each small
  * bucket on its own.  Fresh memory is most of the cost (page faults), so
  * the only scratch array is the placed points, reused to sort buckets. */
-static int build_points(hr_ring *ring, struct view *all, hr_error *err)
+static int build_points(hr_ring *ring, struct view *all,
+			hr__point_positions_fn positions, hr_error *err)
 {
 	size_t n = ring->npoints, buckets, p = 0;
 	struct point *raw;
@@ -112,7 +114,7 @@ static int build_points(hr_ring *ring, struct view *all, hr_error *err)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	if (n * sizeof *raw >= HR__BIG_BLOCK) {
-		if (place_grouped(ring, raw)) {
+		if (place_grouped(ring, positions, raw)) {
 			free(raw);
 			free(start);
 			return hr__error_set(err, HR_ENOMEM, "out of memory");
@@ -122,7 +124,7 @@ static int build_points(hr_ring *ring, struct view *all, hr_error *err)
 		for (uint32_t j = 0; j < ring->nnodes; j++) {
 			unsigned vnodes = ring->nodes[j].vnodes;
 
-			ring->pl->point_positions(ring, j, 0, vnodes, raw + p);
+			positions(ring, j, 0, vnodes, raw + p);
 			p += vnodes;
 		}
 	}
@@ -179,14 +181,13 @@ static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
 		if (rc || done)
 			return rc;
 	}
-	return build_points(ring, all, err);
+	return build_points(ring, all, ring->pl->point_positions, err);
 }
 
-int hr__points_fill(hr_ring *ring, const hr_ring *prev, hr_error *err)
+/* Both views from `all`, every point placed: `all` itself when a view
+ * holds every node, else a copy of its nodes' points. */
+static int take_views(hr_ring *ring, struct view all, int rc, hr_error *err)
 {
-	struct view all = { 0 };
-	int rc = place_points(ring, prev, &all, err);
-
 	if (!rc)
 		rc = hr__view_subset(ring, &all, HR_VIEW_WRITE, err);
 	if (!rc)
@@ -196,4 +197,21 @@ int hr__points_fill(hr_ring *ring, const hr_ring *prev, hr_error *err)
 	else
 		ring->shared = all.mem;
 	return rc;
+}
+
+int hr__points_fill(hr_ring *ring, const hr_ring *prev, hr_error *err)
+{
+	struct view all = { 0 };
+	int rc = place_points(ring, prev, &all, err);
+
+	return take_views(ring, all, rc, err);
+}
+
+int hr__points_fill_fresh(hr_ring *ring, hr__point_positions_fn positions,
+			  hr_error *err)
+{
+	struct view all = { 0 };
+	int rc = build_points(ring, &all, positions, err);
+
+	return take_views(ring, all, rc, err);
 }

@@ -5,6 +5,8 @@
  */
 #include "ring_view.h"
 
+#include "rendezvous.h"
+
 #include "error.h"
 
 #include <stdbool.h>
@@ -100,7 +102,10 @@ int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 
 size_t hr__view_bytes(const struct view *v)
 {
-	return v->pos ? block_bytes(v->npoints, 64 - v->shift, v->wide) : 0;
+	if (!v->pos)
+		return 0;
+	return v->rdv ? hr__rdv_view_bytes(v->npoints) :
+			block_bytes(v->npoints, 64 - v->shift, v->wide);
 }
 
 /* index[k] = points in buckets below k: counted, then summed, two passes

@@ -223,11 +223,17 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 	}
 
 	hr__record rec;
+	hr__tokens tokens;
 	hr_error err = { 0 };
-	int rc = hr__record_parse(id, id_len, kv->value, kv->value_len, &rec, &err);
+	/* Only the tokens placement reads a record's tokens. */
+	int rc = hr__record_parse_tokens(id, id_len, kv->value, kv->value_len, &rec,
+					 w->o.ring.placement == HR_PLACEMENT_TOKENS ?
+					 &tokens : NULL, &err);
 
-	if (!rc && hr__nodeset_put(&w->set, &rec, kv->create_revision,
-				   kv->mod_revision))
+	if (w->o.ring.placement != HR_PLACEMENT_TOKENS)
+		tokens = (hr__tokens){ 0 };
+	if (!rc && hr__nodeset_put_tokens(&w->set, &rec, &tokens, kv->create_revision,
+					  kv->mod_revision))
 		rc = hr__error_set(&err, HR_ENOMEM, "out of memory");
 	if (rc) {
 		/* The ring follows etcd's records alone: a key whose value
@@ -239,6 +245,7 @@ static void apply_kv(hr__watcher *w, const hr__kv *kv)
 			     (int)(kv->key_len < 300 ? kv->key_len : 300), kv->key,
 			     kv->mod_revision, err.message);
 		hr__record_clear(&rec);
+		hr__tokens_clear(&tokens);
 	}
 }
 

@@ -47,6 +47,7 @@ int cmd_register(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_state(int argc, char **argv);
+int cmd_tokens(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_weight(int argc, char **argv);
 
@@ -333,7 +334,8 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	  .dest = &(e)->placement, .choices = cli_placements,                  \
 	  .help = "ketama: libmemcached-compatible; maglev: a table per "     \
 		  "view, one read per lookup; rendezvous: exact weights and "  \
-		  "minimal movement, O(nodes) per lookup" },                   \
+		  "minimal movement, O(nodes) per lookup; tokens: the "        \
+		  "records' allocated tokens" },                               \
 	{ .name = "maglev-size", .arg = "M", .type = CLI_UINT,                 \
 	  .dest = &(e)->maglev_size, .min = HR_MAGLEV_SIZE_MIN,               \
 	  .max = HR_MAGLEV_SIZE_MAX,                                           \

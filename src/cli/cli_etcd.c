@@ -22,12 +22,13 @@
 
 const char *const cli_log_levels[] = { "error", "warn", "info", "debug", NULL };
 const char *const cli_placements[] = { "xxh3", "ketama", "maglev", "rendezvous",
-				       NULL };
+				       "tokens", NULL };
 
 _Static_assert(HR_LOG_ERROR == 0 && HR_LOG_WARN == 1 && HR_LOG_INFO == 2 &&
 	       HR_LOG_DEBUG == 3, "cli_log_levels follows hr_log_level");
 _Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1 &&
-	       HR_PLACEMENT_MAGLEV == 2 && HR_PLACEMENT_RENDEZVOUS == 3,
+	       HR_PLACEMENT_MAGLEV == 2 && HR_PLACEMENT_RENDEZVOUS == 3 &&
+	       HR_PLACEMENT_TOKENS == 4,
 	       "cli_placements follows hr_placement");
 _Static_assert(HR_POINTS_MAX == 33554432u, "CLI_RING_OPTIONS names the limit");
 

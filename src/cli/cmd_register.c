@@ -22,7 +22,9 @@ static const char register_description[] =
 	"way stops renewing, leaves the key to its new holder and exits 1.  A\n"
 	"weight the clients would refuse is an error and nothing is written.\n"
 	"While etcd cannot be reached the first registration is retried for\n"
-	"--timeout seconds.";
+	"--timeout seconds.  With --placement tokens --tokens T the record gets\n"
+	"round(W x T) tokens allocated against the ring of the records, written\n"
+	"only if no record was put since they were read (else read again).";
 
 static const char *const register_states[] = { "warming", "active", NULL };
 static const char *const all_states[] = { "warming", "active", "draining", NULL };
@@ -69,7 +71,7 @@ int cmd_register(int argc, char **argv)
 	hr_registrar *r = NULL;
 	hr_etcd_config etcd;
 	hr_error err = { 0 };
-	unsigned long ttl, drain = 0;
+	unsigned long ttl, drain = 0, tokens = 0;
 	sigset_t set;
 	int rc;
 
@@ -94,13 +96,22 @@ int cmd_register(int argc, char **argv)
 		  .help = "on SIGTERM/SIGINT switch to draining, wait N s, then leave" },
 		{ .name = "replace", .type = CLI_FLAG, .dest = &reg.replace,
 		  .help = "take the id over if another process holds it" },
+		{ .name = "tokens", .arg = "T", .type = CLI_UINT, .dest = &tokens,
+		  .min = 1, .max = HR_TOKENS_MAX,
+		  .help = "with --placement tokens: allocate round(W x T) tokens against "
+			  "the ring and write them into the record",
+		  .dflt = "none" },
+		{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,
+		  .dest = &conn.placement, .choices = cli_placements,
+		  .help = "the ring's placement, as the clients use it (tokens: see --tokens)" },
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_RETRY),
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = cmd,
 		.usage = "register --id ID --addr ADDR [--weight W] [--zone Z]"
-			 " [--state warming|active] [--ttl S] [--drain-seconds N] [--replace]",
+			 " [--state warming|active] [--ttl S] [--drain-seconds N] [--replace]"
+			 " [--placement tokens --tokens T]",
 		.description = register_description,
 		.options = options,
 	};
@@ -113,6 +124,11 @@ int cmd_register(int argc, char **argv)
 		goto out;
 	}
 	reg.ttl_s = (int)ttl;
+	reg.tokens = tokens;
+	if (tokens && conn.placement != HR_PLACEMENT_TOKENS) {
+		rc = cli_usage(cmd, "--tokens needs --placement tokens");
+		goto out;
+	}
 	rc = cli_check_node(cmd, &(hr_node){ reg.id, reg.addr, reg.zone, reg.weight,
 					     reg.state });
 	if (rc)

@@ -15,6 +15,7 @@
  */
 #include "cli.h"
 #include "cli_svg.h"
+#include "sim_tokens.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -38,11 +39,17 @@ static const char description[] =
 	"The ring is the library's (the placement contract, XXH3).\n"
 	"\n"
 	"With --compare: the same nodes and keys on each placement (hash % N;\n"
-	"rings of 1, 100, 200 and 500 vnodes; ketama; maglev; jump hash) and\n"
-	"for each the heaviest and lightest node over the mean, the keys moved\n"
-	"when node N joins and when one node leaves (beside the ideal), the\n"
-	"lookup ns, build ms and bytes of memory.  hash % N and jump number\n"
-	"their nodes: the last one leaves.  docs: man hashring.";
+	"rings of 1, 100, 200 and 500 vnodes; ketama; maglev; rendezvous; jump\n"
+	"hash) and for each the heaviest and lightest node over the mean, the\n"
+	"keys moved when node N joins and when one node leaves (beside the\n"
+	"ideal), the lookup ns, build ms and bytes of memory.  hash % N and\n"
+	"jump number their nodes: the last one leaves.\n"
+	"\n"
+	"With --placement tokens, N nodes join an empty ring one at a time, each\n"
+	"with W x T tokens allocated against the ring it sees; prints each\n"
+	"node's share over its fair share (largest, smallest), what a join moves\n"
+	"beside the joiner's fair share, and the same after N/10 leave at\n"
+	"random.  docs: man hashring.";
 
 struct sim_args {
 	unsigned long nodes;
@@ -51,7 +58,11 @@ struct sim_args {
 	size_t nvnodes;
 	int json;
 	const char *svg;     /* --svg FILE, or NULL */
+	int placement;       /* index in sim_placements */
+	struct sim_tokens_args tok;
 };
+
+static const char *const sim_placements[] = { "xxh3", "tokens", NULL };
 
 struct sim_row {
 	unsigned long vnodes;
@@ -287,6 +298,21 @@ out:
 	return rc;
 }
 
+/* ---- tokens ------------------------------------------------------------------- */
+
+static int sim_tokens_main(struct sim_args *a)
+{
+	if (a->svg)
+		return cli_usage(CMD, "--svg plots vnode counts: not with --placement tokens");
+	if ((unsigned long long)a->nodes * a->tok.tokens * (a->tok.weighted ? 4 : 1) >
+	    HR_POINTS_MAX)
+		return cli_usage(CMD, "--tokens %lu: %lu nodes make more than the ring's %u points",
+				 a->tok.tokens, a->nodes, HR_POINTS_MAX);
+	a->tok.nodes = a->nodes;
+	a->tok.json = a->json;
+	return sim_tokens_run(CMD, &a->tok);
+}
+
 /* ---- options ------------------------------------------------------------------ */
 
 int cmd_sim(int argc, char **argv)
@@ -295,6 +321,7 @@ int cmd_sim(int argc, char **argv)
 	struct sim_args a = {
 		.nodes = NODES_DEFAULT,
 		.keys = KEYS_DEFAULT,
+		.tok.tokens = HR_TOKENS_DEFAULT,
 	};
 	struct cli_uints vlist = { .items = a.vnodes, .max = VNODES_LIST_MAX };
 	int compare = 0, keys_given = 0, vnodes_given = 0, seed_given = 0;
@@ -327,12 +354,20 @@ int cmd_sim(int argc, char **argv)
 		  .flags = CLI_NONEMPTY,
 		  .help = "also plot max/mean, min/mean and keys moved into FILE, as "
 			  "SVG: by vnodes, or by placement for --compare" },
+		{ .name = "placement", .arg = "NAME", .type = CLI_CHOICE,
+		  .dest = &a.placement, .choices = sim_placements,
+		  .help = "tokens: joins one at a time with allocated tokens" },
+		{ .name = "tokens", .arg = "T", .type = CLI_UINT, .dest = &a.tok.tokens,
+		  .min = 1, .max = HR_TOKENS_MAX,
+		  .help = "tokens per unit of weight (tokens placement)" },
+		{ .name = "weighted", .type = CLI_FLAG, .dest = &a.tok.weighted,
+		  .help = "weights 1, 2, 3, 4 in turn (tokens placement)" },
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
 		.usage = CMD " [--nodes N] [--keys K] [--vnodes LIST | --compare [--seed S]] "
-			 "[--json] [--svg FILE]",
+			 "[--json] [--svg FILE] [--placement tokens [--tokens T] [--weighted]]",
 		.description = description,
 		.options = options,
 	};
@@ -341,6 +376,10 @@ int cmd_sim(int argc, char **argv)
 	if (rc != CLI_RUN)
 		return rc;
 	a.nvnodes = vlist.n;
+	if (a.placement == 1 && compare)
+		return cli_usage(CMD, "--compare has its own rows: not with --placement tokens");
+	if (a.placement == 1)
+		return sim_tokens_main(&a);
 
 	if (compare) {
 		struct cli_compare_args ca = {

@@ -17,6 +17,7 @@
 #include "ring.h" /* hr__ring_bytes() */
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -64,11 +65,12 @@ struct cmp_keys {
 };
 
 struct cmp_row;
+struct cmp_ctx;
 
 /* How a kind of row builds, answers, measures and frees a placement. */
 struct cmp_ops {
-	int (*build)(const struct cmp_row *row, const hr_node *nodes, size_t n,
-		     void **out, hr_error *err);
+	int (*build)(const struct cmp_row *row, const struct cmp_ctx *c,
+		     const hr_node *nodes, size_t n, void **out, hr_error *err);
 	/* The owner of one key: a node of the list it was built from (or
 	 * the ring's copy of it). */
 	const hr_node *(*lookup)(const void *built, const void *key, size_t len);
@@ -89,9 +91,10 @@ struct cmp_row {
 };
 
 /* The library's rings. */
-static int ring_build(const struct cmp_row *row, const hr_node *nodes, size_t n,
-		      void **out, hr_error *err)
+static int ring_build(const struct cmp_row *row, const struct cmp_ctx *c,
+		      const hr_node *nodes, size_t n, void **out, hr_error *err)
 {
+	(void)c;
 	return hr_ring_build(nodes, n, &row->opts, 0, (hr_ring **)out, err);
 }
 
@@ -127,6 +130,14 @@ static void ring_release(void *built)
 static const struct cmp_ops ring_ops = { ring_build, ring_lookup, ring_sweep, ring_bytes,
 					 ring_release };
 
+/* Allocated tokens: a ring like the others once its nodes' tokens are
+ * known (struct cmp_ctx's table, allocated one join at a time). */
+static int tokens_build(const struct cmp_row *row, const struct cmp_ctx *c,
+			const hr_node *nodes, size_t n, void **out, hr_error *err);
+
+static const struct cmp_ops tokens_ops = { tokens_build, ring_lookup, ring_sweep, ring_bytes,
+					   ring_release };
+
 /* Numbered buckets: what they keep is the array from bucket to node (the
  * nodes themselves are the caller's). */
 struct buckets {
@@ -135,11 +146,12 @@ struct buckets {
 	const hr_node *node[];
 };
 
-static int buckets_build(const struct cmp_row *row, const hr_node *nodes, size_t n,
-			 void **out, hr_error *err)
+static int buckets_build(const struct cmp_row *row, const struct cmp_ctx *c,
+			 const hr_node *nodes, size_t n, void **out, hr_error *err)
 {
 	struct buckets *b = malloc(sizeof *b + n * sizeof b->node[0]);
 
+	(void)c;
 	(void)err;
 	if (!b)
 		return HR_ENOMEM;
@@ -185,18 +197,23 @@ static const struct cmp_ops buckets_ops = { buckets_build, buckets_lookup, bucke
 	{ .name = row_name, .ops = &ring_ops,                                       \
 	  .opts = { .size = sizeof(hr_ring_options), .placement = pl,               \
 		    .vnodes_per_weight = vnodes } }
+#define TOKENS_ROW(row_name)                                                        \
+	{ .name = row_name, .ops = &tokens_ops,                                     \
+	  .opts = { .size = sizeof(hr_ring_options), .placement = HR_PLACEMENT_TOKENS } }
 #define BUCKET_ROW(row_name, fn) \
 	{ .name = row_name, .ops = &buckets_ops, .bucket = fn, .numbered = 1 }
 
 /* The rows, in the order printed.  Ketama's points come from its weights
  * (160 per node at equal weights, a few fewer where libmemcached's float32
- * arithmetic rounds down), Maglev's from its default table. */
+ * arithmetic rounds down), Maglev's from its default table; tokens-16's
+ * nodes joined one at a time with HR_TOKENS_DEFAULT (16) tokens each. */
 static const struct cmp_row rows[] = {
 	BUCKET_ROW("modulo", modulo_bucket),
 	RING_ROW("ring-1", HR_PLACEMENT_XXH3, 1),
 	RING_ROW("ring-100", HR_PLACEMENT_XXH3, 100),
 	RING_ROW("ring-200", HR_PLACEMENT_XXH3, 200),
 	RING_ROW("ring-500", HR_PLACEMENT_XXH3, 500),
+	TOKENS_ROW("tokens-16"),
 	RING_ROW("ketama", HR_PLACEMENT_KETAMA, 0),
 	RING_ROW("maglev", HR_PLACEMENT_MAGLEV, 0),
 	RING_ROW("rendezvous", HR_PLACEMENT_RENDEZVOUS, 0),
@@ -224,7 +241,39 @@ struct cmp_ctx {
 	unsigned long leaves;            /* the node that leaves any-node rows */
 	struct cmp_keys keys;
 	unsigned long *count;            /* keys per node, N                   */
+	/* Node i's tokens, allocated joining node-0..node-(i-1): the N+1
+	 * build is the N nodes and node N's join, the N-1 build the N nodes
+	 * without the one that leaves. */
+	uint64_t (*tokens)[HR_TOKENS_DEFAULT];
 };
+
+static int tokens_build(const struct cmp_row *row, const struct cmp_ctx *c,
+			const hr_node *nodes, size_t n, void **out, hr_error *err)
+{
+	const uint64_t **tp = malloc((n ? n : 1) * sizeof *tp);
+	size_t *tn = malloc((n ? n : 1) * sizeof *tn);
+	int rc = HR_OK;
+
+	if (!tp || !tn)
+		rc = HR_ENOMEM;
+	for (size_t i = 0; rc == HR_OK && i < n; i++) {
+		unsigned long at;
+
+		if (cli_sim_node_index(&nodes[i], c->args->nodes + 1, &at) < 0) {
+			rc = err->code = HR_EINVAL;
+			snprintf(err->message, sizeof err->message, "node \"%s\" has no tokens",
+				 nodes[i].id);
+		} else {
+			tp[i] = c->tokens[at];
+		}
+		tn[i] = HR_TOKENS_DEFAULT;
+	}
+	if (rc == HR_OK)
+		rc = hr_ring_build_tokens(nodes, tp, tn, n, &row->opts, 0, (hr_ring **)out, err);
+	free(tp);
+	free(tn);
+	return rc;
+}
 
 static uint64_t thread_ns(void)
 {
@@ -247,10 +296,11 @@ static uint64_t median(uint64_t *v, size_t n)
 	return v[n / 2];
 }
 
-static int build(const struct cmp_row *row, const hr_node *nodes, size_t n, void **out)
+static int build(const struct cmp_ctx *c, const struct cmp_row *row, const hr_node *nodes,
+		 size_t n, void **out)
 {
 	hr_error err = { 0 };
-	int rc = row->ops->build(row, nodes, n, out, &err);
+	int rc = row->ops->build(row, c, nodes, n, out, &err);
 
 	if (rc < 0) {
 		*out = NULL;
@@ -327,7 +377,7 @@ static int run_row(struct cmp_ctx *c, const struct cmp_row *row, struct cmp_resu
 		row->ops->release(base);
 		base = NULL;
 		t0 = thread_ns();
-		if ((rc = build(row, c->all, n, &base)) != CLI_EXIT_OK)
+		if ((rc = build(c, row, c->all, n, &base)) != CLI_EXIT_OK)
 			return rc;
 		builds[k] = thread_ns() - t0;
 	}
@@ -336,9 +386,9 @@ static int run_row(struct cmp_ctx *c, const struct cmp_row *row, struct cmp_resu
 
 	/* Numbered buckets lose the last one; the others the chosen node. */
 	r->leaves = row->numbered ? n - 1 : c->leaves;
-	rc = build(row, c->all, n + 1, &grown);
+	rc = build(c, row, c->all, n + 1, &grown);
 	if (rc == CLI_EXIT_OK)
-		rc = build(row, row->numbered ? c->all : c->without, n - 1, &shrunk);
+		rc = build(c, row, row->numbered ? c->all : c->without, n - 1, &shrunk);
 	if (rc == CLI_EXIT_OK)
 		rc = count_keys(c, row, base, grown, 1, &moved);
 	r->moved_add = (double)moved / (double)c->keys.n;
@@ -502,6 +552,37 @@ static int make_nodes(struct cmp_ctx *c)
 	return CLI_EXIT_OK;
 }
 
+/* Fills c->tokens: node-0 .. node-N join one at a time, each allocating
+ * its tokens against the ring of those before it. */
+static int allocate_tokens(struct cmp_ctx *c)
+{
+	size_t n = c->args->nodes + 1;
+	const uint64_t **tp = malloc(n * sizeof *tp);
+	size_t *tn = malloc(n * sizeof *tn);
+	hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_TOKENS };
+	hr_error err = { 0 };
+	int rc = HR_OK;
+
+	c->tokens = malloc(n * sizeof *c->tokens);
+	if (!tp || !tn || !c->tokens)
+		rc = HR_ENOMEM;
+	for (size_t i = 0; rc == HR_OK && i < n; i++) {
+		hr_ring *ring = NULL;
+
+		if (i)
+			rc = hr_ring_build_tokens(c->all, tp, tn, i, &o, 0, &ring, &err);
+		if (rc == HR_OK)
+			rc = hr_tokens_allocate(ring, &c->all[i], HR_TOKENS_DEFAULT,
+						c->tokens[i], &err);
+		hr_ring_release(ring);
+		tp[i] = c->tokens[i];
+		tn[i] = HR_TOKENS_DEFAULT;
+	}
+	free(tp);
+	free(tn);
+	return rc == HR_OK ? CLI_EXIT_OK : cli_fail(CMD, rc, &err);
+}
+
 int cli_sim_compare(const struct cli_compare_args *a)
 {
 	struct cmp_ctx c = { .args = a };
@@ -511,6 +592,8 @@ int cli_sim_compare(const struct cli_compare_args *a)
 	rc = make_nodes(&c);
 	if (rc == CLI_EXIT_OK)
 		rc = make_keys(a, &c.keys);
+	if (rc == CLI_EXIT_OK)
+		rc = allocate_tokens(&c);
 	for (size_t i = 0; rc == CLI_EXIT_OK && i < NROWS; i++)
 		rc = run_row(&c, &rows[i], &res[i]);
 	if (rc == CLI_EXIT_OK) {
@@ -525,6 +608,7 @@ int cli_sim_compare(const struct cli_compare_args *a)
 	free(c.all);
 	free(c.without);
 	free(c.count);
+	free(c.tokens);
 	free(c.keys.text);
 	free(c.keys.off);
 	return rc;

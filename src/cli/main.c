@@ -27,6 +27,7 @@ static const struct command commands[] = {
 	{ "diff", cmd_diff, "list the arcs of the key space that change owner between rings" },
 	{ "metrics", cmd_metrics, "print the Prometheus metrics of a client or a members file" },
 	{ "sim", cmd_sim, "measure balance and keys moved on growth, by vnode count" },
+	{ "tokens", cmd_tokens, "allocate a joining node's tokens and print its record" },
 	{ NULL, NULL, NULL }
 };
 

@@ -1,8 +1,9 @@
 /*
- * bench_placement.c - hashring-bench-placement: Maglev's and rendezvous'
- * figures beside the 200-vnode ring of the native contract, in one run
- * (docs/placement.md sections 14 and 15 quote them).  For N equal nodes
- * and each table size M:
+ * bench_placement.c - hashring-bench-placement: Maglev's, rendezvous' and
+ * allocated tokens' figures beside the 200-vnode ring of the native
+ * contract, in one run (docs/placement.md sections 14, 15 and 16 quote
+ * them; the tokens rows' M is the tokens per node, joined one at a time).
+ * For N equal nodes and each table size M:
  *   max/mean, min/mean   the nodes' shares of the write view, times N
  *   leave, join          keys moved when node N/2 leaves or a node joins,
  *                        as a multiple of the minimum (its own share)
@@ -187,6 +188,83 @@ static void row(const char *name, int n, hr_placement pl, uint64_t m)
 	hr_ring_release(more);
 }
 
+/* n equal nodes joined one at a time with t allocated tokens each, then
+ * without node `skip` (-1: none); exits on failure. */
+static hr_ring *tokens_ring(int n, int skip, size_t t, double *build_ms)
+{
+	hr_node *nodes = calloc((size_t)n + 1, sizeof *nodes);
+	char (*ids)[24] = calloc((size_t)n + 1, sizeof *ids);
+	uint64_t *tok = calloc(((size_t)n + 1) * t, sizeof *tok);
+	const uint64_t **tp = calloc((size_t)n + 1, sizeof *tp);
+	size_t *tn = calloc((size_t)n + 1, sizeof *tn);
+	hr_ring_options o;
+	hr_error err = { 0 };
+	hr_ring *ring = NULL, *next = NULL;
+	double tm = 0;
+
+	if (!nodes || !ids || !tok || !tp || !tn)
+		exit(1);
+	hr_ring_options_init(&o);
+	o.placement = HR_PLACEMENT_TOKENS;
+	for (int i = 0; i < n; i++) {
+		snprintf(ids[i], sizeof ids[i], "node-%d", i);
+		nodes[i] = (hr_node){ ids[i], "127.0.0.1:11211", NULL, 1, HR_STATE_ACTIVE };
+		tp[i] = tok + (size_t)i * t;
+		tn[i] = t;
+		if (hr_tokens_allocate(ring, &nodes[i], t, tok + (size_t)i * t, &err))
+			goto fail;
+		tm = now_s();
+		if (hr_ring_build_tokens(nodes, tp, tn, (size_t)i + 1, &o, 0, &next, &err))
+			goto fail;
+		tm = now_s() - tm;
+		hr_ring_release(ring);
+		ring = next;
+	}
+	if (skip >= 0) {
+		memmove(nodes + skip, nodes + skip + 1, (size_t)(n - skip - 1) * sizeof *nodes);
+		memmove(tp + skip, tp + skip + 1, (size_t)(n - skip - 1) * sizeof *tp);
+		if (hr_ring_build_tokens(nodes, tp, tn, (size_t)n - 1, &o, 0, &next, &err))
+			goto fail;
+		hr_ring_release(ring);
+		ring = next;
+	}
+	if (build_ms)
+		*build_ms = tm * 1e3;
+	free(nodes);
+	free(ids);
+	free(tok);
+	free(tp);
+	free(tn);
+	return ring;
+fail:
+	fprintf(stderr, "hashring-bench-placement: %s\n", err.message);
+	exit(1);
+}
+
+static void tokens_row(int n, size_t t)
+{
+	double build_ms, most = 0, least = 2, leave, join;
+	hr_ring *ring = tokens_ring(n, -1, t, &build_ms);
+	hr_ring *fewer = tokens_ring(n, n / 2, t, NULL);
+	hr_ring *more = tokens_ring(n + 1, -1, t, NULL);
+
+	for (int i = 0; i < n; i++) {
+		double s = hr_ring_node_share(ring, hr_ring_node(ring, (size_t)i),
+					      HR_VIEW_WRITE);
+
+		most = s > most ? s : most;
+		least = s < least ? s : least;
+	}
+	leave = hr_ring_moved_share(ring, fewer, HR_VIEW_WRITE) * n;
+	join = hr_ring_moved_share(ring, more, HR_VIEW_WRITE) * (n + 1);
+	printf("%-10s %6d %9zu %8.4f %8.4f %6.2f %6.2f %9.2f %7.2f %7.2f\n", "tokens", n,
+	       t, most * n, least * n, leave, join, build_ms,
+	       lookup_ns(ring, 0), lookup_ns(ring, 1));
+	hr_ring_release(ring);
+	hr_ring_release(fewer);
+	hr_ring_release(more);
+}
+
 int main(int argc, char **argv)
 {
 	static const uint64_t sizes[] = { 10007, 65537, 100003, 655357 };
@@ -211,6 +289,8 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
 			if (sizes[k] >= 10u * (uint64_t)n)
 				row("maglev", n, HR_PLACEMENT_MAGLEV, sizes[k]);
+		tokens_row(n, 16);
+		tokens_row(n, 32);
 	}
 	return 0;
 }

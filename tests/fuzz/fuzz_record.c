@@ -4,6 +4,7 @@
  * follow. */
 #include "node.h"
 #include "record.h"
+#include "tokens.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -38,5 +39,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	}
 	hr__record_clear(&rec);
+
+	/* The tokens placement's reading: the same verdict on the rest of the
+	 * record, and tokens distinct and ascending. */
+	{
+		hr__tokens t;
+		int rc = hr__record_parse_tokens((const char *)data, id_len,
+						 (const char *)data + id_len,
+						 size - id_len, &rec, &t, &err);
+
+		if (rc == 0) {
+			for (size_t i = 1; i < t.n; i++)
+				if (t.v[i - 1] >= t.v[i])
+					__builtin_trap();
+			if (t.n > HR_TOKENS_MAX)
+				__builtin_trap();
+		} else if (t.n || t.v || rec.id) {
+			__builtin_trap();
+		}
+		hr__record_clear(&rec);
+		hr__tokens_clear(&t);
+	}
 	return 0;
 }

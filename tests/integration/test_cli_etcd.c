@@ -1,7 +1,8 @@
 /*
  * test_cli_etcd.c - the `hashring` command against a real etcd: a reader
  * that goes away, write errors, what one-shot commands log, the metrics of
- * a client, retries while etcd is down, lease ids in hex.
+ * a client, retries while etcd is down, lease ids in hex, records with
+ * allocated tokens put with etcdctl.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -236,6 +237,57 @@ START_TEST(register_and_state_wait_for_etcd)
 }
 END_TEST
 
+/* Nodes join one at a time: `tokens --allocate` against the ring in etcd,
+ * its record put with etcdctl; the tokens ring then holds every token, and
+ * a bad tokens field is a bad record there only. */
+START_TEST(allocated_tokens_put_with_etcdctl)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hrt_cli_run run;
+	char out[256];
+
+	for (int i = 0; i < 6; i++) {
+		char id[16], addr[32];
+		size_t len;
+
+		snprintf(id, sizeof id, "t%d", i);
+		snprintf(addr, sizeof addr, "127.0.0.1:%d", 11300 + i);
+		hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "tokens", "--allocate",
+			"--id", id, "--addr", addr, "--tokens", "8", "--endpoints", eps,
+			"--prefix", PREFIX, NULL });
+		ck_assert_msg(run.status == 0, "tokens: %d %s", run.status, run.err);
+		ck_assert_ptr_nonnull(strstr(run.out, "\"tokens\":[\""));
+		len = strlen(run.out);
+		ck_assert(len > 0 && run.out[len - 1] == '\n');
+		ck_assert_int_eq(hrt_etcdctl_stdin(etcd, run.out, out, sizeof out,
+						   "put " PREFIX "%s", id), 0);
+	}
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
+		"--prefix", PREFIX, "--placement", "tokens", NULL });
+	ck_assert_msg(run.status == 0, "nodes: %d %s", run.status, run.err);
+	ck_assert_msg(strstr(run.out, "# 6 nodes, 48 points"), "%s", run.out);
+	ck_assert_str_eq(run.err, "");
+
+	put("bad", "{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"x\"]}");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
+		"--prefix", PREFIX, "--placement", "tokens", NULL });
+	ck_assert_int_eq(run.status, 0);
+	ck_assert_msg(strstr(run.out, "# 6 nodes, 48 points"), "%s", run.out);
+	ck_assert_ptr_nonnull(strstr(run.err, "event=bad_record key=" PREFIX "bad"));
+	ck_assert_ptr_nonnull(strstr(run.err, "token 0 is"));
+	/* The native placement ignores the field: 7 nodes of 200 points. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps,
+		"--prefix", PREFIX, NULL });
+	ck_assert_int_eq(run.status, 0);
+	ck_assert_msg(strstr(run.out, "# 7 nodes, 1400 points"), "%s", run.out);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "tokens", "--allocate",
+		"--id", "z", "--addr", "127.0.0.1:1", "--tokens", "0", "--endpoints", eps,
+		NULL });
+	ck_assert_int_eq(run.status, 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli_etcd");
@@ -248,6 +300,7 @@ int main(void)
 	tcase_add_test(tc, one_shot_commands_show_bad_records);
 	tcase_add_test(tc, metrics_of_a_client);
 	tcase_add_test(tc, register_and_state_wait_for_etcd);
+	tcase_add_test(tc, allocated_tokens_put_with_etcdctl);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -1176,7 +1176,7 @@ END_TEST
 /* ---- sim --compare ----------------------------------------------------------------- */
 
 static const char *const compare_rows[] = { "modulo", "ring-1", "ring-100", "ring-200",
-					    "ring-500", "ketama", "maglev", "rendezvous", "jump" };
+					    "ring-500", "tokens-16", "ketama", "maglev", "rendezvous", "jump" };
 #define COMPARE_ROWS (sizeof compare_rows / sizeof compare_rows[0])
 
 static const char *str(const cJSON *obj, const char *name)
@@ -1283,6 +1283,11 @@ START_TEST(test_sim_compare_json)
 	/* Rendezvous: shares are w/W exactly, and a join or a leave moves
 	 * only the joiner's or the leaver's keys; the rest is the keys' own
 	 * spread. */
+	/* Tokens: a join takes keys only from the nodes it splits, about its
+	 * share; 16 tokens a node balance within the bound of placement.md
+	 * section 16 at 10 nodes. */
+	ck_assert_double_eq_tol(num(compare_row(doc, "tokens-16"), "moved_add_ratio"), 1.0, 0.1);
+	ck_assert_double_le(num(compare_row(doc, "tokens-16"), "max_mean"), 1.05);
 	rdv = compare_row(doc, "rendezvous");
 	ck_assert_double_le(num(rdv, "max_mean"), 1.02);
 	ck_assert_double_ge(num(rdv, "min_mean"), 0.98);
@@ -2026,16 +2031,17 @@ START_TEST(test_help_matches_readme)
 }
 END_TEST
 
-/* Ring options only where rings are built. */
+/* Ring options only where rings are built; register takes the placement
+ * alone, for --tokens. */
 START_TEST(test_ring_options_where_rings_are_built)
 {
 	static const struct {
 		const char *cmd;
-		int rings;
+		int rings, placement;
 	} cmds[] = {
-		{ "lookup", 1 }, { "nodes", 1 }, { "watch", 1 }, { "diff", 1 }, { "metrics", 1 },
-		{ "register", 0 }, { "state", 0 }, { "weight", 0 }, { "acks", 0 },
-		{ "rebalance", 1 },
+		{ "lookup", 1, 1 }, { "nodes", 1, 1 }, { "watch", 1, 1 }, { "diff", 1, 1 },
+		{ "metrics", 1, 1 }, { "register", 0, 1 }, { "state", 0, 0 }, { "weight", 0, 0 },
+		{ "acks", 0, 0 }, { "rebalance", 1, 1 }, { "tokens", 1, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
@@ -2043,7 +2049,7 @@ START_TEST(test_ring_options_where_rings_are_built)
 
 		ck_assert_int_eq(r.status, 0);
 		ck_assert_int_eq(!!strstr(r.out, "  --vnodes-per-weight N"), cmds[i].rings);
-		ck_assert_int_eq(!!strstr(r.out, "  --placement NAME"), cmds[i].rings);
+		ck_assert_int_eq(!!strstr(r.out, "  --placement NAME"), cmds[i].placement);
 		ck_assert_ptr_nonnull(strstr(r.out, "  --timeout SECONDS"));
 		ck_assert_ptr_nonnull(strstr(r.out, "  --endpoints URLS"));
 		run_free(&r);

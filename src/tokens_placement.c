@@ -1,0 +1,78 @@
+/*
+ * tokens_placement.c - the tokens placement (docs/placement.md section
+ * 16): a node with tokens has one point at each, a node without has the
+ * points of the native placement (section 3); keys sit as there.
+ */
+#include "ring_impl.h"
+#include "ring_points.h"
+
+/* What opens the digest: u32le(0), "tokn", then u32le(vnodes_per_weight)
+ * (the points of nodes without tokens). */
+#define DIGEST_WORD 0x6e6b6f74u
+
+size_t hr_ring_node_tokens(const hr_ring *ring, const hr_node *node,
+			   const uint64_t **tokens)
+{
+	size_t slot = ring_slot(ring, node);
+	const struct ring_node *rn;
+
+	if (tokens)
+		*tokens = NULL;
+	if (slot == SIZE_MAX)
+		return 0;
+	rn = &ring->nodes[slot];
+	if (tokens)
+		*tokens = rn->tokens;
+	return rn->ntokens;
+}
+
+static size_t digest_opening(const hr_ring *ring, unsigned char *out)
+{
+	hr__put_u32le(out, 0);
+	hr__put_u32le(out + 4, DIGEST_WORD);
+	hr__put_u32le(out + 8, ring->vnodes_per_weight);
+	return 12;
+}
+
+/* A node without tokens has the native count (section 3); the build
+ * counts a node's tokens itself (ring_build.c, nodeset.c). */
+static int node_points(const hr_node *node, unsigned vpw, unsigned *points,
+		       hr_error *err)
+{
+	return hr__placement_xxh3.node_points(node, vpw, points, err);
+}
+
+/* A node with tokens has one point at each; the others are placed as the
+ * native placement places them. */
+static void point_positions(const hr_ring *ring, uint32_t slot, unsigned from,
+			    unsigned to, struct point *p)
+{
+	const struct ring_node *rn = &ring->nodes[slot];
+
+	if (!rn->ntokens) {
+		hr__placement_xxh3.point_positions(ring, slot, from, to, p);
+		return;
+	}
+	for (unsigned i = from; i < to; i++, p++) {
+		p->pos = rn->tokens[i];
+		p->node = slot;
+	}
+}
+
+/* The build counted the points (a node's tokens, or section 3's count):
+ * every point placed afresh, since a node's points follow its record. */
+static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
+{
+	(void)prev;
+	return hr__points_fill_fresh(ring, point_positions, err);
+}
+
+const hr__placement hr__placement_tokens = {
+	.name = "tokens",
+	.digest_opening = digest_opening,
+	.node_points = node_points,
+	.point_positions = NULL, /* points follow the record, not id and index */
+	.fill_views = fill_views,
+	.key_pos = NULL,	 /* XXH3_64bits(key), as native */
+	.tokens = true,
+};

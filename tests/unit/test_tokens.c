@@ -1,0 +1,558 @@
+/*
+ * test_tokens.c - the tokens placement (docs/placement.md section 16): the
+ * vectors of the independent Python implementation, rings from given
+ * tokens (the conflict rule, the fallback of records without tokens, the
+ * digest), records' tokens and their errors, and hr_tokens_allocate(): a
+ * join moves keys only to the joiner, exactly its share, deterministically.
+ */
+#include "hashring.h"
+#include "nodeset.h"
+#include "ring.h"
+#include "record.h"
+#include "tokens.h"
+#include "hrt_check.h"
+#include "hrt_ring_fixture.h"
+
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VECTORS HR_TEST_DATA_DIR "/vectors/tokens.json"
+
+static hr_ring_options tokens_opts(unsigned vpw)
+{
+	hr_ring_options o;
+
+	hr_ring_options_init(&o);
+	o.placement = HR_PLACEMENT_TOKENS;
+	o.vnodes_per_weight = vpw;
+	return o;
+}
+
+/* ---- vectors ------------------------------------------------------------------ */
+
+static bool same_owner(const hr_node *got, const cJSON *want)
+{
+	if (cJSON_IsNull(want))
+		return got == NULL;
+	return got && strcmp(got->id, want->valuestring) == 0;
+}
+
+static void check_replicas(const hr_ring *ring, const char *set, const char *key,
+			   hr_view view, const cJSON *want, int r)
+{
+	const hr_node *got[8];
+	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r);
+	int i = 0;
+	const cJSON *id;
+
+	EXPECT(k == cJSON_GetArraySize(want));
+	cJSON_ArrayForEach(id, want) {
+		EXPECT(strcmp(got[i]->id, id->valuestring) == 0);
+		i++;
+	}
+	(void)set;
+}
+
+START_TEST(vectors_sets)
+{
+	cJSON *doc = hrt_load_json(VECTORS), *set;
+	int r = cJSON_GetObjectItem(doc, "replicas")->valueint;
+	int sets = 0;
+
+	cJSON_ArrayForEach(set, cJSON_GetObjectItem(doc, "sets")) {
+		const char *name = cJSON_GetObjectItem(set, "name")->valuestring;
+		hr_ring_options o = tokens_opts(
+			(unsigned)cJSON_GetObjectItem(set, "vnodes_per_weight")->valuedouble);
+		char *members = cJSON_PrintUnformatted(cJSON_GetObjectItem(set, "members"));
+		const cJSON *item, *shares = cJSON_GetObjectItem(set, "share");
+		hr_error err = { 0 };
+		hr_ring *ring = NULL;
+		size_t keys = 0;
+
+		ck_assert_msg(hr_ring_from_json(members, strlen(members), &o, &ring,
+						&err) == HR_OK, "%s", err.message);
+		ck_assert_msg(hr_ring_digest(ring) ==
+			      strtoull(cJSON_GetObjectItem(set, "digest")->valuestring, NULL, 16),
+			      "set %s: digest", name);
+		ck_assert_uint_eq(hr_ring_point_count(ring),
+				  (size_t)cJSON_GetObjectItem(set, "point_count")->valuedouble);
+		cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "vnodes")) {
+			const hr_node *nd = hr_ring_find(ring, item->string);
+
+			ck_assert_ptr_nonnull(nd);
+			ck_assert_msg(hr_ring_node_vnodes(ring, nd) == (unsigned)item->valuedouble,
+				      "set %s: points of %s", name, item->string);
+		}
+		for (int v = 0; v < 2; v++) {
+			cJSON_ArrayForEach(item, cJSON_GetObjectItem(shares, v ? "read" : "write")) {
+				const hr_node *nd = hr_ring_find(ring, item->string);
+
+				ck_assert_msg(hr_ring_node_share(ring, nd, (hr_view)v) ==
+					      item->valuedouble, "set %s: share of %s",
+					      name, item->string);
+			}
+		}
+		cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "keys")) {
+			const char *key = cJSON_GetArrayItem(item, 0)->valuestring;
+			hr_lookup lk;
+			int rc = hr_ring_lookup(ring, key, strlen(key), &lk);
+
+			EXPECT(rc == HR_OK || rc == HR_EEMPTY);
+			EXPECT(same_owner(lk.node, cJSON_GetArrayItem(item, 1)));
+			EXPECT(same_owner(lk.read_node, cJSON_GetArrayItem(item, 2)));
+			check_replicas(ring, name, key, HR_VIEW_WRITE,
+				       cJSON_GetArrayItem(item, 3), r);
+			check_replicas(ring, name, key, HR_VIEW_READ,
+				       cJSON_GetArrayItem(item, 4), r);
+			keys++;
+		}
+		ck_assert_uint_ge(keys, 1000);
+		hr_ring_release(ring);
+		cJSON_free(members);
+		sets++;
+	}
+	ck_assert_int_ge(sets, 5);
+	cJSON_Delete(doc);
+}
+END_TEST
+
+/* ---- rings from given tokens ----------------------------------------------------- */
+
+static hr_ring *build_tokens(const hr_node *nodes, const uint64_t *const *t,
+			     const size_t *n, size_t count, unsigned vpw)
+{
+	hr_ring_options o = tokens_opts(vpw);
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+
+	ck_assert_msg(hr_ring_build_tokens(nodes, t, n, count, &o, 0, &ring, &err) == HR_OK,
+		      "%s", err.message);
+	return ring;
+}
+
+/* Two nodes claim one token: the lower id owns its arc, whatever the order
+ * the nodes come in; the other keeps its other tokens. */
+START_TEST(token_claimed_twice_goes_to_the_lower_id)
+{
+	const uint64_t ta[] = { 1000, 5000 }, tb[] = { 3000, 1000 };
+	hr_node nodes[2] = {
+		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1 },
+		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1 },
+	};
+	const uint64_t *t[2] = { tb, ta };
+	size_t n[2] = { 2, 2 };
+	hr_ring *ring = build_tokens(nodes, t, n, 2, 0);
+	hr_lookup lk;
+
+	ck_assert_int_eq(hr__ring_lookup_pos(ring, 1000, &lk), HR_OK);
+	ck_assert_str_eq(lk.node->id, "a");
+	ck_assert_int_eq(hr__ring_lookup_pos(ring, 2000, &lk), HR_OK);
+	ck_assert_str_eq(lk.node->id, "b");
+	ck_assert_int_eq(hr__ring_lookup_pos(ring, 5001, &lk), HR_OK);
+	ck_assert_str_eq(lk.node->id, "a");	/* wraps to the first point */
+	ck_assert_uint_eq(hr_ring_point_count(ring), 4);
+	/* b's point at 1000 owns nothing: its share is (1000, 3000]. */
+	ck_assert(hr_ring_node_share(ring, hr_ring_find(ring, "b"), HR_VIEW_WRITE) ==
+		  2000.0 / 18446744073709551616.0);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* A node without tokens has the native points: a tokens ring of such
+ * nodes answers as the XXH3 ring does, and only its digest differs. */
+START_TEST(nodes_without_tokens_are_native)
+{
+	hrt_nodes *s = hrt_nodes_new(20, "n%zu", NULL, 0);
+	hr_ring_options o = tokens_opts(50);
+	hr_ring_options x;
+	hr_ring *tok = NULL, *nat;
+	hr_error err = { 0 };
+
+	hr_ring_options_init(&x);
+	x.vnodes_per_weight = 50;
+	nat = hrt_ring_build(s->nodes, s->n, &x, 0);
+	ck_assert_int_eq(hr_ring_build_tokens(s->nodes, NULL, NULL, s->n, &o, 0, &tok,
+					      &err), HR_OK);
+	ck_assert(hr_ring_moved_share(nat, tok, HR_VIEW_WRITE) == 0);
+	ck_assert_uint_eq(hr_ring_point_count(tok), 1000);
+	ck_assert_uint_ne(hr_ring_digest(tok), hr_ring_digest(nat));
+	hr_ring_release(tok);
+	hr_ring_release(nat);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+START_TEST(digest_follows_tokens)
+{
+	uint64_t t1[] = { 10, 20 }, t2[] = { 10, 21 }, t3[] = { 20, 10 };
+	hr_node nd = { .id = "a", .addr = "127.0.0.1:1", .weight = 1 };
+	const uint64_t *p1[] = { t1 }, *p2[] = { t2 }, *p3[] = { t3 };
+	size_t n[] = { 2 };
+	hr_ring *r1 = build_tokens(&nd, p1, n, 1, 0);
+	hr_ring *r2 = build_tokens(&nd, p2, n, 1, 0);
+	hr_ring *r3 = build_tokens(&nd, p3, n, 1, 0);
+	const uint64_t *got;
+
+	ck_assert_uint_ne(hr_ring_digest(r1), hr_ring_digest(r2));
+	/* Order does not matter: tokens are a set. */
+	ck_assert_uint_eq(hr_ring_digest(r1), hr_ring_digest(r3));
+	ck_assert_uint_eq(hr_ring_node_tokens(r3, hr_ring_node(r3, 0), &got), 2);
+	ck_assert_uint_eq(got[0], 10);
+	ck_assert_uint_eq(got[1], 20);
+	ck_assert_uint_eq(hr_ring_node_tokens(r3, &nd, &got), 0);
+	ck_assert_ptr_null(got);
+	hr_ring_release(r1);
+	hr_ring_release(r2);
+	hr_ring_release(r3);
+}
+END_TEST
+
+START_TEST(build_tokens_refuses_bad_input)
+{
+	static uint64_t many[HR_TOKENS_MAX + 1];
+	uint64_t twice[] = { 7, 8, 7 };
+	hr_node nd = { .id = "a", .addr = "127.0.0.1:1", .weight = 1 };
+	const uint64_t *p[] = { twice }, *pm[] = { many }, *pn[] = { NULL };
+	size_t n3[] = { 3 }, nm[] = { HR_TOKENS_MAX + 1 }, n1[] = { 1 };
+	hr_ring_options o = tokens_opts(0), x;
+	hr_error err = { 0 };
+	hr_ring *ring = (hr_ring *)&err;
+
+	for (size_t i = 0; i < HR_TOKENS_MAX + 1; i++)
+		many[i] = i;
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, p, n3, 1, &o, 0, &ring, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "node \"a\": token 7 given twice");
+	ck_assert_ptr_null(ring);
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, nm, 1, &o, 0, &ring, &err), HR_ELIMIT);
+	ck_assert_str_eq(err.message, "node \"a\": 1025 tokens exceed the limit of 1024");
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, pn, n1, 1, &o, 0, &ring, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, p, NULL, 1, &o, 0, &ring, &err), HR_EINVAL);
+	hr_ring_options_init(&x);
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, n1, 1, &x, 0, &ring, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "node \"a\": tokens need HR_PLACEMENT_TOKENS");
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, n1, 1, &o, 0, NULL, &err), HR_EINVAL);
+	nd.weight = 0;
+	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, n1, 1, &o, 0, &ring, &err), HR_EINVAL);
+}
+END_TEST
+
+/* ---- records ------------------------------------------------------------------------ */
+
+static int parse(const char *value, hr__record *rec, hr__tokens *t, hr_error *err)
+{
+	return hr__record_parse_tokens("n", 1, value, strlen(value), rec, t, err);
+}
+
+START_TEST(record_tokens)
+{
+	hr__record rec;
+	hr__tokens t;
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(parse("{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"18446744073709551615\",\"0\",\"42\"]}",
+			       &rec, &t, &err), HR_OK);
+	ck_assert_uint_eq(t.n, 3);
+	ck_assert_uint_eq(t.v[0], 0);
+	ck_assert_uint_eq(t.v[1], 42);
+	ck_assert_uint_eq(t.v[2], UINT64_MAX);
+	hr__record_clear(&rec);
+	hr__tokens_clear(&t);
+
+	/* Without the field, or for another placement, no tokens. */
+	ck_assert_int_eq(parse("{\"addr\":\"127.0.0.1:1\"}", &rec, &t, &err), HR_OK);
+	ck_assert_uint_eq(t.n, 0);
+	hr__record_clear(&rec);
+	ck_assert_int_eq(parse("127.0.0.1:1", &rec, &t, &err), HR_OK);
+	ck_assert_uint_eq(t.n, 0);
+	hr__record_clear(&rec);
+	ck_assert_int_eq(hr__record_parse("n", 1, "{\"addr\":\"a:1\",\"tokens\":7}", 25,
+					  &rec, &err), HR_OK);
+	hr__record_clear(&rec);
+}
+END_TEST
+
+START_TEST(record_tokens_bad)
+{
+	static const struct {
+		const char *value;
+		int rc;
+		const char *msg;
+	} cases[] = {
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"01\"]}", HR_EPARSE,
+		  "node \"n\": token 0 is \"01\", not a decimal string from 0 to 18446744073709551615" },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"1\",\"-1\"]}", HR_EPARSE,
+		  "node \"n\": token 1 is \"-1\", not a decimal string from 0 to 18446744073709551615" },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"18446744073709551616\"]}", HR_EPARSE, NULL },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"\"]}", HR_EPARSE, NULL },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\" 1\"]}", HR_EPARSE, NULL },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"0x10\"]}", HR_EPARSE, NULL },
+		{ "{\"addr\":\"a:1\",\"tokens\":[12]}", HR_EPARSE,
+		  "node \"n\": token 0 is \"(not a string)\", not a decimal string from 0 to 18446744073709551615" },
+		{ "{\"addr\":\"a:1\",\"tokens\":\"12\"}", HR_EPARSE,
+		  "node \"n\": field \"tokens\" must be an array of decimal strings" },
+		{ "{\"addr\":\"a:1\",\"tokens\":[]}", HR_EINVAL,
+		  "node \"n\": field \"tokens\" is empty" },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"5\",\"6\",\"5\"]}", HR_EINVAL,
+		  "node \"n\": token 5 given twice" },
+		{ "{\"addr\":\"a:1\",\"tokens\":[\"5\"],\"tokens\":[\"6\"]}", HR_EPARSE,
+		  "node \"n\": field \"tokens\" given twice" },
+		{ "{\"tokens\":[\"5\"]}", HR_EPARSE, NULL },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		hr__record rec;
+		hr__tokens t = { (uint64_t *)&t, 9 };
+		hr_error err = { 0 };
+
+		ck_assert_msg(parse(cases[i].value, &rec, &t, &err) == cases[i].rc,
+			      "case %zu: %s", i, err.message);
+		ck_assert_ptr_null(t.v);
+		ck_assert_uint_eq(t.n, 0);
+		ck_assert_ptr_null(rec.id);
+		hrt_assert_clean_message(err.message);
+		if (cases[i].msg)
+			ck_assert_str_eq(err.message, cases[i].msg);
+	}
+}
+END_TEST
+
+START_TEST(record_too_many_tokens)
+{
+	size_t cap = 32 + (HR_TOKENS_MAX + 1) * 8;
+	char *v = malloc(cap);
+	size_t len = (size_t)sprintf(v, "{\"addr\":\"a:1\",\"tokens\":[");
+	hr__record rec;
+	hr__tokens t;
+	hr_error err = { 0 };
+
+	for (int i = 0; i <= HR_TOKENS_MAX; i++)
+		len += (size_t)sprintf(v + len, "%s\"%d\"", i ? "," : "", i);
+	strcpy(v + len, "]}");
+	ck_assert_int_eq(parse(v, &rec, &t, &err), HR_ELIMIT);
+	ck_assert_str_eq(err.message, "node \"n\": 1025 tokens exceed the limit of 1024");
+	free(v);
+}
+END_TEST
+
+/* A members file's tokens count with the tokens placement only; a bad
+ * tokens field is then a bad record, as any bad field. */
+START_TEST(members_tokens)
+{
+	static const char doc[] =
+		"{\"a\":{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"100\",\"200\"]},"
+		" \"b\":\"127.0.0.1:2\"}";
+	static const char bad[] = "{\"a\":{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"x\"]}}";
+	hr_ring_options o = tokens_opts(3);
+	hr_ring *ring = NULL;
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(hr_ring_from_json(doc, strlen(doc), &o, &ring, &err), HR_OK);
+	ck_assert_uint_eq(hr_ring_node_vnodes(ring, hr_ring_find(ring, "a")), 2);
+	ck_assert_uint_eq(hr_ring_node_vnodes(ring, hr_ring_find(ring, "b")), 3);
+	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_find(ring, "a"), NULL), 2);
+	hr_ring_release(ring);
+	ck_assert_int_eq(hr_ring_from_json(bad, strlen(bad), &o, &ring, &err), HR_EPARSE);
+	ck_assert_ptr_null(ring);
+	ck_assert_int_eq(hr_ring_from_json(bad, strlen(bad), NULL, &ring, &err), HR_OK);
+	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_find(ring, "a"), NULL), 0);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* The set that follows etcd keeps each member's tokens, replaced with the
+ * record, and builds the ring of them. */
+START_TEST(nodeset_keeps_tokens)
+{
+	hr__nodeset s = { 0 };
+	hr_ring_options o = tokens_opts(0);
+	static const char *values[] = {
+		"{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"100\"]}",
+		"{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"300\",\"400\"]}",
+	};
+	hr_ring *ring = NULL;
+	const uint64_t *got;
+
+	for (int i = 0; i < 2; i++) {
+		hr__record rec;
+		hr__tokens t;
+		hr_error err = { 0 };
+
+		ck_assert_int_eq(parse(values[i], &rec, &t, &err), HR_OK);
+		ck_assert_int_eq(hr__nodeset_put_tokens(&s, &rec, &t, 2 + i, 2 + i), HR_OK);
+		ck_assert_ptr_null(t.v);
+	}
+	ck_assert_int_eq(hr__nodeset_build(&s, &o, 3, &ring, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_node(ring, 0), &got), 2);
+	ck_assert_uint_eq(got[0], 300);
+	hr_ring_release(ring);
+	ck_assert_int_eq(hr__nodeset_remove(&s, "n"), 1);
+	hr__nodeset_clear(&s);
+}
+END_TEST
+
+/* ---- allocation ------------------------------------------------------------------------- */
+
+struct grown {
+	hr_node nodes[64];
+	char ids[64][16];
+	uint64_t tokens[64][4 * 16];
+	const uint64_t *tp[64];
+	size_t tn[64];
+	size_t n;
+};
+
+/* Node i joins g's ring with `per` tokens per unit of weight. */
+static hr_ring *join(struct grown *g, hr_ring *ring, double weight, size_t per)
+{
+	size_t i = g->n;
+	hr_error err = { 0 };
+
+	snprintf(g->ids[i], sizeof g->ids[i], "n%zu", i);
+	g->nodes[i] = (hr_node){ .id = g->ids[i], .addr = "127.0.0.1:1",
+				 .weight = weight };
+	g->tn[i] = per * (size_t)weight;
+	g->tp[i] = g->tokens[i];
+	ck_assert_msg(hr_tokens_allocate(ring, &g->nodes[i], g->tn[i], g->tokens[i],
+					 &err) == HR_OK, "%s", err.message);
+	g->n++;
+	return build_tokens(g->nodes, g->tp, g->tn, g->n, 0);
+}
+
+/* Every key the joiner does not own keeps its owner, and the joiner's share
+ * is exactly what moved. */
+START_TEST(join_moves_only_to_the_joiner)
+{
+	static struct grown g;
+	hr_ring *ring = NULL;
+
+	memset(&g, 0, sizeof g);
+	for (int k = 0; k < 40; k++) {
+		hr_ring *next = join(&g, ring, 1 + k % 3, 16);
+		const hr_node *joiner = hr_ring_find(next, g.ids[g.n - 1]);
+		hr_diff *diff = NULL;
+		const hr_arc *arcs;
+
+		ck_assert(hr_ring_moved_share(ring, next, HR_VIEW_WRITE) ==
+			  hr_ring_node_share(next, joiner, HR_VIEW_WRITE));
+		if (ring) {
+			ck_assert_int_eq(hr_ring_diff(ring, next, HR_VIEW_WRITE, &diff, NULL), HR_OK);
+			arcs = hr_diff_arcs(diff);
+			for (size_t a = 0; a < hr_diff_arc_count(diff); a++)
+				EXPECT(arcs[a].new_node == joiner);
+			hr_diff_free(diff);
+		}
+		/* Its tokens are ascending and sit on no other node's point. */
+		for (size_t t = 1; t < g.tn[g.n - 1]; t++)
+			EXPECT(g.tokens[g.n - 1][t - 1] < g.tokens[g.n - 1][t]);
+		hr_ring_release(ring);
+		ring = next;
+	}
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* Same ring, same node: same tokens; a node already in the ring is
+ * allocated as if it were not there. */
+START_TEST(allocation_is_deterministic)
+{
+	static struct grown g;
+	hr_ring *ring = NULL, *with;
+	uint64_t a[16], b[16], c[16];
+	hr_node nd = { .id = "late", .addr = "127.0.0.1:9", .weight = 1 };
+	const uint64_t *tp[65];
+	size_t tn[65];
+	hr_node nodes[65];
+
+	memset(&g, 0, sizeof g);
+	for (int k = 0; k < 12; k++) {
+		hr_ring *next = join(&g, ring, 1, 16);
+
+		hr_ring_release(ring);
+		ring = next;
+	}
+	ck_assert_int_eq(hr_tokens_allocate(ring, &nd, 16, a, NULL), HR_OK);
+	ck_assert_int_eq(hr_tokens_allocate(ring, &nd, 16, b, NULL), HR_OK);
+	ck_assert_mem_eq(a, b, sizeof a);
+	memcpy(nodes, g.nodes, g.n * sizeof *nodes);
+	memcpy(tp, g.tp, g.n * sizeof *tp);
+	memcpy(tn, g.tn, g.n * sizeof *tn);
+	nodes[g.n] = nd;
+	tp[g.n] = b;
+	tn[g.n] = 16;
+	with = build_tokens(nodes, tp, tn, g.n + 1, 0);
+	ck_assert_int_eq(hr_tokens_allocate(with, &nd, 16, c, NULL), HR_OK);
+	ck_assert_mem_eq(a, c, sizeof a);
+	hr_ring_release(with);
+	hr_ring_release(ring);
+}
+END_TEST
+
+/* The first node's tokens are evenly spaced: it owns the circle, and the
+ * second node of equal weight gets exactly half. */
+START_TEST(first_and_second_node)
+{
+	static struct grown g;
+	hr_ring *one, *two;
+	double share;
+
+	memset(&g, 0, sizeof g);
+	size_t even = 0;
+
+	one = join(&g, NULL, 1, 16);
+	/* 16 gaps around the circle: 15 of UINT64_MAX / 16, one a little
+	 * longer. */
+	for (size_t t = 0; t < 16; t++)
+		even += g.tokens[0][(t + 1) % 16] - g.tokens[0][t] == UINT64_MAX / 16;
+	ck_assert_uint_eq(even, 15);
+	two = join(&g, one, 1, 16);
+	share = hr_ring_node_share(two, hr_ring_find(two, "n1"), HR_VIEW_WRITE);
+	ck_assert_msg(share > 0.5 - 1e-12 && share < 0.5 + 1e-12, "share %.17g", share);
+	hr_ring_release(one);
+	hr_ring_release(two);
+}
+END_TEST
+
+START_TEST(allocate_refuses_bad_input)
+{
+	hr_node nd = { .id = "a", .addr = "127.0.0.1:1", .weight = 1 };
+	uint64_t out[HR_TOKENS_MAX + 1];
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(hr_tokens_allocate(NULL, &nd, 0, out, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "node \"a\": 0 tokens: a node needs at least one");
+	ck_assert_int_eq(hr_tokens_allocate(NULL, &nd, HR_TOKENS_MAX + 1, out, &err),
+			 HR_ELIMIT);
+	ck_assert_int_eq(hr_tokens_allocate(NULL, &nd, HR_TOKENS_MAX, out, &err), HR_OK);
+	ck_assert_int_eq(hr_tokens_allocate(NULL, NULL, 1, out, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_tokens_allocate(NULL, &nd, 1, NULL, &err), HR_EINVAL);
+	nd.id = "a/b";
+	ck_assert_int_eq(hr_tokens_allocate(NULL, &nd, 1, out, &err), HR_EINVAL);
+	hrt_assert_clean_message(err.message);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tokens");
+	TCase *tc = tcase_create("tokens");
+
+	tcase_add_test(tc, vectors_sets);
+	tcase_add_test(tc, token_claimed_twice_goes_to_the_lower_id);
+	tcase_add_test(tc, nodes_without_tokens_are_native);
+	tcase_add_test(tc, digest_follows_tokens);
+	tcase_add_test(tc, build_tokens_refuses_bad_input);
+	tcase_add_test(tc, record_tokens);
+	tcase_add_test(tc, record_tokens_bad);
+	tcase_add_test(tc, record_too_many_tokens);
+	tcase_add_test(tc, members_tokens);
+	tcase_add_test(tc, nodeset_keeps_tokens);
+	tcase_add_test(tc, join_moves_only_to_the_joiner);
+	tcase_add_test(tc, allocation_is_deterministic);
+	tcase_add_test(tc, first_and_second_node);
+	tcase_add_test(tc, allocate_refuses_bad_input);
+	suite_add_tcase(s, tc);
+	return hrt_run(s);
+}
