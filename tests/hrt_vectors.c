@@ -39,6 +39,21 @@ static void check_replicas(const hr_ring *ring, const char *set, const char *key
 	}
 }
 
+hr_ring *hrt_vectors_ring(const cJSON *set, const hr_ring_options *opts)
+{
+	char *members = cJSON_PrintUnformatted(cJSON_GetObjectItem(set, "members"));
+	hr_error err = { 0 };
+	hr_ring *ring = NULL;
+	int rc;
+
+	ck_assert_ptr_nonnull(members);
+	rc = hr_ring_from_json(members, strlen(members), opts, &ring, &err);
+	cJSON_free(members);
+	ck_assert_msg(rc == HR_OK, "set %s: %s",
+		      cJSON_GetObjectItem(set, "name")->valuestring, err.message);
+	return ring;
+}
+
 void hrt_vectors_check_set(const cJSON *set, const hr_ring *ring, int r,
 			   bool may_be_empty)
 {

@@ -10,6 +10,10 @@
 
 #include <stdbool.h>
 
+/* The ring hr_ring_from_json() builds from `set`'s members with `opts`;
+ * the test fails if it cannot.  hr_ring_release() it. */
+hr_ring *hrt_vectors_ring(const cJSON *set, const hr_ring_options *opts);
+
 /* Checks `ring`, built by the caller from `set`'s members and options,
  * against `set`: its digest, point_count, vnodes and write and read
  * shares, and every one of its (at least 1000) keys' write and read owners

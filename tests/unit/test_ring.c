@@ -296,12 +296,8 @@ START_TEST(vectors_sets)
 			.vnodes_per_weight =
 				(unsigned)cJSON_GetObjectItem(set, "vnodes_per_weight")->valuedouble,
 		};
-		char *members = cJSON_PrintUnformatted(cJSON_GetObjectItem(set, "members"));
-		hr_error err = { 0 };
-		hr_ring *ring = NULL;
-		int rc = hr_ring_from_json(members, strlen(members), &opts, &ring, &err);
+		hr_ring *ring = hrt_vectors_ring(set, &opts);
 
-		ck_assert_msg(rc == HR_OK, "%s", err.message);
 		hrt_vectors_check_set(set, ring, r, false);
 
 		/* The same nodes given in reverse order: the same ring. */
@@ -318,7 +314,6 @@ START_TEST(vectors_sets)
 			free(rev);
 		}
 		hr_ring_release(ring);
-		cJSON_free(members);
 		sets++;
 	}
 	ck_assert_int_ge(sets, 6);
