@@ -170,15 +170,35 @@ static int add_compare(cJSON *compare, const char *key, const char *target,
 	       hr__json_add_int64(cmp, field, n);
 }
 
+/* Sends the txn `body` (taking it over) that its builder assembled, or
+ * fails with HR_ENOMEM when the builder ran out (`ok` false); *done: the
+ * compares held and the success branch ran. */
+static int send_txn(hr__etcd *e, cJSON *body, int ok, int *done, hr_error *err)
+{
+	cJSON *reply = NULL;
+	int rc;
+
+	if (!ok) {
+		cJSON_Delete(body);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	rc = hr__etcd_call(e, "/kv/txn", body, &reply, err);
+	cJSON_Delete(body);
+	if (!rc)
+		*done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "succeeded"));
+	cJSON_Delete(reply);
+	return rc;
+}
+
 int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
 		    int64_t expect_mod, int64_t expect_lease, int64_t lease,
 		    int ignore_lease, int *done, hr_error *err)
 {
-	cJSON *body = cJSON_CreateObject(), *reply = NULL;
+	cJSON *body = cJSON_CreateObject();
 	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
 	cJSON *success = cJSON_AddArrayToObject(body, "success");
 	cJSON *req = cJSON_CreateObject(), *put;
-	int rc, ok;
+	int ok;
 
 	*done = 0;
 	/* Attach at once so that the body owns everything from here on. */
@@ -201,16 +221,7 @@ int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
 		ok = hr__json_add_int64(put, "lease", lease);
 	if (ok && ignore_lease)
 		ok = cJSON_AddTrueToObject(put, "ignore_lease") != NULL;
-	if (!ok) {
-		cJSON_Delete(body);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	rc = hr__etcd_call(e, "/kv/txn", body, &reply, err);
-	cJSON_Delete(body);
-	if (!rc)
-		*done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "succeeded"));
-	cJSON_Delete(reply);
-	return rc;
+	return send_txn(e, body, ok, done, err);
 }
 
 int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
@@ -218,11 +229,11 @@ int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
 				     const char *prefix, int64_t revision,
 				     int *done, hr_error *err)
 {
-	cJSON *body = cJSON_CreateObject(), *reply = NULL, *range = NULL, *req = NULL;
+	cJSON *body = cJSON_CreateObject(), *range = NULL, *req = NULL;
 	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
 	cJSON *success = cJSON_AddArrayToObject(body, "success");
 	cJSON *put;
-	int rc, ok;
+	int ok;
 
 	*done = 0;
 	/* Attached at once, so that the body owns everything. */
@@ -245,16 +256,7 @@ int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
 	ok = ok && put && hr__json_add_b64(put, "key", key, strlen(key)) &&
 	     hr__json_add_b64(put, "value", value, strlen(value)) &&
 	     (!lease || hr__json_add_int64(put, "lease", lease));
-	if (!ok) {
-		cJSON_Delete(body);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	rc = hr__etcd_call(e, "/kv/txn", body, &reply, err);
-	cJSON_Delete(body);
-	if (!rc)
-		*done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "succeeded"));
-	cJSON_Delete(reply);
-	return rc;
+	return send_txn(e, body, ok, done, err);
 }
 
 /* ---- leases --------------------------------------------------------------- */

@@ -290,6 +290,25 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 	return HR_OK;
 }
 
+/* The caller's array of nodes, as both public builds take it: present
+ * unless empty, within the limit, every node valid. */
+static int check_nodes(const hr_node *nodes, size_t n, hr_error *err)
+{
+	if (!nodes && n)
+		return hr__error_set(err, HR_EINVAL, "node array is NULL");
+	if (n > HR_NODES_MAX)
+		return hr__error_set(err, HR_ELIMIT,
+				     "%zu nodes exceed the limit of %d", n,
+				     HR_NODES_MAX);
+	for (size_t i = 0; i < n; i++) {
+		int rc = hr__node_validate(&nodes[i], err);
+
+		if (rc)
+			return rc;
+	}
+	return HR_OK;
+}
+
 /* A build from the caller's array of nodes, each checked first. */
 static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 			 const hr_ring_options *opts, uint64_t revision,
@@ -301,19 +320,11 @@ static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
 	*out = NULL;
-	if (!nodes && n)
-		return hr__error_set(err, HR_EINVAL, "node array is NULL");
 	if (!hash)
 		return hr__error_set(err, HR_EINVAL, "point hash is NULL");
-	if (n > HR_NODES_MAX)
-		return hr__error_set(err, HR_ELIMIT,
-				     "%zu nodes exceed the limit of %d", n,
-				     HR_NODES_MAX);
-	for (size_t i = 0; i < n; i++) {
-		rc = hr__node_validate(&nodes[i], err);
-		if (rc)
-			return rc;
-	}
+	rc = check_nodes(nodes, n, err);
+	if (rc)
+		return rc;
 	order = malloc((n ? n : 1) * sizeof *order);
 	if (!order)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
@@ -422,17 +433,9 @@ int hr_ring_build_tokens(const hr_node *nodes, const uint64_t *const *tokens,
 	rc = hr__ring_options_read(opts, &o, err);
 	if (rc)
 		return rc;
-	if (!nodes && n)
-		return hr__error_set(err, HR_EINVAL, "node array is NULL");
-	if (n > HR_NODES_MAX)
-		return hr__error_set(err, HR_ELIMIT,
-				     "%zu nodes exceed the limit of %d", n,
-				     HR_NODES_MAX);
-	for (size_t i = 0; i < n; i++) {
-		rc = hr__node_validate(&nodes[i], err);
-		if (rc)
-			return rc;
-	}
+	rc = check_nodes(nodes, n, err);
+	if (rc)
+		return rc;
 	order = malloc((n ? n : 1) * sizeof *order);
 	tp = malloc((n ? n : 1) * sizeof *tp);
 	t = calloc(n ? n : 1, sizeof *t);

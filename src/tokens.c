@@ -77,7 +77,9 @@ static int sort_distinct(const char *id, hr__tokens *t, hr_error *err)
 	return HR_OK;
 }
 
-static int count_check(const char *id, size_t n, hr_error *err)
+/* Room for `n` tokens in out->v (out->n stays 0), once `n` is checked:
+ * what parsing a record's tokens and copying a caller's both need. */
+static int tokens_alloc(const char *id, size_t n, hr__tokens *out, hr_error *err)
 {
 	if (n == 0)
 		return hr__error_set(err, HR_EINVAL,
@@ -87,6 +89,9 @@ static int count_check(const char *id, size_t n, hr_error *err)
 		return hr__error_set(err, HR_ELIMIT,
 				     "node \"%.*s\": %zu tokens exceed the limit of %d",
 				     HR__ID_SHOWN, id, n, HR_TOKENS_MAX);
+	out->v = malloc(n * sizeof *out->v);
+	if (!out->v)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	return HR_OK;
 }
 
@@ -104,12 +109,9 @@ int hr__tokens_parse(const char *id, const cJSON *field, hr__tokens *out,
 				     HR__ID_SHOWN, id);
 	cJSON_ArrayForEach(item, field)
 		n++;
-	rc = count_check(id, n, err);
+	rc = tokens_alloc(id, n, out, err);
 	if (rc)
 		return rc;
-	out->v = malloc(n * sizeof *out->v);
-	if (!out->v)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	cJSON_ArrayForEach(item, field) {
 		if (!cJSON_IsString(item) || !item->valuestring ||
 		    token_scan(item->valuestring, &out->v[out->n]) != 0) {
@@ -141,12 +143,9 @@ int hr__tokens_copy(const char *id, const uint64_t *v, size_t n,
 	if (!v && n)
 		return hr__error_set(err, HR_EINVAL,
 				     "node \"%.*s\": tokens are NULL", HR__ID_SHOWN, id);
-	rc = count_check(id, n, err);
+	rc = tokens_alloc(id, n, out, err);
 	if (rc)
 		return rc;
-	out->v = malloc(n * sizeof *out->v);
-	if (!out->v)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	memcpy(out->v, v, n * sizeof *v);
 	out->n = n;
 	rc = sort_distinct(id, out, err);

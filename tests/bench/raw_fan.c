@@ -155,7 +155,6 @@ hrb_raw_fan *hrb_raw_fan_start(const char *url, const char *prefix,
 			       int64_t start_rev, int n, hrb_raw_fan_fn fn, void *ud)
 {
 	hrb_raw_fan *f = calloc(1, sizeof *f);
-	char full[512];
 
 	if (!f)
 		return NULL;
@@ -177,7 +176,6 @@ hrb_raw_fan *hrb_raw_fan_start(const char *url, const char *prefix,
 	curl_multi_setopt(f->multi, CURLMOPT_SOCKETDATA, f);
 	curl_multi_setopt(f->multi, CURLMOPT_TIMERFUNCTION, on_timer);
 	curl_multi_setopt(f->multi, CURLMOPT_TIMERDATA, f);
-	snprintf(full, sizeof full, "%s/v3/watch", url);
 	for (int i = 0; i < n; i++) {
 		stream *s = &f->s[i];
 
@@ -189,13 +187,7 @@ hrb_raw_fan *hrb_raw_fan_start(const char *url, const char *prefix,
 			hrb_raw_fan_stop(f);
 			return NULL;
 		}
-		curl_easy_setopt(s->h, CURLOPT_URL, full);
-		curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, f->headers);
-		curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, f->body);
-		curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_data);
-		curl_easy_setopt(s->h, CURLOPT_WRITEDATA, s);
-		curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+		hrb_watch_request(s->h, url, f->headers, f->body, on_data, s, 10000L);
 		curl_multi_add_handle(f->multi, s->h);
 	}
 	if (pthread_create(&f->thread, NULL, fan_main, f)) {

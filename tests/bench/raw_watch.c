@@ -139,7 +139,6 @@ hrb_raw_watch *hrb_raw_watch_start(const char *url, const char *prefix,
 				   int64_t start_rev, hrb_revlog *log)
 {
 	hrb_raw_watch *w = calloc(1, sizeof *w);
-	char full[512];
 
 	if (!w)
 		return NULL;
@@ -153,14 +152,7 @@ hrb_raw_watch *hrb_raw_watch_start(const char *url, const char *prefix,
 		hrb_raw_watch_stop(w);
 		return NULL;
 	}
-	snprintf(full, sizeof full, "%s/v3/watch", url);
-	curl_easy_setopt(w->h, CURLOPT_URL, full);
-	curl_easy_setopt(w->h, CURLOPT_HTTPHEADER, w->headers);
-	curl_easy_setopt(w->h, CURLOPT_POSTFIELDS, w->body);
-	curl_easy_setopt(w->h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(w->h, CURLOPT_WRITEDATA, w);
-	curl_easy_setopt(w->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(w->h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+	hrb_watch_request(w->h, url, w->headers, w->body, on_data, w, 2000L);
 	curl_multi_add_handle(w->multi, w->h);
 	if (pthread_create(&w->thread, NULL, watch_main, w)) {
 		fprintf(stderr, "bench: raw watch: cannot start its thread\n");
@@ -205,4 +197,20 @@ void hrb_raw_watch_stop(hrb_raw_watch *w)
 	free(w->body);
 	free(w->lines.p);
 	free(w);
+}
+
+void hrb_watch_request(CURL *h, const char *url, struct curl_slist *headers,
+		       const char *body, curl_write_callback chunk_fn, void *data,
+		       long connect_ms)
+{
+	char full[512];
+
+	snprintf(full, sizeof full, "%s/v3/watch", url);
+	curl_easy_setopt(h, CURLOPT_URL, full);	/* libcurl copies it */
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, chunk_fn);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, data);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 }

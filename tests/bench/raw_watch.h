@@ -13,6 +13,8 @@
 
 #include "bench.h"
 
+#include <curl/curl.h>
+
 typedef struct hrb_raw_watch hrb_raw_watch;
 
 /* Watches every key under `prefix` from `start_rev` on gateway `url`
@@ -31,6 +33,13 @@ int64_t hrb_raw_watch_events(const hrb_raw_watch *w);
 /* The JSON body of a watch on every key under `prefix` from `start_rev`
  * (malloc'd), or NULL when out of memory. */
 char *hrb_watch_body(const char *prefix, int64_t start_rev);
+
+/* Sets up `h` as one watch stream: POST `body` (which must outlive the
+ * transfer) to `url`'s /v3/watch with `headers`, each chunk handed to
+ * chunk_fn(.., data), connecting within `connect_ms`. */
+void hrb_watch_request(CURL *h, const char *url, struct curl_slist *headers,
+		       const char *body, curl_write_callback chunk_fn, void *data,
+		       long connect_ms);
 
 /* Aborts the stream, joins the thread and frees everything.  Accepts NULL. */
 void hrb_raw_watch_stop(hrb_raw_watch *w);

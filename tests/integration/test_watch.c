@@ -574,6 +574,36 @@ START_TEST(lookup_forms_agree)
 }
 END_TEST
 
+/* The client's ring once it has `want`'s digest: the change arrives
+ * within seconds, 15 s is generous.  Release it. */
+static hr_ring *await_ring(hr_client *c, const hr_ring *want, int step)
+{
+	hr_ring *got = NULL;
+
+	for (int t = 0; t < 1500; t++) {
+		got = hr_client_acquire(c);
+		if (hr_ring_digest(got) == hr_ring_digest(want))
+			break;
+		hr_ring_release(got);
+		got = NULL;
+		hrt_sleep_ms(10);
+	}
+	ck_assert_msg(got != NULL, "step %d: the client's ring differs", step);
+	return got;
+}
+
+/* The client answers `key` with `want`'s write and read owners. */
+static void check_owners(hr_client *c, const hr_ring *want, const char *key, int len)
+{
+	hr_lookup lw;
+	hr_owner o;
+
+	ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw), 0);
+	ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
+	ck_assert_str_eq(o.node, lw.node->id);
+	ck_assert_str_eq(o.read_node, lw.read_node->id);
+}
+
 /* A client with Maglev ring options serves the ring an offline build of
  * the same records gives, through a change; a table size that is not a
  * prime is refused at open. */
@@ -610,27 +640,13 @@ START_TEST(maglev_client_follows_etcd)
 						   &want, &err), HR_OK);
 		if (step)
 			put_node("d", "127.0.0.4:1");
-		/* The change arrives within seconds; 15 s is generous. */
-		for (int t = 0; t < 1500; t++) {
-			got = hr_client_acquire(c);
-			if (hr_ring_digest(got) == hr_ring_digest(want))
-				break;
-			hr_ring_release(got);
-			got = NULL;
-			hrt_sleep_ms(10);
-		}
-		ck_assert_msg(got != NULL, "step %d: the client's ring differs", step);
+		got = await_ring(c, want, step);
 		ck_assert_uint_eq(hr_ring_point_count(got), hr_ring_point_count(want));
 		for (int k = 0; k < 200; k++) {
 			char key[16];
 			int len = snprintf(key, sizeof key, "k%d", k);
-			hr_lookup lw;
-			hr_owner o;
 
-			ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw), 0);
-			ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
-			ck_assert_str_eq(o.node, lw.node->id);
-			ck_assert_str_eq(o.read_node, lw.read_node->id);
+			check_owners(c, want, key, len);
 		}
 		hr_ring_release(got);
 		hr_ring_release(want);
@@ -685,30 +701,16 @@ START_TEST(rendezvous_client_follows_etcd)
 						   &want, &err), HR_OK);
 		if (step)
 			put_node("d", "{\"addr\":\"127.0.0.4:1\",\"state\":\"warming\"}");
-		/* The change arrives within seconds; 15 s is generous. */
-		for (int t = 0; t < 1500; t++) {
-			got = hr_client_acquire(c);
-			if (hr_ring_digest(got) == hr_ring_digest(want))
-				break;
-			hr_ring_release(got);
-			got = NULL;
-			hrt_sleep_ms(10);
-		}
-		ck_assert_msg(got != NULL, "step %d: the client's ring differs", step);
+		got = await_ring(c, want, step);
 		ck_assert_ptr_null(hr_ring_find(got, "e"));
 		for (int k = 0; k < 200; k++) {
 			char key[16];
 			int len = snprintf(key, sizeof key, "k%d", k);
-			hr_lookup lw;
-			hr_owner o;
 			hr_replica rep[3];
 			const hr_node *pref[3];
 			int n;
 
-			ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw), 0);
-			ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
-			ck_assert_str_eq(o.node, lw.node->id);
-			ck_assert_str_eq(o.read_node, lw.read_node->id);
+			check_owners(c, want, key, len);
 			n = hr_ring_preflist(want, key, (size_t)len, HR_VIEW_WRITE, pref, 3);
 			ck_assert_int_eq(hr_client_replicas(c, key, (size_t)len, HR_VIEW_WRITE,
 							    rep, 3, NULL), n);

@@ -10,6 +10,7 @@
 #include "ring_build.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
+#include "hrt_vectors.h"
 #include "hrt_rand.h"
 
 #include <cjson/cJSON.h>
@@ -55,11 +56,6 @@ static int build_err(const hr_node *nodes, size_t n, hr_error *err)
 	ck_assert_ptr_null(ring);
 	ck_assert_int_eq(err->code, rc);
 	return rc;
-}
-
-static const char *id_or_null(const hr_node *n)
-{
-	return n ? n->id : NULL;
 }
 
 /* ---- the naive reference -------------------------------------------------- */
@@ -288,77 +284,6 @@ START_TEST(vectors_hashes)
 }
 END_TEST
 
-static void check_replicas(const hr_ring *ring, const char *key, hr_view view,
-			   const cJSON *want, int r)
-{
-	const hr_node *got[8];
-	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r);
-	int i = 0;
-	const cJSON *id;
-
-	EXPECT(k == cJSON_GetArraySize(want));
-	cJSON_ArrayForEach(id, want)
-		EXPECT(strcmp(got[i++]->id, id->valuestring) == 0);
-}
-
-/* Checks one vector set against a ring built from its members. */
-static bool same_owner(const hr_node *got, const cJSON *want)
-{
-	if (cJSON_IsNull(want))
-		return got == NULL;
-	return got && strcmp(got->id, want->valuestring) == 0;
-}
-
-static void check_set(const cJSON *set, const hr_ring *ring, int r)
-{
-	const char *name = cJSON_GetObjectItem(set, "name")->valuestring;
-	const cJSON *item, *shares = cJSON_GetObjectItem(set, "share");
-	size_t keys = 0;
-
-	ck_assert_msg(hr_ring_digest(ring) ==
-		      hex64(cJSON_GetObjectItem(set, "digest")->valuestring),
-		      "set %s: digest", name);
-	ck_assert_uint_eq(hr_ring_point_count(ring),
-			  (size_t)cJSON_GetObjectItem(set, "point_count")->valuedouble);
-	cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "vnodes")) {
-		const hr_node *nd = hr_ring_find(ring, item->string);
-
-		ck_assert_ptr_nonnull(nd);
-		ck_assert_uint_eq(hr_ring_node_vnodes(ring, nd),
-				  (unsigned)item->valuedouble);
-	}
-	for (int v = 0; v < 2; v++) {
-		cJSON_ArrayForEach(item, cJSON_GetObjectItem(shares, v ? "read" : "write")) {
-			const hr_node *nd = hr_ring_find(ring, item->string);
-
-			/* exact: both sides round the same integer once */
-			ck_assert_msg(hr_ring_node_share(ring, nd, (hr_view)v) ==
-				      item->valuedouble, "set %s: share of %s",
-				      name, item->string);
-		}
-	}
-	cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "keys")) {
-		const char *key = cJSON_GetArrayItem(item, 0)->valuestring;
-		const cJSON *wn = cJSON_GetArrayItem(item, 1);
-		const cJSON *rn = cJSON_GetArrayItem(item, 2);
-		hr_lookup lk;
-		int rc = hr_ring_lookup(ring, key, strlen(key), &lk);
-
-		EXPECT(rc == HR_OK);
-		if (!same_owner(lk.node, wn))
-			ck_abort_msg("set %s key \"%s\": node %s, want %s", name,
-				     key, id_or_null(lk.node), cJSON_Print(wn));
-		if (!same_owner(lk.read_node, rn))
-			ck_abort_msg("set %s key \"%s\": read_node %s, want %s",
-				     name, key, id_or_null(lk.read_node),
-				     cJSON_Print(rn));
-		check_replicas(ring, key, HR_VIEW_WRITE, cJSON_GetArrayItem(item, 3), r);
-		check_replicas(ring, key, HR_VIEW_READ, cJSON_GetArrayItem(item, 4), r);
-		keys++;
-	}
-	ck_assert_uint_ge(keys, 1000);
-}
-
 START_TEST(vectors_sets)
 {
 	cJSON *doc = load_vectors(), *set;
@@ -371,13 +296,9 @@ START_TEST(vectors_sets)
 			.vnodes_per_weight =
 				(unsigned)cJSON_GetObjectItem(set, "vnodes_per_weight")->valuedouble,
 		};
-		char *members = cJSON_PrintUnformatted(cJSON_GetObjectItem(set, "members"));
-		hr_error err = { 0 };
-		hr_ring *ring = NULL;
-		int rc = hr_ring_from_json(members, strlen(members), &opts, &ring, &err);
+		hr_ring *ring = hrt_vectors_ring(set, &opts);
 
-		ck_assert_msg(rc == HR_OK, "%s", err.message);
-		check_set(set, ring, r);
+		hrt_vectors_check_set(set, ring, r, false);
 
 		/* The same nodes given in reverse order: the same ring. */
 		{
@@ -388,12 +309,11 @@ START_TEST(vectors_sets)
 			for (size_t i = 0; i < n; i++)
 				rev[i] = *hr_ring_node(ring, n - 1 - i);
 			again = build(rev, n, opts.vnodes_per_weight);
-			check_set(set, again, r);
+			hrt_vectors_check_set(set, again, r, false);
 			hr_ring_release(again);
 			free(rev);
 		}
 		hr_ring_release(ring);
-		cJSON_free(members);
 		sets++;
 	}
 	ck_assert_int_ge(sets, 6);

@@ -12,6 +12,7 @@
 #include "tokens.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
+#include "hrt_vectors.h"
 
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -33,29 +34,6 @@ static hr_ring_options tokens_opts(unsigned vpw)
 
 /* ---- vectors ------------------------------------------------------------------ */
 
-static bool same_owner(const hr_node *got, const cJSON *want)
-{
-	if (cJSON_IsNull(want))
-		return got == NULL;
-	return got && strcmp(got->id, want->valuestring) == 0;
-}
-
-static void check_replicas(const hr_ring *ring, const char *set, const char *key,
-			   hr_view view, const cJSON *want, int r)
-{
-	const hr_node *got[8];
-	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r);
-	int i = 0;
-	const cJSON *id;
-
-	EXPECT(k == cJSON_GetArraySize(want));
-	cJSON_ArrayForEach(id, want) {
-		EXPECT(strcmp(got[i]->id, id->valuestring) == 0);
-		i++;
-	}
-	(void)set;
-}
-
 START_TEST(vectors_sets)
 {
 	cJSON *doc = hrt_load_json(VECTORS), *set;
@@ -63,55 +41,12 @@ START_TEST(vectors_sets)
 	int sets = 0;
 
 	cJSON_ArrayForEach(set, cJSON_GetObjectItem(doc, "sets")) {
-		const char *name = cJSON_GetObjectItem(set, "name")->valuestring;
 		hr_ring_options o = tokens_opts(
 			(unsigned)cJSON_GetObjectItem(set, "vnodes_per_weight")->valuedouble);
-		char *members = cJSON_PrintUnformatted(cJSON_GetObjectItem(set, "members"));
-		const cJSON *item, *shares = cJSON_GetObjectItem(set, "share");
-		hr_error err = { 0 };
-		hr_ring *ring = NULL;
-		size_t keys = 0;
+		hr_ring *ring = hrt_vectors_ring(set, &o);
 
-		ck_assert_msg(hr_ring_from_json(members, strlen(members), &o, &ring,
-						&err) == HR_OK, "%s", err.message);
-		ck_assert_msg(hr_ring_digest(ring) ==
-			      strtoull(cJSON_GetObjectItem(set, "digest")->valuestring, NULL, 16),
-			      "set %s: digest", name);
-		ck_assert_uint_eq(hr_ring_point_count(ring),
-				  (size_t)cJSON_GetObjectItem(set, "point_count")->valuedouble);
-		cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "vnodes")) {
-			const hr_node *nd = hr_ring_find(ring, item->string);
-
-			ck_assert_ptr_nonnull(nd);
-			ck_assert_msg(hr_ring_node_vnodes(ring, nd) == (unsigned)item->valuedouble,
-				      "set %s: points of %s", name, item->string);
-		}
-		for (int v = 0; v < 2; v++) {
-			cJSON_ArrayForEach(item, cJSON_GetObjectItem(shares, v ? "read" : "write")) {
-				const hr_node *nd = hr_ring_find(ring, item->string);
-
-				ck_assert_msg(hr_ring_node_share(ring, nd, (hr_view)v) ==
-					      item->valuedouble, "set %s: share of %s",
-					      name, item->string);
-			}
-		}
-		cJSON_ArrayForEach(item, cJSON_GetObjectItem(set, "keys")) {
-			const char *key = cJSON_GetArrayItem(item, 0)->valuestring;
-			hr_lookup lk;
-			int rc = hr_ring_lookup(ring, key, strlen(key), &lk);
-
-			EXPECT(rc == HR_OK || rc == HR_EEMPTY);
-			EXPECT(same_owner(lk.node, cJSON_GetArrayItem(item, 1)));
-			EXPECT(same_owner(lk.read_node, cJSON_GetArrayItem(item, 2)));
-			check_replicas(ring, name, key, HR_VIEW_WRITE,
-				       cJSON_GetArrayItem(item, 3), r);
-			check_replicas(ring, name, key, HR_VIEW_READ,
-				       cJSON_GetArrayItem(item, 4), r);
-			keys++;
-		}
-		ck_assert_uint_ge(keys, 1000);
+		hrt_vectors_check_set(set, ring, r, true);
 		hr_ring_release(ring);
-		cJSON_free(members);
 		sets++;
 	}
 	ck_assert_int_ge(sets, 5);
