@@ -172,12 +172,6 @@ static int node_points(const hr_node *node, unsigned vnodes_per_weight,
  * for points.  Lookups never search the positions: view_find() goes to
  * hr__rdv_find().
  */
-size_t hr__rdv_view_bytes(size_t n)
-{
-	return n * sizeof(struct rdv_member) + (n + POS_PAD) * sizeof(uint64_t) +
-	       2 * sizeof(uint32_t) + (n ? n : 1) * sizeof(uint32_t);
-}
-
 static int build_view(hr_ring *ring, hr_view which, hr_error *err)
 {
 	struct view *v = &ring->views[which];
@@ -189,12 +183,15 @@ static int build_view(hr_ring *ring, hr_view which, hr_error *err)
 	if (hr__view_count(ring, which, &counted))
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	n = counted.nnodes;
-	bytes = hr__rdv_view_bytes(n);
+	bytes = n * sizeof(struct rdv_member) +
+		(n + POS_PAD) * sizeof(uint64_t) + 2 * sizeof(uint32_t) +
+		(n ? n : 1) * sizeof(uint32_t);
 	mem = malloc(bytes);
 	if (!mem)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	memset(v, 0, sizeof *v);
 	v->mem = mem;
+	v->bytes = bytes;
 	v->rdv = members = (struct rdv_member *)mem;
 	v->pos = (uint64_t *)(mem + n * sizeof(struct rdv_member));
 	v->index = (uint32_t *)(v->pos + n + POS_PAD);

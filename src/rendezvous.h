@@ -38,9 +38,6 @@ double hr__rdv_ln(double x);
  * for the key hash `k`: the owner. */
 size_t hr__rdv_find(const struct view *v, uint64_t k);
 
-/* Bytes of a rendezvous view block of n members, as asked of malloc. */
-size_t hr__rdv_view_bytes(size_t n);
-
 /* The index after `i` in the walk for `k`: the next lower score (equal
  * scores in id order); `i` itself if none is lower. */
 size_t hr__rdv_next(const struct view *v, uint64_t k, size_t i);

@@ -58,6 +58,7 @@ struct view {
 	unsigned shift;		/* 64 - index bits */
 	bool wide;
 	void *mem;		/* owned block; NULL if it is ring->shared */
+	size_t bytes;		/* of that block, as asked of malloc */
 };
 
 /* Positions compared at once in view_lower_bound, hence the padding after

@@ -5,8 +5,6 @@
  */
 #include "ring_view.h"
 
-#include "rendezvous.h"
-
 #include "error.h"
 
 #include <stdbool.h>
@@ -85,7 +83,8 @@ int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 	size_t index_bytes = buckets * sizeof(uint32_t);
 	char *mem;
 
-	mem = hr__big_alloc(block_bytes(npoints, b, wide));
+	v->bytes = block_bytes(npoints, b, wide);
+	mem = hr__big_alloc(v->bytes);
 	if (!mem)
 		return HR_ENOMEM;
 	v->mem = mem;
@@ -102,10 +101,7 @@ int hr__view_alloc(const hr_ring *ring, struct view *v, size_t npoints)
 
 size_t hr__view_bytes(const struct view *v)
 {
-	if (!v->pos)
-		return 0;
-	return v->rdv ? hr__rdv_view_bytes(v->npoints) :
-			block_bytes(v->npoints, 64 - v->shift, v->wide);
+	return v->pos ? v->bytes : 0;
 }
 
 /* index[k] = points in buckets below k: counted, then summed, two passes
