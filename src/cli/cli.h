@@ -414,6 +414,14 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 int cli_etcd_start(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 		   hr_client **out);
 
+/* The ring a command reads once: members file `members` (offline), else
+ * the ring of a client opened with cli_etcd_open(), left in *client for
+ * the caller to close (NULL offline).  `etcd_option` is the spec's: with
+ * `members` it is a usage error.  Returns CLI_EXIT_OK with *ring set, or
+ * an exit status after one error line. */
+int cli_ring_open(struct cli_etcd *e, const char *cmd, const char *members,
+		  const char *etcd_option, hr_client **client, hr_ring **ring);
+
 /*
  * Follows the ring under the options' prefix: opens a client whose
  * on_change is `fn`, then runs until SIGINT or SIGTERM, or until `fn`

@@ -125,6 +125,25 @@ int cli_load_members(const char *cmd, const char *file,
 	return CLI_EXIT_ERROR;
 }
 
+int cli_ring_open(struct cli_etcd *e, const char *cmd, const char *members,
+		  const char *etcd_option, hr_client **client, hr_ring **ring)
+{
+	hr_client_config cfg;
+	int rc;
+
+	*client = NULL;
+	*ring = NULL;
+	if (members && etcd_option)
+		return cli_usage(cmd, "--members and --%s exclude each other", etcd_option);
+	if (members)
+		return cli_load_members(cmd, members, e, ring);
+	hr_client_config_init(&cfg);
+	rc = cli_etcd_open(e, cmd, &cfg, client);
+	if (rc == CLI_EXIT_OK)
+		*ring = hr_client_acquire(*client);
+	return rc;
+}
+
 /* An option, else its ETCDCTL_* variable (if set and not empty). */
 static const char *or_env(const char *opt, const char *var)
 {

@@ -165,6 +165,7 @@ int cmd_nodes(int argc, char **argv)
 	const char *members = NULL, *svg = NULL;
 	int json = 0, rc;
 	hr_ring *ring = NULL;
+	hr_client *client = NULL;
 
 	cli_etcd_init(&conn, HR_LOG_WARN);
 	conn.one_shot = 1;
@@ -191,28 +192,12 @@ int cmd_nodes(int argc, char **argv)
 	rc = cli_parse(&spec, argc, argv);
 	if (rc != CLI_RUN)
 		goto out;
-	if (members && spec.etcd_option) {
-		rc = cli_usage(CMD, "--members and --%s exclude each other", spec.etcd_option);
-	} else if (members) {
-		rc = cli_load_members(CMD, members, &conn, &ring);
-		if (rc == CLI_EXIT_OK)
-			rc = print_nodes(ring, json, 0);
-		if (rc == CLI_EXIT_OK && svg)
-			rc = write_svg(ring, svg);
-	} else {
-		hr_client_config cfg;
-		hr_client *client = NULL;
-
-		hr_client_config_init(&cfg);
-		rc = cli_etcd_open(&conn, CMD, &cfg, &client);
-		if (rc == CLI_EXIT_OK) {
-			ring = hr_client_acquire(client);
-			rc = print_nodes(ring, json, 1);
-			if (rc == CLI_EXIT_OK && svg)
-				rc = write_svg(ring, svg);
-		}
-		hr_client_close(client);
-	}
+	rc = cli_ring_open(&conn, CMD, members, spec.etcd_option, &client, &ring);
+	if (rc == CLI_EXIT_OK)
+		rc = print_nodes(ring, json, client != NULL);
+	if (rc == CLI_EXIT_OK && svg)
+		rc = write_svg(ring, svg);
+	hr_client_close(client);
 	hr_ring_release(ring);
 out:
 	cli_etcd_free(&conn);

@@ -90,6 +90,7 @@ int cmd_tokens(int argc, char **argv)
 	int allocate = 0, weight_given = 0, zone_given = 0, state_given = 0, rc;
 	unsigned long per_weight = HR_TOKENS_DEFAULT;
 	hr_ring *ring = NULL;
+	hr_client *client = NULL;
 
 	cli_etcd_init(&conn, HR_LOG_WARN);
 	conn.one_shot = 1;
@@ -138,26 +139,11 @@ int cmd_tokens(int argc, char **argv)
 	rc = cli_check_node(CMD, &nd);
 	if (rc)
 		goto out;
-	if (members && spec.etcd_option) {
-		rc = cli_usage(CMD, "--members and --%s exclude each other", spec.etcd_option);
-	} else if (members) {
-		rc = cli_load_members(CMD, members, &conn, &ring);
-		if (rc == CLI_EXIT_OK)
-			rc = allocate_and_print(ring, &nd, per_weight, weight_given,
-						zone_given, state_given);
-	} else {
-		hr_client_config cfg;
-		hr_client *client = NULL;
-
-		hr_client_config_init(&cfg);
-		rc = cli_etcd_open(&conn, CMD, &cfg, &client);
-		if (rc == CLI_EXIT_OK) {
-			ring = hr_client_acquire(client);
-			rc = allocate_and_print(ring, &nd, per_weight, weight_given,
-						zone_given, state_given);
-		}
-		hr_client_close(client);
-	}
+	rc = cli_ring_open(&conn, CMD, members, spec.etcd_option, &client, &ring);
+	if (rc == CLI_EXIT_OK)
+		rc = allocate_and_print(ring, &nd, per_weight, weight_given,
+					zone_given, state_given);
+	hr_client_close(client);
 	hr_ring_release(ring);
 out:
 	cli_etcd_free(&conn);
