@@ -402,9 +402,7 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 /* Whether the write and read views of `r` (NULL: empty) are one. */
 static bool views_same(const hr_ring *r)
 {
-	return !r || (r->views[HR_VIEW_WRITE].pos == r->views[HR_VIEW_READ].pos &&
-		      r->views[HR_VIEW_WRITE].node == r->views[HR_VIEW_READ].node &&
-		      r->views[HR_VIEW_WRITE].npoints == r->views[HR_VIEW_READ].npoints);
+	return !r || hr__ring_views_shared(r);
 }
 
 void hr__ring_moved_shares(const hr_ring *a, const hr_ring *b, double *write,

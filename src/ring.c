@@ -67,7 +67,7 @@ size_t hr__ring_bytes(const hr_ring *ring)
 	}
 	/* Views that are one array (no node warms or drains) count once. */
 	bytes += hr__view_bytes(w);
-	if (r->pos != w->pos)
+	if (!hr__ring_views_shared(ring))
 		bytes += hr__view_bytes(r);
 	return bytes;
 }
