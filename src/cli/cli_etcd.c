@@ -4,6 +4,7 @@
  * waits for etcd (first sync, retries), which signals end at once.
  */
 #include "cli.h"
+#include "clock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -243,14 +244,6 @@ static int signal_wait(const sigset_t *set, long ms)
 	return sig > 0 ? sig : 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- waiting for etcd --------------------------------------------------------- */
 
 int cli_etcd_start(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
@@ -285,18 +278,18 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 	if (rc)
 		return rc;
 	cli_signals_block(&set);
-	deadline = e->timeout_s ? now_ms() + (int64_t)e->timeout_s * 1000 : 0;
+	deadline = e->timeout_s ? hr__now_ms() + (int64_t)e->timeout_s * 1000 : 0;
 	for (;;) {
 		long slice = SYNC_SLICE_MS;
 		int sig;
 
-		if (deadline && deadline - now_ms() < slice)
-			slice = deadline > now_ms() ? (long)(deadline - now_ms()) : 0;
+		if (deadline && deadline - hr__now_ms() < slice)
+			slice = deadline > hr__now_ms() ? (long)(deadline - hr__now_ms()) : 0;
 		rc = hr_client_wait_synced(*out, (int)slice, &err);
 		if (rc == 0)
 			return CLI_EXIT_OK;
 		sig = rc == HR_ETIMEDOUT ? signal_wait(&set, 0) : 0;
-		if (rc != HR_ETIMEDOUT || (deadline && now_ms() >= deadline) ||
+		if (rc != HR_ETIMEDOUT || (deadline && hr__now_ms() >= deadline) ||
 		    sig == SIGINT || sig == SIGTERM) {
 			hr_client_close(*out);
 			*out = NULL;
@@ -369,7 +362,7 @@ int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,
 		   const sigset_t *sigs, cli_attempt_fn fn, void *userdata,
 		   hr_error *err)
 {
-	int64_t deadline = e->timeout_s ? now_ms() + (int64_t)e->timeout_s * 1000 : 0;
+	int64_t deadline = e->timeout_s ? hr__now_ms() + (int64_t)e->timeout_s * 1000 : 0;
 	long backoff = RETRY_FIRST_MS;
 	char cause[HR_ERROR_MSG_MAX];
 	int rc;
@@ -381,10 +374,10 @@ int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,
 		rc = fn(userdata, etcd, err);
 		if (rc != HR_ECONNECT && rc != HR_ETIMEDOUT)
 			return rc;
-		if (deadline && now_ms() >= deadline)
+		if (deadline && hr__now_ms() >= deadline)
 			break;
-		if (deadline && deadline - now_ms() < wait)
-			wait = (long)(deadline - now_ms());
+		if (deadline && deadline - hr__now_ms() < wait)
+			wait = (long)(deadline - hr__now_ms());
 		if (sigs) {
 			int sig = signal_wait(sigs, wait);
 

@@ -2,6 +2,7 @@
  * of it, /ring.json and /metrics, until SIGINT or SIGTERM. */
 #include "cli.h"
 #include "serve.h"
+#include "clock.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -109,14 +110,6 @@ static void print_serving(const struct listen_addr *l, unsigned port)
  * granularity. */
 #define TICK_MS 250
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Until the first ring: 0 while the watcher keeps trying (once the
  * --timeout is over, one warning line says why there is none yet), else
@@ -136,7 +129,7 @@ static int first_ring(struct cli_etcd *conn, hr_client *client, int64_t started,
 	if (rc != HR_ETIMEDOUT && rc != HR_ENOMEM)
 		return cli_fail(CMD, rc, &err);
 	if (!*warned && conn->timeout_s &&
-	    mono_ms() - started >= (int64_t)conn->timeout_s * 1000) {
+	    hr__now_ms() - started >= (int64_t)conn->timeout_s * 1000) {
 		cli_warn(CMD, "%s; serving meanwhile, the page says so", err.message);
 		*warned = 1;
 	}
@@ -152,7 +145,7 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	struct serve_http *http = NULL;
 	hr_client_config cfg;
 	hr_client *client = NULL;
-	int64_t started = mono_ms();
+	int64_t started = hr__now_ms();
 	int synced = 0, warned = 0;
 	sigset_t set;
 	int rc;

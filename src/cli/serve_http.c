@@ -26,6 +26,7 @@
  */
 #include "serve.h"
 #include "cli.h"
+#include "clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 /* A connection libmicrohttpd has, for the request deadline. */
@@ -58,14 +58,6 @@ struct serve_http {
 	struct conn *conns;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The connection's entry (NULL if there was no memory for it). */
 static struct conn *conn_of(struct MHD_Connection *c)
 {
@@ -83,7 +75,7 @@ static void conn_waits(struct serve_http *h, struct MHD_Connection *c, int waits
 	if (!k)
 		return;
 	pthread_mutex_lock(&h->mu);
-	k->since = waits ? mono_ms() : 0;
+	k->since = waits ? hr__now_ms() : 0;
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -102,7 +94,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (!ci || !(k = calloc(1, sizeof *k)))
 			return;
 		k->fd = ci->connect_fd;
-		k->since = mono_ms();
+		k->since = hr__now_ms();
 		pthread_mutex_lock(&h->mu);
 		k->next = h->conns;
 		if (h->conns)
@@ -137,7 +129,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 void serve_http_tick(struct serve_http *h)
 {
-	int64_t now = mono_ms();
+	int64_t now = hr__now_ms();
 
 	pthread_mutex_lock(&h->mu);
 	for (struct conn *k = h->conns; k; k = k->next)
