@@ -240,6 +240,8 @@ const hr__placement hr__placement_rendezvous = {
 
 /* ---- shares ----------------------------------------------------------------- */
 
+/* hr__ring_rendezvous() asks the same, but ring.c calls into this file:
+ * calling back would make the two depend on each other. */
 static bool is_rdv(const hr_ring *ring)
 {
 	return ring && ring->pl == &hr__placement_rendezvous;
