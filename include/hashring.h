@@ -609,7 +609,9 @@ typedef struct hr_client hr_client;
  * (another cluster id, or its revision below the ring's) even with the same
  * digest: then the new ring's revision may be lower than the old one's.
  * Both rings are valid during the call only (retain to keep).  It may call
- * any client function except hr_client_close(). */
+ * any client function except hr_client_close(), and, for a client that
+ * shares its watcher, hr_client_open() or hr_client_close() of a client of
+ * the same share. */
 typedef void (*hr_ring_change_fn)(void *userdata, const hr_ring *old_ring,
 				  const hr_ring *new_ring);
 
@@ -622,6 +624,10 @@ typedef struct hr_diff hr_diff;
  * during the call only.  Same rules as hr_ring_change_fn. */
 typedef void (*hr_ring_diff_fn)(void *userdata, const hr_diff *write_diff,
 				const hr_diff *read_diff);
+
+/* Clients of one process that follow one watcher (see "Sharing a
+ * watcher" below). */
+typedef struct hr_share hr_share;
 
 /* A client's own settings; those of etcd are in hr_etcd_config.  Grows
  * (see "Structs that grow"). */
@@ -686,7 +692,54 @@ typedef struct hr_client_config {
 	 * re-chosen every 1024 samples of a thread and at each
 	 * hr_client_hot_keys().  0 (the default): off. */
 	double hot_key_spread;
+	/* (1.1) NULL (the default): the client has a watcher of its own.  A
+	 * share (hr_share_new): the client follows the watcher of the clients
+	 * opened with the same share and equal settings, starting one if
+	 * there is none (see "Sharing a watcher"). */
+	hr_share *share;
 } hr_client_config;
+
+/*
+ * Sharing a watcher.  By default every client is independent: a watcher
+ * thread, a watch stream and connections to etcd of its own, as when each
+ * service instance runs in a process of its own.  A process that opens
+ * several clients of one prefix (the libraries of one service, each with
+ * its client; a proxy with a client per listener) can let them share:
+ * the clients opened with one hr_share and equal settings follow one
+ * watcher, that is one thread, one watch stream, one set of connections
+ * and one ring per revision, so etcd serves them as one client.
+ *
+ * Equal settings: every field of hr_etcd_config (strings by content, the
+ * ring options and the log callback and userdata by value) and the fields
+ * of hr_client_config that drive a watcher: page_size, backoff_initial_ms,
+ * backoff_max_ms, probe_interval_ms, stale_warn_ms, probe_jitter_pct and
+ * endpoint_order.  Clients whose settings differ get a watcher each,
+ * within the same share.
+ *
+ * What stays each client's own: its lookups' counts and hot keys, its
+ * on_change and on_diff callbacks, called for every ring it is given (a
+ * client that joins a watcher with a ring gets that ring at once, and its
+ * callbacks are called with it on the watcher thread soon after, with the
+ * empty ring as the old one), its acks (a lease and a connection of their
+ * own), its open timeout.  What is the watcher's: the log lines it writes
+ * (once, through the shared log settings), and the fields of
+ * hr_client_status but the ring's (watcher_clients says how many clients
+ * follow it).  The watcher stops when the last of its clients closes.
+ *
+ * The callbacks of all the clients of one watcher run on its thread, one
+ * after the other, so a slow one delays the others; they must not open or
+ * close a client of the same share.
+ */
+
+/* Creates an empty share.  Errors: HR_EINVAL (NULL out), HR_ENOMEM.
+ * Thread safe. */
+HR_EXPORT int hr_share_new(hr_share **out, hr_error *err);
+
+/* Drops the caller's reference: the share is freed once the clients
+ * opened with it have closed as well.  No client may be opened with it
+ * after this call.  Clients of one share may be opened and closed from
+ * any threads at once.  Accepts NULL. */
+HR_EXPORT void hr_share_free(hr_share *share);
 
 /* Values of hr_client_config.endpoint_order. */
 #define HR_ENDPOINTS_SPREAD 0
@@ -966,6 +1019,9 @@ typedef struct hr_client_status {
 	uint64_t resyncs;         /* full syncs after the first              */
 	uint64_t reconnects;
 	char endpoint[256];       /* endpoint in use ("" if none)            */
+	/* (1.1) Clients following this client's watcher, this one included:
+	 * 1 unless it shares its watcher (hr_client_config.share). */
+	uint64_t watcher_clients;
 } hr_client_status;
 
 /*

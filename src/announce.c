@@ -28,10 +28,9 @@ static const char *counted(char *buf, size_t size, int n, const char *list)
 	return buf;
 }
 
-static void log_ring_change(const hr__announcer *an, const hr_ring *old,
-			    const hr_ring *ring, const hr_diff *dw,
-			    const hr_diff *dr, double build_ms)
+void hr__announce_log(const hr__announcement *an, double build_ms)
 {
+	const hr_ring *old = an->old, *ring = an->ring;
 	char added[512] = "", removed[512] = "", changed[768] = "";
 	char ca[528], cr[528], cc[784];
 	int n_added = 0, n_removed = 0, n_changed = 0;
@@ -41,9 +40,9 @@ static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 
 	if (!hr__log_enabled(an->log, HR_LOG_INFO))
 		return;
-	if (dw && dr) {
-		moved_write = hr__diff_moved_share(dw);
-		moved_read = hr__diff_moved_share(dr);
+	if (an->dw) {
+		moved_write = hr__diff_moved_share(an->dw);
+		moved_read = hr__diff_moved_share(an->dr);
 	} else {
 		hr__ring_moved_shares(old, ring, &moved_write, &moved_read);
 	}
@@ -88,26 +87,32 @@ static void log_ring_change(const hr__announcer *an, const hr_ring *old,
 		     moved_write, moved_read, build_ms);
 }
 
-void hr__announce(const hr__announcer *an, const hr_ring *old,
-		  const hr_ring *ring, double build_ms)
+void hr__announce_begin(hr__announcement *a, const hr__log *log,
+			const hr_ring *old, const hr_ring *ring, bool diffs)
 {
-	hr_diff *dw = NULL, *dr = NULL;
 	hr_error err = { 0 };
 
-	if (an->on_diff &&
-	    (hr_ring_diff(old, ring, HR_VIEW_WRITE, &dw, &err) ||
-	     hr_ring_diff(old, ring, HR_VIEW_READ, &dr, &err))) {
-		hr__log_emit(an->log, HR_LOG_ERROR, "diff_failed",
+	*a = (hr__announcement){ log, old, ring, NULL, NULL };
+	if (diffs && (hr_ring_diff(old, ring, HR_VIEW_WRITE, &a->dw, &err) ||
+		      hr_ring_diff(old, ring, HR_VIEW_READ, &a->dr, &err))) {
+		hr__log_emit(log, HR_LOG_ERROR, "diff_failed",
 			     "revision=%" PRIu64 " msg=%s", hr_ring_revision(ring),
 			     err.message);
-		hr_diff_free(dw);
-		dw = NULL;
+		hr__announce_end(a);
 	}
-	log_ring_change(an, old, ring, dw, dr, build_ms);
-	if (an->on_change)
-		an->on_change(an->on_change_userdata, old, ring);
-	if (dw && dr)
-		an->on_diff(an->on_diff_userdata, dw, dr);
-	hr_diff_free(dw);
-	hr_diff_free(dr);
+}
+
+void hr__announce_to(const hr__announcement *a, const hr__listener *l)
+{
+	if (l->on_change)
+		l->on_change(l->on_change_userdata, a->old, a->ring);
+	if (l->on_diff && a->dw)
+		l->on_diff(l->on_diff_userdata, a->dw, a->dr);
+}
+
+void hr__announce_end(hr__announcement *a)
+{
+	hr_diff_free(a->dw);
+	hr_diff_free(a->dr);
+	a->dw = a->dr = NULL;
 }

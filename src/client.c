@@ -11,8 +11,8 @@
 #include "owner.h"
 #include "publish.h"
 #include "ring.h"
+#include "share.h"
 #include "thread_cache.h"
-#include "watch.h"
 
 #include <curl/curl.h>
 #include <stddef.h>
@@ -22,10 +22,11 @@
 
 struct hr_client {
 	hr__log log;
-	hr__publisher pub;
+	hr__publisher pub;	/* the rings the client's lookups read */
 	hr__counters counters;	/* the lookups' per-node counts */
-	hr__watcher *watcher;
-	hr__acker *acker;	/* NULL without acks; stopped after the watcher */
+	hr__subscriber sub;	/* how the watcher reaches pub, callbacks, acker */
+	hr__feed *feed;		/* the watcher followed, NULL until joined */
+	hr__acker *acker;	/* NULL without acks; stopped after leaving */
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
 };
 
@@ -33,10 +34,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		   hr_client **out, hr_error *err)
 {
 	hr_client_config cc;
-	hr__watch_opts wo;
 	hr__conn conn;
 	hr_client *c;
-	hr_ring *empty = NULL;
 	int rc;
 
 	if (!out)
@@ -64,17 +63,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 	}
 	c->opened_ms = hr__now_ms();
 	c->log = conn.log;
-	/* Lookups before the first sync see an empty ring, never NULL. */
-	rc = hr_ring_build(NULL, 0, &conn.ring, 0, &empty, err);
-	if (rc) {
-		free(c);
-		curl_global_cleanup();
-		return rc;
-	}
-	hr__publish_init(&c->pub, empty);
 	hr__counters_init(&c->counters, cc.hot_key_sample, cc.hot_key_spread,
 			  cc.hot_key_replicas);
-	c->pub.counters = &c->counters;
 
 	if (cc.ack_client_id) {
 		hr__acker_opts ao = { conn.etcd, cc.ack_prefix, cc.ack_client_id, cc.ack_ttl_s,
@@ -86,27 +76,19 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 			return rc;
 		}
 	}
-	memset(&wo, 0, sizeof wo);
-	wo.etcd = conn.etcd;
-	wo.prefix = conn.prefix;
-	wo.ring = conn.ring;
-	wo.page_size = cc.page_size;
-	wo.backoff_initial_ms = cc.backoff_initial_ms;
-	wo.backoff_max_ms = cc.backoff_max_ms;
-	wo.probe_interval_ms = cc.probe_interval_ms;
-	wo.stale_warn_ms = cc.stale_warn_ms;
-	wo.probe_jitter_pct = cc.probe_jitter_pct;
-	wo.spread_endpoints = cc.endpoint_order == HR_ENDPOINTS_SPREAD;
-	wo.log = &c->log;
-	wo.publisher = &c->pub;
-	wo.on_change = cc.on_change;
-	wo.on_change_userdata = cc.on_change_userdata;
-	wo.on_diff = cc.on_diff;
-	wo.on_diff_userdata = cc.on_diff_userdata;
-	wo.acker = c->acker;
-	rc = hr__watcher_start(&wo, &c->watcher, err);
-	if (!rc && !cc.open_nonblocking)
-		rc = hr__watcher_wait_first(c->watcher, cc.open_timeout_ms, err);
+	c->sub.pub = &c->pub;
+	c->sub.counters = &c->counters;
+	c->sub.listener = (hr__listener){ cc.on_change, cc.on_change_userdata,
+					  cc.on_diff, cc.on_diff_userdata };
+	c->sub.acker = c->acker;
+	/* Sets up pub: the feed's ring, or an empty one before its first. */
+	rc = hr__feed_join(cc.share, &conn, &cc, &c->sub, &c->feed, err);
+	if (rc) {
+		hr_client_close(c);
+		return rc;
+	}
+	if (!cc.open_nonblocking)
+		rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), cc.open_timeout_ms, err);
 	if (!rc && !cc.open_nonblocking && c->acker) {
 		/* Once open returns the client routes: from then on waits must
 		 * count it.  What is left of the open timeout, 1 s at least. */
@@ -149,7 +131,7 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 	if (!c || timeout_ms < 0)
 		return hr__error_set(err, HR_EINVAL,
 				     "wait_synced: NULL client or negative timeout");
-	rc = hr__watcher_wait_first(c->watcher, timeout_ms, &last);
+	rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), timeout_ms, &last);
 	switch (rc) {
 	case 0:
 		return 0;
@@ -173,11 +155,15 @@ void hr_client_close(hr_client *c)
 {
 	if (!c)
 		return;
-	hr__watcher_stop(c->watcher);
+	/* Joined: pub is set up, and the watcher may reach it until left. */
+	if (c->feed)
+		hr__feed_leave(c->feed, &c->sub);
 	hr__acker_stop(c->acker);
-	hr__thread_cache_forget(&c->pub);
+	if (c->feed)
+		hr__thread_cache_forget(&c->pub);
 	hr__counters_destroy(&c->counters);
-	hr__publish_destroy(&c->pub);
+	if (c->feed)
+		hr__publish_destroy(&c->pub);
 	free(c);
 	curl_global_cleanup();
 }
@@ -468,7 +454,8 @@ int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size)
 	st.revision = hr_ring_revision(ring);
 	st.digest = hr_ring_digest(ring);
 	hr_ring_release(ring);
-	hr__watcher_status(c->watcher, &st);
+	hr__watcher_status(hr__feed_watcher(c->feed), &st);
+	st.watcher_clients = hr__feed_clients(c->feed);
 	/* The caller's struct, however old or new, and not a byte more. */
 	memcpy(out, &st, size < sizeof st ? size : sizeof st);
 	if (size > sizeof st)

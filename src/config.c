@@ -37,7 +37,7 @@
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_ring_options, maglev_size);
 NO_TAIL_PADDING(hr_etcd_config, log_userdata);
-NO_TAIL_PADDING(hr_client_config, hot_key_spread);
+NO_TAIL_PADDING(hr_client_config, share);
 NO_TAIL_PADDING(hr_registration, tokens);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
@@ -315,6 +315,7 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		TAKE(hr_client_config, in, out, hot_key_sample);
 		TAKE(hr_client_config, in, out, hot_key_replicas);
 		TAKE(hr_client_config, in, out, hot_key_spread);
+		TAKE(hr_client_config, in, out, share);
 	}
 #define POSITIVE(f)                                                             \
 	if (out->f <= 0)                                                        \

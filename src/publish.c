@@ -81,14 +81,35 @@ static void retire(hr__publisher *p, hr_ring *old)
 
 void hr__publish_swap(hr__publisher *p, hr_ring *ring)
 {
-	hr_ring *old = __atomic_exchange_n(&p->current, ring, __ATOMIC_SEQ_CST);
+	hr_ring *old = hr__publish_exchange(p, ring);
 
+	hr__publish_grace();
+	hr__publish_retire(p, old);
+}
+
+hr_ring *hr__publish_exchange(hr__publisher *p, hr_ring *ring)
+{
+	return __atomic_exchange_n(&p->current, ring, __ATOMIC_SEQ_CST);
+}
+
+void hr__publish_grace(void)
+{
 	urcu_bp_synchronize_rcu();
+}
+
+void hr__publish_retire(hr__publisher *p, hr_ring *old)
+{
 	tsan_acquire(p);
 	pthread_mutex_lock(&p->lock);
 	reclaim_locked(p);
 	retire(p, old);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void hr__publish_drop(hr__publisher *p, hr_ring *old)
+{
+	tsan_acquire(p);
+	hr_ring_release(old);
 }
 
 const hr_ring *hr__publish_read_begin(hr__publisher *p)

@@ -108,6 +108,7 @@ static void sleep_ms(hr__watcher *w, int ms)
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 		pthread_mutex_unlock(&w->mu);
 		check_stale(w);
+		hr__subs_flush(w->o.subs);
 		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -136,13 +137,6 @@ static void backoff(hr__watcher *w)
 
 /* ---- building and publishing rings -------------------------------------- */
 
-/* The log line and the host's callbacks for a published ring. */
-static void announce(hr__watcher *w, const hr_ring *old, const hr_ring *ring,
-		     int64_t build_us)
-{
-	hr__announce(&w->announcer, old, ring, (double)build_us / 1000.0);
-}
-
 /* A record the ring cannot hold (a limit): a bad record while it lasts. */
 static void log_left_out(void *ud, const hr__member *m, const hr_error *why)
 {
@@ -166,7 +160,8 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		   hr_error *err)
 {
 	int64_t t0 = hr__now_us(), spent;
-	hr_ring *ring = NULL, *old = hr__publish_acquire(w->o.publisher);
+	hr_ring *ring = NULL, *old = hr__subs_current(w->o.subs);
+	const hr_ring *prev;
 	/* Derived from the ring in use: only what changed is hashed again. */
 	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision,
 				    log_left_out, w, &ring, err);
@@ -183,7 +178,7 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 	if (w->synced_once && !w->replaced && old &&
 	    hr_ring_digest(old) == hr_ring_digest(ring)) {
 		/* The ring in use is current at this revision too. */
-		hr__acker_note(w->o.acker, revision, hr_ring_digest(old));
+		hr__subs_confirmed(w->o.subs, revision);
 		hr_ring_release(ring);
 		hr_ring_release(old);
 		spent = hr__now_us() - t0;
@@ -195,15 +190,15 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		return 0;
 	}
 	w->replaced = 0;
-	hr__publish_swap(w->o.publisher, ring);
+	/* Counted once every client has it, before anyone is told. */
+	prev = hr__subs_swap(w->o.subs, ring);
 	spent = hr__now_us() - t0;
 	if (build_us)
 		*build_us = spent;
 	pthread_mutex_lock(&w->mu);
 	w->rings_published++;
 	pthread_mutex_unlock(&w->mu);
-	announce(w, old, ring, spent);
-	hr__acker_note(w->o.acker, revision, hr_ring_digest(ring));
+	hr__subs_announce(w->o.subs, prev, (double)spent / 1000.0);
 	hr_ring_release(old);
 	return 0;
 }
@@ -682,7 +677,9 @@ static hr__stream_end run_stream(hr__watcher *w)
 			break;
 		check_stale(w);
 		/* Lookups move to a new ring lazily; free what they left. */
-		hr__publish_reclaim(w->o.publisher);
+		hr__subs_reclaim(w->o.subs);
+		/* Clients that joined with a ring hear of it. */
+		hr__subs_flush(w->o.subs);
 		/* Silence is not proof of life: a hung member sends nothing,
 		 * exactly like a quiet prefix.  Ask it something cheap. */
 		if (!hr__etcd_stream_probing(s) && hr__now_ms() >= probe_due_ms(w)) {

@@ -16,10 +16,9 @@
 #ifndef HR_WATCH_H
 #define HR_WATCH_H
 
-#include "ack.h"
 #include "etcd.h"
 #include "log.h"
-#include "publish.h"
+#include "subscribers.h"
 
 typedef struct hr__watch_opts {
 	hr__etcd_opts etcd;        /* stop_flag and tick are set by the watcher */
@@ -33,12 +32,8 @@ typedef struct hr__watch_opts {
 	int probe_jitter_pct;      /* 0..50 */
 	int spread_endpoints;      /* start at a random endpoint */
 	const hr__log *log;        /* must outlive the watcher */
-	hr__publisher *publisher;  /* must outlive the watcher */
-	hr_ring_change_fn on_change;
-	void *on_change_userdata;
-	hr_ring_diff_fn on_diff;
-	void *on_diff_userdata;
-	hr__acker *acker;          /* NULL: no ack; must outlive the watcher */
+	/* The clients the rings go to; must outlive the watcher. */
+	hr__subscribers *subs;
 } hr__watch_opts;
 
 typedef struct hr__watcher hr__watcher;
@@ -56,6 +51,11 @@ int hr__watcher_wait_first(hr__watcher *w, int timeout_ms, hr_error *err);
 
 /* Fills the watcher's part of a status (thread safe). */
 void hr__watcher_status(hr__watcher *w, hr_client_status *out);
+
+/* Wakes the thread to announce the rings of pending subscribers
+ * (hr__subs_add): at once from a stream's or a backoff's wait, after the
+ * call from a full sync.  Thread safe. */
+void hr__watcher_wake(hr__watcher *w);
 
 /* Stops and joins the thread and frees the watcher.  Accepts NULL. */
 void hr__watcher_stop(hr__watcher *w);

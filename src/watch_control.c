@@ -26,8 +26,6 @@ int hr__watcher_start(const hr__watch_opts *opts, hr__watcher **out,
 	if (!w)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	w->o = *opts;
-	w->announcer = (hr__announcer){ opts->log, opts->on_change, opts->on_change_userdata,
-					opts->on_diff, opts->on_diff_userdata };
 	w->prefix = strdup(opts->prefix);
 	w->prefix_len = w->prefix ? strlen(w->prefix) : 0;
 	w->next_rev = 0;
@@ -125,6 +123,17 @@ void hr__watcher_status(hr__watcher *w, hr_client_status *out)
 	out->resyncs = w->resyncs;
 	out->reconnects = w->reconnects;
 	snprintf(out->endpoint, sizeof out->endpoint, "%s", w->endpoint);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void hr__watcher_wake(hr__watcher *w)
+{
+	pthread_mutex_lock(&w->mu);
+	/* A stream's wait, or a backoff's (sleep_ms); waiters for the first
+	 * ring check their condition again. */
+	pthread_cond_broadcast(&w->cv);
+	if (w->stream)
+		hr__etcd_stream_wakeup(w->stream);
 	pthread_mutex_unlock(&w->mu);
 }
 

@@ -5,7 +5,6 @@
 #ifndef HR_WATCH_STATE_H
 #define HR_WATCH_STATE_H
 
-#include "announce.h"
 #include "etcd_stream.h"
 #include "nodeset.h"
 #include "watch.h"
@@ -26,7 +25,6 @@ struct hr__watcher {
 	char *prefix;
 	size_t prefix_len;
 	hr__etcd *etcd;
-	hr__announcer announcer;
 	int probe_timeout_ms;
 
 	pthread_t thread;

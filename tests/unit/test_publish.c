@@ -2,8 +2,10 @@
  * fast as it can while reader threads look up through read sections, held
  * references and the per-thread cache, and every answer must come from one
  * whole ring (never a mix, never freed memory: run it under ASan and TSan).
- * Then the reclamation of rings that followers held. */
+ * Then the reclamation of rings that followers held, and the publication
+ * of one ring to several clients' publishers (subscribers.h). */
 #include "publish.h"
+#include "subscribers.h"
 #include "thread_cache.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
@@ -310,6 +312,204 @@ START_TEST(thread_cache_ways)
 }
 END_TEST
 
+/* ---- one watcher's rings to several clients ------------------------------ */
+
+/* Quiet: the event=ring lines are info. */
+static const hr__log quiet_log = { NULL, NULL, HR_LOG_ERROR };
+
+struct client_pub {
+	hr__publisher pub;
+	hr__subscriber sub;
+	unsigned changes;
+	uint64_t last_old, last_new;
+};
+
+static void count_change(void *ud, const hr_ring *old_ring, const hr_ring *new_ring)
+{
+	struct client_pub *c = ud;
+
+	c->changes++;
+	c->last_old = hr_ring_revision(old_ring);
+	c->last_new = hr_ring_revision(new_ring);
+}
+
+static void subscribe(hr__subscribers *s, struct client_pub *c)
+{
+	memset(c, 0, sizeof *c);
+	c->sub.pub = &c->pub;
+	c->sub.listener.on_change = count_change;
+	c->sub.listener.on_change_userdata = c;
+	hr__subs_add(s, &c->sub);
+}
+
+/* What the watcher does for each ring. */
+static void publish_to_all(hr__subscribers *s, unsigned gen)
+{
+	const hr_ring *prev = hr__subs_swap(s, make_ring(gen));
+
+	hr__subs_announce(s, prev, 0.0);
+}
+
+struct sub_reader_arg {
+	hr__publisher *pub;
+	int *done;
+	unsigned long reads, bad;
+};
+
+static void *sub_reader(void *p)
+{
+	struct sub_reader_arg *a = p;
+	uint64_t last = 0;
+
+	while (!__atomic_load_n(a->done, __ATOMIC_ACQUIRE)) {
+		const hr_ring *ring = hr__thread_cache_ring(a->pub);
+		uint64_t gen = ring ? hr_ring_revision(ring) : 0;
+
+		a->bad += !ring || check_read(ring, a->reads) || gen < last;
+		last = gen;
+		a->reads++;
+	}
+	return NULL;
+}
+
+/* Readers of three clients while one writer publishes to all of them:
+ * whole rings only, every client at the last ring, nothing left retired
+ * once the readers are gone (ASan: nothing leaked either). */
+START_TEST(subscribers_under_readers)
+{
+	enum { CLIENTS = 3, RINGS = 1000 };
+	hr__subscribers s;
+	struct client_pub c[CLIENTS];
+	struct sub_reader_arg args[CLIENTS];
+	pthread_t th[CLIENTS];
+	int done = 0;
+
+	hr__subs_init(&s, make_ring(1), &quiet_log);
+	for (int i = 0; i < CLIENTS; i++) {
+		subscribe(&s, &c[i]);
+		args[i] = (struct sub_reader_arg){ &c[i].pub, &done, 0, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, sub_reader, &args[i]), 0);
+	}
+	for (unsigned gen = 2; gen < RINGS + 2; gen++) {
+		publish_to_all(&s, gen);
+		hr__subs_reclaim(&s);
+	}
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < CLIENTS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_uint_gt(args[i].reads, 0);
+		ck_assert_uint_eq(args[i].bad, 0);
+		ck_assert_uint_eq(c[i].changes, RINGS);
+		ck_assert_uint_eq(c[i].last_new, RINGS + 1);
+		ck_assert_uint_eq(hr_ring_revision(c[i].pub.current), RINGS + 1);
+	}
+	hr__subs_reclaim(&s);
+	ck_assert_uint_eq(s.pub.nretired, 0);
+	for (int i = 0; i < CLIENTS; i++) {
+		ck_assert_uint_eq(c[i].pub.nretired, 0);
+		ck_assert_uint_eq(hr__subs_remove(&s, &c[i].sub), (size_t)(CLIENTS - 1 - i));
+		hr__publish_destroy(&c[i].pub);
+	}
+	hr__subs_destroy(&s);
+}
+END_TEST
+
+static bool retired_has(const hr__publisher *p, uint64_t revision)
+{
+	for (size_t i = 0; i < p->nretired; i++)
+		if (hr_ring_revision(p->retired[i]) == revision)
+			return true;
+	return false;
+}
+
+/* A ring a client's follower holds is retired once, by the watcher's
+ * publisher, and freed when that follower moves on. */
+START_TEST(subscribers_retire_once)
+{
+	hr__subscribers s;
+	struct client_pub a, b;
+	hr_ring *held = NULL;
+
+	hr__subs_init(&s, make_ring(1), &quiet_log);
+	subscribe(&s, &a);
+	subscribe(&s, &b);
+	publish_to_all(&s, 2);
+	ck_assert_uint_eq(hr_ring_revision(hr__publish_follow(&a.pub, &held)), 2);
+	publish_to_all(&s, 3);
+	ck_assert_uint_eq(s.pub.nretired, 1);
+	ck_assert_uint_eq(a.pub.nretired + b.pub.nretired, 0);
+	hr__subs_reclaim(&s);
+	ck_assert_uint_eq(s.pub.nretired, 1);
+	ck_assert_uint_eq(hr_ring_revision(held), 2);
+	ck_assert_uint_eq(hr_ring_revision(hr__publish_follow(&a.pub, &held)), 3);
+	hr__subs_reclaim(&s);
+	ck_assert_uint_eq(s.pub.nretired, 0);
+	/* A ring published into one client's publisher alone (as a test
+	 * does) is retired there when the watcher's next ring replaces it,
+	 * and freed there once its follower moves on. */
+	hr__publish_swap(&b.pub, make_ring(50));
+	hr_ring_release(held);
+	held = NULL;
+	ck_assert_uint_eq(hr_ring_revision(hr__publish_follow(&b.pub, &held)), 50);
+	publish_to_all(&s, 4);
+	ck_assert_uint_eq(hr_ring_revision(b.pub.current), 4);
+	ck_assert(retired_has(&b.pub, 50));
+	hr_ring_release(held);
+	hr__subs_reclaim(&s);
+	ck_assert(!retired_has(&b.pub, 50));
+	hr__subs_remove(&s, &a.sub);
+	hr__subs_remove(&s, &b.sub);
+	hr__publish_destroy(&a.pub);
+	hr__publish_destroy(&b.pub);
+	hr__subs_destroy(&s);
+}
+END_TEST
+
+/* A client that subscribes after the first ring starts with it, and its
+ * callback hears of it once, from the empty ring, before the next; one
+ * that left hears of nothing more. */
+START_TEST(subscriber_joins_late)
+{
+	hr__subscribers s;
+	struct client_pub a, b;
+
+	hr__subs_init(&s, make_ring(0), &quiet_log);
+	subscribe(&s, &a);
+	ck_assert(!a.sub.pending);
+	publish_to_all(&s, 5);
+	ck_assert_uint_eq(a.changes, 1);
+	ck_assert_uint_eq(a.last_old, 0);
+	subscribe(&s, &b);
+	ck_assert(b.sub.pending);
+	ck_assert_uint_eq(hr_ring_revision(b.pub.current), 5);
+	ck_assert_uint_eq(b.changes, 0);
+	hr__subs_flush(&s);
+	ck_assert_uint_eq(b.changes, 1);
+	ck_assert_uint_eq(b.last_old, 0);
+	ck_assert_uint_eq(b.last_new, 5);
+	hr__subs_flush(&s);
+	ck_assert_uint_eq(b.changes, 1);
+	ck_assert_uint_eq(a.changes, 1);
+	/* Pending at the next ring: told of both, in order. */
+	hr__subs_remove(&s, &b.sub);
+	hr__publish_destroy(&b.pub);
+	subscribe(&s, &b);
+	publish_to_all(&s, 6);
+	ck_assert_uint_eq(b.changes, 2);
+	ck_assert_uint_eq(b.last_old, 5);
+	ck_assert_uint_eq(b.last_new, 6);
+	ck_assert_uint_eq(hr__subs_remove(&s, &a.sub), 1);
+	publish_to_all(&s, 7);
+	ck_assert_uint_eq(a.changes, 2);
+	ck_assert_uint_eq(b.changes, 3);
+	ck_assert_uint_eq(hr_ring_revision(a.pub.current), 6);
+	hr__subs_remove(&s, &b.sub);
+	hr__publish_destroy(&a.pub);
+	hr__publish_destroy(&b.pub);
+	hr__subs_destroy(&s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("publish");
@@ -322,6 +522,9 @@ int main(void)
 	tcase_add_test(tc, retired_until_followers_move);
 	tcase_add_test(tc, thread_cache_released_at_exit);
 	tcase_add_test(tc, thread_cache_ways);
+	tcase_add_test(tc, subscribers_under_readers);
+	tcase_add_test(tc, subscribers_retire_once);
+	tcase_add_test(tc, subscriber_joins_late);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

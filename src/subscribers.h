@@ -1,0 +1,108 @@
+/* subscribers.h - the clients a watcher publishes to (internal).
+ *
+ * Every client follows a watcher through its subscriber: its own publisher
+ * (which its lookups read, so that each client keeps its thread caches and
+ * counts), its callbacks and its acker.  A watcher builds one ring per
+ * revision and publishes it to all its subscribers at once: each
+ * publisher is swapped, then one grace period covers them all, so that a
+ * watcher followed by 2,000 clients waits for one grace period, not 2,000.
+ *
+ * The watcher's own publisher holds the current ring (what the next ring
+ * is derived from, and what a client that subscribes later starts with)
+ * and the rings out of publication that followers may still hold: every
+ * subscriber publishes the same ring, so a subscriber's reference to the
+ * previous ring is dropped after the grace period and the watcher's alone
+ * is retired, then freed once the last follower of any client moved on.
+ *
+ * `mu` orders publications, subscriptions and unsubscriptions: a
+ * subscriber added during a publication gets the new ring, and one
+ * removed is never touched again once hr__subs_remove() returns.  The
+ * callbacks run under it, on the watcher thread.
+ */
+#ifndef HR_SUBSCRIBERS_H
+#define HR_SUBSCRIBERS_H
+
+#include "ack.h"
+#include "announce.h"
+#include "log.h"
+#include "publish.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hr__counters;
+
+typedef struct hr__subscriber {
+	/* Set by the client before hr__subs_add(). */
+	hr__publisher *pub;              /* initialised by hr__subs_add() */
+	struct hr__counters *counters;   /* the publisher's, or NULL */
+	hr__listener listener;
+	hr__acker *acker;                /* NULL: no acks */
+	/* The subscribers' own, under the list's lock. */
+	bool pending;                    /* its first ring not announced yet */
+	hr_ring *swapped_out;            /* during a publication */
+	struct hr__subscriber *next, *prev;
+} hr__subscriber;
+
+typedef struct hr__subscribers {
+	pthread_mutex_t mu;
+	hr__publisher pub;               /* the watcher's: see above */
+	hr_ring *empty;                  /* the first ring's predecessor */
+	const hr__log *log;              /* the event=ring lines */
+	uint64_t confirmed;              /* the revision last told the ackers */
+	hr__subscriber *head;
+	size_t n;
+	int pending;                     /* atomic: subscribers pending */
+} hr__subscribers;
+
+/* Takes the reference of `empty`, the ring published before the first
+ * sync (a client that subscribes before the first ring starts with it). */
+void hr__subs_init(hr__subscribers *s, hr_ring *empty, const hr__log *log);
+
+/* No subscriber may be left. */
+void hr__subs_destroy(hr__subscribers *s);
+
+/*
+ * Initialises sub->pub with the current ring and adds `sub`.  Returns true
+ * when a ring was already published: the subscriber is then pending, and
+ * its callbacks are called by the next hr__subs_flush() or publication,
+ * with the empty ring as the old one (the caller wakes the watcher).
+ */
+bool hr__subs_add(hr__subscribers *s, hr__subscriber *sub);
+
+/* Removes `sub` (its publisher is left to its owner); returns how many
+ * remain. */
+size_t hr__subs_remove(hr__subscribers *s, hr__subscriber *sub);
+
+size_t hr__subs_count(hr__subscribers *s);
+
+/* A counted reference to the current ring.  Watcher thread. */
+hr_ring *hr__subs_current(hr__subscribers *s);
+
+/*
+ * Publishes `ring` (takes its reference) to every subscriber and leaves
+ * the lock held, so that the caller can count the publication before
+ * anyone is told; hr__subs_announce() must follow.  Returns the ring it
+ * replaced (still referenced until hr__subs_announce()).  Watcher thread.
+ */
+const hr_ring *hr__subs_swap(hr__subscribers *s, hr_ring *ring);
+
+/* The event=ring line, every subscriber's callbacks and acker, for the
+ * ring just swapped in; then releases the lock. */
+void hr__subs_announce(hr__subscribers *s, const hr_ring *old, double build_ms);
+
+/* The current ring is confirmed at `revision` without a new publication:
+ * tells every subscriber's acker.  Watcher thread. */
+void hr__subs_confirmed(hr__subscribers *s, uint64_t revision);
+
+/* Announces their first ring to the pending subscribers (cheap when none
+ * is).  Watcher thread. */
+void hr__subs_flush(hr__subscribers *s);
+
+/* Frees the retired rings that no follower holds any more (cheap when
+ * none are retired).  Watcher thread. */
+void hr__subs_reclaim(hr__subscribers *s);
+
+#endif
