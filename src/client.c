@@ -168,21 +168,34 @@ void hr_client_close(hr_client *c)
 	curl_global_cleanup();
 }
 
-int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
+/* hr_client_lookup() on a new ring, another client's way or no thread
+ * cache: out of line, so that the fast path saves no register. */
+static __attribute__((noinline)) int lookup_miss(hr_client *c, const void *key,
+						 size_t len, hr_owner *out)
 {
-	const hr_ring *ring;
+	const hr_ring *ring = hr__thread_cache_miss(&c->pub);
 	int rc;
 
-	if (!c || !out || (!key && len))
-		return HR_EINVAL;
-	ring = hr__thread_cache_ring(&c->pub);
-	if (__builtin_expect(ring != NULL, 1))
+	if (ring)
 		return hr__ring_lookup_owner_counted(ring, key, len, out,
 						     hr__thread_cache_counts());
 	/* No per-thread state: not counted. */
 	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
 	hr__publish_read_end(&c->pub);
 	return rc;
+}
+
+int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
+{
+	const hr_ring *ring;
+
+	if (!c || !out || (!key && len))
+		return HR_EINVAL;
+	ring = hr__thread_cache_hit(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return hr__ring_lookup_owner_counted(ring, key, len, out,
+						     hr__thread_cache_counts());
+	return lookup_miss(c, key, len, out);
 }
 
 /* A batch's owners, counted as single lookups count them (owner.c; not

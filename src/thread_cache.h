@@ -44,6 +44,19 @@ extern __thread hr__thread_cache hr__thread_cache_tls
 /* Slow half of hr__thread_cache_ring(). */
 const hr_ring *hr__thread_cache_miss(hr__publisher *p);
 
+/* The current ring of `p` if the thread's most recent way holds it (the
+ * fast path of hr__thread_cache_ring()), else NULL. */
+static inline const hr_ring *hr__thread_cache_hit(const hr__publisher *p)
+{
+	hr_ring *cur = __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
+	const hr__thread_cache_way *w = &hr__thread_cache_tls.way[0];
+
+	/* The reasoning of hr__publish_follow(), on the most recent way.
+	 * Clients that share a watcher publish the same rings: the way must
+	 * be this client's too, or its counts would go to another's. */
+	return cur == w->ring && p == w->pub ? cur : NULL;
+}
+
 /*
  * The current ring of `p`, valid on this thread until its next call into
  * the cache (for any client) or hr__thread_cache_forget().  NULL when the
@@ -52,11 +65,10 @@ const hr_ring *hr__thread_cache_miss(hr__publisher *p);
  */
 static inline const hr_ring *hr__thread_cache_ring(hr__publisher *p)
 {
-	hr_ring *cur = __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
+	const hr_ring *ring = hr__thread_cache_hit(p);
 
-	/* The reasoning of hr__publish_follow(), on the most recent way. */
-	if (__builtin_expect(cur == hr__thread_cache_tls.way[0].ring, 1))
-		return cur;
+	if (__builtin_expect(ring != NULL, 1))
+		return ring;
 	return hr__thread_cache_miss(p);
 }
 
