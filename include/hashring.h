@@ -1070,6 +1070,8 @@ HR_EXPORT int hr_client_status_get_size(hr_client *client,
  *   hashring_rings_published_total      counter
  *   hashring_resyncs_total              counter: full syncs after the first
  *   hashring_reconnects_total           counter
+ *   hashring_watcher_clients            gauge: clients following the
+ *                                       client's watcher (1: not shared)
  *   hashring_etcd_endpoint_info{endpoint} gauge 1: the endpoint in use (no
  *                                       sample while there is none)
  * and for a client, last:

@@ -167,6 +167,9 @@ static void client_families(hr__expo *e, const hr_client_status *st)
 	hr__expo_family(e, "hashring_reconnects_total", "counter",
 			"Reconnections of the client's etcd watch.");
 	hr__expo_u64(e, NULL, 0, st->reconnects);
+	hr__expo_family(e, "hashring_watcher_clients", "gauge",
+			"Clients in this process following the client's watcher (1: not shared).");
+	hr__expo_u64(e, NULL, 0, st->watcher_clients);
 	hr__expo_family(e, "hashring_etcd_endpoint_info", "gauge",
 			"The etcd endpoint the client uses now (none while it has none).");
 	if (st->endpoint[0])

@@ -36,7 +36,7 @@ bool hr__subs_add(hr__subscribers *s, hr__subscriber *sub)
 	if (s->head)
 		s->head->prev = sub;
 	s->head = sub;
-	s->n++;
+	__atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
 	if (sub->pending) {
 		__atomic_add_fetch(&s->pending, 1, __ATOMIC_RELAXED);
 		/* Its open may wait for its first ack: this ring's. */
@@ -59,19 +59,16 @@ size_t hr__subs_remove(hr__subscribers *s, hr__subscriber *sub)
 		sub->next->prev = sub->prev;
 	if (sub->pending)
 		__atomic_sub_fetch(&s->pending, 1, __ATOMIC_RELAXED);
-	left = --s->n;
+	left = s->n - 1;
+	__atomic_store_n(&s->n, left, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->mu);
 	return left;
 }
 
 size_t hr__subs_count(hr__subscribers *s)
 {
-	size_t n;
-
-	pthread_mutex_lock(&s->mu);
-	n = s->n;
-	pthread_mutex_unlock(&s->mu);
-	return n;
+	/* Not under the lock: callbacks, which run under it, may ask. */
+	return __atomic_load_n(&s->n, __ATOMIC_RELAXED);
 }
 
 hr_ring *hr__subs_current(hr__subscribers *s)

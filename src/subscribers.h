@@ -53,7 +53,7 @@ typedef struct hr__subscribers {
 	const hr__log *log;              /* the event=ring lines */
 	uint64_t confirmed;              /* the revision last told the ackers */
 	hr__subscriber *head;
-	size_t n;
+	size_t n;                        /* written under mu, read atomically */
 	int pending;                     /* atomic: subscribers pending */
 } hr__subscribers;
 
@@ -76,6 +76,7 @@ bool hr__subs_add(hr__subscribers *s, hr__subscriber *sub);
  * remain. */
 size_t hr__subs_remove(hr__subscribers *s, hr__subscriber *sub);
 
+/* How many subscribers there are; any thread, callbacks included. */
 size_t hr__subs_count(hr__subscribers *s);
 
 /* A counted reference to the current ring.  Watcher thread. */

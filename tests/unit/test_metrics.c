@@ -496,6 +496,7 @@ START_TEST(client_families)
 				     "hashring_rings_published_total 0\n"));
 	ck_assert_ptr_nonnull(strstr(got, "\nhashring_resyncs_total 0\n"));
 	ck_assert_ptr_nonnull(strstr(got, "\nhashring_reconnects_total "));
+	ck_assert_ptr_nonnull(strstr(got, "\nhashring_watcher_clients 1\n"));
 	/* Never connected: the family, no sample. */
 	ck_assert_ptr_nonnull(strstr(got, "\n# TYPE hashring_etcd_endpoint_info gauge\n"
 				     "# HELP hashring_ring_nodes "));
