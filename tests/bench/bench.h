@@ -55,6 +55,9 @@ typedef struct hrb_report {
 /* hashring-bench --clients: how many counts and levers at most. */
 #define HRB_CLIENT_COUNTS_MAX 8
 #define HRB_LEVERS_MAX 6
+/* hrb_args.share_modes: which ways the clients of --clients are opened. */
+#define HRB_SHARE_OFF 1		/* independent: a watcher each (the default) */
+#define HRB_SHARE_ON 2		/* one hr_share: one watcher for them all */
 
 typedef struct hrb_args {
 	int json;
@@ -70,6 +73,7 @@ typedef struct hrb_args {
 	int fanout_from;	/* the smallest count whose fan-out is timed */
 	int n_levers;
 	const char *levers[HRB_LEVERS_MAX];
+	int share_modes;	/* HRB_SHARE_OFF and/or HRB_SHARE_ON */
 	/* --big mode: only the big-ring figures, with this many nodes. */
 	int big;
 	int big_changes;	/* rounds of one-node changes (3 each) */

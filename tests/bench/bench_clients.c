@@ -13,6 +13,12 @@
  * monotonic clock), and, on the same etcd once the clients are closed, to
  * the last of as many bare watch streams on one thread (raw_fan.h): the
  * floor of what etcd's gateway can fan out here.
+ *
+ * With --share the same counts are opened with one hr_share and equal
+ * settings, so they follow one watcher (one stream, whatever the count),
+ * each lever then on a fresh etcd of its own; "--share both" runs each
+ * lever independent, then shared.  A shared run has no floor: its etcd
+ * fans out to one stream.
  */
 #include "bench.h"
 #include "bench_clients.h"
@@ -234,10 +240,21 @@ static void log_problems(void *ud, hr_log_level level, const char *line)
 		fprintf(stderr, "bench: client %d: %s\n", bc->index, line);
 }
 
+/* The same for a shared watcher, which logs once for all its clients:
+ * its userdata is the run's, since clients with another one would not
+ * share (hashring.h, "Sharing a watcher"). */
+static void log_shared_problems(void *ud, hr_log_level level, const char *line)
+{
+	(void)ud;
+	if (level <= HR_LOG_WARN)
+		fprintf(stderr, "bench: shared watcher: %s\n", line);
+}
+
 typedef struct crun {
 	const hrb_args *args;
 	hrb_report *report;
 	const lever *lv;
+	hr_share *share;         /* NULL: independent clients */
 	hrt_etcd_cluster *etcd;
 	pid_t etcd_pid;
 	hrb_putter pt;
@@ -253,6 +270,11 @@ typedef struct crun {
 	int base_sockets;
 } crun;
 
+static const char *mode_name(int shared)
+{
+	return shared ? "shared" : "independent";
+}
+
 static int open_clients(crun *r, int upto)
 {
 	hr_etcd_config etcd;
@@ -266,8 +288,14 @@ static int open_clients(crun *r, int upto)
 		hr_client_config_init(&cfg);
 		etcd.endpoints = hrt_etcd_endpoints(r->etcd);
 		etcd.prefix = PREFIX;
-		etcd.log = log_problems;
-		etcd.log_userdata = bc;
+		if (r->share) {
+			etcd.log = log_shared_problems;
+			etcd.log_userdata = r;
+			cfg.share = r->share;
+		} else {
+			etcd.log = log_problems;
+			etcd.log_userdata = bc;
+		}
 		cfg.open_nonblocking = 1;
 		cfg.probe_jitter_pct = r->lv->probe_jitter_pct;
 		if (r->lv->probe_interval_ms)
@@ -340,12 +368,15 @@ static void measure_idle(crun *r, hrb_clients_point *pt)
 	pt->etcd_cpu_pct = c0 >= 0 && c1 >= 0 ? 100.0 * (double)(c1 - c0) / (double)(t1 - t0) : -1;
 	pt->etcd_rss_mb = (double)proc_status_field(r->etcd_pid, "VmRSS") / 1024.0;
 	pt->client_cpu_pct = 100.0 * (double)(p1 - p0) / (double)(t1 - t0);
-	pt->threads_per_client =
-		(double)(proc_status_field(0, "Threads") - r->base_threads) / n;
-	pt->sockets_per_client = (double)(count_sockets() - r->base_sockets) / n;
-	pt->rss_kb_per_client =
-		(double)(proc_status_field(0, "VmRSS") - r->base_rss_kb) / n;
-	pt->heap_kb_per_client = ((double)heap_in_use() - (double)r->base_heap) / 1024.0 / n;
+	pt->threads = proc_status_field(0, "Threads");
+	pt->sockets = count_sockets();
+	pt->rss_kb = (double)proc_status_field(0, "VmRSS");
+	pt->heap_kb = (double)heap_in_use() / 1024.0;
+	pt->threads_per_client = (double)(pt->threads - r->base_threads) / n;
+	pt->sockets_per_client = (double)(pt->sockets - r->base_sockets) / n;
+	pt->rss_kb_per_client = (pt->rss_kb - (double)r->base_rss_kb) / n;
+	pt->heap_kb_per_client = (pt->heap_kb - (double)r->base_heap / 1024.0) / n;
+	pt->watcher_clients_min = UINT64_MAX;
 	for (int i = 0; i < n; i++) {
 		hr_client_status st;
 		if (hr_client_status_get(r->cl[i].c, &st))
@@ -353,6 +384,22 @@ static void measure_idle(crun *r, hrb_clients_point *pt)
 		pt->reconnects += st.reconnects;
 		pt->resyncs += st.resyncs;
 		pt->unconfirmed += st.unconfirmed_ms > 0;
+		if (st.watcher_clients < pt->watcher_clients_min)
+			pt->watcher_clients_min = st.watcher_clients;
+		if (st.watcher_clients > pt->watcher_clients_max)
+			pt->watcher_clients_max = st.watcher_clients;
+	}
+	if (pt->watcher_clients_min == UINT64_MAX)
+		pt->watcher_clients_min = 0;
+	/* Equal settings, one share: every client on the one watcher. */
+	{
+		uint64_t want = r->share ? (uint64_t)n : 1;
+		if (pt->watcher_clients_min != want || pt->watcher_clients_max != want)
+			hrb_note(r->report, "clients: %s, %s, %d clients: watcher_clients"
+				 " %llu..%llu, not %llu", r->lv->name, mode_name(r->share != NULL),
+				 n, (unsigned long long)pt->watcher_clients_min,
+				 (unsigned long long)pt->watcher_clients_max,
+				 (unsigned long long)want);
 	}
 }
 
@@ -479,20 +526,27 @@ static int measure_raw(crun *r, int n, hrb_fanout *out)
 	return 0;
 }
 
-static int run_lever(crun *r, hrb_clients_lever *out)
+static int run_lever(crun *r, int shared, hrb_clients_lever *out)
 {
 	const hrb_args *a = r->args;
+	const char *mode = mode_name(shared);
 	hrt_etcd_opts eo = { .start_timeout_ms = 15000,
 			     .progress_notify_ms = r->lv->progress_notify_ms };
+	hr_error err = { 0 };
 	int64_t rev;
 	int rc = -1;
 
 	snprintf(out->name, sizeof out->name, "%s", r->lv->name);
 	snprintf(out->what, sizeof out->what, "%s", r->lv->what);
+	out->shared = shared;
 	r->etcd = hrt_etcd_start(1, &eo);
 	if (!r->etcd)
 		return -1;
 	r->etcd_pid = hrt_etcd_pid(r->etcd, 0);
+	if (shared && hr_share_new(&r->share, &err)) {
+		fprintf(stderr, "bench: hr_share_new: %s\n", err.message);
+		goto out;
+	}
 	if (hrb_putter_init(&r->pt, hrt_etcd_client_url(r->etcd, 0)))
 		goto out;
 	for (int i = 0; i < NODES; i++)
@@ -500,10 +554,17 @@ static int run_lever(crun *r, hrb_clients_lever *out)
 	rev = r->rev = hrb_load_nodes(&r->pt, PREFIX, NODES);
 	if (rev < 0)
 		goto out;
+	/* Hand back what earlier runs freed, so that this run's clients
+	 * fault their memory in again and show in the RSS. */
+	malloc_trim(0);
 	r->base_threads = proc_status_field(0, "Threads");
 	r->base_sockets = count_sockets();
 	r->base_rss_kb = proc_status_field(0, "VmRSS");
 	r->base_heap = heap_in_use();
+	out->before_threads = r->base_threads;
+	out->before_sockets = r->base_sockets;
+	out->before_rss_kb = (double)r->base_rss_kb;
+	out->before_heap_kb = (double)r->base_heap / 1024.0;
 	for (int i = 0; i < a->n_clients; i++) {
 		hrb_clients_point *pt = &out->points[out->n_points];
 		int64_t t0 = hrb_now_ns();
@@ -519,14 +580,17 @@ static int run_lever(crun *r, hrb_clients_lever *out)
 			pt->has_fanout = pt->fanout.puts > 0;
 		}
 		out->n_points++;
-		fprintf(stderr, "bench: %s: %d clients: etcd %.2f%% CPU, %.1f MB%s\n",
-			r->lv->name, pt->clients, pt->etcd_cpu_pct, pt->etcd_rss_mb,
+		fprintf(stderr, "bench: %s: %d %s clients: etcd %.2f%% CPU, %.1f MB;"
+			" %ld threads, %ld sockets, %.1f MB RSS here%s\n",
+			r->lv->name, pt->clients, mode, pt->etcd_cpu_pct, pt->etcd_rss_mb,
+			pt->threads, pt->sockets, pt->rss_kb / 1024.0,
 			pt->fanout.missed ? " (missed puts)" : "");
 	}
 	/* The floor, with the clients gone: etcd alone fanning out to as
-	 * many bare streams (after the idle figures, which it would skew). */
+	 * many bare streams (after the idle figures, which it would skew).
+	 * Shared clients are one stream: no floor of as many. */
 	close_clients(r);
-	for (int i = 0; i < out->n_points; i++) {
+	for (int i = 0; i < out->n_points && !shared; i++) {
 		hrb_clients_point *pt = &out->points[i];
 		if (!pt->has_fanout)
 			continue;
@@ -540,6 +604,8 @@ static int run_lever(crun *r, hrb_clients_lever *out)
 	rc = 0;
 out:
 	close_clients(r);
+	hr_share_free(r->share);
+	r->share = NULL;
 	hrb_putter_free(&r->pt);
 	hrt_etcd_destroy(r->etcd);
 	r->etcd = NULL;
@@ -601,16 +667,24 @@ int hrb_measure_clients(const hrb_args *args, hrb_report *report, hrb_clients_re
 		hrb_note(report, "clients: RLIMIT_NOFILE is %llu; %d clients may need %d",
 			 (unsigned long long)rl.rlim_cur, max, max * 6 + 256);
 	loadavg(&out->load1_start);
-	for (int l = 0; l < args->n_levers && rc == 0; l++) {
+	for (int run = 0; run < 2 * args->n_levers && rc == 0; run++) {
+		int shared = run % 2;
+
+		if (!(args->share_modes & (shared ? HRB_SHARE_ON : HRB_SHARE_OFF)))
+			continue;
 		memset(&r, 0, sizeof r);
 		r.args = args;
 		r.report = report;
-		r.lv = find_lever(args->levers[l]);
+		r.lv = find_lever(args->levers[run / 2]);
 		r.rng = (uint64_t)hrb_now_ns() | 1;
 		r.cl = calloc((size_t)max, sizeof *r.cl);
 		r.raw_last = calloc((size_t)max, sizeof *r.raw_last);
-		if (!r.cl || !r.raw_last || run_lever(&r, &out->levers[out->n_levers]))
+		if (!r.cl || !r.raw_last || run_lever(&r, shared, &out->levers[out->n_levers]))
 			rc = -1;
+		else if (shared)
+			/* One stream on one member whatever the count: no line
+			 * to carry over members, only noise to fit. */
+			out->n_levers++;
 		else
 			extrapolate(&out->levers[out->n_levers++], 10000, 3);
 		free(r.cl);
@@ -622,22 +696,31 @@ int hrb_measure_clients(const hrb_args *args, hrb_report *report, hrb_clients_re
 
 /* ---- printing --------------------------------------------------------------- */
 
-void hrb_clients_print_text(const hrb_clients_report *c)
+/* The rows of one lever, its runs (independent, shared or both) side by
+ * side at each count. */
+static void print_lever_text(const hrb_clients_lever *runs, int n_runs)
 {
-	printf("Many idle clients on one etcd (10-node prefix; load average %.2f at the"
-	       " start, %.2f at the end)\n", c->load1_start, c->load1_end);
-	for (int l = 0; l < c->n_levers; l++) {
-		const hrb_clients_lever *lv = &c->levers[l];
-		printf("  lever %s: %s\n", lv->name, lv->what);
-		printf("  %8s %9s %9s %8s %7s %7s %8s %6s %9s %9s %7s %6s\n", "clients",
-		       "etcd CPU%", "etcd MB", "our CPU%", "thr/cl", "sock/cl", "heapKB/cl",
-		       "load1", "fan p50", "fan p99", "missed", "reconn");
-		for (int i = 0; i < lv->n_points; i++) {
-			const hrb_clients_point *p = &lv->points[i];
-			printf("  %8d %9.2f %9.1f %8.2f %7.2f %7.2f %8.1f %6.2f", p->clients,
-			       p->etcd_cpu_pct, p->etcd_rss_mb, p->client_cpu_pct,
-			       p->threads_per_client, p->sockets_per_client,
-			       p->heap_kb_per_client, p->load1_after);
+	int rows = 0;
+
+	printf("  lever %s: %s\n", runs[0].name, runs[0].what);
+	printf("  %8s %-6s %9s %9s %8s %7s %7s %7s %7s %8s %8s %9s %6s %9s %9s %7s %6s\n",
+	       "clients", "mode", "etcd CPU%", "etcd MB", "our CPU%", "threads", "thr/cl",
+	       "sockets", "sock/cl", "RSS MB", "rssKB/cl", "heapKB/cl", "load1", "fan p50",
+	       "fan p99", "missed", "reconn");
+	for (int j = 0; j < n_runs; j++)
+		if (runs[j].n_points > rows)
+			rows = runs[j].n_points;
+	for (int i = 0; i < rows; i++)
+		for (int j = 0; j < n_runs; j++) {
+			const hrb_clients_point *p = &runs[j].points[i];
+			if (i >= runs[j].n_points)
+				continue;
+			printf("  %8d %-6s %9.2f %9.1f %8.2f %7ld %7.3f %7ld %7.3f %8.1f %8.1f"
+			       " %9.1f %6.2f", p->clients, runs[j].shared ? "shared" : "indep",
+			       p->etcd_cpu_pct, p->etcd_rss_mb, p->client_cpu_pct, p->threads,
+			       p->threads_per_client, p->sockets, p->sockets_per_client,
+			       p->rss_kb / 1024.0, p->rss_kb_per_client, p->heap_kb_per_client,
+			       p->load1_after);
 			if (p->has_fanout)
 				printf(" %9.1f %9.1f %3d/%-3d", p->fanout.p50_ms, p->fanout.p99_ms,
 				       p->fanout.missed, p->fanout.puts);
@@ -645,12 +728,19 @@ void hrb_clients_print_text(const hrb_clients_report *c)
 				printf(" %9s %9s %7s", "-", "-", "-");
 			printf(" %6llu\n", (unsigned long long)p->reconnects);
 		}
+	for (int j = 0; j < n_runs; j++) {
+		const hrb_clients_lever *lv = &runs[j];
+		const char *shared = lv->shared ? " shared" : "";
+
+		printf("  before the%s clients: %ld threads, %ld sockets, %.1f MB RSS,"
+		       " %.1f MB heap\n", shared, lv->before_threads, lv->before_sockets,
+		       lv->before_rss_kb / 1024.0, lv->before_heap_kb / 1024.0);
 		for (int i = 0; i < lv->n_points; i++) {
 			const hrb_clients_point *p = &lv->points[i];
 			if (p->has_fanout)
-				printf("  fan-out at %d clients: p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
+				printf("  fan-out at %d%s clients: p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
 				       " CPU per client per put %.0f us on etcd, %.0f us here\n",
-				       p->clients, p->fanout.p50_ms, p->fanout.p99_ms,
+				       p->clients, shared, p->fanout.p50_ms, p->fanout.p99_ms,
 				       p->fanout.max_ms, p->fanout.etcd_us_per_delivery,
 				       p->fanout.client_us_per_delivery);
 			if (p->has_raw)
@@ -661,11 +751,24 @@ void hrb_clients_print_text(const hrb_clients_report *c)
 				       p->raw.etcd_us_per_delivery, p->raw.client_us_per_delivery);
 		}
 		if (lv->has_extrapolation)
-			printf("  per 1,000 clients: %.2f%% of a core and %.0f MB on etcd;"
+			printf("  per 1,000%s clients: %.2f%% of a core and %.0f MB on etcd;"
 			       " %d clients over %d members: %.1f%% of a core and %.0f MB"
-			       " per member\n", lv->cpu_pct_per_1000,
+			       " per member\n", shared, lv->cpu_pct_per_1000,
 			       lv->rss_kb_per_client * 1000 / 1024, lv->target, lv->members,
 			       lv->target_cpu_pct_per_member, lv->target_rss_mb_per_member);
+	}
+}
+
+void hrb_clients_print_text(const hrb_clients_report *c)
+{
+	printf("Many idle clients on one etcd (10-node prefix; load average %.2f at the"
+	       " start, %.2f at the end)\n", c->load1_start, c->load1_end);
+	/* The runs of one lever are next to each other. */
+	for (int l = 0, n = 0; l < c->n_levers; l += n) {
+		for (n = 1; l + n < c->n_levers &&
+			    !strcmp(c->levers[l + n].name, c->levers[l].name); n++)
+			;
+		print_lever_text(&c->levers[l], n);
 	}
 }
 
@@ -687,7 +790,10 @@ void hrb_clients_print_json(const hrb_clients_report *c)
 	       c->load1_end);
 	for (int l = 0; l < c->n_levers; l++) {
 		const hrb_clients_lever *lv = &c->levers[l];
-		printf("%s{\"name\":\"%s\",\"points\":[", l ? "," : "", lv->name);
+		printf("%s{\"name\":\"%s\",\"mode\":\"%s\",\"before\":{\"threads\":%ld,"
+		       "\"sockets\":%ld,\"rss_kb\":%.0f,\"heap_kb\":%.1f},\"points\":[",
+		       l ? "," : "", lv->name, mode_name(lv->shared), lv->before_threads,
+		       lv->before_sockets, lv->before_rss_kb, lv->before_heap_kb);
 		for (int i = 0; i < lv->n_points; i++) {
 			const hrb_clients_point *p = &lv->points[i];
 			printf("%s{\"clients\":%d,\"open_s\":%.2f,\"seconds\":%.2f,"
@@ -704,7 +810,12 @@ void hrb_clients_print_json(const hrb_clients_report *c)
 			print_fanout_json(p->has_fanout ? &p->fanout : NULL);
 			printf(",\"raw_fanout\":");
 			print_fanout_json(p->has_raw ? &p->raw : NULL);
-			printf("}");
+			printf(",\"mode\":\"%s\",\"threads\":%ld,\"sockets\":%ld,\"rss_kb\":%.0f,"
+			       "\"heap_kb\":%.1f,\"watcher_clients_min\":%llu,"
+			       "\"watcher_clients_max\":%llu}", mode_name(lv->shared), p->threads,
+			       p->sockets, p->rss_kb, p->heap_kb,
+			       (unsigned long long)p->watcher_clients_min,
+			       (unsigned long long)p->watcher_clients_max);
 		}
 		printf("]");
 		if (lv->has_extrapolation)

@@ -4,7 +4,8 @@
  *
  *   hashring-bench [--json] [--lookups-only] [--puts N] [--nodes N] [--idle-ms N]
  *   hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]
- *                  [--fanout-from N] [--levers L,L] [--json]
+ *                  [--fanout-from N] [--levers L,L] [--share [on|off|both]]
+ *                  [--json]
  *   hashring-bench --big N [--changes N] [--json]
  *
  * Not a test: figures depend on the machine.  Only ratios and paired
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 		"               0 skips it)\n"
 		"  --json       print one JSON object instead of the readable report\n"
 		"usage: hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]\n"
-		"                      [--fanout-from N] [--levers L,L] [--json]\n"
+		"                      [--fanout-from N] [--levers L,L]\n"
+		"                      [--share [on|off|both]] [--json]\n"
 		"  --clients    only the many-clients figures: idle clients opened up to each\n"
 		"               count (ascending, 1..20000) on one etcd, for each lever\n"
 		"  --duration S quiet window per count (1..600, default 30)\n"
@@ -43,6 +45,9 @@ static void usage(FILE *f)
 		"  --fanout-from N  the smallest count whose fan-out is timed (default 1000)\n"
 		"  --levers L,L unjittered, baseline, progress, progress20, silent (default:\n"
 		"               all five, in that order)\n"
+		"  --share [on|off|both]  the clients share one watcher (on; --share alone),\n"
+		"               each has its own (off, the default), or each lever runs\n"
+		"               both ways, independent then shared, each on its own etcd\n"
 		"usage: hashring-bench --big N [--changes N] [--json]\n"
 		"  --big N      only the big-ring figures, N nodes (1..100000, HR_NODES_MAX):\n"
 		"               first sync beside a bare paged range, one-node changes,\n"
@@ -120,6 +125,20 @@ static int parse_levers(char *s, hrb_args *a)
 	return a->n_levers ? 0 : -1;
 }
 
+/* --share's optional value (the next argument unless it is an option):
+ * HRB_SHARE_* bits, or -1 with a message. */
+static int parse_share(const char *s)
+{
+	if (!s || !strcmp(s, "on"))
+		return HRB_SHARE_ON;
+	if (!strcmp(s, "off"))
+		return HRB_SHARE_OFF;
+	if (!strcmp(s, "both"))
+		return HRB_SHARE_OFF | HRB_SHARE_ON;
+	fprintf(stderr, "hashring-bench: --share: '%s' is not on, off or both\n", s);
+	return -1;
+}
+
 /* 0 to run, 1 to exit successfully (--help), -1 on bad arguments. */
 static int parse_args(int argc, char **argv, hrb_args *a)
 {
@@ -138,6 +157,7 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 	a->levers[2] = "progress";
 	a->levers[3] = "progress20";
 	a->levers[4] = "silent";
+	a->share_modes = HRB_SHARE_OFF;
 	a->big = 0;
 	a->big_changes = 20;
 	for (int i = 1; i < argc; i++) {
@@ -165,6 +185,10 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 20000, &a->fanout_from);
 		} else if (!strcmp(o, "--levers")) {
 			rc = parse_levers(i + 1 < argc ? argv[++i] : NULL, a);
+		} else if (!strcmp(o, "--share")) {
+			const char *v = i + 1 < argc && argv[i + 1][0] != '-' ? argv[++i] : NULL;
+			a->share_modes = parse_share(v);
+			rc = a->share_modes < 0;
 		} else if (!strcmp(o, "--big")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->big);
 		} else if (!strcmp(o, "--changes")) {
