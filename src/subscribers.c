@@ -24,12 +24,14 @@ void hr__subs_destroy(hr__subscribers *s)
 bool hr__subs_add(hr__subscribers *s, hr__subscriber *sub)
 {
 	hr_ring *cur;
+	bool pending;
 
 	pthread_mutex_lock(&s->mu);
 	cur = hr__publish_acquire(&s->pub);
 	hr__publish_init(sub->pub, cur);
 	sub->pub->counters = sub->counters;
-	sub->pending = cur != s->empty;
+	/* Kept: the watcher may announce and clear it once unlocked. */
+	pending = sub->pending = cur != s->empty;
 	sub->swapped_out = NULL;
 	sub->prev = NULL;
 	sub->next = s->head;
@@ -43,7 +45,7 @@ bool hr__subs_add(hr__subscribers *s, hr__subscriber *sub)
 		hr__acker_note(sub->acker, s->confirmed, hr_ring_digest(cur));
 	}
 	pthread_mutex_unlock(&s->mu);
-	return sub->pending;
+	return pending;
 }
 
 size_t hr__subs_remove(hr__subscribers *s, hr__subscriber *sub)
