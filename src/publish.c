@@ -106,12 +106,6 @@ void hr__publish_retire(hr__publisher *p, hr_ring *old)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void hr__publish_drop(hr__publisher *p, hr_ring *old)
-{
-	tsan_acquire(p);
-	hr_ring_release(old);
-}
-
 const hr_ring *hr__publish_read_begin(hr__publisher *p)
 {
 	urcu_bp_read_lock();

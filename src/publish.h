@@ -48,15 +48,13 @@ void hr__publish_swap(hr__publisher *p, hr_ring *ring);
 
 /*
  * hr__publish_swap() in steps, for a writer that swaps several publishers
- * to one ring with one grace period (subscribers.h): exchange each, wait
- * for one grace period, then hand each previous ring to retire, or to drop
- * when another reference to it outlives the followers of `p` (the one its
- * writer retires).  Writer thread only.
+ * with one grace period (subscribers.h): exchange each (taking the new
+ * ring's reference, returning the previous one's), wait for one grace
+ * period, then retire each previous ring.  Writer thread only.
  */
 hr_ring *hr__publish_exchange(hr__publisher *p, hr_ring *ring);
 void hr__publish_grace(void);
 void hr__publish_retire(hr__publisher *p, hr_ring *old);
-void hr__publish_drop(hr__publisher *p, hr_ring *old);
 
 /* Frees retired rings whose followers have all moved on.  Cheap when
  * nothing is retired; the watcher calls it whenever it wakes. */

@@ -24,6 +24,11 @@ void hr_ring_release(hr_ring *ring)
 		return;
 	if (atomic_fetch_sub_explicit(&ring->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	if (ring->origin) {
+		hr_ring_release(ring->origin);
+		free(ring);
+		return;
+	}
 	free(ring->views[HR_VIEW_WRITE].mem);
 	free(ring->views[HR_VIEW_READ].mem);
 	free(ring->shared);
@@ -31,6 +36,18 @@ void hr_ring_release(hr_ring *ring)
 	free(ring->tokens);
 	free(ring->nodes);
 	free(ring);
+}
+
+hr_ring *hr__ring_alias(hr_ring *ring)
+{
+	hr_ring *a = malloc(sizeof *a);
+
+	if (!a)
+		return NULL;
+	memcpy(a, ring, sizeof *a);
+	atomic_init(&a->refs, 1);
+	a->origin = hr_ring_retain(ring->origin ? ring->origin : ring);
+	return a;
 }
 
 bool hr__ring_release_if_last(hr_ring *ring)

@@ -45,6 +45,15 @@ static inline bool hr__valid_view(hr_view view)
  * take a new reference meanwhile (a ring out of publication). */
 bool hr__ring_release_if_last(hr_ring *ring);
 
+/*
+ * A new ring object that answers exactly as `ring` does, sharing all its
+ * memory and holding a reference to it (to its origin, for an alias): for
+ * clients that follow one watcher, each publisher gets a ring object of
+ * its own, so that a thread's cached reference (thread_cache.h) names one
+ * client's ring and that client's counts.  NULL when out of memory.
+ */
+hr_ring *hr__ring_alias(hr_ring *ring);
+
 /* Bytes the ring holds, as asked of malloc (not the allocator's own
  * overhead): the ring, its nodes and their strings, and its views' points,
  * index and node numbers, a block shared by both views counted once.  0

@@ -88,6 +88,9 @@ struct hr_ring {
 	uint64_t *tokens;		/* every node's tokens, or NULL */
 	void *shared;			/* all points, when a view is all */
 	struct view views[2];
+	/* NULL, or the ring whose memory this alias shares (hr__ring_alias):
+	 * releasing the alias releases it and frees nothing else. */
+	hr_ring *origin;
 };
 
 /* A point while the ring is built: 16 bytes, sorted as a record (see

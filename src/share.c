@@ -125,6 +125,7 @@ static int feed_start(const hr__conn *conn, const hr_client_config *cc,
 	hr__watch_opts wo;
 	hr_ring *empty = NULL;
 	hr__feed *f;
+	bool pending;
 	int rc;
 
 	f = calloc(1, sizeof *f);
@@ -139,7 +140,11 @@ static int feed_start(const hr__conn *conn, const hr_client_config *cc,
 	f->log = conn->log;
 	f->clients = 1;
 	hr__subs_init(&f->subs, empty, &f->log);
-	hr__subs_add(&f->subs, sub);
+	rc = hr__subs_add(&f->subs, sub, &pending);
+	if (rc) {
+		feed_free(f);
+		return hr__error_set(err, rc, "out of memory");
+	}
 
 	memset(&wo, 0, sizeof wo);
 	wo.etcd = conn->etcd;
@@ -186,10 +191,16 @@ int hr__feed_join(hr_share *sh, const hr__conn *conn, const hr_client_config *cc
 		if (f->key.len == key.len && !memcmp(f->key.data, key.data, key.len))
 			break;
 	if (f) {
-		f->clients++;
+		bool pending;
+
+		rc = hr__subs_add(&f->subs, sub, &pending);
+		if (!rc)
+			f->clients++;
 		pthread_mutex_unlock(&sh->mu);
 		key_free(&key);
-		if (hr__subs_add(&f->subs, sub))
+		if (rc)
+			return hr__error_set(err, rc, "out of memory");
+		if (pending)
 			hr__watcher_wake(f->watcher);
 		*out = f;
 		return 0;

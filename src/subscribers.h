@@ -4,15 +4,17 @@
  * (which its lookups read, so that each client keeps its thread caches and
  * counts), its callbacks and its acker.  A watcher builds one ring per
  * revision and publishes it to all its subscribers at once: each
- * publisher is swapped, then one grace period covers them all, so that a
- * watcher followed by 2,000 clients waits for one grace period, not 2,000.
+ * publisher gets an alias of the ring (hr__ring_alias: a ring object of
+ * its own over the same memory), all are swapped, then one grace period
+ * covers them all, so that a watcher followed by 2,000 clients waits for
+ * one grace period, not 2,000.  An alias per client keeps a ring object
+ * in one publisher only, which a thread's cached reference relies on
+ * (thread_cache.h).
  *
- * The watcher's own publisher holds the current ring (what the next ring
- * is derived from, and what a client that subscribes later starts with)
- * and the rings out of publication that followers may still hold: every
- * subscriber publishes the same ring, so a subscriber's reference to the
- * previous ring is dropped after the grace period and the watcher's alone
- * is retired, then freed once the last follower of any client moved on.
+ * The watcher keeps a reference to the current ring (what the next ring
+ * is derived from, and what a client that subscribes later gets an alias
+ * of); the aliases hold theirs, so a ring lives until its last client's
+ * followers let its alias go.
  *
  * `mu` orders publications, subscriptions and unsubscriptions: a
  * subscriber added during a publication gets the new ring, and one
@@ -42,13 +44,15 @@ typedef struct hr__subscriber {
 	hr__acker *acker;                /* NULL: no acks */
 	/* The subscribers' own, under the list's lock. */
 	bool pending;                    /* its first ring not announced yet */
-	hr_ring *swapped_out;            /* during a publication */
+	hr_ring *swap;                   /* during a publication: its alias
+					    of the new ring, then the old */
 	struct hr__subscriber *next, *prev;
 } hr__subscriber;
 
 typedef struct hr__subscribers {
 	pthread_mutex_t mu;
-	hr__publisher pub;               /* the watcher's: see above */
+	hr_ring *current;                /* the watcher's reference */
+	hr_ring *next;                   /* prepared, not yet swapped in */
 	hr_ring *empty;                  /* the first ring's predecessor */
 	const hr__log *log;              /* the event=ring lines */
 	uint64_t confirmed;              /* the revision last told the ackers */
@@ -65,12 +69,13 @@ void hr__subs_init(hr__subscribers *s, hr_ring *empty, const hr__log *log);
 void hr__subs_destroy(hr__subscribers *s);
 
 /*
- * Initialises sub->pub with the current ring and adds `sub`.  Returns true
- * when a ring was already published: the subscriber is then pending, and
- * its callbacks are called by the next hr__subs_flush() or publication,
+ * Initialises sub->pub with an alias of the current ring and adds `sub`.
+ * *pending is set when a ring was already published: the subscriber's
+ * callbacks are then called by the next hr__subs_flush() or publication,
  * with the empty ring as the old one (the caller wakes the watcher).
+ * HR_ENOMEM: nothing was done.
  */
-bool hr__subs_add(hr__subscribers *s, hr__subscriber *sub);
+int hr__subs_add(hr__subscribers *s, hr__subscriber *sub, bool *pending);
 
 /* Removes `sub` (its publisher is left to its owner); returns how many
  * remain. */
@@ -83,16 +88,20 @@ size_t hr__subs_count(hr__subscribers *s);
 hr_ring *hr__subs_current(hr__subscribers *s);
 
 /*
- * Publishes `ring` (takes its reference) to every subscriber and leaves
- * the lock held, so that the caller can count the publication before
- * anyone is told; hr__subs_announce() must follow.  Returns the ring it
- * replaced (still referenced until hr__subs_announce()).  Watcher thread.
+ * A publication in three steps, under the lock from the first to the
+ * last: hr__subs_prepare() takes `ring`'s reference and makes every
+ * subscriber's alias of it (HR_ENOMEM: nothing changed, `ring` released,
+ * the lock not held); hr__subs_swap() publishes them and returns the ring
+ * replaced, so that the caller can count the publication before anyone is
+ * told; hr__subs_announce() tells.  Watcher thread.
  */
-const hr_ring *hr__subs_swap(hr__subscribers *s, hr_ring *ring);
+int hr__subs_prepare(hr__subscribers *s, hr_ring *ring);
+hr_ring *hr__subs_swap(hr__subscribers *s);
 
-/* The event=ring line, every subscriber's callbacks and acker, for the
- * ring just swapped in; then releases the lock. */
-void hr__subs_announce(hr__subscribers *s, const hr_ring *old, double build_ms);
+/* The event=ring line, every subscriber's callbacks (with its own rings)
+ * and acker, for the ring just swapped in in place of `old`; then
+ * releases `old` and the lock. */
+void hr__subs_announce(hr__subscribers *s, hr_ring *old, double build_ms);
 
 /* The current ring is confirmed at `revision` without a new publication:
  * tells every subscriber's acker.  Watcher thread. */

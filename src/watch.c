@@ -160,12 +160,19 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		   hr_error *err)
 {
 	int64_t t0 = hr__now_us(), spent;
-	hr_ring *ring = NULL, *old = hr__subs_current(w->o.subs);
-	const hr_ring *prev;
+	hr_ring *ring = NULL, *old = hr__subs_current(w->o.subs), *prev;
+	bool unchanged = false;
 	/* Derived from the ring in use: only what changed is hashed again. */
 	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision,
 				    log_left_out, w, &ring, err);
 
+	if (!rc) {
+		unchanged = w->synced_once && !w->replaced &&
+			    hr_ring_digest(old) == hr_ring_digest(ring);
+		/* On success the lock is held until the announcement. */
+		if (!unchanged && hr__subs_prepare(w->o.subs, ring))
+			rc = hr__error_set(err, HR_ENOMEM, "out of memory publishing the ring");
+	}
 	if (rc) {
 		/* Keep serving the previous ring; say loudly that it lags. */
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "build_failed",
@@ -175,8 +182,7 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		return rc;
 	}
 	confirm(w, revision);
-	if (w->synced_once && !w->replaced && old &&
-	    hr_ring_digest(old) == hr_ring_digest(ring)) {
+	if (unchanged) {
 		/* The ring in use is current at this revision too. */
 		hr__subs_confirmed(w->o.subs, revision);
 		hr_ring_release(ring);
@@ -191,7 +197,7 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 	}
 	w->replaced = 0;
 	/* Counted once every client has it, before anyone is told. */
-	prev = hr__subs_swap(w->o.subs, ring);
+	prev = hr__subs_swap(w->o.subs);
 	spent = hr__now_us() - t0;
 	if (build_us)
 		*build_us = spent;
