@@ -6,6 +6,7 @@
 #include "ring_impl.h"
 #include "ring_view.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,11 +41,14 @@ void hr_ring_release(hr_ring *ring)
 
 hr_ring *hr__ring_alias(hr_ring *ring)
 {
+	/* Everything but the count, which other threads change meanwhile. */
+	const size_t from = offsetof(struct hr_ring, revision);
 	hr_ring *a = malloc(sizeof *a);
 
+	_Static_assert(offsetof(struct hr_ring, refs) == 0, "the count comes first");
 	if (!a)
 		return NULL;
-	memcpy(a, ring, sizeof *a);
+	memcpy((char *)a + from, (const char *)ring + from, sizeof *a - from);
 	atomic_init(&a->refs, 1);
 	a->origin = hr_ring_retain(ring->origin ? ring->origin : ring);
 	return a;
