@@ -707,11 +707,15 @@ typedef struct hr_client_config {
  * its client; a proxy with a client per listener) can let them share:
  * the clients opened with one hr_share and equal settings follow one
  * watcher, that is one thread, one watch stream, one set of connections
- * and one ring per revision, so etcd serves them as one client.
+ * and one ring built per revision, so etcd serves them as one client.
+ * Each client gets a ring object of its own over that ring's memory
+ * (hr_client_acquire() of two such clients gives two pointers with the
+ * same answers).
  *
  * Equal settings: every field of hr_etcd_config (strings by content, the
- * ring options and the log callback and userdata by value) and the fields
- * of hr_client_config that drive a watcher: page_size, backoff_initial_ms,
+ * ring options and the log callback and userdata by value: clients that
+ * log each through userdata of its own do not share) and the fields of
+ * hr_client_config that drive a watcher: page_size, backoff_initial_ms,
  * backoff_max_ms, probe_interval_ms, stale_warn_ms, probe_jitter_pct and
  * endpoint_order.  Clients whose settings differ get a watcher each,
  * within the same share.

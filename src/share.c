@@ -19,7 +19,6 @@ struct hr__feed {
 	hr_share *share;        /* NULL: one client's own */
 	hr__feed *next;         /* in share->feeds */
 	hr__buffer key;         /* the settings, canonical (share only) */
-	size_t clients;         /* under share->mu */
 	hr__log log;            /* the watcher's and the event=ring lines' */
 	hr__subscribers subs;
 	hr__watcher *watcher;
@@ -138,7 +137,6 @@ static int feed_start(const hr__conn *conn, const hr_client_config *cc,
 		return rc;
 	}
 	f->log = conn->log;
-	f->clients = 1;
 	hr__subs_init(&f->subs, empty, &f->log);
 	rc = hr__subs_add(&f->subs, sub, &pending);
 	if (rc) {
@@ -194,8 +192,6 @@ int hr__feed_join(hr_share *sh, const hr__conn *conn, const hr_client_config *cc
 		bool pending;
 
 		rc = hr__subs_add(&f->subs, sub, &pending);
-		if (!rc)
-			f->clients++;
 		pthread_mutex_unlock(&sh->mu);
 		key_free(&key);
 		if (rc)
@@ -230,8 +226,10 @@ void hr__feed_leave(hr__feed *f, hr__subscriber *sub)
 		feed_free(f);
 		return;
 	}
+	/* Under the share's lock: the last to leave frees the feed, and
+	 * nobody joins it meanwhile. */
 	pthread_mutex_lock(&sh->mu);
-	left = --f->clients;
+	left = hr__subs_remove(&f->subs, sub);
 	if (!left) {
 		/* Out of the list first: a client opened from now on starts
 		 * a feed of its own while this one stops. */
@@ -242,7 +240,6 @@ void hr__feed_leave(hr__feed *f, hr__subscriber *sub)
 		*pp = f->next;
 	}
 	pthread_mutex_unlock(&sh->mu);
-	hr__subs_remove(&f->subs, sub);
 	if (left)
 		return;
 	feed_free(f);

@@ -6,9 +6,9 @@
  * opened with it, keyed by the settings a watcher depends on in a
  * canonical byte string, so that a client with equal settings finds the
  * running feed and subscribes to it; the last client to leave a feed
- * stops its watcher.  The share's lock covers its list of feeds and their
- * client counts; a feed's subscribers have their own (publication runs
- * under it, never under the share's).
+ * stops its watcher.  The share's lock covers its list of feeds and who
+ * subscribes to them: joining and leaving take it, then the subscribers'
+ * lock; a publication takes the subscribers' lock alone.
  */
 #ifndef HR_SHARE_H
 #define HR_SHARE_H

@@ -416,6 +416,12 @@ START_TEST(readers_take_defaults_past_the_size)
 	ck_assert_int_eq(hr__client_config_read(&cfg, &got_cfg, &err), 0);
 	ck_assert_int_eq(got_cfg.probe_jitter_pct, 20);
 	ck_assert_int_eq(got_cfg.endpoint_order, HR_ENDPOINTS_SPREAD);
+	/* Nor a share: a client of such a program has a watcher of its own. */
+	cfg = nonblocking();
+	cfg.share = (hr_share *)(uintptr_t)1;
+	cfg.size = offsetof(hr_client_config, share);
+	ck_assert_int_eq(hr__client_config_read(&cfg, &got_cfg, &err), 0);
+	ck_assert_ptr_null(got_cfg.share);
 
 	hr_registration_init(&reg);
 	reg.id = "a";
@@ -582,6 +588,7 @@ START_TEST(status_written_up_to_the_callers_size)
 	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
 	ck_assert_uint_eq(st.revision, 42);
 	ck_assert_str_eq(st.endpoint, ""); /* never connected */
+	ck_assert_uint_eq(st.watcher_clients, 1);
 
 	memset(&big, FILL, sizeof big);
 	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, old), 0);
