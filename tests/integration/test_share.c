@@ -970,22 +970,31 @@ END_TEST
 
 /* ---- 5. closing ------------------------------------------------------------ */
 
+/* A record, a new share and two clients of it; the threads before them. */
+static int open_pair(hr_etcd_config *e, hr_client_config *c, hr_share **share,
+		     hr_client **a, hr_client **b)
+{
+	hr_error err = { 0 };
+	int threads0;
+
+	put_node(PREFIX, "a", "127.0.0.1:1");
+	warm_up();
+	threads0 = threads_now();
+	ck_assert_int_eq(hr_share_new(share, &err), 0);
+	config(e, c, PREFIX, *share);
+	*a = open_ok(e, c);
+	*b = open_ok(e, c);
+	return threads0;
+}
+
 START_TEST(closing_the_first_client_keeps_the_watcher)
 {
 	hr_etcd_config e;
 	hr_client_config c;
 	hr_share *share = NULL;
 	hr_client *a, *b;
-	hr_error err = { 0 };
+	int threads0 = open_pair(&e, &c, &share, &a, &b);
 
-	put_node(PREFIX, "a", "127.0.0.1:1");
-	warm_up();
-	int threads0 = threads_now();
-
-	ck_assert_int_eq(hr_share_new(&share, &err), 0);
-	config(&e, &c, PREFIX, share);
-	a = open_ok(&e, &c);
-	b = open_ok(&e, &c);
 	ck_assert_int_eq(wait_etcd_watchers(1, 5000), 1);
 	int threads_both = threads_now();
 	hr_client_status before = status(b);
@@ -1027,16 +1036,8 @@ START_TEST(share_freed_before_its_clients)
 	hr_client_config c;
 	hr_share *share = NULL;
 	hr_client *a, *b;
-	hr_error err = { 0 };
+	int threads0 = open_pair(&e, &c, &share, &a, &b);
 
-	put_node(PREFIX, "a", "127.0.0.1:1");
-	warm_up();
-	int threads0 = threads_now();
-
-	ck_assert_int_eq(hr_share_new(&share, &err), 0);
-	config(&e, &c, PREFIX, share);
-	a = open_ok(&e, &c);
-	b = open_ok(&e, &c);
 	/* The clients hold it now. */
 	hr_share_free(share);
 	share = NULL;
