@@ -15,8 +15,8 @@
 # deploy/install-deps.sh; a fresh root hides nothing.  Everything it makes
 # is removed at the end, whatever happens.
 #
-# Needs root, debootstrap, unshare (util-linux) and git on the host, and the
-# network (a Debian mirror).  Environment:
+# Needs root, unshare (util-linux) and the network (a Debian mirror) on the
+# host; debootstrap and git are installed there when missing.  Environment:
 #   HR_DEBIAN_MIRROR  the Debian mirror (default http://deb.debian.org/debian)
 #   HR_TEST_SANITIZERS, HR_FUZZ_SECONDS
 #                     passed on to tests/run.sh in the root when set
@@ -184,6 +184,17 @@ fi
 # ---- on the host -------------------------------------------------------------
 
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot and mounts need it)"
+# The host's tools, installed when missing: a new machine (CI's among
+# them) may not have debootstrap.
+missing=()
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v git >/dev/null || missing+=(git)
+if [ ${#missing[@]} -gt 0 ]; then
+	say "installing ${missing[*]} on the host"
+	{ apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; } ||
+		die "cannot install ${missing[*]}"
+fi
 for tool in debootstrap unshare chroot git; do
 	command -v "$tool" >/dev/null || die "needs $tool"
 done
