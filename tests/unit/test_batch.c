@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define KEYS_MAX 1500
 #define KEY_BYTES 40
@@ -363,6 +364,7 @@ struct swapping {
 	hr_client *client;
 	hr_ring *rings[GENERATIONS + 1];	/* rings[g] has revision g */
 	int done;
+	int started;				/* readers past their first batch */
 	unsigned long batches, bad;
 };
 
@@ -386,7 +388,8 @@ static void *swap_reader(void *p)
 			hr_reader_lookup_batch(r, k.ptr, k.len, BATCH, out, &ep, NULL) :
 			hr_client_lookup_batch(sw->client, k.ptr, k.len, BATCH, out, &ep,
 					       NULL);
-		batches++;
+		if (batches++ == 0)
+			__atomic_add_fetch(&sw->started, 1, __ATOMIC_RELEASE);
 		if (rc || ep.revision < 1 || ep.revision > GENERATIONS) {
 			bad++;
 			continue;
@@ -415,6 +418,13 @@ START_TEST(one_ring_per_batch_under_swaps)
 	hr__publish_swap(pub, hr_ring_retain(sw.rings[1]));
 	for (int i = 0; i < SWAP_READERS; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, swap_reader, &sw), 0);
+	/* On a busy machine the readers may not run before the swaps end:
+	 * they read while rings change only once they have started. */
+	for (int waited = 0; __atomic_load_n(&sw.started, __ATOMIC_ACQUIRE) < SWAP_READERS &&
+			     waited < 10000; waited++) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
 	for (unsigned g = 2; g <= GENERATIONS; g++) {
 		hr__publish_swap(pub, hr_ring_retain(sw.rings[g]));
 		for (volatile int spin = 0; spin < 20000; spin++)
