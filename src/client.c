@@ -77,7 +77,6 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		}
 	}
 	c->sub.pub = &c->pub;
-	c->sub.counters = &c->counters;
 	c->sub.listener = (hr__listener){ cc.on_change, cc.on_change_userdata,
 					  cc.on_diff, cc.on_diff_userdata };
 	c->sub.acker = c->acker;
@@ -87,6 +86,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		hr_client_close(c);
 		return rc;
 	}
+	/* Read by lookups only, none of which runs before open returns. */
+	c->pub.counters = &c->counters;
 	if (!cc.open_nonblocking)
 		rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), cc.open_timeout_ms, err);
 	if (!rc && !cc.open_nonblocking && c->acker) {
@@ -156,14 +157,13 @@ void hr_client_close(hr_client *c)
 	if (!c)
 		return;
 	/* Joined: pub is set up, and the watcher may reach it until left. */
-	if (c->feed)
+	if (c->feed) {
 		hr__feed_leave(c->feed, &c->sub);
-	hr__acker_stop(c->acker);
-	if (c->feed)
 		hr__thread_cache_forget(&c->pub);
-	hr__counters_destroy(&c->counters);
-	if (c->feed)
 		hr__publish_destroy(&c->pub);
+	}
+	hr__acker_stop(c->acker);
+	hr__counters_destroy(&c->counters);
 	free(c);
 	curl_global_cleanup();
 }

@@ -36,7 +36,6 @@ int hr__subs_add(hr__subscribers *s, hr__subscriber *sub, bool *pending)
 		return HR_ENOMEM;
 	}
 	hr__publish_init(sub->pub, own);
-	sub->pub->counters = sub->counters;
 	/* Kept: the watcher may announce and clear it once unlocked. */
 	*pending = sub->pending = s->current != s->empty;
 	sub->swap = NULL;

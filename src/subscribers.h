@@ -34,12 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct hr__counters;
-
 typedef struct hr__subscriber {
 	/* Set by the client before hr__subs_add(). */
 	hr__publisher *pub;              /* initialised by hr__subs_add() */
-	struct hr__counters *counters;   /* the publisher's, or NULL */
 	hr__listener listener;
 	hr__acker *acker;                /* NULL: no acks */
 	/* The subscribers' own, under the list's lock. */

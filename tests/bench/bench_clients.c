@@ -232,21 +232,17 @@ static void on_change(void *ud, const hr_ring *old_ring, const hr_ring *new_ring
 
 /* Problems only, with the client's index: a stream that ended or a stale
  * warning is what a missed put needs explained. */
+/* A client's warnings, or a shared watcher's (NULL userdata: it logs once
+ * for all its clients, which share only with equal log userdata). */
 static void log_problems(void *ud, hr_log_level level, const char *line)
 {
 	bclient *bc = ud;
 
-	if (level <= HR_LOG_WARN)
+	if (level > HR_LOG_WARN)
+		return;
+	if (bc)
 		fprintf(stderr, "bench: client %d: %s\n", bc->index, line);
-}
-
-/* The same for a shared watcher, which logs once for all its clients:
- * its userdata is the run's, since clients with another one would not
- * share (hashring.h, "Sharing a watcher"). */
-static void log_shared_problems(void *ud, hr_log_level level, const char *line)
-{
-	(void)ud;
-	if (level <= HR_LOG_WARN)
+	else
 		fprintf(stderr, "bench: shared watcher: %s\n", line);
 }
 
@@ -288,14 +284,9 @@ static int open_clients(crun *r, int upto)
 		hr_client_config_init(&cfg);
 		etcd.endpoints = hrt_etcd_endpoints(r->etcd);
 		etcd.prefix = PREFIX;
-		if (r->share) {
-			etcd.log = log_shared_problems;
-			etcd.log_userdata = r;
-			cfg.share = r->share;
-		} else {
-			etcd.log = log_problems;
-			etcd.log_userdata = bc;
-		}
+		etcd.log = log_problems;
+		etcd.log_userdata = r->share ? NULL : bc;
+		cfg.share = r->share;
 		cfg.open_nonblocking = 1;
 		cfg.probe_jitter_pct = r->lv->probe_jitter_pct;
 		if (r->lv->probe_interval_ms)

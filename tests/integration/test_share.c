@@ -840,7 +840,7 @@ static void *stepper_main(void *arg)
 	return NULL;
 }
 
-/* The clients of a watcher publish the same ring: a thread whose last
+/* The clients of a watcher share one ring's memory: a thread whose last
  * lookup was on a client that has since closed must still count its
  * lookups on another client as that client's. */
 START_TEST(lookups_after_a_sibling_closed)
