@@ -901,12 +901,16 @@ static void reentrant_change(void *ud, const hr_ring *old, const hr_ring *ring)
 	__atomic_fetch_add(&re->calls, 1, __ATOMIC_RELAXED);
 	if (!c)
 		return;
-	if (hr_client_status_get(c, &st) == 0) {
-		__atomic_store_n(&re->watcher_clients, st.watcher_clients, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&re->status_ok, 1, __ATOMIC_RELAXED);
-	}
+	int status_ok = hr_client_status_get(c, &st) == 0;
+
 	if (hr_client_lookup(c, "k", 1, &o) == 0 && o.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->lookups_ok, 1, __ATOMIC_RELAXED);
+	/* Last, with release: whoever sees this call's status count sees
+	 * its lookup counted too. */
+	if (status_ok) {
+		__atomic_store_n(&re->watcher_clients, st.watcher_clients, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&re->status_ok, 1, __ATOMIC_RELEASE);
+	}
 }
 
 /* Polls until the callback returned from `want` status calls; a watcher
@@ -915,7 +919,7 @@ static int wait_reentry(reentry *re, int want, int timeout_ms)
 {
 	int64_t until = hrt_now_ms() + timeout_ms;
 
-	while (__atomic_load_n(&re->status_ok, __ATOMIC_RELAXED) < want) {
+	while (__atomic_load_n(&re->status_ok, __ATOMIC_ACQUIRE) < want) {
 		if (hrt_now_ms() > until)
 			return -1;
 		hrt_sleep_ms(10);
