@@ -47,11 +47,15 @@ static void reclaim_locked(hr__publisher *p)
 	for (size_t i = 0; i < p->nretired; i++)
 		if (!hr__ring_release_if_last(p->retired[i]))
 			p->retired[kept++] = p->retired[i];
-	p->nretired = kept;
+	__atomic_store_n(&p->nretired, kept, __ATOMIC_RELAXED);
 }
 
 void hr__publish_reclaim(hr__publisher *p)
 {
+	/* Nothing retired, the common case: no lock.  A ring retired
+	 * meanwhile waits for the next call. */
+	if (!__atomic_load_n(&p->nretired, __ATOMIC_RELAXED))
+		return;
 	pthread_mutex_lock(&p->lock);
 	reclaim_locked(p);
 	pthread_mutex_unlock(&p->lock);
@@ -76,7 +80,8 @@ static void retire(hr__publisher *p, hr_ring *old)
 		p->retired = grown;
 		p->retired_cap = cap;
 	}
-	p->retired[p->nretired++] = old;
+	p->retired[p->nretired] = old;
+	__atomic_store_n(&p->nretired, p->nretired + 1, __ATOMIC_RELAXED);
 }
 
 void hr__publish_swap(hr__publisher *p, hr_ring *ring)

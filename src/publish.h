@@ -32,7 +32,8 @@ typedef struct hr__publisher {
 	 * publish while the watcher reclaims); readers never take it. */
 	pthread_mutex_t lock;
 	hr_ring **retired;
-	size_t nretired, retired_cap;
+	size_t nretired, retired_cap;	/* nretired: written under the lock,
+					   read without it (reclaim) */
 	/* The lookup counters the thread cache moves with each ring (a
 	 * client's, see counters.h); NULL: none. */
 	struct hr__counters *counters;
