@@ -196,14 +196,15 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		return 0;
 	}
 	w->replaced = 0;
-	/* Counted once every client has it, before anyone is told. */
+	/* Counted before any client can see it: a status that shows the new
+	 * ring shows it counted (the swap's grace period can be long). */
+	pthread_mutex_lock(&w->mu);
+	w->rings_published++;
+	pthread_mutex_unlock(&w->mu);
 	prev = hr__subs_swap(w->o.subs);
 	spent = hr__now_us() - t0;
 	if (build_us)
 		*build_us = spent;
-	pthread_mutex_lock(&w->mu);
-	w->rings_published++;
-	pthread_mutex_unlock(&w->mu);
 	hr__subs_announce(w->o.subs, prev, (double)spent / 1000.0);
 	hr_ring_release(old);
 	return 0;
