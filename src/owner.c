@@ -151,9 +151,7 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	if (cnt) {
 		/* The common case, one view array and no spreading: one
 		 * count and one test of it, which every other case fails. */
-		uint32_t v = hr__count(cnt, ws, HR_VIEW_WRITE);
-
-		if (__builtin_expect((v & cnt->test) == 0, 0))
+		if (__builtin_expect(hr__count_test(cnt, ws), 0))
 			rn = count_slow(ring, cnt, ws, key, len, pos, rn, rs);
 	}
 	fill_owner(out->node, out->addr, &out->state, wn);
