@@ -2,8 +2,11 @@
 # run.sh - the test command: installs what is missing, builds, and runs the
 # whole suite (unit and real-etcd integration tests) three times: a normal
 # build in build/, then under ASan+UBSan (build-asan/) and TSan (build-tsan/),
-# each with warnings as errors (HR_WERROR).  Suites are picked by their ctest
-# labels (tests/CMakeLists.txt says what each one means).
+# each with warnings as errors (HR_WERROR), then the fuzzers (build-fuzz/).
+# The trees after build/ are built in the background at the lowest priority
+# while the suites before them run (their output in build-*.build.log).
+# Suites are picked by their ctest labels (tests/CMakeLists.txt says what
+# each one means).
 #
 #   HR_TEST_SANITIZERS="address thread"   the sanitizer builds to run
 #                                          (set it empty to skip them)
@@ -50,21 +53,75 @@ tally() {
 	fi
 }
 
-# suite DIR LABELS_LEFT_OUT CMAKE_ARGS...: builds DIR and runs its ctest
-# suites but those labelled LABELS_LEFT_OUT (a ctest -LE regex; empty: none).
-suite() {
-	local dir=$1 leave_out=$2
+# build DIR TARGET CMAKE_ARGS...: configures and builds DIR (TARGET empty:
+# everything).  HR_BUILD_TESTS is explicit: the demo configures build/
+# without the tests, and CMake would keep that cached value.  Warnings are
+# errors here, as they are not in a user's build.
+build() {
+	local dir=$1 target=$2
 	shift 2
+	cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON -DHR_WERROR=ON "$@" >/dev/null &&
+		cmake --build "$dir" -j"$jobs" ${target:+--target "$target"}
+}
+
+# The trees after the first: configure arguments and target of each.
+declare -A tree_args tree_target
+trees=()
+for s in ${HR_TEST_SANITIZERS-address thread}; do
+	case $s in
+	address) trees+=(build-asan)
+		tree_args[build-asan]="-DHR_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug" ;;
+	thread) trees+=(build-tsan)
+		tree_args[build-tsan]="-DHR_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug" ;;
+	*) echo "run.sh: unknown sanitizer '$s'" >&2; exit 2 ;;
+	esac
+done
+fuzz_s=${HR_FUZZ_SECONDS-25}
+if [ "$fuzz_s" -gt 0 ]; then
+	trees+=(build-fuzz)
+	tree_args[build-fuzz]="-DHR_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	tree_target[build-fuzz]=hr_fuzzers
+fi
+
+# Those trees build in the background, one after the other, at the lowest
+# priority, while the suites before them run: the integration suites
+# mostly wait on servers and timers, so the compiler takes the idle cores
+# instead of a third of the run's time of its own.  Each tree's output
+# goes to DIR.build.log and its exit status to DIR.built.
+prebuild() {
+	local dir rc
+	renice -n 19 -p "$BASHPID" >/dev/null || true
+	for dir in "${trees[@]}"; do
+		rc=0
+		# shellcheck disable=SC2086 # the arguments are separate words
+		build "$dir" "${tree_target[$dir]-}" ${tree_args[$dir]} \
+			>"$dir.build.log" 2>&1 || rc=$?
+		echo "$rc" >"$dir.built"
+	done
+}
+
+# built DIR: waits for DIR's background build; fails (showing the end of
+# its output) if the build did.
+built() {
+	local dir=$1
+	while [ ! -s "$dir.built" ]; do
+		if ! kill -0 "$prebuild_pid" 2>/dev/null && [ ! -s "$dir.built" ]; then
+			echo "run.sh: the background build stopped before $dir" >&2
+			return 1
+		fi
+		sleep 2
+	done
+	[ "$(cat "$dir.built")" = 0 ] && return
+	tail -n 40 "$dir.build.log"
+	return 1
+}
+
+# suites DIR LABELS_LEFT_OUT: runs DIR's ctest suites but those labelled
+# LABELS_LEFT_OUT (a ctest -LE regex; empty: none).
+suites() {
+	local dir=$1 leave_out=$2
 	if [ -n "$leave_out" ]; then
 		echo "$dir: suites labelled $leave_out are left out"
-	fi
-	# HR_BUILD_TESTS is explicit: the demo configures build/ without the
-	# tests, and CMake would keep that cached value.  Warnings are errors
-	# here, as they are not in a user's build.
-	if ! cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON -DHR_WERROR=ON "$@" >/dev/null ||
-		! cmake --build "$dir" -j"$jobs"; then
-		problems+=("$dir: the build failed")
-		return
 	fi
 	# Unit suites assert no timings and start no servers: they run side
 	# by side, one per core.  The others (real etcd, memcached, Chromium;
@@ -74,32 +131,37 @@ suite() {
 	tally "$dir" ctest-rest -LE "^(unit|${leave_out:-none})\$"
 }
 
-suite build "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+rm -f build-*.built
+first_built=0
+build build "" -DCMAKE_BUILD_TYPE=RelWithDebInfo || first_built=$?
+prebuild &
+prebuild_pid=$!
+if [ "$first_built" -eq 0 ]; then
+	suites build ""
+else
+	problems+=("build: the build failed")
+fi
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-for s in ${HR_TEST_SANITIZERS-address thread}; do
-	case $s in
+for dir in "${trees[@]}"; do
+	if ! built "$dir"; then
+		problems+=("$dir: the build failed")
+		continue
+	fi
+	case $dir in
 	# Labels (tests/CMakeLists.txt): no-sanitizer suites cannot run
 	# under one; single-thread suites give ThreadSanitizer nothing to see.
-	address) suite build-asan no-sanitizer -DHR_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug ;;
-	thread) suite build-tsan 'no-sanitizer|single-thread' -DHR_SANITIZE=thread \
-		-DCMAKE_BUILD_TYPE=Debug ;;
-	*) echo "run.sh: unknown sanitizer '$s'" >&2; exit 2 ;;
-	esac
-done
-# Fuzzing: each libFuzzer target (tests/fuzz) runs for a bounded time,
-# seeded from the committed corpus; what it finds stays in build-fuzz/.
-# HR_FUZZ_SECONDS sets the time per target (0 skips the stage).  The
-# per-input timeout is above the slowest legal input: a members document
-# with the largest ring allowed (HR_POINTS_MAX points) builds in ~17 s in
-# this sanitized build; a hang still trips it.
-fuzz_s=${HR_FUZZ_SECONDS-25}
-if [ "$fuzz_s" -gt 0 ]; then
-	if cmake -S . -B build-fuzz -DHR_BUILD_TESTS=ON -DHR_FUZZ=ON -DHR_WERROR=ON \
-		-DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-		cmake --build build-fuzz -j"$jobs" --target hr_fuzzers; then
+	build-asan) suites build-asan no-sanitizer ;;
+	build-tsan) suites build-tsan 'no-sanitizer|single-thread' ;;
+	build-fuzz)
+		# Fuzzing: each libFuzzer target (tests/fuzz) runs for a
+		# bounded time, seeded from the committed corpus; what it finds
+		# stays in build-fuzz/.  The per-input timeout is above the
+		# slowest legal input: a members document with the largest ring
+		# allowed (HR_POINTS_MAX points) builds in ~17 s in this
+		# sanitized build; a hang still trips it.
 		for t in fuzz_watch_stream fuzz_record fuzz_members; do
 			mkdir -p "build-fuzz/corpus/$t"
 			if ! "build-fuzz/tests/fuzz/$t" -max_total_time="$fuzz_s" -timeout=60 \
@@ -111,11 +173,10 @@ if [ "$fuzz_s" -gt 0 ]; then
 				continue
 			fi
 			echo "$t: $(grep -o 'number_of_executed_units: *[0-9]*' "build-fuzz/$t.log")"
-		done
-	else
-		problems+=("build-fuzz: the build failed")
-	fi
-fi
+		done ;;
+	esac
+done
+wait
 
 echo
 echo "tests: $passed passed, $failed failed"
