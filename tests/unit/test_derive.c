@@ -515,7 +515,7 @@ START_TEST(wide_node_numbers)
 	hrt_nodes *s = hrt_nodes_new(n, "w%zu", NULL, 0);
 	hr_node *nodes = s->nodes;
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 1 };
-	hr_ring *small, *big, *back, *f;
+	hr_ring *small, *big, *grown, *back, *f;
 	uint64_t rng = 9;
 
 	ck_assert_int_eq(hr_ring_build(nodes, n - 1, &opts, 1, &small, NULL), HR_OK);
@@ -526,6 +526,18 @@ START_TEST(wide_node_numbers)
 	for (int k = 0; k < 10000; k++)
 		expect_same_at(big, f, splitmix64(&rng));
 	hr_ring_release(f);
+
+	/* Wide on both sides: one node grows. */
+	nodes[5].weight = 3;
+	ck_assert_int_eq(hr__ring_derive(big, nodes, n, &opts, 3, &grown, NULL), HR_OK);
+	ck_assert(hr__ring_derived(grown));
+	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 3, &f, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(grown), hr_ring_digest(f));
+	for (int k = 0; k < 10000; k++)
+		expect_same_at(grown, f, splitmix64(&rng));
+	hr_ring_release(f);
+	hr_ring_release(grown);
+	nodes[5].weight = 1;
 
 	nodes[0].state = HR_STATE_WARMING;
 	nodes[1].state = HR_STATE_DRAINING;
