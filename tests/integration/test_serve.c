@@ -57,20 +57,25 @@ static void three_nodes(void)
 	put("cache-c", "{\"addr\":\"127.0.0.1:11213\",\"zone\":\"z3\",\"state\":\"warming\"}");
 }
 
-/* serve, once its first ring is up: it listens before etcd answers and
- * says 503 until then, which a slow first sync (a sanitizer's build on a
- * busy machine) would make every test here see. */
-static void start(hrt_serve *s, const char *const *extra)
+/* serve following `prefix`, once its first ring is up: it listens before
+ * etcd answers and says 503 until then, which a slow first sync (a
+ * sanitizer's build on a busy machine) would make every test here see. */
+static void start_at(hrt_serve *s, const char *prefix, const char *const *extra)
 {
 	int64_t deadline = hrt_now_ms() + 30000;
 	int st;
 
-	hrt_serve_start(s, hrt_etcd_endpoints(etcd), PREFIX, extra);
+	hrt_serve_start(s, hrt_etcd_endpoints(etcd), prefix, extra);
 	while ((st = hrt_http_request(s->port, "GET", "/ring.json", buf, ANSWER_MAX)) == 503 &&
 	       hrt_now_ms() < deadline)
 		hrt_sleep_ms(20);
 	ck_assert_msg(st == 200, "no ring from serve after 30 s: status %d, %.300s", st,
 		      hrt_http_body(buf));
+}
+
+static void start(hrt_serve *s, const char *const *extra)
+{
+	start_at(s, PREFIX, extra);
 }
 
 /* /ring.json, parsed. */
@@ -637,7 +642,7 @@ START_TEST(lookup_path)
 	hrt_serve_stop(&s);
 
 	/* A ring with no node: 503. */
-	hrt_serve_start(&s, hrt_etcd_endpoints(etcd), "/serve/none/", NULL);
+	start_at(&s, "/serve/none/", NULL);
 	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 503);
 	ck_assert_ptr_nonnull(strstr(hrt_http_body(buf), "the ring has no node"));
 	hrt_serve_stop(&s);
