@@ -27,7 +27,7 @@
 #                     them
 #
 # Nothing is cached: debootstrap takes under a minute and the packages
-# the commands install about as long, against some 25 minutes of
+# the commands install about as long, against some 22 minutes of
 # tests, and every run starts from what a new machine downloads.
 #
 # Isolation: the root lives in its own mount and PID namespaces (unshare).
