@@ -507,49 +507,45 @@ START_TEST(big_blocks)
 }
 END_TEST
 
+/* A ring derived from `prev` for nodes[0..n) at `revision`, which must be
+ * derived and answer as a full build does at 10,000 positions. */
+static hr_ring *derived_as_built(const hr_ring *prev, const hr_node *nodes,
+				 size_t n, const hr_ring_options *opts,
+				 uint64_t revision, uint64_t *rng)
+{
+	hr_ring *d, *f;
+
+	ck_assert_int_eq(hr__ring_derive(prev, nodes, n, opts, revision, &d, NULL), HR_OK);
+	ck_assert(hr__ring_derived(d));
+	ck_assert_int_eq(hr_ring_build(nodes, n, opts, revision, &f, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(d), hr_ring_digest(f));
+	for (int k = 0; k < 10000; k++)
+		expect_same_at(d, f, splitmix64(rng));
+	hr_ring_release(f);
+	return d;
+}
+
 /* More than 65536 nodes number points with four bytes instead of two:
- * crossing the line both ways. */
+ * crossing the line both ways, and a change on the wide side. */
 START_TEST(wide_node_numbers)
 {
 	size_t n = UINT16_MAX + 2;
 	hrt_nodes *s = hrt_nodes_new(n, "w%zu", NULL, 0);
 	hr_node *nodes = s->nodes;
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 1 };
-	hr_ring *small, *big, *grown, *back, *f;
+	hr_ring *small, *big;
 	uint64_t rng = 9;
 
 	ck_assert_int_eq(hr_ring_build(nodes, n - 1, &opts, 1, &small, NULL), HR_OK);
-	ck_assert_int_eq(hr__ring_derive(small, nodes, n, &opts, 2, &big, NULL), HR_OK);
-	ck_assert(hr__ring_derived(big));
-	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 2, &f, NULL), HR_OK);
-	ck_assert_uint_eq(hr_ring_digest(big), hr_ring_digest(f));
-	for (int k = 0; k < 10000; k++)
-		expect_same_at(big, f, splitmix64(&rng));
-	hr_ring_release(f);
-
+	big = derived_as_built(small, nodes, n, &opts, 2, &rng);
 	/* Wide on both sides: one node grows. */
 	nodes[5].weight = 3;
-	ck_assert_int_eq(hr__ring_derive(big, nodes, n, &opts, 3, &grown, NULL), HR_OK);
-	ck_assert(hr__ring_derived(grown));
-	ck_assert_int_eq(hr_ring_build(nodes, n, &opts, 3, &f, NULL), HR_OK);
-	ck_assert_uint_eq(hr_ring_digest(grown), hr_ring_digest(f));
-	for (int k = 0; k < 10000; k++)
-		expect_same_at(grown, f, splitmix64(&rng));
-	hr_ring_release(f);
-	hr_ring_release(grown);
+	hr_ring_release(derived_as_built(big, nodes, n, &opts, 3, &rng));
 	nodes[5].weight = 1;
-
+	/* Back to two bytes, from a ring with every node in both views. */
 	nodes[0].state = HR_STATE_WARMING;
 	nodes[1].state = HR_STATE_DRAINING;
-	ck_assert_int_eq(hr__ring_derive(big, nodes + 1, n - 1, &opts, 3, &back, NULL),
-			 HR_OK);
-	ck_assert(hr__ring_derived(back));
-	ck_assert_int_eq(hr_ring_build(nodes + 1, n - 1, &opts, 3, &f, NULL), HR_OK);
-	ck_assert_uint_eq(hr_ring_digest(back), hr_ring_digest(f));
-	for (int k = 0; k < 10000; k++)
-		expect_same_at(back, f, splitmix64(&rng));
-	hr_ring_release(f);
-	hr_ring_release(back);
+	hr_ring_release(derived_as_built(big, nodes + 1, n - 1, &opts, 3, &rng));
 	hr_ring_release(big);
 	hr_ring_release(small);
 	hrt_nodes_free(s);
