@@ -36,25 +36,13 @@
 #define HR_COUNTERS_H
 
 #include "hashring.h"
+#include "tsan.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 struct hr__count_block;
-
-/* Clang says "ThreadSanitizer" with __has_feature, GCC with a macro. */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HR__HAS_TSAN 1
-#endif
-#endif
-#if !defined(HR__HAS_TSAN) && defined(__SANITIZE_THREAD__)
-#define HR__HAS_TSAN 1
-#endif
-#ifndef HR__HAS_TSAN
-#define HR__HAS_TSAN 0
-#endif
 
 /* How long a hot-key window lasts: hr_client_hot_keys() estimates over
  * the last one to two of them. */
@@ -212,7 +200,7 @@ static inline uint32_t hr__count(hr__count_seg *s, size_t slot, int view)
  */
 static inline bool hr__count_test(hr__count_seg *s, size_t slot)
 {
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && !HR__HAS_TSAN
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && !HR__TSAN
 	uint32_t *p = &s->cnt[2 * slot + HR_VIEW_WRITE];
 	bool clear;
 

@@ -2,6 +2,7 @@
  * that followers still hold. */
 #include "publish.h"
 #include "ring.h"
+#include "tsan.h"
 
 #include <stdlib.h>
 #include <urcu/urcu-bp.h>
@@ -13,15 +14,7 @@
  * the ordering a grace period guarantees.  The pointer itself is always
  * loaded and exchanged with C11-style atomics, which TSan understands.
  */
-#if defined(__SANITIZE_THREAD__)
-#define HR_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HR_TSAN 1
-#endif
-#endif
-
-#ifdef HR_TSAN
+#if HR__TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 #define tsan_acquire(a) __tsan_acquire(a)
