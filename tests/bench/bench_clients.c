@@ -231,9 +231,9 @@ static void on_change(void *ud, const hr_ring *old_ring, const hr_ring *new_ring
 }
 
 /* Problems only, with the client's index: a stream that ended or a stale
- * warning is what a missed put needs explained. */
-/* A client's warnings, or a shared watcher's (NULL userdata: it logs once
- * for all its clients, which share only with equal log userdata). */
+ * warning is what a missed put needs explained.  NULL userdata: a shared
+ * watcher's, which logs once for all its clients (they share only with
+ * equal log userdata). */
 static void log_problems(void *ud, hr_log_level level, const char *line)
 {
 	bclient *bc = ud;
