@@ -64,15 +64,19 @@ build() {
 		cmake --build "$dir" -j"$jobs" ${target:+--target "$target"}
 }
 
-# The trees after the first: configure arguments and target of each.
-declare -A tree_args tree_target
+# The trees after the first: configure arguments, target and the suites
+# left out (labels, tests/CMakeLists.txt: no-sanitizer suites cannot run
+# under one; single-thread suites give ThreadSanitizer nothing to see).
+declare -A tree_args tree_target tree_leave_out
 trees=()
 for s in ${HR_TEST_SANITIZERS-address thread}; do
 	case $s in
 	address) trees+=(build-asan)
-		tree_args[build-asan]="-DHR_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug" ;;
+		tree_args[build-asan]="-DHR_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug"
+		tree_leave_out[build-asan]=no-sanitizer ;;
 	thread) trees+=(build-tsan)
-		tree_args[build-tsan]="-DHR_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug" ;;
+		tree_args[build-tsan]="-DHR_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug"
+		tree_leave_out[build-tsan]='no-sanitizer|single-thread' ;;
 	*) echo "run.sh: unknown sanitizer '$s'" >&2; exit 2 ;;
 	esac
 done
@@ -153,10 +157,7 @@ for dir in "${trees[@]}"; do
 		continue
 	fi
 	case $dir in
-	# Labels (tests/CMakeLists.txt): no-sanitizer suites cannot run
-	# under one; single-thread suites give ThreadSanitizer nothing to see.
-	build-asan) suites build-asan no-sanitizer ;;
-	build-tsan) suites build-tsan 'no-sanitizer|single-thread' ;;
+	build-asan | build-tsan) suites "$dir" "${tree_leave_out[$dir]}" ;;
 	build-fuzz)
 		# Fuzzing: each libFuzzer target (tests/fuzz) runs for a
 		# bounded time, seeded from the committed corpus; what it finds
