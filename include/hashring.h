@@ -359,6 +359,22 @@ HR_EXPORT int hr_tokens_allocate(const hr_ring *ring, const hr_node *node,
 				 size_t ntokens, uint64_t *out, hr_error *err);
 
 /*
+ * (1.1) Chooses an heir for each token of `node` (a pointer from this
+ * HR_PLACEMENT_TOKENS ring) that leaves, docs/placement.md section 16,
+ * "Leaving": heirs[i] takes the token hr_ring_node_tokens() gives at i.
+ * An heir lists the token in its record as well; the token's arc then
+ * goes to it whole, so the leave moves keys only from `node`, and the
+ * arcs go, longest first, to the nodes of the write view furthest below
+ * their fair share by weight.  Heirs are other nodes of the write view
+ * that have tokens and room for more (HR_TOKENS_MAX); the pointers are
+ * valid while the ring is held.  Deterministic.  Errors: HR_EINVAL (a
+ * NULL argument, another placement, a node not from this ring or without
+ * tokens, no node that can be an heir), HR_ENOMEM.  Thread safe.
+ */
+HR_EXPORT int hr_tokens_heirs(const hr_ring *ring, const hr_node *node,
+			      const hr_node **heirs, hr_error *err);
+
+/*
  * (1.1) The tokens of `node` (a pointer from this ring) in a
  * HR_PLACEMENT_TOKENS ring: *tokens (may be NULL) points at them,
  * ascending, valid while the ring is held.  Returns their count: 0 for a

@@ -59,12 +59,52 @@ static void point_positions(const hr_ring *ring, uint32_t slot, unsigned from,
 	}
 }
 
+static bool draining(const hr_ring *ring, const struct view *v, size_t i)
+{
+	return ring->nodes[view_node(v, i)].pub.state == HR_STATE_DRAINING;
+}
+
+/*
+ * Points at one position: a draining node's first, then by id (section
+ * 16), so that a leaver keeps the reads of a token it has handed to an
+ * heir, whose point at it takes the writes (the write view has no
+ * draining node).  Such runs are short and rare: insertion, moving only
+ * node numbers.
+ */
+static void draining_first(const hr_ring *ring, struct view *v)
+{
+	for (size_t i = 1; i < v->npoints; i++) {
+		size_t b = i - 1;
+
+		if (v->pos[i] != v->pos[b])
+			continue;
+		for (; i < v->npoints && v->pos[i] == v->pos[b]; i++) {
+			uint32_t node = view_node(v, i);
+			size_t k = i;
+
+			if (!draining(ring, v, i))
+				continue;
+			for (; k > b && !draining(ring, v, k - 1); k--)
+				view_set_node(v, k, view_node(v, k - 1));
+			view_set_node(v, k, node);
+		}
+	}
+}
+
 /* The build counted the points (a node's tokens, or section 3's count):
  * every point placed afresh, since a node's points follow its record. */
 static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
 {
+	int rc = hr__points_fill_fresh(ring, point_positions, err);
+
 	(void)prev;
-	return hr__points_fill_fresh(ring, point_positions, err);
+	for (size_t j = 0; !rc && j < ring->nnodes; j++) {
+		if (ring->nodes[j].pub.state == HR_STATE_DRAINING) {
+			draining_first(ring, &ring->views[HR_VIEW_READ]);
+			break;
+		}
+	}
+	return rc;
 }
 
 const hr__placement hr__placement_tokens = {

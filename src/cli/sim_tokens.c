@@ -10,6 +10,7 @@
  */
 #include "sim_tokens.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +22,8 @@ struct sim {
 	const struct sim_tokens_args *a;
 	hr_node *nodes;
 	char (*ids)[ID_LEN];
-	uint64_t *tokens;	/* node i's at tokens + i * 4 * a->tokens */
-	const uint64_t **tp;
-	size_t *tn;
+	uint64_t **tokens;	/* node i's tokens[i][0 .. tn[i]), cap[i] room */
+	size_t *tn, *cap;
 	double *shares;
 	size_t n;		/* nodes in the ring */
 };
@@ -49,7 +49,8 @@ static int build(struct sim *s, hr_ring **out, hr_error *err)
 
 	hr_ring_options_init(&o);
 	o.placement = HR_PLACEMENT_TOKENS;
-	return hr_ring_build_tokens(s->nodes, s->tp, s->tn, s->n, &o, 0, out, err);
+	return hr_ring_build_tokens(s->nodes, (const uint64_t *const *)s->tokens,
+				    s->tn, s->n, &o, 0, out, err);
 }
 
 static struct balance balance_of(struct sim *s, const hr_ring *ring)
@@ -71,6 +72,24 @@ static struct balance balance_of(struct sim *s, const hr_ring *ring)
 	return b;
 }
 
+/* Room for `more` tokens in node i's array. */
+static int reserve(struct sim *s, size_t i, size_t more)
+{
+	size_t cap = s->cap[i];
+	uint64_t *t;
+
+	if (s->tn[i] + more <= cap)
+		return HR_OK;
+	while (cap < s->tn[i] + more)
+		cap = cap ? 2 * cap : 16;
+	t = realloc(s->tokens[i], cap * sizeof *t);
+	if (!t)
+		return HR_ENOMEM;
+	s->tokens[i] = t;
+	s->cap[i] = cap;
+	return HR_OK;
+}
+
 /* Node i joins: its tokens against `ring`, then the ring with it. */
 static int join(struct sim *s, size_t i, hr_ring **ring, struct join_figures *f,
 		hr_error *err)
@@ -85,9 +104,10 @@ static int join(struct sim *s, size_t i, hr_ring **ring, struct join_figures *f,
 			 .zone = "", .weight = node_weight(s->a, i),
 			 .state = HR_STATE_ACTIVE };
 	/* Tokens per unit of weight, as `hashring register --tokens`. */
-	s->tp[i] = s->tokens + i * 4 * s->a->tokens;
+	if (reserve(s, i, s->a->tokens * (size_t)nd->weight))
+		return HR_ENOMEM;
 	s->tn[i] = s->a->tokens * (size_t)nd->weight;
-	rc = hr_tokens_allocate(*ring, nd, s->tn[i], (uint64_t *)s->tp[i], err);
+	rc = hr_tokens_allocate(*ring, nd, s->tn[i], s->tokens[i], err);
 	if (rc)
 		return rc;
 	s->n = i + 1;
@@ -115,50 +135,148 @@ static int join(struct sim *s, size_t i, hr_ring **ring, struct join_figures *f,
 	return HR_OK;
 }
 
-/* A tenth of the nodes leave, picked by a fixed xorshift sequence. */
-static int leave_tenth(struct sim *s, hr_ring **ring, hr_error *err)
+/* The node array index of the ring's node `nd`. */
+static size_t index_of(const struct sim *s, const hr_node *nd)
+{
+	size_t i = 0;
+
+	while (i < s->n && strcmp(s->nodes[i].id, nd->id))
+		i++;
+	return i;
+}
+
+/* Node j hands its tokens to the heirs hr_tokens_heirs() chooses in
+ * `ring`: each heir's record lists them as well. */
+static int hand_over(struct sim *s, const hr_ring *ring, size_t j, hr_error *err)
+{
+	const hr_node *self = hr_ring_find(ring, s->nodes[j].id), **heirs;
+	const uint64_t *tokens;
+	size_t n = hr_ring_node_tokens(ring, self, &tokens);
+	int rc;
+
+	heirs = calloc(n ? n : 1, sizeof *heirs);
+	if (!heirs)
+		return HR_ENOMEM;
+	rc = hr_tokens_heirs(ring, self, heirs, err);
+	for (size_t t = 0; !rc && t < n; t++) {
+		size_t h = index_of(s, heirs[t]);
+
+		if (reserve(s, h, 1)) {
+			rc = HR_ENOMEM;
+			break;
+		}
+		s->tokens[h][s->tn[h]++] = tokens[t];
+	}
+	free(heirs);
+	return rc;
+}
+
+/*
+ * A tenth of the nodes leave one at a time, picked by a fixed xorshift
+ * sequence; with `heirs`, each first hands its tokens over.  Sets
+ * *moved_minus_own to the largest |moved - the leaver's share|.
+ */
+static int leave_tenth(struct sim *s, hr_ring **ring, bool heirs,
+		       double *moved_minus_own, hr_error *err)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	size_t leave = s->n / 10;
-	hr_ring *next = NULL;
-	int rc;
+	int rc = HR_OK;
 
-	for (size_t k = 0; k < leave; k++) {
-		size_t j;
+	*moved_minus_own = 0;
+	for (size_t k = 0; !rc && k < leave; k++) {
+		hr_ring *next = NULL;
+		uint64_t *t;
+		size_t j, c;
+		double own, d;
 
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
 		j = (size_t)(x % s->n);
+		own = hr_ring_node_share(*ring, hr_ring_find(*ring, s->nodes[j].id),
+					 HR_VIEW_WRITE);
+		if (heirs)
+			rc = hand_over(s, *ring, j, err);
+		if (rc)
+			break;
+		/* The leaver's slot takes the last node; its array is kept
+		 * for reuse. */
 		s->n--;
+		t = s->tokens[j];
+		c = s->cap[j];
 		s->nodes[j] = s->nodes[s->n];
-		s->tp[j] = s->tp[s->n];
+		s->tokens[j] = s->tokens[s->n];
 		s->tn[j] = s->tn[s->n];
+		s->cap[j] = s->cap[s->n];
+		s->tokens[s->n] = t;
+		s->cap[s->n] = c;
+		s->tn[s->n] = 0;
+		rc = build(s, &next, err);
+		if (rc)
+			break;
+		d = hr_ring_moved_share(*ring, next, HR_VIEW_WRITE) - own;
+		if (d < 0)
+			d = -d;
+		if (d > *moved_minus_own)
+			*moved_minus_own = d;
+		hr_ring_release(*ring);
+		*ring = next;
 	}
-	rc = build(s, &next, err);
-	if (rc)
-		return rc;
-	hr_ring_release(*ring);
-	*ring = next;
+	return rc;
+}
+
+/* A copy of the joined nodes and their tokens, for the second kind of
+ * leaves. */
+static int copy_sim(struct sim *dst, const struct sim *src)
+{
+	for (size_t i = 0; i < src->n; i++) {
+		if (reserve(dst, i, src->tn[i]))
+			return HR_ENOMEM;
+		memcpy(dst->tokens[i], src->tokens[i], src->tn[i] * sizeof **src->tokens);
+		dst->tn[i] = src->tn[i];
+		dst->nodes[i] = src->nodes[i];
+	}
+	dst->n = src->n;
 	return HR_OK;
+}
+
+static int sim_alloc(struct sim *s, const struct sim_tokens_args *a)
+{
+	s->a = a;
+	s->nodes = calloc(a->nodes, sizeof *s->nodes);
+	s->ids = calloc(a->nodes, sizeof *s->ids);
+	s->tokens = calloc(a->nodes, sizeof *s->tokens);
+	s->tn = calloc(a->nodes, sizeof *s->tn);
+	s->cap = calloc(a->nodes, sizeof *s->cap);
+	s->shares = calloc(a->nodes, sizeof *s->shares);
+	return s->nodes && s->ids && s->tokens && s->tn && s->cap && s->shares ?
+	       HR_OK : HR_ENOMEM;
+}
+
+static void sim_free(struct sim *s)
+{
+	for (size_t i = 0; s->tokens && i < s->a->nodes; i++)
+		free(s->tokens[i]);
+	free(s->nodes);
+	free(s->ids);
+	free(s->tokens);
+	free(s->tn);
+	free(s->cap);
+	free(s->shares);
 }
 
 int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 {
-	struct sim s = { .a = a };
+	struct sim s = { 0 }, h = { 0 };
 	struct join_figures f = { 0, 1e300, 0 };
-	struct balance joined, left;
-	hr_ring *ring = NULL;
+	struct balance joined, left = { 0, 0 }, handed = { 0, 0 };
+	double left_moved = 0, handed_moved = 0;
+	hr_ring *ring = NULL, *ring_h = NULL;
 	hr_error err = { 0 };
 	int rc = HR_ENOMEM;
 
-	s.nodes = calloc(a->nodes, sizeof *s.nodes);
-	s.ids = calloc(a->nodes, sizeof *s.ids);
-	s.tokens = calloc(a->nodes * 4 * a->tokens, sizeof *s.tokens);
-	s.tp = calloc(a->nodes, sizeof *s.tp);
-	s.tn = calloc(a->nodes, sizeof *s.tn);
-	s.shares = calloc(a->nodes, sizeof *s.shares);
-	if (!s.nodes || !s.ids || !s.tokens || !s.tp || !s.tn || !s.shares)
+	if (sim_alloc(&s, a) || sim_alloc(&h, a))
 		goto out;
 	rc = HR_OK;
 	for (size_t i = 0; !rc && i < a->nodes; i++)
@@ -166,10 +284,20 @@ int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 	if (rc)
 		goto out;
 	joined = balance_of(&s, ring);
-	rc = leave_tenth(&s, &ring, &err);
+	/* The same joined ring twice: leaves without heirs, then with. */
+	rc = copy_sim(&h, &s);
+	if (rc) {
+		rc = HR_ENOMEM;
+		goto out;
+	}
+	ring_h = hr_ring_retain(ring);
+	rc = leave_tenth(&s, &ring, false, &left_moved, &err);
+	if (!rc)
+		rc = leave_tenth(&h, &ring_h, true, &handed_moved, &err);
 	if (rc)
 		goto out;
 	left = balance_of(&s, ring);
+	handed = balance_of(&h, ring_h);
 	if (a->nodes < 2)
 		f.moved_over_fair_min = f.moved_over_fair_max = 1;
 	if (a->json) {
@@ -177,11 +305,13 @@ int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 		       "\"joined\":{\"max_fair\":%.6f,\"min_fair\":%.6f},"
 		       "\"moved_over_fair\":{\"max\":%.6f,\"min\":%.6f},"
 		       "\"moved_minus_own_max\":%.3g,"
-		       "\"left\":{\"nodes\":%zu,\"max_fair\":%.6f,\"min_fair\":%.6f}}\n",
+		       "\"left\":{\"nodes\":%zu,\"max_fair\":%.6f,\"min_fair\":%.6f},"
+		       "\"left_with_heirs\":{\"nodes\":%zu,\"max_fair\":%.6f,\"min_fair\":%.6f,"
+		       "\"moved_minus_own_max\":%.3g}}\n",
 		       a->nodes, a->tokens, a->weighted ? "true" : "false",
 		       joined.max, joined.min, f.moved_over_fair_max,
 		       f.moved_over_fair_min, f.moved_minus_own_max, s.n,
-		       left.max, left.min);
+		       left.max, left.min, h.n, handed.max, handed.min, handed_moved);
 	} else {
 		printf("%lu nodes joined one at a time, %lu tokens per unit of weight, weights %s\n",
 		       a->nodes, a->tokens, a->weighted ? "1-4" : "equal");
@@ -191,17 +321,20 @@ int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 		       " |moved - its share| <= %.3g\n",
 		       f.moved_over_fair_min, f.moved_over_fair_max,
 		       f.moved_minus_own_max);
-		printf("after %lu leave at random (%zu nodes)\n", a->nodes / 10, s.n);
-		printf("  share/fair share    max %.4f  min %.4f\n", left.max, left.min);
+		printf("after %lu leave at random (%zu nodes), one at a time\n",
+		       a->nodes / 10, s.n);
+		printf("  arcs to the next point    max %.4f  min %.4f\n", left.max,
+		       left.min);
+		printf("  tokens handed to heirs    max %.4f  min %.4f;"
+		       " |moved - the leaver's share| <= %.3g\n",
+		       handed.max, handed.min, handed_moved);
 	}
+	(void)left_moved;
 out:
 	hr_ring_release(ring);
-	free(s.nodes);
-	free(s.ids);
-	free(s.tokens);
-	free(s.tp);
-	free(s.tn);
-	free(s.shares);
+	hr_ring_release(ring_h);
+	sim_free(&s);
+	sim_free(&h);
 	if (rc)
 		return cli_fail(cmd, rc, &err);
 	return CLI_EXIT_OK;

@@ -66,7 +66,9 @@ class Ring:
             for i in range(n):
                 points.append((h64(b"%s#%d" % (nid.encode(), i)), nid.encode(), nid))
         # position, then id bytewise (bytes order puts a proper prefix first)
-        points.sort(key=lambda p: (p[0], p[1]))
+        # equal positions: a draining node's point first, then by id
+        points.sort(key=lambda p: (p[0], self.nodes[p[2]]["state"] != "draining",
+                                   p[1]))
         self.points = points
         self.views = {}
         for view, excluded in (("write", "draining"), ("read", "warming")):
@@ -392,7 +394,9 @@ class TokensRing(Ring):
                 pos = [h64(b"%s#%d" % (nid.encode(), i)) for i in range(n)]
             self.vnodes[nid] = len(pos)
             points += [(p, nid.encode(), nid) for p in pos]
-        points.sort(key=lambda p: (p[0], p[1]))
+        # equal positions: a draining node's point first, then by id
+        points.sort(key=lambda p: (p[0], self.nodes[p[2]]["state"] != "draining",
+                                   p[1]))
         self.points = points
         self.views = {}
         for view, excluded in (("write", "draining"), ("read", "warming")):
@@ -453,6 +457,15 @@ def tokens_sets(rng):
     }))
     sets.append(("one-node", 200, {"solo": {"addr": "127.0.0.1:11211",
                                             "tokens": ["12345"]}}))
+    # a draining node that handed tokens to heirs of lower and higher ids:
+    # reads stay with it, writes go to the heirs; one token kept
+    left = toks(6)
+    sets.append(("handed-over", 16, {
+        "m": {"addr": "127.0.0.1:14000", "state": "draining", "tokens": left},
+        "a": {"addr": "127.0.0.1:14001", "tokens": toks(8) + left[0:2]},
+        "z": {"addr": "127.0.0.1:14002", "tokens": toks(8) + left[2:5]},
+        "k": {"addr": "127.0.0.1:14003", "state": "draining", "tokens": toks(4) + left[5:6]},
+    }))
     return sets
 
 

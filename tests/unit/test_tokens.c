@@ -469,6 +469,154 @@ START_TEST(allocate_refuses_bad_input)
 }
 END_TEST
 
+/* ---- leaving: heirs ------------------------------------------------------------------ */
+
+/* g's ring with node `leaver` in `state` (or left out: HR_STATE_DRAINING + 1)
+ * and its tokens listed by their heirs as well (none: NULL). */
+static hr_ring *handed(const struct grown *g, size_t leaver, int state,
+		       const hr_ring *ring, const hr_node *const *heirs)
+{
+	static uint64_t tokens[64][4 * 16 + 16];
+	hr_node nodes[64];
+	const uint64_t *tp[64];
+	size_t tn[64], n = 0;
+	const uint64_t *lt;
+	size_t ln = hr_ring_node_tokens(ring, hr_ring_find(ring, g->ids[leaver]), &lt);
+
+	for (size_t i = 0; i < g->n; i++) {
+		if (i == leaver && state > HR_STATE_DRAINING)
+			continue;
+		nodes[n] = g->nodes[i];
+		if (i == leaver)
+			nodes[n].state = (hr_state)state;
+		memcpy(tokens[n], g->tokens[i], g->tn[i] * sizeof **tokens);
+		tn[n] = g->tn[i];
+		for (size_t t = 0; heirs && t < ln; t++)
+			if (!strcmp(heirs[t]->id, g->ids[i]))
+				tokens[n][tn[n]++] = lt[t];
+		tp[n] = tokens[n];
+		n++;
+	}
+	return build_tokens(nodes, tp, tn, n, 0);
+}
+
+static double max_over_fair(const hr_ring *ring)
+{
+	double shares[64], total = 0, max = 0;
+	size_t n = hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, 64);
+
+	for (size_t i = 0; i < n; i++)
+		total += hr_ring_node(ring, i)->weight;
+	for (size_t i = 0; i < n; i++) {
+		double r = shares[i] / (hr_ring_node(ring, i)->weight / total);
+
+		max = r > max ? r : max;
+	}
+	return max;
+}
+
+/* While the leaver drains, reads stay where they were and writes are where
+ * they will be once it has left; the leave moves keys only from it, to
+ * its heirs, and leaves the ring better balanced than arcs falling to the
+ * next point do. */
+START_TEST(heirs_take_only_the_leavers_keys)
+{
+	static struct grown g;
+	hr_ring *ring = NULL, *draining, *after, *plain;
+	const hr_node *heirs[48], *again[48], *leaver;
+	hr_diff *diff = NULL;
+	const hr_arc *arcs;
+	size_t l = 7, n;
+
+	memset(&g, 0, sizeof g);
+	for (int k = 0; k < 30; k++) {
+		hr_ring *next = join(&g, ring, 1 + k % 3, 16);
+
+		hr_ring_release(ring);
+		ring = next;
+	}
+	leaver = hr_ring_find(ring, g.ids[l]);
+	n = hr_ring_node_tokens(ring, leaver, NULL);
+	ck_assert_uint_eq(n, 32);
+	ck_assert_int_eq(hr_tokens_heirs(ring, leaver, heirs, NULL), HR_OK);
+	ck_assert_int_eq(hr_tokens_heirs(ring, leaver, again, NULL), HR_OK);
+	ck_assert_mem_eq(heirs, again, n * sizeof *heirs);
+	for (size_t t = 0; t < n; t++)
+		EXPECT(heirs[t] != leaver && heirs[t]);
+
+	draining = handed(&g, l, HR_STATE_DRAINING, ring, heirs);
+	after = handed(&g, l, HR_STATE_DRAINING + 1, ring, heirs);
+	ck_assert(hr_ring_moved_share(ring, draining, HR_VIEW_READ) == 0);
+	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_WRITE) == 0);
+	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_READ) ==
+		  hr_ring_node_share(ring, leaver, HR_VIEW_WRITE));
+	ck_assert_int_eq(hr_ring_diff(ring, after, HR_VIEW_WRITE, &diff, NULL), HR_OK);
+	arcs = hr_diff_arcs(diff);
+	ck_assert_uint_gt(hr_diff_arc_count(diff), 0);
+	for (size_t a = 0; a < hr_diff_arc_count(diff); a++)
+		EXPECT(!strcmp(arcs[a].old_node->id, g.ids[l]));
+	hr_diff_free(diff);
+
+	/* A draining leaver's heirs are chosen as an active one's. */
+	ck_assert_int_eq(hr_tokens_heirs(draining, hr_ring_find(draining, g.ids[l]),
+					 again, NULL), HR_OK);
+	for (size_t t = 0; t < n; t++)
+		EXPECT(!strcmp(again[t]->id, heirs[t]->id));
+
+	plain = handed(&g, l, HR_STATE_DRAINING + 1, ring, NULL);
+	ck_assert_msg(max_over_fair(after) < max_over_fair(plain), "%g vs %g",
+		      max_over_fair(after), max_over_fair(plain));
+	hr_ring_release(plain);
+	hr_ring_release(after);
+	hr_ring_release(draining);
+	hr_ring_release(ring);
+}
+END_TEST
+
+START_TEST(heirs_refuse_bad_input)
+{
+	const uint64_t ta[] = { 1000, 5000 }, tb[] = { 3000 };
+	hr_node nodes[3] = {
+		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1 },
+		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1 },
+		{ .id = "c", .addr = "127.0.0.1:3", .weight = 1 },
+	};
+	const uint64_t *t[3] = { ta, tb, NULL };
+	size_t n[3] = { 2, 1, 0 };
+	hr_ring *ring = build_tokens(nodes, t, n, 3, 16), *native = NULL, *two;
+	const hr_node *heirs[2];
+	hr_error err = { 0 };
+
+	ck_assert_int_eq(hr_tokens_heirs(NULL, &nodes[0], heirs, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_tokens_heirs(ring, NULL, heirs, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_tokens_heirs(ring, hr_ring_node(ring, 0), NULL, &err), HR_EINVAL);
+	/* A node of another ring, or a copy, is not one of this ring's. */
+	ck_assert_int_eq(hr_tokens_heirs(ring, &nodes[0], heirs, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "the node is not one of this ring's");
+	ck_assert_int_eq(hr_tokens_heirs(ring, hr_ring_find(ring, "c"), heirs, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "node \"c\" has no tokens to hand over");
+	/* b is the only other node with tokens: it takes both of a's. */
+	ck_assert_int_eq(hr_tokens_heirs(ring, hr_ring_find(ring, "a"), heirs, &err), HR_OK);
+	ck_assert_str_eq(heirs[0]->id, "b");
+	ck_assert_str_eq(heirs[1]->id, "b");
+	/* Without b, nobody can list a's tokens: c has none. */
+	two = build_tokens((hr_node[]){ nodes[0], nodes[2] },
+			   (const uint64_t *[]){ ta, NULL }, (size_t[]){ 2, 0 }, 2, 16);
+	ck_assert_int_eq(hr_tokens_heirs(two, hr_ring_find(two, "a"), heirs, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message,
+			 "node \"a\": no other node of the write view has tokens and room for more");
+	ck_assert_int_eq(hr_ring_build(nodes, 3, NULL, 0, &native, NULL), HR_OK);
+	ck_assert_int_eq(hr_tokens_heirs(native, hr_ring_node(native, 0), heirs, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "heirs need a ring of the tokens placement, not xxh3");
+	hr_ring_release(native);
+	hr_ring_release(two);
+	hr_ring_release(ring);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tokens");
@@ -488,6 +636,8 @@ int main(void)
 	tcase_add_test(tc, allocation_is_deterministic);
 	tcase_add_test(tc, first_and_second_node);
 	tcase_add_test(tc, allocate_refuses_bad_input);
+	tcase_add_test(tc, heirs_take_only_the_leavers_keys);
+	tcase_add_test(tc, heirs_refuse_bad_input);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
