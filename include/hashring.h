@@ -1403,6 +1403,21 @@ HR_EXPORT int hr_register(const hr_etcd_config *etcd,
 /* Which fields of a node record an hr_record_update changes. */
 #define HR_UPDATE_STATE  0x1u
 #define HR_UPDATE_WEIGHT 0x2u
+/*
+ * (1.1) With HR_UPDATE_STATE to HR_STATE_DRAINING and the tokens placement
+ * (the ring options of the etcd config): the node hands its tokens to
+ * heirs in the same transaction (docs/placement.md section 16,
+ * "Leaving"): the records under the prefix are read, hr_tokens_heirs()
+ * chooses in their ring, and each heir's record lists the tokens it takes
+ * as well, its lease kept; if any record changed meanwhile, the records
+ * are read and the heirs chosen again, up to 8 times (then HR_ECONFLICT).
+ * While the node drains, reads of its arcs stay with it and writes go to
+ * the heirs; once its record is gone the heirs own them.  Keys move only
+ * from the node.  Errors besides the update's: HR_EINVAL (another
+ * placement, a node without tokens, no node with tokens to take them),
+ * HR_ELIMIT (more than 126 heirs: one etcd transaction), HR_ECONFLICT.
+ */
+#define HR_UPDATE_HEIRS  0x4u
 
 /*
  * A change of a registered node's record: the fields named in `fields`
@@ -1413,7 +1428,7 @@ HR_EXPORT int hr_register(const hr_etcd_config *etcd,
  */
 typedef struct hr_record_update {
 	size_t size;             /* sizeof, set by hr_record_update_init()   */
-	unsigned fields;         /* HR_UPDATE_STATE | HR_UPDATE_WEIGHT        */
+	unsigned fields;         /* HR_UPDATE_STATE | HR_UPDATE_WEIGHT | ..._HEIRS */
 	hr_state state;
 	double weight;
 } hr_record_update;

@@ -412,7 +412,7 @@ int hr__registration_read(const hr_registration *in, hr_registration *out,
 int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 			   hr_error *err)
 {
-	const unsigned known = HR_UPDATE_STATE | HR_UPDATE_WEIGHT;
+	const unsigned known = HR_UPDATE_STATE | HR_UPDATE_WEIGHT | HR_UPDATE_HEIRS;
 	int rc;
 
 	*out = update_defaults;
@@ -432,6 +432,10 @@ int hr__record_update_read(const hr_record_update *in, hr_record_update *out,
 	if ((out->fields & HR_UPDATE_STATE) && !hr_state_name(out->state))
 		return hr__error_set(err, HR_EINVAL, "hr_record_update: invalid state %d",
 				     (int)out->state);
+	if ((out->fields & HR_UPDATE_HEIRS) &&
+	    (!(out->fields & HR_UPDATE_STATE) || out->state != HR_STATE_DRAINING))
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_record_update: HR_UPDATE_HEIRS needs the state draining");
 	if ((out->fields & HR_UPDATE_WEIGHT) && (!isfinite(out->weight) || out->weight <= 0))
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_record_update: weight must be a finite number > 0");

@@ -123,6 +123,25 @@ int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
 				     const char *prefix, int64_t revision,
 				     int *done, hr_error *err);
 
+/* One put of hr__etcd_put_all_if(). */
+typedef struct hr__txn_put {
+	const char *key;
+	const char *value;
+	int64_t expect_mod;	/* the key's mod_revision as read (> 0) */
+	int64_t lease;		/* attached by the put; 0 keeps the key's own */
+} hr__txn_put;
+
+/*
+ * Puts every puts[i] in one transaction, only if each key's mod_revision
+ * is still its expect_mod (so none was deleted either) and no key under
+ * `prefix` has a mod_revision above `revision`.  *done as for
+ * hr__etcd_put_if.  etcd refuses a transaction of more than its
+ * --max-txn-ops operations (128 by default): HR_EETCD.
+ */
+int hr__etcd_put_all_if(hr__etcd *e, const hr__txn_put *puts, size_t n,
+			const char *prefix, int64_t revision, int *done,
+			hr_error *err);
+
 /* Grants a lease of `ttl` seconds; *id gets its id and *granted the TTL
  * etcd chose (it may raise a small one). */
 int hr__etcd_lease_grant(hr__etcd *e, int ttl, int64_t *id, int64_t *granted,

@@ -259,6 +259,43 @@ int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
 	return send_txn(e, body, ok, done, err);
 }
 
+int hr__etcd_put_all_if(hr__etcd *e, const hr__txn_put *puts, size_t n,
+			const char *prefix, int64_t revision, int *done,
+			hr_error *err)
+{
+	cJSON *body = cJSON_CreateObject(), *range = NULL;
+	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
+	cJSON *success = cJSON_AddArrayToObject(body, "success");
+	int ok;
+
+	*done = 0;
+	if (compare && (range = cJSON_CreateObject()) && !cJSON_AddItemToArray(compare, range)) {
+		cJSON_Delete(range);
+		range = NULL;
+	}
+	ok = range && success && hr__json_add_prefix_range(range, prefix, strlen(prefix)) &&
+	     cJSON_AddStringToObject(range, "result", "LESS") &&
+	     cJSON_AddStringToObject(range, "target", "MOD") &&
+	     hr__json_add_int64(range, "mod_revision", revision + 1);
+	for (size_t i = 0; ok && i < n; i++) {
+		cJSON *req = cJSON_CreateObject(), *put;
+
+		if (!req || !cJSON_AddItemToArray(success, req)) {
+			cJSON_Delete(req);
+			ok = 0;
+			break;
+		}
+		put = cJSON_AddObjectToObject(req, "request_put");
+		ok = add_compare(compare, puts[i].key, "MOD", "mod_revision",
+				 puts[i].expect_mod) &&
+		     put && hr__json_add_b64(put, "key", puts[i].key, strlen(puts[i].key)) &&
+		     hr__json_add_b64(put, "value", puts[i].value, strlen(puts[i].value)) &&
+		     (puts[i].lease ? hr__json_add_int64(put, "lease", puts[i].lease) :
+				      cJSON_AddTrueToObject(put, "ignore_lease") != NULL);
+	}
+	return send_txn(e, body, ok, done, err);
+}
+
 /* ---- leases --------------------------------------------------------------- */
 
 /* POSTs {`name`: `n`} to `path`. */

@@ -568,7 +568,11 @@ int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 	pthread_mutex_unlock(&r->mu);
 	if (rc)
 		return rc;
-	if (u.fields == HR_UPDATE_STATE)
+	if (u.fields == (HR_UPDATE_STATE | HR_UPDATE_HEIRS))
+		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated",
+			     "id=%s state=%s heirs=yes msg=%s", r->id, hr_state_name(u.state),
+			     "tokens handed to heirs");
+	else if (u.fields == HR_UPDATE_STATE)
 		hr__log_emit(&r->log, HR_LOG_INFO, "record_updated", "id=%s state=%s", r->id,
 			     hr_state_name(u.state));
 	else if (u.fields == HR_UPDATE_WEIGHT)

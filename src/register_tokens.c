@@ -20,10 +20,9 @@
  * means another record was put meanwhile. */
 #define ATTEMPTS_MAX 8
 
-/* The ring of the records under `prefix` at *revision, as a client with
- * `opts` builds it (bad records left out). */
-static int read_ring(hr__etcd *e, const char *prefix, const hr_ring_options *opts,
-		     hr_ring **ring, int64_t *revision, hr_error *err)
+int hr__records_ring(hr__etcd *e, const char *prefix, const hr_ring_options *opts,
+		     hr_ring **ring, int64_t *revision, hr__kv **records,
+		     size_t *nrecords, hr_error *err)
 {
 	size_t plen = strlen(prefix), n = 0;
 	hr__nodeset set = { 0 };
@@ -50,7 +49,12 @@ static int read_ring(hr__etcd *e, const char *prefix, const hr_ring_options *opt
 	if (!rc)
 		rc = hr__nodeset_build(&set, opts, (uint64_t)*revision, ring, err);
 	hr__nodeset_clear(&set);
-	hr__kvs_free(kvs, n);
+	if (!rc && records) {
+		*records = kvs;
+		*nrecords = n;
+	} else {
+		hr__kvs_free(kvs, n);
+	}
 	return rc;
 }
 
@@ -96,7 +100,7 @@ int hr__register_tokens(hr__etcd *e, const char *prefix, const char *key,
 		int found = 0;
 
 		++*attempts;
-		rc = read_ring(e, prefix, opts, &ring, &revision, err);
+		rc = hr__records_ring(e, prefix, opts, &ring, &revision, NULL, NULL, err);
 		if (!rc)
 			rc = hr_tokens_allocate(ring, node, ntokens, tokens, err);
 		hr_ring_release(ring);

@@ -6,6 +6,16 @@
 #include "etcd.h"
 #include "hashring.h"
 
+/*
+ * The ring of the records under `prefix` as a client with `opts` builds it
+ * (bad records left out), at the revision etcd gives in *revision.  With
+ * `records` not NULL, *records and *nrecords get the keys and values read
+ * (hr__kvs_free).  Errors: those of etcd and of the build, HR_ENOMEM.
+ */
+int hr__records_ring(hr__etcd *e, const char *prefix, const hr_ring_options *opts,
+		     hr_ring **ring, int64_t *revision, hr__kv **records,
+		     size_t *nrecords, hr_error *err);
+
 /* Called between the allocation and the put of each attempt (tests: a
  * record put there makes the attempt fail). */
 typedef void (*hr__tokens_race_fn)(void *userdata, int attempt);

@@ -37,13 +37,8 @@ static int set_member(cJSON *o, const char *name, cJSON *v)
 	return 0;
 }
 
-/*
- * `value` with the fields `upd` names replaced, every other field kept.  A
- * bare address becomes an object.  NULL with `err` set if the value is not
- * a record.
- */
-static char *record_modify(const char *id, const char *value, size_t len,
-			   const hr_record_update *upd, hr_error *err)
+char *hr__record_modify(const char *id, const char *value, size_t len,
+			const hr_record_update *upd, hr_error *err)
 {
 	hr__record rec;
 	cJSON *o;
@@ -83,10 +78,8 @@ static char *record_modify(const char *id, const char *value, size_t len,
 	return s;
 }
 
-/* hr_node_check() on record `value` of node `id`, read as the clients
- * read it. */
-static int check_value(const hr_ring_options *opts, const char *id,
-		       const char *value, hr_error *err)
+int hr__record_check(const hr_ring_options *opts, const char *id,
+		     const char *value, hr_error *err)
 {
 	hr__record rec;
 	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
@@ -102,6 +95,8 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
 		      const hr_ring_options *opts, const hr_record_update *upd,
 		      const hr__record_writer *w, char **written, hr_error *err)
 {
+	if (upd->fields & HR_UPDATE_HEIRS)
+		return hr__record_hand_over(e, key, id, opts, upd, w, written, err);
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
 		hr__kv kv;
 		int found, done, rc;
@@ -118,8 +113,8 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
 			hr__kv_clear(&kv);
 			return rc;
 		}
-		v = record_modify(id, kv.value, kv.value_len, upd, err);
-		rc = v ? check_value(opts, id, v, err) : err ? err->code : HR_EPARSE;
+		v = hr__record_modify(id, kv.value, kv.value_len, upd, err);
+		rc = v ? hr__record_check(opts, id, v, err) : err ? err->code : HR_EPARSE;
 		if (!rc)
 			rc = hr__etcd_put_if(e, key, v, kv.mod_revision, kv.lease, w->lease,
 					     w->lease == 0, &done, err);

@@ -22,6 +22,20 @@ typedef struct hr__record_writer {
 char *hr__record_key(const char *prefix, const char *id);
 
 /*
+ * `value` (`len` bytes), node `id`'s record, with the fields `upd` names
+ * replaced, every other field kept; a bare address becomes an object.
+ * Malloc'd; NULL with `err` set if the value is not a record (HR_EPARSE)
+ * or out of memory.
+ */
+char *hr__record_modify(const char *id, const char *value, size_t len,
+			const hr_record_update *upd, hr_error *err);
+
+/* hr_node_check() with `opts` on record `value` of node `id`, read as the
+ * clients read it: 0, or why they would refuse it. */
+int hr__record_check(const hr_ring_options *opts, const char *id,
+		     const char *value, hr_error *err);
+
+/*
  * Applies `upd` (already read and checked) to the record of node `id` at
  * `key`: reads it, changes the fields named, keeps every other, checks
  * the result with the clients' ring options `opts` (hr_node_check), and
@@ -35,5 +49,21 @@ char *hr__record_key(const char *prefix, const char *id);
 int hr__record_update(hr__etcd *e, const char *key, const char *id,
 		      const hr_ring_options *opts, const hr_record_update *upd,
 		      const hr__record_writer *w, char **written, hr_error *err);
+
+/*
+ * hr__record_update() of an `upd` with HR_UPDATE_HEIRS (update_heirs.c,
+ * docs/placement.md section 16, "Leaving"): the records under the prefix
+ * (`key` less `id`) read at one revision, heirs chosen in their ring
+ * (hr_tokens_heirs), and in one transaction the node's record edited and
+ * each heir's listing the tokens it takes, on condition that no record
+ * changed since; else read and choose again (up to 8 times, then
+ * HR_ECONFLICT).  Errors as for hr__record_update, plus HR_EINVAL (not the
+ * tokens placement, a node without tokens, no heir: from
+ * hr_tokens_heirs), HR_ELIMIT (more heirs than one transaction takes),
+ * HR_ECONFLICT.
+ */
+int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
+			 const hr_ring_options *opts, const hr_record_update *upd,
+			 const hr__record_writer *w, char **written, hr_error *err);
 
 #endif

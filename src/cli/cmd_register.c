@@ -24,7 +24,11 @@ static const char register_description[] =
 	"While etcd cannot be reached the first registration is retried for\n"
 	"--timeout seconds.  With --placement tokens --tokens T the record gets\n"
 	"round(W x T) tokens allocated against the ring of the records, written\n"
-	"only if no record was put since they were read (else read again).";
+	"only if no record was put since they were read (else read again); on\n"
+	"SIGTERM or SIGINT the node first hands its tokens to heirs (other nodes\n"
+	"with tokens, the least loaded) in one transaction with its switch to\n"
+	"draining, so that its leave moves its keys to them and keeps the\n"
+	"balance.";
 
 static const char *const register_states[] = { "warming", "active", NULL };
 static const char *const all_states[] = { "warming", "active", "draining", NULL };
@@ -163,18 +167,23 @@ int cmd_register(int argc, char **argv)
 		goto out;
 	}
 	rc = CLI_EXIT_OK;
-	if (drain && !cli_out_error()) {
+	/* With tokens, a leave hands them to heirs first, drained or not:
+	 * else every arc falls to the point after it. */
+	if ((drain || tokens) && !cli_out_error()) {
 		struct timespec ts = { (time_t)drain, 0 };
 		hr_record_update upd;
 
 		hr_record_update_init(&upd);
-		upd.fields = HR_UPDATE_STATE;
+		upd.fields = HR_UPDATE_STATE | (tokens ? HR_UPDATE_HEIRS : 0);
 		upd.state = HR_STATE_DRAINING;
 		if (hr_registrar_update(r, &upd, &err) == 0) {
+			if (tokens)
+				fprintf(cli_out(), "tokens handed to heirs\n");
 			fprintf(cli_out(), "draining for %lu s\n", drain);
 			cli_out_flush();
 			/* A second signal cuts the drain short. */
-			sigtimedwait(&set, NULL, &ts);
+			if (drain)
+				sigtimedwait(&set, NULL, &ts);
 		} else {
 			cli_error(cmd, "cannot switch to draining: %s", err.message);
 		}
@@ -195,6 +204,7 @@ struct change {
 	int is_state;
 	hr_state state;
 	double weight;
+	int heirs;	/* state draining: hand the tokens to heirs */
 };
 
 static int attempt_change(void *ud, const hr_etcd_config *etcd, hr_error *err)
@@ -204,6 +214,8 @@ static int attempt_change(void *ud, const hr_etcd_config *etcd, hr_error *err)
 
 	hr_record_update_init(&upd);
 	upd.fields = c->is_state ? HR_UPDATE_STATE : HR_UPDATE_WEIGHT;
+	if (c->heirs)
+		upd.fields |= HR_UPDATE_HEIRS;
 	upd.state = c->state;
 	upd.weight = c->weight;
 	return hr_node_update(etcd, c->id, &upd, err);
@@ -222,6 +234,10 @@ static int change(const char *cmd, int argc, char **argv)
 		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &c.id,
 		  .help = "node id (required)" },
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_RETRY),
+		/* `state` only: the list ends here for `weight`. */
+		{ .name = c.is_state ? "heirs" : NULL, .type = CLI_FLAG, .dest = &c.heirs,
+		  .help = "with draining: hand the node's tokens to heirs in the same "
+			  "transaction (tokens placement)" },
 		{ .name = NULL }
 	};
 	const struct cli_option value = c.is_state ?
@@ -232,12 +248,17 @@ static int change(const char *cmd, int argc, char **argv)
 				     .dest = &c.weight, .help = "the new weight" };
 	struct cli_spec spec = {
 		.cmd = cmd,
-		.usage = c.is_state ? "state --id ID warming|active|draining" : "weight --id ID W",
+		.usage = c.is_state ? "state --id ID warming|active|draining [--heirs]" :
+				      "weight --id ID W",
 		.description = c.is_state ?
 			"Changes the state of a registered node in place: its other\n"
 			"fields and its lease are kept, so it still disappears when\n"
 			"its registering process dies.  While etcd cannot be reached\n"
-			"the change is retried for --timeout seconds." :
+			"the change is retried for --timeout seconds.  `draining\n"
+			"--heirs` also hands the node's allocated tokens to heirs, the\n"
+			"least loaded nodes with tokens, whose records list them as\n"
+			"well: reads stay with the node while it drains, writes go to\n"
+			"the heirs, which own its arcs once it is gone." :
 			"Changes the weight of a registered node in place: its other\n"
 			"fields and its lease are kept.  While etcd cannot be reached\n"
 			"the change is retried for --timeout seconds.",
@@ -257,6 +278,12 @@ static int change(const char *cmd, int argc, char **argv)
 	rc = cli_check_node(cmd, &(hr_node){ c.id, "-", NULL, c.weight, c.state });
 	if (rc)
 		goto out;
+	if (c.heirs && c.state != HR_STATE_DRAINING) {
+		rc = cli_usage(cmd, "--heirs goes with draining");
+		goto out;
+	}
+	if (c.heirs)
+		conn.placement = HR_PLACEMENT_TOKENS;
 	hr_etcd_config_init(&etcd);
 	if (cli_etcd_config(&conn, cmd, &etcd)) {
 		rc = CLI_EXIT_USAGE;

@@ -1,13 +1,15 @@
 /* test_register_tokens.c - registering with allocated tokens against a real
  * etcd (docs/placement.md section 16): records get their tokens, a client
- * follows their ring, and a record put between the read and the
- * transaction makes the registration read and allocate again. */
+ * follows their ring, a record put between the read and the transaction
+ * makes the registration read and allocate again, and a node that leaves
+ * hands its tokens to heirs. */
 #include "etcd_fixture.h"
 #include "hrt_cli.h"
 #include "hrt_ring.h"
 #include "hrt_check.h"
 #include "etcd.h"
 #include "register_tokens.h"
+#include "update.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -196,6 +198,221 @@ START_TEST(sidecar_writes_tokens)
 }
 END_TEST
 
+/* ---- leaving: heirs ------------------------------------------------------------ */
+
+/* The ring of the records under PREFIX now, as a tokens client builds it. */
+static hr_ring *ring_now(hr__etcd *e)
+{
+	hr_ring *ring = NULL;
+	int64_t revision;
+	hr_error err = { 0 };
+
+	ck_assert_msg(hr__records_ring(e, PREFIX, &ropts, &ring, &revision, NULL, NULL,
+				       &err) == 0, "%s", err.message);
+	return ring;
+}
+
+/* How many nodes of `ring` other than `self` list token `t`. */
+static int listed_by_others(const hr_ring *ring, const hr_node *self, uint64_t t)
+{
+	int n = 0;
+
+	for (size_t j = 0; j < hr_ring_node_count(ring); j++) {
+		const uint64_t *v;
+		size_t k = hr_ring_node_tokens(ring, hr_ring_node(ring, j), &v);
+
+		for (size_t i = 0; hr_ring_node(ring, j) != self && i < k; i++)
+			n += v[i] == t;
+	}
+	return n;
+}
+
+/* Each token of `id` is listed by exactly one other node. */
+static void assert_handed(const hr_ring *ring, const char *id)
+{
+	const hr_node *self = hr_ring_find(ring, id);
+	const uint64_t *t;
+	size_t n = hr_ring_node_tokens(ring, self, &t);
+
+	ck_assert_uint_gt(n, 0);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(listed_by_others(ring, self, t[i]), 1);
+}
+
+static hr_record_update draining_with_heirs(void)
+{
+	hr_record_update upd;
+
+	hr_record_update_init(&upd);
+	upd.fields = HR_UPDATE_STATE | HR_UPDATE_HEIRS;
+	upd.state = HR_STATE_DRAINING;
+	return upd;
+}
+
+/* A registrar that drains with HR_UPDATE_HEIRS: its tokens are listed by
+ * its heirs, whose keys keep their leases; reads stay with it, writes go
+ * where they will be once it has left, and only its keys move.  An heir
+ * keeps what it took through its own updates; a second hand-over (an
+ * operator's, or a retry) hands nothing twice. */
+START_TEST(a_leaver_hands_its_tokens_to_heirs)
+{
+	hr__etcd_opts o = { .endpoints = hrt_etcd_endpoints(etcd) };
+	hr__etcd *e = NULL;
+	hr_registrar *r[6];
+	hr_ring *before, *draining, *after, *again;
+	hr_record_update upd = draining_with_heirs(), weight;
+	hr_error err = { 0 };
+	hr_diff *diff = NULL;
+	const hr_node *heir = NULL;
+	char ids[6][8];
+	int sum = 0;
+
+	ck_assert_int_eq(hr__etcd_new(&o, &e, &err), 0);
+	for (int i = 0; i < 6; i++) {
+		snprintf(ids[i], sizeof ids[i], "n%d", i);
+		r[i] = reg_tokens(ids[i], 1 + i % 2, 8);
+	}
+	before = ring_now(e);
+	ck_assert_msg(hr_registrar_update(r[2], &upd, &err) == 0, "%s", err.message);
+	draining = ring_now(e);
+	ck_assert_int_eq(hr_ring_find(draining, "n2")->state, HR_STATE_DRAINING);
+	assert_handed(draining, "n2");
+	for (int i = 0; i < 6; i++) {
+		char key[64];
+		hr__kv kv;
+		int found = 0;
+
+		snprintf(key, sizeof key, PREFIX "%s", ids[i]);
+		ck_assert_int_eq(hr__etcd_get(e, key, &kv, &found, NULL), 0);
+		ck_assert_int_eq(found, 1);
+		ck_assert_int_eq(kv.lease, hr_registrar_lease(r[i]));
+		hr__kv_clear(&kv);
+	}
+	ck_assert(hr_ring_moved_share(before, draining, HR_VIEW_READ) == 0);
+
+	/* An heir's own update keeps the tokens it took. */
+	for (int i = 0; i < 6 && !heir; i++) {
+		if (i != 2 && hr_ring_node_tokens(draining, hr_ring_find(draining, ids[i]), NULL) >
+			      hr_ring_node_tokens(before, hr_ring_find(before, ids[i]), NULL)) {
+			heir = hr_ring_find(draining, ids[i]);
+			hr_record_update_init(&weight);
+			weight.fields = HR_UPDATE_WEIGHT;
+			weight.weight = heir->weight;
+			ck_assert_int_eq(hr_registrar_update(r[i], &weight, NULL), 0);
+		}
+	}
+	ck_assert_ptr_nonnull(heir);
+	again = ring_now(e);
+	ck_assert_uint_eq(hr_ring_node_tokens(again, hr_ring_find(again, heir->id), NULL),
+			  hr_ring_node_tokens(draining, heir, NULL));
+	hr_ring_release(again);
+
+	/* Handed over once only: the operator's second call writes the state
+	 * again and hands nothing. */
+	ck_assert_msg(hr_node_update(&ecfg, "n2", &upd, &err) == 0, "%s", err.message);
+	again = ring_now(e);
+	assert_handed(again, "n2");
+	ck_assert_uint_eq(hr_ring_point_count(again), hr_ring_point_count(draining));
+	hr_ring_release(again);
+
+	ck_assert_int_eq(hr_registrar_deregister(r[2], NULL), 0);
+	after = ring_now(e);
+	ck_assert_uint_eq(hr_ring_node_count(after), 5);
+	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_WRITE) == 0);
+	ck_assert(hr_ring_moved_share(before, after, HR_VIEW_WRITE) ==
+		  hr_ring_node_share(before, hr_ring_find(before, "n2"), HR_VIEW_WRITE));
+	ck_assert_int_eq(hr_ring_diff(before, after, HR_VIEW_WRITE, &diff, NULL), 0);
+	for (size_t a = 0; a < hr_diff_arc_count(diff); a++, sum++)
+		ck_assert_str_eq(hr_diff_arcs(diff)[a].old_node->id, "n2");
+	ck_assert_int_gt(sum, 0);
+	hr_diff_free(diff);
+	hr_ring_release(before);
+	hr_ring_release(draining);
+	hr_ring_release(after);
+	for (int i = 0; i < 6; i++)
+		hr_registrar_close(r[i]);
+	hr__etcd_free(e);
+}
+END_TEST
+
+START_TEST(heirs_refuse_bad_input)
+{
+	hr_record_update upd = draining_with_heirs();
+	hr_registrar *a = reg_tokens("a", 1, 4);
+	hr_error err = { 0 };
+
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "bare",
+				 "{\"addr\":\"127.0.0.1:2\"}"), 0);
+	upd.state = HR_STATE_ACTIVE;
+	ck_assert_int_eq(hr_node_update(&ecfg, "a", &upd, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_record_update: HR_UPDATE_HEIRS needs the state draining");
+	upd = draining_with_heirs();
+	ck_assert_int_eq(hr_node_update(&ecfg, "bare", &upd, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "node \"bare\" has no tokens to hand over");
+	/* a's only possible heir, bare, has no tokens to list them in. */
+	ck_assert_int_eq(hr_node_update(&ecfg, "a", &upd, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message,
+			 "node \"a\": no other node of the write view has tokens and room for more");
+	ck_assert_int_eq(hr_node_update(&ecfg, "absent", &upd, &err), HR_ENOTFOUND);
+	ropts.placement = HR_PLACEMENT_XXH3;
+	ck_assert_int_eq(hr_node_update(&ecfg, "a", &upd, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message,
+			 "node \"a\": heirs take tokens, which need the tokens placement");
+	ropts.placement = HR_PLACEMENT_TOKENS;
+	/* Nothing was written: a is still active. */
+	{
+		hr_ring *ring = hrt_ring_from_etcd(hrt_etcd_endpoints(etcd), PREFIX, NULL);
+
+		ck_assert_int_eq(hr_ring_find(ring, "a")->state, HR_STATE_ACTIVE);
+		hr_ring_release(ring);
+	}
+	hr_registrar_close(a);
+}
+END_TEST
+
+/* The sidecar hands its tokens over on SIGTERM; `hashring state --heirs`
+ * goes with draining only. */
+START_TEST(sidecar_hands_tokens_over)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hr_registrar *keep = reg_tokens("keep", 1, 4);
+	hrt_child ch = hrt_cli_spawn((const char *const[]){ "register", "--id", "s1",
+		"--addr", "127.0.0.1:4", "--placement", "tokens", "--tokens", "4",
+		"--endpoints", eps, "--prefix", PREFIX, NULL }, NULL);
+	hrt_cli_run run;
+	char out[4096] = "";
+	hr_ring *ring;
+
+	for (int i = 0; i < 200; i++) {
+		if (hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "s1 --print-value-only") == 0 &&
+		    strstr(out, "\"tokens\""))
+			break;
+		usleep(50 * 1000);
+	}
+	kill(ch.pid, SIGTERM);
+	hrt_cli_wait(&ch, &run);
+	ck_assert_msg(run.status == 0, "%d %s", run.status, run.err);
+	ck_assert_msg(strstr(run.out, "tokens handed to heirs\n"), "%s", run.out);
+	ring = hrt_ring_from_etcd(eps, PREFIX, NULL);
+	ck_assert_uint_eq(hr_ring_node_count(ring), 1);
+	hr_ring_release(ring);
+	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "keep --print-value-only"), 0);
+	{
+		int quotes = 0;
+
+		for (const char *p = strstr(out, "\"tokens\""); p && *p && *p != ']'; p++)
+			quotes += *p == '"';
+		ck_assert_msg(quotes == 2 + 2 * 8, "%s", out);	/* its 4 and s1's 4 */
+	}
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "state", "--id", "keep", "active",
+		"--heirs", "--endpoints", eps, "--prefix", PREFIX, NULL });
+	ck_assert_int_eq(run.status, 2);
+	ck_assert_ptr_nonnull(strstr(run.err, "--heirs goes with draining"));
+	hr_registrar_close(keep);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("register_tokens");
@@ -206,6 +423,9 @@ int main(void)
 	tcase_add_test(tc, registrations_write_tokens);
 	tcase_add_test(tc, a_concurrent_put_forces_reallocation);
 	tcase_add_test(tc, sidecar_writes_tokens);
+	tcase_add_test(tc, a_leaver_hands_its_tokens_to_heirs);
+	tcase_add_test(tc, heirs_refuse_bad_input);
+	tcase_add_test(tc, sidecar_hands_tokens_over);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
