@@ -1442,7 +1442,8 @@ HR_EXPORT void hr_record_update_init_size(hr_record_update *upd, size_t size);
 /*
  * Changes the registrar's own record as `upd` says: one put that keeps the
  * lease (and attaches it again if the key was detached), state and weight
- * at once when both are named.  Thread safe.  Errors as for hr_register
+ * at once when both are named; with HR_UPDATE_HEIRS, one transaction with
+ * the heirs' records as well.  Thread safe.  Errors as for hr_register
  * (HR_EINVAL, HR_ELIMIT: the new record would be refused by the clients;
  * nothing is written), HR_ENOTFOUND (the key was deleted; the renewal puts
  * it back), HR_EEXIST once the id was taken over (the message of
@@ -1482,9 +1483,12 @@ HR_EXPORT void hr_registrar_close(hr_registrar *r);
  * whatever process, as `upd` says, in place: the record's other fields
  * and its lease are kept.  The new record is checked as hr_register()
  * checks a node, with etcd->ring: one the clients would refuse is not
- * written.  Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is
- * not valid), HR_EINVAL and HR_ELIMIT (as for hr_register), and the
- * connection errors of hr_register.  Thread safe.
+ * written.  With HR_UPDATE_HEIRS (an operator's hand-over for a node
+ * that leaves) the heirs' records are written in the same transaction.
+ * Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is not
+ * valid), HR_EINVAL and HR_ELIMIT (as for hr_register, and those of
+ * HR_UPDATE_HEIRS), HR_ECONFLICT (HR_UPDATE_HEIRS), and the connection
+ * errors of hr_register.  Thread safe.
  */
 HR_EXPORT int hr_node_update(const hr_etcd_config *etcd, const char *id,
 			     const hr_record_update *upd, hr_error *err);

@@ -2,7 +2,7 @@
  * record.c - node records (docs/placement.md section 8): an etcd value
  * under <prefix><id>, or an entry of a members document, parsed into a
  * node that owns its strings and checked once, here, as every node is
- * (node.c).
+ * (node.c); and a record's value edited field by field, the others kept.
  */
 #include "record.h"
 
@@ -255,4 +255,83 @@ int hr__record_from_item_tokens(const cJSON *item, hr__record *out,
 				   "node \"%s\": record must be an object or a string",
 				   id);
 	return record_end(out, tokens, rc, err);
+}
+
+/* ---- edits ------------------------------------------------------------- */
+
+char *hr__record_key(const char *prefix, const char *id)
+{
+	size_t n = strlen(prefix) + strlen(id) + 1;
+	char *key = malloc(n);
+
+	if (key)
+		snprintf(key, n, "%s%s", prefix, id);
+	return key;
+}
+
+/* Sets member `name` of object `o` to `v` (taken), replacing any. */
+static int set_member(cJSON *o, const char *name, cJSON *v)
+{
+	if (!v)
+		return 0;
+	if (cJSON_GetObjectItemCaseSensitive(o, name) ?
+	    cJSON_ReplaceItemInObjectCaseSensitive(o, name, v) :
+	    cJSON_AddItemToObject(o, name, v))
+		return 1;
+	cJSON_Delete(v);
+	return 0;
+}
+
+char *hr__record_modify(const char *id, const char *value, size_t len,
+			const hr_record_update *upd, hr_error *err)
+{
+	hr__record rec;
+	cJSON *o;
+	char *s = NULL;
+	size_t i = 0;
+
+	if (hr__record_parse(id, strlen(id), value, len, &rec, err))
+		return NULL;
+	while (i < len && (value[i] == ' ' || value[i] == '\t' || value[i] == '\r' ||
+			   value[i] == '\n'))
+		i++;
+	if (i < len && value[i] == '{') {
+		o = cJSON_ParseWithLength(value, len);
+	} else {
+		o = cJSON_CreateObject();
+		if (o && !cJSON_AddStringToObject(o, "addr", rec.addr)) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
+	}
+	hr__record_clear(&rec);
+	if (o && (upd->fields & HR_UPDATE_STATE) &&
+	    !set_member(o, "state", cJSON_CreateString(hr_state_name(upd->state)))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	if (o && (upd->fields & HR_UPDATE_WEIGHT) &&
+	    !set_member(o, "weight", cJSON_CreateNumber(upd->weight))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	if (o)
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		hr__error_set(err, HR_ENOMEM, "out of memory");
+	return s;
+}
+
+int hr__record_check(const hr_ring_options *opts, const char *id,
+		     const char *value, hr_error *err)
+{
+	hr__record rec;
+	int rc = hr__record_parse(id, strlen(id), value, strlen(value), &rec, err);
+
+	if (rc)
+		return rc;
+	rc = hr_node_check(&rec, opts, err);
+	hr__record_clear(&rec);
+	return rc;
 }

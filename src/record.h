@@ -43,6 +43,23 @@ int hr__record_parse_tokens(const char *id, size_t id_len, const char *value,
 int hr__record_from_item_tokens(const cJSON *item, hr__record *out,
 				struct hr__tokens *tokens, hr_error *err);
 
+/* "<prefix><id>", malloc'd; NULL when out of memory. */
+char *hr__record_key(const char *prefix, const char *id);
+
+/*
+ * `value` (`len` bytes), node `id`'s record, with the fields `upd` names
+ * replaced, every other field kept; a bare address becomes an object.
+ * Malloc'd; NULL with `err` set if the value is not a record (HR_EPARSE)
+ * or out of memory.
+ */
+char *hr__record_modify(const char *id, const char *value, size_t len,
+			const hr_record_update *upd, hr_error *err);
+
+/* hr_node_check() with `opts` on record `value` of node `id`, read as the
+ * clients read it: 0, or why they would refuse it. */
+int hr__record_check(const hr_ring_options *opts, const char *id,
+		     const char *value, hr_error *err);
+
 /* Frees the strings of `rec` and zeroes it.  Accepts NULL. */
 void hr__record_clear(hr__record *rec);
 

@@ -6,6 +6,7 @@
 #include "error.h"
 #include "etcd.h"
 #include "log.h"
+#include "record.h"
 #include "register_tokens.h"
 #include "update.h"
 

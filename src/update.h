@@ -18,23 +18,6 @@ typedef struct hr__record_writer {
 	void *userdata;
 } hr__record_writer;
 
-/* "<prefix><id>", malloc'd; NULL when out of memory. */
-char *hr__record_key(const char *prefix, const char *id);
-
-/*
- * `value` (`len` bytes), node `id`'s record, with the fields `upd` names
- * replaced, every other field kept; a bare address becomes an object.
- * Malloc'd; NULL with `err` set if the value is not a record (HR_EPARSE)
- * or out of memory.
- */
-char *hr__record_modify(const char *id, const char *value, size_t len,
-			const hr_record_update *upd, hr_error *err);
-
-/* hr_node_check() with `opts` on record `value` of node `id`, read as the
- * clients read it: 0, or why they would refuse it. */
-int hr__record_check(const hr_ring_options *opts, const char *id,
-		     const char *value, hr_error *err);
-
 /*
  * Applies `upd` (already read and checked) to the record of node `id` at
  * `key`: reads it, changes the fields named, keeps every other, checks

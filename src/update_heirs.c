@@ -8,6 +8,7 @@
 #include "update.h"
 
 #include "error.h"
+#include "record.h"
 #include "register_tokens.h"
 #include "tokens.h"
 

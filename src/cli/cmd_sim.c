@@ -49,7 +49,8 @@ static const char description[] =
 	"with W x T tokens allocated against the ring it sees; prints each\n"
 	"node's share over its fair share (largest, smallest), what a join moves\n"
 	"beside the joiner's fair share, and the same after N/10 leave at\n"
-	"random.  docs: man hashring.";
+	"random, one at a time: once with their arcs falling to the next\n"
+	"points, once with their tokens handed to heirs.  docs: man hashring.";
 
 struct sim_args {
 	unsigned long nodes;

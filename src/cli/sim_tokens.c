@@ -1,16 +1,18 @@
 /*
  * sim_tokens.c - `hashring sim --placement tokens`: N nodes join an empty
  * ring one at a time, each with the tokens hr_tokens_allocate() gives it
- * against the ring it sees, then a tenth of them leave at random.
+ * against the ring it sees, then a tenth of them leave at random, once
+ * with their arcs falling to the next points and once with their tokens
+ * handed to the heirs hr_tokens_heirs() chooses.
  *
  * Prints the balance after the joins (each node's share over its fair
  * share by weight: the largest and the smallest), what each join moved
  * beside the joiner's own share and its fair share, and the balance after
- * the leaves.  Shares are exact (hr_ring_node_shares), not sampled keys.
+ * both kinds of leaves.  Shares are exact (hr_ring_node_shares), not
+ * sampled keys.
  */
 #include "sim_tokens.h"
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,17 +175,18 @@ static int hand_over(struct sim *s, const hr_ring *ring, size_t j, hr_error *err
 
 /*
  * A tenth of the nodes leave one at a time, picked by a fixed xorshift
- * sequence; with `heirs`, each first hands its tokens over.  Sets
- * *moved_minus_own to the largest |moved - the leaver's share|.
+ * sequence; with `moved_minus_own`, each first hands its tokens to heirs,
+ * and it gets the largest |moved - the leaver's share|.
  */
-static int leave_tenth(struct sim *s, hr_ring **ring, bool heirs,
-		       double *moved_minus_own, hr_error *err)
+static int leave_tenth(struct sim *s, hr_ring **ring, double *moved_minus_own,
+		       hr_error *err)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	size_t leave = s->n / 10;
 	int rc = HR_OK;
 
-	*moved_minus_own = 0;
+	if (moved_minus_own)
+		*moved_minus_own = 0;
 	for (size_t k = 0; !rc && k < leave; k++) {
 		hr_ring *next = NULL;
 		uint64_t *t;
@@ -196,7 +199,7 @@ static int leave_tenth(struct sim *s, hr_ring **ring, bool heirs,
 		j = (size_t)(x % s->n);
 		own = hr_ring_node_share(*ring, hr_ring_find(*ring, s->nodes[j].id),
 					 HR_VIEW_WRITE);
-		if (heirs)
+		if (moved_minus_own)
 			rc = hand_over(s, *ring, j, err);
 		if (rc)
 			break;
@@ -215,10 +218,10 @@ static int leave_tenth(struct sim *s, hr_ring **ring, bool heirs,
 		rc = build(s, &next, err);
 		if (rc)
 			break;
-		d = hr_ring_moved_share(*ring, next, HR_VIEW_WRITE) - own;
+		d = moved_minus_own ? hr_ring_moved_share(*ring, next, HR_VIEW_WRITE) - own : 0;
 		if (d < 0)
 			d = -d;
-		if (d > *moved_minus_own)
+		if (moved_minus_own && d > *moved_minus_own)
 			*moved_minus_own = d;
 		hr_ring_release(*ring);
 		*ring = next;
@@ -271,7 +274,7 @@ int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 	struct sim s = { 0 }, h = { 0 };
 	struct join_figures f = { 0, 1e300, 0 };
 	struct balance joined, left = { 0, 0 }, handed = { 0, 0 };
-	double left_moved = 0, handed_moved = 0;
+	double handed_moved = 0;
 	hr_ring *ring = NULL, *ring_h = NULL;
 	hr_error err = { 0 };
 	int rc = HR_ENOMEM;
@@ -291,9 +294,9 @@ int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 		goto out;
 	}
 	ring_h = hr_ring_retain(ring);
-	rc = leave_tenth(&s, &ring, false, &left_moved, &err);
+	rc = leave_tenth(&s, &ring, NULL, &err);
 	if (!rc)
-		rc = leave_tenth(&h, &ring_h, true, &handed_moved, &err);
+		rc = leave_tenth(&h, &ring_h, &handed_moved, &err);
 	if (rc)
 		goto out;
 	left = balance_of(&s, ring);
@@ -329,7 +332,6 @@ int sim_tokens_run(const char *cmd, const struct sim_tokens_args *a)
 		       " |moved - the leaver's share| <= %.3g\n",
 		       handed.max, handed.min, handed_moved);
 	}
-	(void)left_moved;
 out:
 	hr_ring_release(ring);
 	hr_ring_release(ring_h);

@@ -463,7 +463,10 @@ START_TEST(readers_refuse_bad_values)
 		const char *msg;
 	} updates[] = {
 		{ 0, HR_STATE_ACTIVE, 1, "fields names nothing" },
-		{ 0x4, HR_STATE_ACTIVE, 1, "unknown flags 0x4" },
+		{ 0x8, HR_STATE_ACTIVE, 1, "unknown flags 0x8" },
+		{ HR_UPDATE_HEIRS, HR_STATE_DRAINING, 1, "HR_UPDATE_HEIRS needs the state draining" },
+		{ HR_UPDATE_STATE | HR_UPDATE_HEIRS, HR_STATE_ACTIVE, 1,
+		  "HR_UPDATE_HEIRS needs the state draining" },
 		{ HR_UPDATE_STATE, (hr_state)3, 1, "invalid state 3" },
 		{ HR_UPDATE_WEIGHT, HR_STATE_ACTIVE, 0, "finite number > 0" },
 		{ HR_UPDATE_WEIGHT, HR_STATE_ACTIVE, INFINITY, "finite number > 0" },

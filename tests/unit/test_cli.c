@@ -377,6 +377,32 @@ START_TEST(test_sim_xxh3_figures)
 }
 END_TEST
 
+/* Allocated tokens: joins keep the ring near its fair shares and move
+ * exactly the joiner's share; a tenth leaving to heirs stays balanced where
+ * arcs falling to the next points do not, and moves exactly each leaver's
+ * share. */
+START_TEST(test_sim_tokens_leaves)
+{
+	cJSON *doc = run_sim_json((const char *const[]){
+		"sim", "--placement", "tokens", "--nodes", "60", "--json", NULL });
+	const cJSON *joined = cJSON_GetObjectItemCaseSensitive(doc, "joined");
+	const cJSON *left = cJSON_GetObjectItemCaseSensitive(doc, "left");
+	const cJSON *heirs = cJSON_GetObjectItemCaseSensitive(doc, "left_with_heirs");
+
+	ck_assert_double_eq(num(doc, "tokens"), 16);
+	ck_assert_double_le(num(joined, "max_fair"), 1.07);
+	ck_assert_double_ge(num(joined, "min_fair"), 0.93);
+	ck_assert_double_eq(num(doc, "moved_minus_own_max"), 0);
+	ck_assert_double_eq(num(left, "nodes"), 54);
+	ck_assert_double_eq(num(heirs, "nodes"), 54);
+	ck_assert_double_le(num(heirs, "max_fair"), 1.10);
+	ck_assert_double_lt(num(heirs, "max_fair"), num(left, "max_fair"));
+	ck_assert_double_gt(num(heirs, "min_fair"), num(left, "min_fair"));
+	ck_assert_double_eq(num(heirs, "moved_minus_own_max"), 0);
+	cJSON_Delete(doc);
+}
+END_TEST
+
 /* The default run: five rows in order, sane figures, and balance that gets
  * better with more vnodes; fast enough to be the demo. */
 START_TEST(test_sim_default_rows)
@@ -2311,6 +2337,7 @@ static Suite *cli_suite(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_sim_compare_json);
+	tcase_add_test(tc, test_sim_tokens_leaves);
 	tcase_add_test(tc, test_sim_compare_100_nodes_and_seed);
 	tcase_add_test(tc, test_sim_compare_text_and_svg);
 	tcase_add_test(tc, test_sim_compare_bad_options);
