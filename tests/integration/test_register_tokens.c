@@ -200,6 +200,53 @@ END_TEST
 
 /* ---- leaving: heirs ------------------------------------------------------------ */
 
+/* The hand-over's transaction holds only while every record is as read:
+ * a key changed, a key deleted, or any other put under the prefix since
+ * the revision makes it fail and write nothing. */
+START_TEST(put_all_if_holds_only_unchanged_records)
+{
+	hr__etcd_opts o = { .endpoints = hrt_etcd_endpoints(etcd) };
+	const char *url = hrt_etcd_client_url(etcd, 0);
+	hr__etcd *e = NULL;
+	int64_t ra = hrt_put(url, PREFIX "a", "1"), rb = hrt_put(url, PREFIX "b", "1"), rc2;
+	hr__txn_put puts[2] = { { PREFIX "a", "2", ra, 0 }, { PREFIX "b", "2", rb, 0 } };
+	hr__kv kv;
+	int done = -1, found;
+
+	ck_assert_int_eq(hr__etcd_new(&o, &e, NULL), 0);
+	ck_assert_int_eq(hr__etcd_put_all_if(e, puts, 2, PREFIX, rb, &done, NULL), 0);
+	ck_assert_int_eq(done, 1);
+	ck_assert_int_eq(hr__etcd_get(e, PREFIX "b", &kv, &found, NULL), 0);
+	ck_assert_str_eq(kv.value, "2");
+	rb = kv.mod_revision;
+	hr__kv_clear(&kv);
+
+	/* a changed since it was read. */
+	puts[1].expect_mod = rb;
+	puts[1].value = "3";
+	ck_assert_int_eq(hr__etcd_put_all_if(e, puts, 2, PREFIX, rb, &done, NULL), 0);
+	ck_assert_int_eq(done, 0);
+	/* Each record as read, but another was put under the prefix since. */
+	ck_assert_int_eq(hr__etcd_get(e, PREFIX "a", &kv, &found, NULL), 0);
+	puts[0].expect_mod = kv.mod_revision;
+	hr__kv_clear(&kv);
+	rc2 = hrt_put(url, PREFIX "c", "1");
+	ck_assert_int_eq(hr__etcd_put_all_if(e, puts, 2, PREFIX, rb, &done, NULL), 0);
+	ck_assert_int_eq(done, 0);
+	/* A record deleted since. */
+	ck_assert_int_gt(hrt_del(url, PREFIX "b"), 0);
+	ck_assert_int_eq(hr__etcd_put_all_if(e, puts, 2, PREFIX, rc2, &done, NULL), 0);
+	ck_assert_int_eq(done, 0);
+	ck_assert_int_eq(hr__etcd_get(e, PREFIX "b", &kv, &found, NULL), 0);
+	ck_assert_int_eq(found, 0);
+	hr__kv_clear(&kv);
+	ck_assert_int_eq(hr__etcd_get(e, PREFIX "a", &kv, &found, NULL), 0);
+	ck_assert_str_eq(kv.value, "2");
+	hr__kv_clear(&kv);
+	hr__etcd_free(e);
+}
+END_TEST
+
 /* The ring of the records under PREFIX now, as a tokens client builds it. */
 static hr_ring *ring_now(hr__etcd *e)
 {
@@ -423,6 +470,7 @@ int main(void)
 	tcase_add_test(tc, registrations_write_tokens);
 	tcase_add_test(tc, a_concurrent_put_forces_reallocation);
 	tcase_add_test(tc, sidecar_writes_tokens);
+	tcase_add_test(tc, put_all_if_holds_only_unchanged_records);
 	tcase_add_test(tc, a_leaver_hands_its_tokens_to_heirs);
 	tcase_add_test(tc, heirs_refuse_bad_input);
 	tcase_add_test(tc, sidecar_hands_tokens_over);
