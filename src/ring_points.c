@@ -43,24 +43,44 @@ static void sort_bucket(struct point *p, size_t n)
 /* Vnodes placed at a time while grouping. */
 #define PLACE_CHUNK 4096
 
+/* Sorts p[0 .. n) of `v` (n >= 2) through `scratch` (room for n). */
+static void sort_range(struct view *v, size_t p, size_t n, struct point *scratch)
+{
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = (struct point){ v->pos[p + i], view_node(v, p + i) };
+	sort_bucket(scratch, n);
+	for (size_t i = 0; i < n; i++) {
+		v->pos[p + i] = scratch[i].pos;
+		view_set_node(v, p + i, scratch[i].node);
+	}
+}
+
 /*
- * Places every point of `ring` into raw[0..n), grouped by the top
- * PART_BITS bits of their positions.  The points are placed twice, once
- * to count the groups and once to write each where its group goes: 256
- * write streams, which the caches keep up with.  Grouped, the counting
- * sort into the view then works in one sliding window of its index and
- * points instead of missing the caches at every point of a ring of
- * hundreds of megabytes.  HR_ENOMEM.
+ * A big ring's points, sorted into `all` group by group (the top
+ * PART_BITS bits of their positions).  Every point is placed twice, once
+ * to count each group's points and once to write it at its group's next
+ * place in the view itself: 256 write streams, which the caches keep up
+ * with.  Then each group, a window of about a megabyte, is sorted through
+ * one scratch array as large as the largest group: a counting sort on the
+ * index bits into its own place, which gives its part of the index, then
+ * each crowded bucket on its own.  Fresh memory is most of a big build's
+ * cost (a page fault and a zeroed page per page first touched), so
+ * nothing as large as the ring is allocated besides the view.  HR_ENOMEM.
  */
-static int place_grouped(hr_ring *ring, hr__point_positions_fn positions,
-			 struct point *raw)
+static int sort_grouped(hr_ring *ring, struct view *all,
+			hr__point_positions_fn positions)
 {
 	enum { PARTS = 1 << PART_BITS, SHIFT = 64 - PART_BITS };
-	struct point *chunk = malloc(PLACE_CHUNK * sizeof *chunk);
-	size_t next[PARTS] = { 0 }, sum = 0;
+	/* A big ring has at least 2^16 buckets: sub > 0. */
+	unsigned sub = 64 - all->shift - PART_BITS;
+	size_t nsub = (size_t)1 << sub, first[PARTS + 1] = { 0 }, next[PARTS];
+	size_t largest = 1;
+	struct point *chunk = malloc(PLACE_CHUNK * sizeof *chunk), *scratch = NULL;
+	uint32_t *count = NULL;
+	int rc = HR_ENOMEM;
 
 	if (!chunk)
-		return HR_ENOMEM;
+		goto out;
 	for (int write = 0; write < 2; write++) {
 		for (uint32_t j = 0; j < ring->nnodes; j++) {
 			unsigned vnodes = ring->nodes[j].vnodes;
@@ -71,97 +91,124 @@ static int place_grouped(hr_ring *ring, hr__point_positions_fn positions,
 
 				positions(ring, j, from, to, chunk);
 				for (unsigned i = 0; i < to - from; i++) {
-					size_t g = chunk[i].pos >> SHIFT;
+					size_t g = chunk[i].pos >> SHIFT, at;
 
-					if (write)
-						raw[next[g]++] = chunk[i];
-					else
-						next[g]++;
+					if (!write) {
+						first[g + 1]++;
+						continue;
+					}
+					at = next[g]++;
+					all->pos[at] = chunk[i].pos;
+					view_set_node(all, at, chunk[i].node);
 				}
 			}
 		}
 		for (size_t g = 0; !write && g < PARTS; g++) {
-			size_t count = next[g];
-
-			next[g] = sum;
-			sum += count;
+			if (first[g + 1] > largest)
+				largest = first[g + 1];
+			first[g + 1] += first[g];
+			next[g] = first[g];
 		}
 	}
+	scratch = malloc(largest * sizeof *scratch);
+	count = malloc((nsub + 1) * sizeof *count);
+	if (!scratch || !count)
+		goto out;
+	for (size_t g = 0; g < PARTS; g++) {
+		size_t base = first[g], m = first[g + 1] - base, s = 0;
+		uint32_t *index = all->index + (g << sub);
+
+		for (size_t i = 0; i < m; i++)
+			scratch[i] = (struct point){ all->pos[base + i],
+						     view_node(all, base + i) };
+		memset(count, 0, (nsub + 1) * sizeof *count);
+		for (size_t i = 0; i < m; i++)
+			count[((scratch[i].pos >> all->shift) & (nsub - 1)) + 1]++;
+		for (size_t k = 0; k < nsub; k++) {
+			count[k + 1] += count[k];
+			index[k] = (uint32_t)(base + count[k]);
+		}
+		for (size_t i = 0; i < m; i++) {
+			size_t at = base + count[(scratch[i].pos >> all->shift) & (nsub - 1)]++;
+
+			all->pos[at] = scratch[i].pos;
+			view_set_node(all, at, scratch[i].node);
+		}
+		/* count[k] is now the end of bucket k. */
+		for (size_t k = 0; k < nsub; k++) {
+			if (count[k] - s > 1)
+				sort_range(all, base + s, count[k] - s, scratch);
+			s = count[k];
+		}
+	}
+	rc = HR_OK;
+out:
 	free(chunk);
-	return HR_OK;
+	free(scratch);
+	free(count);
+	return rc;
 }
 
-/* Places every point into `all` and sorts it: a counting sort on the top
- * bits (positions are uniform) straight into the view, then each small
- * bucket on its own.  Fresh memory is most of the cost (page faults), so
- * the only scratch array is the placed points, reused to sort buckets. */
-static int build_points(hr_ring *ring, struct view *all,
-			hr__point_positions_fn positions, hr_error *err)
+/* A small ring's points: placed as they come into one scratch array, then
+ * a counting sort on the index bits straight into the view and each
+ * crowded bucket on its own.  HR_ENOMEM. */
+static int sort_placed(hr_ring *ring, struct view *all,
+		       hr__point_positions_fn positions)
 {
-	size_t n = ring->npoints, buckets, p = 0;
-	struct point *raw;
-	uint32_t *start;	/* point counts fit: HR_POINTS_MAX < 2^32 */
+	size_t n = ring->npoints, buckets = (size_t)1 << (64 - all->shift), p = 0;
+	struct point *raw = malloc((n ? n : 1) * sizeof *raw);
+	uint32_t *start = calloc(buckets + 1, sizeof *start);
 
-	if (hr__view_alloc(ring, all, n) != HR_OK)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	all->nnodes = ring->nnodes;
-	buckets = (size_t)1 << (64 - all->shift);
-	raw = hr__big_alloc((n ? n : 1) * sizeof *raw);
-	start = calloc(buckets + 1, sizeof *start);
 	if (!raw || !start) {
 		free(raw);
 		free(start);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
+		return HR_ENOMEM;
 	}
-	if (n * sizeof *raw >= HR__BIG_BLOCK) {
-		if (place_grouped(ring, positions, raw)) {
-			free(raw);
-			free(start);
-			return hr__error_set(err, HR_ENOMEM, "out of memory");
-		}
-	} else {
-		/* Small enough for the caches as they come. */
-		for (uint32_t j = 0; j < ring->nnodes; j++) {
-			unsigned vnodes = ring->nodes[j].vnodes;
+	for (uint32_t j = 0; j < ring->nnodes; j++) {
+		unsigned vnodes = ring->nodes[j].vnodes;
 
-			positions(ring, j, 0, vnodes, raw + p);
-			p += vnodes;
-		}
+		positions(ring, j, 0, vnodes, raw + p);
+		p += vnodes;
 	}
-
 	for (size_t i = 0; i < n; i++)
 		start[(raw[i].pos >> all->shift) + 1]++;
 	for (size_t k = 0; k < buckets; k++)
 		start[k + 1] += start[k];
+	/* Bucket k starts where bucket k - 1 ends: that is the index. */
+	memcpy(all->index, start, buckets * sizeof *start);
 	for (size_t i = 0; i < n; i++) {
 		size_t at = start[raw[i].pos >> all->shift]++;
 
 		all->pos[at] = raw[i].pos;
 		view_set_node(all, at, raw[i].node);
 	}
-	/* start[k] is now the end of bucket k, the start of bucket k + 1;
-	 * buckets of two or more are sorted through the scratch array. */
+	/* start[k] is now the end of bucket k, the start of bucket k + 1. */
 	for (size_t k = 0, b = 0; k < buckets; k++) {
-		size_t m = start[k] - b;
-
-		if (m > 1) {
-			for (size_t i = 0; i < m; i++) {
-				raw[i].pos = all->pos[b + i];
-				raw[i].node = view_node(all, b + i);
-			}
-			sort_bucket(raw, m);
-			for (size_t i = 0; i < m; i++) {
-				all->pos[b + i] = raw[i].pos;
-				view_set_node(all, b + i, raw[i].node);
-			}
-		}
+		if (start[k] - b > 1)
+			sort_range(all, b, start[k] - b, raw);
 		b = start[k];
 	}
-	/* Bucket k starts where bucket k - 1 ends: that is the index. */
-	all->index[0] = 0;
-	memcpy(all->index + 1, start, (buckets - 1) * sizeof *start);
 	free(raw);
 	free(start);
+	return HR_OK;
+}
+
+/* Places every point into `all` and sorts it (positions are uniform, so
+ * counting sorts on the top bits do most of it). */
+static int build_points(hr_ring *ring, struct view *all,
+			hr__point_positions_fn positions, hr_error *err)
+{
+	int rc;
+
+	if (hr__view_alloc(ring, all, ring->npoints) != HR_OK)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	all->nnodes = ring->nnodes;
+	if (ring->npoints * sizeof(struct point) >= HR__BIG_BLOCK)
+		rc = sort_grouped(ring, all, positions);
+	else
+		rc = sort_placed(ring, all, positions);
+	if (rc)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	return HR_OK;
 }
 

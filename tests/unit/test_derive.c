@@ -492,6 +492,27 @@ START_TEST(big_blocks)
 		EXPECT(strcmp(l.node->id, ref[i].id) == 0);
 	}
 	free(ref);
+	/* Crowded positions: 48 of them hold every point, ties by id. */
+	{
+		hr_ring *ties;
+		size_t owners = 0;
+
+		ck_assert_int_eq(hr__ring_build_hashed(nodes, n, NULL, 1, tie_hash, &ties, NULL),
+				 HR_OK);
+		ref = ref_points(ties, HR_VIEW_WRITE, tie_hash, &nref);
+		for (size_t i = 0; i < nref; i++) {
+			hr_lookup l;
+
+			if (i && ref[i - 1].pos == ref[i].pos)
+				continue;
+			EXPECT(hr__ring_lookup_pos(ties, ref[i].pos, &l) == HR_OK);
+			EXPECT(strcmp(l.node->id, ref[i].id) == 0);
+			owners++;
+		}
+		ck_assert_uint_eq(owners, 48);
+		free(ref);
+		hr_ring_release(ties);
+	}
 	nodes[7].weight = 2;
 	ck_assert_int_eq(hr__ring_derive(full, nodes + 1, n - 1, NULL, 2, &derived, NULL),
 			 HR_OK);
