@@ -20,35 +20,36 @@ static int cmp_point(const void *a, const void *b)
 	return point_less(x, y) ? -1 : point_less(y, x) ? 1 : 0;
 }
 
-static void sort_bucket(struct point *p, size_t n)
-{
-	if (n > 16) {
-		qsort(p, n, sizeof *p, cmp_point);
-		return;
-	}
-	for (size_t i = 1; i < n; i++) {
-		struct point t = p[i];
-		size_t j = i;
-
-		while (j > 0 && point_less(&t, &p[j - 1])) {
-			p[j] = p[j - 1];
-			j--;
-		}
-		p[j] = t;
-	}
-}
-
 /* Bits of the positions that group a big ring's placed points. */
 #define PART_BITS 8
 /* Vnodes placed at a time while grouping. */
 #define PLACE_CHUNK 4096
 
-/* Sorts p[0 .. n) of `v` (n >= 2) through `scratch` (room for n). */
+/* Sorts points p .. p + n of `v` (n >= 2): a few in place, more through
+ * `scratch` (room for n). */
 static void sort_range(struct view *v, size_t p, size_t n, struct point *scratch)
 {
+	if (n <= 16) {
+		for (size_t i = p + 1; i < p + n; i++) {
+			struct point t = { v->pos[i], view_node(v, i) };
+			size_t j = i;
+
+			for (; j > p; j--) {
+				struct point q = { v->pos[j - 1], view_node(v, j - 1) };
+
+				if (!point_less(&t, &q))
+					break;
+				v->pos[j] = q.pos;
+				view_set_node(v, j, q.node);
+			}
+			v->pos[j] = t.pos;
+			view_set_node(v, j, t.node);
+		}
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		scratch[i] = (struct point){ v->pos[p + i], view_node(v, p + i) };
-	sort_bucket(scratch, n);
+	qsort(scratch, n, sizeof *scratch, cmp_point);
 	for (size_t i = 0; i < n; i++) {
 		v->pos[p + i] = scratch[i].pos;
 		view_set_node(v, p + i, scratch[i].node);
