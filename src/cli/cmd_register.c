@@ -179,7 +179,8 @@ int cmd_register(int argc, char **argv)
 		if (hr_registrar_update(r, &upd, &err) == 0) {
 			if (tokens)
 				fprintf(cli_out(), "tokens handed to heirs\n");
-			fprintf(cli_out(), "draining for %lu s\n", drain);
+			if (drain)
+				fprintf(cli_out(), "draining for %lu s\n", drain);
 			cli_out_flush();
 			/* A second signal cuts the drain short. */
 			if (drain)
