@@ -19,7 +19,7 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
 		      const hr__record_writer *w, char **written, hr_error *err)
 {
 	if (upd->fields & HR_UPDATE_HEIRS)
-		return hr__record_hand_over(e, key, id, opts, upd, w, written, err);
+		return hr__record_hand_over(e, key, id, opts, upd, w, NULL, NULL, written, err);
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
 		hr__kv kv;
 		int found, done, rc;

@@ -6,6 +6,7 @@
 
 #include "hashring.h"
 #include "etcd.h"
+#include "register_tokens.h"
 
 /* Who writes an edited record. */
 typedef struct hr__record_writer {
@@ -43,10 +44,12 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
  * HR_ECONFLICT).  Errors as for hr__record_update, plus HR_EINVAL (not the
  * tokens placement, a node without tokens, no heir: from
  * hr_tokens_heirs), HR_ELIMIT (more heirs than one transaction takes),
- * HR_ECONFLICT.
+ * HR_ECONFLICT.  `race` (NULL: none) is called with `userdata` between the
+ * read and the transaction of each attempt (tests).
  */
 int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 			 const hr_ring_options *opts, const hr_record_update *upd,
-			 const hr__record_writer *w, char **written, hr_error *err);
+			 const hr__record_writer *w, hr__tokens_race_fn race,
+			 void *userdata, char **written, hr_error *err);
 
 #endif

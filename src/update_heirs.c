@@ -171,7 +171,8 @@ static void free_values(hr__txn_put *puts, size_t n)
 
 int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 			 const hr_ring_options *opts, const hr_record_update *upd,
-			 const hr__record_writer *w, char **written, hr_error *err)
+			 const hr__record_writer *w, hr__tokens_race_fn race,
+			 void *userdata, char **written, hr_error *err)
 {
 	hr__txn_put puts[TXN_OPS_MAX];
 	char *prefix;
@@ -199,6 +200,8 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 			rc = w->claim(w->userdata, self_kv, err);
 		if (!rc)
 			rc = plan(ring, kvs, nkvs, prefix, self_kv, id, opts, upd, w, puts, &n, err);
+		if (!rc && race)
+			race(userdata, attempt + 1);
 		if (!rc)
 			rc = hr__etcd_put_all_if(e, puts, n, prefix, revision, &done, err);
 		if (!rc && done && written) {

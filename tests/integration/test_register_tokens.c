@@ -382,6 +382,68 @@ START_TEST(a_leaver_hands_its_tokens_to_heirs)
 }
 END_TEST
 
+struct hand_race {
+	const char *url;
+	int calls;
+	int puts_until;	/* put a record at attempts up to this one */
+};
+
+/* A record under the prefix changes between the read and the transaction. */
+static void put_during_hand_over(void *userdata, int attempt)
+{
+	struct hand_race *r = userdata;
+	char value[96];
+
+	r->calls++;
+	if (attempt > r->puts_until)
+		return;
+	snprintf(value, sizeof value, "{\"addr\":\"127.0.0.1:9\",\"tokens\":[\"%d\"]}", 1000 + attempt);
+	ck_assert_int_gt(hrt_put(r->url, PREFIX "late", value), 0);
+}
+
+/* A record put meanwhile makes the hand-over read and choose again; one
+ * put at every attempt ends it with HR_ECONFLICT and nothing written. */
+START_TEST(a_concurrent_put_forces_new_heirs)
+{
+	hr__etcd_opts o = { .endpoints = hrt_etcd_endpoints(etcd) };
+	static const hr__record_writer by_operator = { 0, NULL, NULL };
+	struct hand_race race = { hrt_etcd_client_url(etcd, 0), 0, 1 };
+	hr_record_update upd = draining_with_heirs();
+	hr_registrar *r[3] = { reg_tokens("a", 1, 8), reg_tokens("b", 1, 8), reg_tokens("c", 1, 8) };
+	hr__etcd *e = NULL;
+	hr_error err = { 0 };
+	char *written = NULL;
+	hr_ring *ring;
+
+	ck_assert_int_eq(hr__etcd_new(&o, &e, &err), 0);
+	ck_assert_msg(hr__record_hand_over(e, PREFIX "a", "a", &ropts, &upd, &by_operator,
+					   put_during_hand_over, &race, &written, &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(race.calls, 2);
+	ck_assert_ptr_nonnull(strstr(written, "\"state\":\"draining\""));
+	free(written);
+	written = NULL;
+	ring = ring_now(e);
+	assert_handed(ring, "a");
+	hr_ring_release(ring);
+
+	race = (struct hand_race){ hrt_etcd_client_url(etcd, 0), 0, 100 };
+	ck_assert_int_eq(hr__record_hand_over(e, PREFIX "b", "b", &ropts, &upd, &by_operator,
+					      put_during_hand_over, &race, &written, &err),
+			 HR_ECONFLICT);
+	ck_assert_int_eq(race.calls, 8);
+	ck_assert_ptr_null(written);
+	ck_assert_str_eq(err.message,
+			 "node \"b\": the records changed at each of 8 attempts to hand its tokens over");
+	ring = ring_now(e);
+	ck_assert_int_eq(hr_ring_find(ring, "b")->state, HR_STATE_ACTIVE);
+	hr_ring_release(ring);
+	for (int i = 0; i < 3; i++)
+		hr_registrar_close(r[i]);
+	hr__etcd_free(e);
+}
+END_TEST
+
 START_TEST(heirs_refuse_bad_input)
 {
 	hr_record_update upd = draining_with_heirs();
@@ -472,6 +534,7 @@ int main(void)
 	tcase_add_test(tc, sidecar_writes_tokens);
 	tcase_add_test(tc, put_all_if_holds_only_unchanged_records);
 	tcase_add_test(tc, a_leaver_hands_its_tokens_to_heirs);
+	tcase_add_test(tc, a_concurrent_put_forces_new_heirs);
 	tcase_add_test(tc, heirs_refuse_bad_input);
 	tcase_add_test(tc, sidecar_hands_tokens_over);
 	suite_add_tcase(s, tc);
