@@ -54,7 +54,7 @@ static int token_scan(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int hr__token_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -66,7 +66,7 @@ static int sort_distinct(const char *id, hr__tokens *t, hr_error *err)
 {
 	char buf[21];
 
-	qsort(t->v, t->n, sizeof *t->v, cmp_u64);
+	qsort(t->v, t->n, sizeof *t->v, hr__token_cmp);
 	for (size_t i = 1; i < t->n; i++)
 		if (t->v[i] == t->v[i - 1]) {
 			hr__token_format(buf, t->v[i]);

@@ -42,6 +42,9 @@ int hr__tokens_parse(const char *id, const cJSON *field, hr__tokens *out,
 int hr__tokens_copy(const char *id, const uint64_t *v, size_t n,
 		    hr__tokens *out, hr_error *err);
 
+/* Orders two tokens (uint64_t) ascending: for qsort and bsearch. */
+int hr__token_cmp(const void *a, const void *b);
+
 /* Writes `v` in decimal into buf (room for 21 bytes); returns the length. */
 size_t hr__token_format(char *buf, uint64_t v);
 

@@ -27,6 +27,7 @@
 #include "error.h"
 #include "node.h"
 #include "ring_impl.h"
+#include "tokens.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -72,13 +73,6 @@ static int cmp_donor(const void *a, const void *b)
 	if (rx != ry)
 		return rx > ry ? -1 : 1;
 	return x->node < y->node ? -1 : x->node > y->node;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /*
@@ -133,7 +127,7 @@ static void spread_evenly(const hr_node *node, size_t ntokens, uint64_t *out)
 
 	for (size_t i = 0; i < ntokens; i++)
 		out[i] = base + (uint64_t)i * step;
-	qsort(out, ntokens, sizeof *out, cmp_u64);
+	qsort(out, ntokens, sizeof *out, hr__token_cmp);
 }
 
 /* The arcs of the write view without the joiner's points (`skip`): the
@@ -390,7 +384,7 @@ int hr_tokens_allocate(const hr_ring *ring, const hr_node *node,
 	nown = n;
 	rc = halve_own(own, &nown, out, &n, ntokens, err);
 	if (!rc)
-		qsort(out, ntokens, sizeof *out, cmp_u64);
+		qsort(out, ntokens, sizeof *out, hr__token_cmp);
 done:
 	free(own);
 	free(d);

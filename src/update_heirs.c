@@ -59,13 +59,6 @@ static char *with_tokens(const hr__kv *kv, const hr_node *heir, const hr_node **
 	return s;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * Marks with NULL in heirs[] the tokens of `self` that another node
  * already lists: handed over before (a retry whose first transaction went
@@ -93,9 +86,9 @@ static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t 
 		memcpy(all + k, t, n * sizeof *t);
 		k += n;
 	}
-	qsort(all, total, sizeof *all, cmp_u64);
+	qsort(all, total, sizeof *all, hr__token_cmp);
 	for (size_t i = 0; i < ntokens; i++)
-		if (bsearch(&tokens[i], all, total, sizeof *all, cmp_u64))
+		if (bsearch(&tokens[i], all, total, sizeof *all, hr__token_cmp))
 			heirs[i] = NULL;
 	free(all);
 	return HR_OK;
