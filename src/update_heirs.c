@@ -44,7 +44,6 @@ static char *with_tokens(const hr__kv *kv, const hr_node *heir, const hr_node **
 	char *s = NULL;
 	int ok = cJSON_IsArray(arr);
 
-
 	for (size_t i = 0; ok && i < n; i++) {
 		char buf[24];
 
