@@ -224,12 +224,29 @@ int hr__etcd_put_if(hr__etcd *e, const char *key, const char *value,
 	return send_txn(e, body, ok, done, err);
 }
 
+/* Appends to `compare` "no key under `prefix` has a mod_revision above
+ * `revision`" (a compare over a range holds for every key in it, and for
+ * an empty range); 0 on out of memory. */
+static int add_prefix_unchanged(cJSON *compare, const char *prefix, int64_t revision)
+{
+	cJSON *range = cJSON_CreateObject();
+
+	if (!range || !cJSON_AddItemToArray(compare, range)) {
+		cJSON_Delete(range);
+		return 0;
+	}
+	return hr__json_add_prefix_range(range, prefix, strlen(prefix)) &&
+	       cJSON_AddStringToObject(range, "result", "LESS") &&
+	       cJSON_AddStringToObject(range, "target", "MOD") &&
+	       hr__json_add_int64(range, "mod_revision", revision + 1);
+}
+
 int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
 				     const char *value, int64_t lease,
 				     const char *prefix, int64_t revision,
 				     int *done, hr_error *err)
 {
-	cJSON *body = cJSON_CreateObject(), *range = NULL, *req = NULL;
+	cJSON *body = cJSON_CreateObject(), *req = NULL;
 	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
 	cJSON *success = cJSON_AddArrayToObject(body, "success");
 	cJSON *put;
@@ -237,21 +254,14 @@ int hr__etcd_put_if_prefix_unchanged(hr__etcd *e, const char *key,
 
 	*done = 0;
 	/* Attached at once, so that the body owns everything. */
-	if (compare && (range = cJSON_CreateObject()) && !cJSON_AddItemToArray(compare, range)) {
-		cJSON_Delete(range);
-		range = NULL;
-	}
 	if (success && (req = cJSON_CreateObject()) && !cJSON_AddItemToArray(success, req)) {
 		cJSON_Delete(req);
 		req = NULL;
 	}
 	/* The key is new, and no key under the prefix was put after
-	 * `revision` (a compare over a range holds for every key in it). */
-	ok = range && req && add_compare(compare, key, "CREATE", "create_revision", 0) &&
-	     hr__json_add_prefix_range(range, prefix, strlen(prefix)) &&
-	     cJSON_AddStringToObject(range, "result", "LESS") &&
-	     cJSON_AddStringToObject(range, "target", "MOD") &&
-	     hr__json_add_int64(range, "mod_revision", revision + 1);
+	 * `revision`. */
+	ok = req && add_prefix_unchanged(compare, prefix, revision) &&
+	     add_compare(compare, key, "CREATE", "create_revision", 0);
 	put = ok ? cJSON_AddObjectToObject(req, "request_put") : NULL;
 	ok = ok && put && hr__json_add_b64(put, "key", key, strlen(key)) &&
 	     hr__json_add_b64(put, "value", value, strlen(value)) &&
@@ -263,20 +273,13 @@ int hr__etcd_put_all_if(hr__etcd *e, const hr__txn_put *puts, size_t n,
 			const char *prefix, int64_t revision, int *done,
 			hr_error *err)
 {
-	cJSON *body = cJSON_CreateObject(), *range = NULL;
+	cJSON *body = cJSON_CreateObject();
 	cJSON *compare = cJSON_AddArrayToObject(body, "compare");
 	cJSON *success = cJSON_AddArrayToObject(body, "success");
 	int ok;
 
 	*done = 0;
-	if (compare && (range = cJSON_CreateObject()) && !cJSON_AddItemToArray(compare, range)) {
-		cJSON_Delete(range);
-		range = NULL;
-	}
-	ok = range && success && hr__json_add_prefix_range(range, prefix, strlen(prefix)) &&
-	     cJSON_AddStringToObject(range, "result", "LESS") &&
-	     cJSON_AddStringToObject(range, "target", "MOD") &&
-	     hr__json_add_int64(range, "mod_revision", revision + 1);
+	ok = success && add_prefix_unchanged(compare, prefix, revision);
 	for (size_t i = 0; ok && i < n; i++) {
 		cJSON *req = cJSON_CreateObject(), *put;
 
