@@ -57,14 +57,45 @@ static void sort_range(struct view *v, size_t p, size_t n, struct point *scratch
 }
 
 /*
+ * Sorts in[0 .. m) into points base .. base + m of `v`: a counting sort on
+ * the index bucket of each position, its low log2(nbuckets) bits (`count`
+ * has room for nbuckets + 1), which writes index[0 .. nbuckets), then each
+ * crowded bucket on its own with `in` as the scratch array.
+ */
+static void sort_into(struct view *v, size_t base, struct point *in, size_t m,
+		      uint32_t *index, uint32_t *count, size_t nbuckets)
+{
+	size_t mask = nbuckets - 1, s = 0;
+
+	memset(count, 0, (nbuckets + 1) * sizeof *count);
+	for (size_t i = 0; i < m; i++)
+		count[((in[i].pos >> v->shift) & mask) + 1]++;
+	for (size_t k = 0; k < nbuckets; k++) {
+		count[k + 1] += count[k];
+		index[k] = (uint32_t)(base + count[k]);
+	}
+	for (size_t i = 0; i < m; i++) {
+		size_t at = base + count[(in[i].pos >> v->shift) & mask]++;
+
+		v->pos[at] = in[i].pos;
+		view_set_node(v, at, in[i].node);
+	}
+	/* count[k] is now the end of bucket k. */
+	for (size_t k = 0; k < nbuckets; k++) {
+		if (count[k] - s > 1)
+			sort_range(v, base + s, count[k] - s, in);
+		s = count[k];
+	}
+}
+
+/*
  * A big ring's points, sorted into `all` group by group (the top
  * PART_BITS bits of their positions).  Every point is placed twice, once
  * to count each group's points and once to write it at its group's next
  * place in the view itself: 256 write streams, which the caches keep up
- * with.  Then each group, a window of about a megabyte, is sorted through
- * one scratch array as large as the largest group: a counting sort on the
- * index bits into its own place, which gives its part of the index, then
- * each crowded bucket on its own.  Fresh memory is most of a big build's
+ * with.  Then each group, a window of about a megabyte, is copied to one
+ * scratch array as large as the largest group and sorted back into its
+ * place, which gives its part of the index.  Fresh memory is most of a big build's
  * cost (a page fault and a zeroed page per page first touched), so
  * nothing as large as the ring is allocated besides the view.  HR_ENOMEM.
  */
@@ -116,31 +147,12 @@ static int sort_grouped(hr_ring *ring, struct view *all,
 	if (!scratch || !count)
 		goto out;
 	for (size_t g = 0; g < PARTS; g++) {
-		size_t base = first[g], m = first[g + 1] - base, s = 0;
-		uint32_t *index = all->index + (g << sub);
+		size_t base = first[g], m = first[g + 1] - base;
 
 		for (size_t i = 0; i < m; i++)
 			scratch[i] = (struct point){ all->pos[base + i],
 						     view_node(all, base + i) };
-		memset(count, 0, (nsub + 1) * sizeof *count);
-		for (size_t i = 0; i < m; i++)
-			count[((scratch[i].pos >> all->shift) & (nsub - 1)) + 1]++;
-		for (size_t k = 0; k < nsub; k++) {
-			count[k + 1] += count[k];
-			index[k] = (uint32_t)(base + count[k]);
-		}
-		for (size_t i = 0; i < m; i++) {
-			size_t at = base + count[(scratch[i].pos >> all->shift) & (nsub - 1)]++;
-
-			all->pos[at] = scratch[i].pos;
-			view_set_node(all, at, scratch[i].node);
-		}
-		/* count[k] is now the end of bucket k. */
-		for (size_t k = 0; k < nsub; k++) {
-			if (count[k] - s > 1)
-				sort_range(all, base + s, count[k] - s, scratch);
-			s = count[k];
-		}
+		sort_into(all, base, scratch, m, all->index + (g << sub), count, nsub);
 	}
 	rc = HR_OK;
 out:
@@ -150,19 +162,18 @@ out:
 	return rc;
 }
 
-/* A small ring's points: placed as they come into one scratch array, then
- * a counting sort on the index bits straight into the view and each
- * crowded bucket on its own.  HR_ENOMEM. */
+/* A small ring's points: placed as they come into one scratch array,
+ * then sorted straight into the view.  HR_ENOMEM. */
 static int sort_placed(hr_ring *ring, struct view *all,
 		       hr__point_positions_fn positions)
 {
 	size_t n = ring->npoints, buckets = (size_t)1 << (64 - all->shift), p = 0;
 	struct point *raw = malloc((n ? n : 1) * sizeof *raw);
-	uint32_t *start = calloc(buckets + 1, sizeof *start);
+	uint32_t *count = malloc((buckets + 1) * sizeof *count);
 
-	if (!raw || !start) {
+	if (!raw || !count) {
 		free(raw);
-		free(start);
+		free(count);
 		return HR_ENOMEM;
 	}
 	for (uint32_t j = 0; j < ring->nnodes; j++) {
@@ -171,26 +182,9 @@ static int sort_placed(hr_ring *ring, struct view *all,
 		positions(ring, j, 0, vnodes, raw + p);
 		p += vnodes;
 	}
-	for (size_t i = 0; i < n; i++)
-		start[(raw[i].pos >> all->shift) + 1]++;
-	for (size_t k = 0; k < buckets; k++)
-		start[k + 1] += start[k];
-	/* Bucket k starts where bucket k - 1 ends: that is the index. */
-	memcpy(all->index, start, buckets * sizeof *start);
-	for (size_t i = 0; i < n; i++) {
-		size_t at = start[raw[i].pos >> all->shift]++;
-
-		all->pos[at] = raw[i].pos;
-		view_set_node(all, at, raw[i].node);
-	}
-	/* start[k] is now the end of bucket k, the start of bucket k + 1. */
-	for (size_t k = 0, b = 0; k < buckets; k++) {
-		if (start[k] - b > 1)
-			sort_range(all, b, start[k] - b, raw);
-		b = start[k];
-	}
+	sort_into(all, 0, raw, n, all->index, count, buckets);
 	free(raw);
-	free(start);
+	free(count);
 	return HR_OK;
 }
 
