@@ -239,6 +239,8 @@ static int copy_sim(struct sim *dst, const struct sim *src)
 		memcpy(dst->tokens[i], src->tokens[i], src->tn[i] * sizeof **src->tokens);
 		dst->tn[i] = src->tn[i];
 		dst->nodes[i] = src->nodes[i];
+		memcpy(dst->ids[i], src->ids[i], ID_LEN);
+		dst->nodes[i].id = dst->ids[i];
 	}
 	dst->n = src->n;
 	return HR_OK;
