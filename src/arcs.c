@@ -7,10 +7,90 @@
 #include "arcs.h"
 
 #include "ring_impl.h"
+#include "ring_match.h"
 #include "ring_view.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- walking a view ------------------------------------------------------
+ * Points named as view_find() names them, and END past the last one (no
+ * wrap): the same code walks flat and paged views. */
+
+#define END SIZE_MAX
+
+/* The first point of a page at or after p, or END. */
+static size_t at_page_from(const struct view *v, size_t p)
+{
+	for (; p < v->npages; p++)
+		if (v->pages[p]->n)
+			return PAGED_AT(p, 0);
+	return END;
+}
+
+/* The first point at or after `pos`, or END. */
+static size_t at_lower(const struct view *v, uint64_t pos)
+{
+	size_t p, i;
+
+	if (!v->pages) {
+		i = view_lower_bound(v, pos);
+		return i == v->npoints ? END : i;
+	}
+	p = paged_page(v, pos);
+	i = paged_scan(v, v->pages[p], pos);
+	return i < v->pages[p]->n ? PAGED_AT(p, i) : at_page_from(v, p + 1);
+}
+
+/* The point after `at` (not END), or END. */
+static size_t at_next(const struct view *v, size_t at)
+{
+	size_t p, i;
+
+	if (!v->pages)
+		return at + 1 == v->npoints ? END : at + 1;
+	p = PAGED_PAGE(at);
+	i = PAGED_OFF(at) + 1;
+	return i < v->pages[p]->n ? PAGED_AT(p, i) : at_page_from(v, p + 1);
+}
+
+/* The last position of a view (not empty). */
+static uint64_t last_pos(const struct view *v)
+{
+	if (!v->pages)
+		return v->pos[v->npoints - 1];
+	for (size_t p = v->npages; p-- > 0;)
+		if (v->pages[p]->n)
+			return v->pages[p]->pos[v->pages[p]->n - 1];
+	return 0;	/* not reached: the view has a point */
+}
+
+/* The position of the last point below `pos`; false when none is (the
+ * view is not empty). */
+static bool pos_before(const struct view *v, uint64_t pos, uint64_t *out)
+{
+	size_t p, i;
+
+	if (!v->pages) {
+		i = view_lower_bound(v, pos);
+		if (i)
+			*out = v->pos[i - 1];
+		return i != 0;
+	}
+	p = paged_page(v, pos);
+	i = paged_scan(v, v->pages[p], pos);
+	if (i) {
+		*out = v->pages[p]->pos[i - 1];
+		return true;
+	}
+	while (p-- > 0) {
+		if (v->pages[p]->n) {
+			*out = v->pages[p]->pos[v->pages[p]->n - 1];
+			return true;
+		}
+	}
+	return false;
+}
 
 /* ---- one view's shares --------------------------------------------------- */
 
@@ -30,8 +110,23 @@ double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 	if (v->rdv)
 		return hr__in_view(node->state, view) ? hr__rdv_share(v, node->weight) : 0;
 	/* All points at one position: the first owns the whole circle. */
-	if (v->pos[0] == v->pos[v->npoints - 1])
-		return view_node(v, 0) == slot ? 1.0 : 0.0;
+	if (view_pos(v, view_first(v)) == last_pos(v))
+		return view_slot(ring, v, view_first(v)) == slot ? 1.0 : 0.0;
+	if (v->pages) {
+		uint32_t h = ring->nodes[slot].handle;
+		uint64_t prev = last_pos(v);
+
+		for (size_t p = 0; p < v->npages; p++) {
+			const struct vpage *pg = v->pages[p];
+
+			for (size_t i = 0; i < pg->n; i++) {
+				if (pg->node[i] == h)
+					hr__arc_add(&sum, pg->pos[i] - prev);
+				prev = pg->pos[i];
+			}
+		}
+		return hr__arc_share(&sum);
+	}
 	/* Point i owns the arc (pos[i - 1], pos[i]]; point 0 wraps. */
 	for (size_t i = 0; i < v->npoints; i++) {
 		uint64_t prev = v->pos[i ? i - 1 : v->npoints - 1];
@@ -83,11 +178,21 @@ size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
 		hr__rdv_shares(ring, view, out);
 		return count;
 	}
-	prev = v->pos[v->npoints - 1];
-	if (v->wide)
+	prev = last_pos(v);
+	if (v->pages) {
+		for (size_t p = 0; p < v->npages; p++) {
+			const struct vpage *pg = v->pages[p];
+
+			for (size_t i = 0; i < pg->n; i++) {
+				add_arc_at(out, ring->handle_slot[pg->node[i]], pg->pos[i] - prev);
+				prev = pg->pos[i];
+			}
+		}
+	} else if (v->wide) {
 		SUM_ARCS(uint32_t);
-	else
+	} else {
 		SUM_ARCS(uint16_t);
+	}
 	for (size_t j = 0; j < count; j++) {
 		uint64_t s;
 
@@ -98,7 +203,7 @@ size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
 	/* One node owns everything (all points at one position, or every
 	 * other arc empty): the node of point 0, whose arc is the circle. */
 	if (!any)
-		out[view_node(v, 0)] = 1.0;
+		out[view_slot(ring, v, view_first(v))] = 1.0;
 	return count;
 }
 
@@ -116,7 +221,21 @@ struct walk {
 	bool open;
 	uint64_t first, last;
 	uint32_t na, nb;
+	/* The slots of the first points of a and b: the owners past their
+	 * last ones. */
+	uint32_t wrap_a, wrap_b;
 };
+
+/* The owners at points ia of a and ib of b (END: the wrap). */
+static inline uint32_t owner_a(const struct walk *w, size_t ia)
+{
+	return ia == END ? w->wrap_a : (uint32_t)view_slot(w->a, w->va, ia);
+}
+
+static inline uint32_t owner_b(const struct walk *w, size_t ib)
+{
+	return ib == END ? w->wrap_b : (uint32_t)view_slot(w->b, w->vb, ib);
+}
 
 static inline bool same_owner(const struct walk *w, uint32_t na, uint32_t nb)
 {
@@ -153,14 +272,18 @@ static void moved(struct walk *w, uint64_t x, uint64_t e, uint32_t na,
 static size_t same_run(const struct walk *w, size_t ia, size_t ib, uint64_t hi)
 {
 	const struct view *va = w->va, *vb = w->vb;
-	const uint64_t *pa = va->pos + ia, *pb = vb->pos + ib;
-	const uint16_t *da = (const uint16_t *)va->node + ia;
-	const uint16_t *db = (const uint16_t *)vb->node + ib;
-	size_t n = va->npoints - ia < vb->npoints - ib ? va->npoints - ia :
-		vb->npoints - ib, k = 0;
+	const uint64_t *pa, *pb;
+	const uint16_t *da, *db;
+	size_t n, k = 0;
 
-	if (va->wide || vb->wide || !w->map)
+	/* Paged views are wide. */
+	if (va->wide || vb->wide || !w->map || ia == END || ib == END)
 		return 0;
+	pa = va->pos + ia;
+	pb = vb->pos + ib;
+	da = (const uint16_t *)va->node + ia;
+	db = (const uint16_t *)vb->node + ib;
+	n = va->npoints - ia < vb->npoints - ib ? va->npoints - ia : vb->npoints - ib;
 	while (k < n && pa[k] == pb[k] && pa[k] < hi && w->map[da[k]] == db[k] &&
 	       pa[k + 1] != pa[k] && pb[k + 1] != pb[k])
 		k++;
@@ -175,7 +298,7 @@ static size_t same_run(const struct walk *w, size_t ia, size_t ib, uint64_t hi)
 static void walk_span(struct walk *w, uint64_t lo, uint64_t hi)
 {
 	const struct view *va = w->va, *vb = w->vb;
-	size_t ia = view_lower_bound(va, lo), ib = view_lower_bound(vb, lo);
+	size_t ia = at_lower(va, lo), ib = at_lower(vb, lo);
 	uint64_t x = lo;
 
 	for (;;) {
@@ -187,57 +310,61 @@ static void walk_span(struct walk *w, uint64_t lo, uint64_t hi)
 			ia += run;
 			ib += run;
 			x = va->pos[ia - 1] + 1;
+			ia = ia == va->npoints ? END : ia;
+			ib = ib == vb->npoints ? END : ib;
 		}
-		na = view_node(va, ia < va->npoints ? ia : 0);
-		nb = view_node(vb, ib < vb->npoints ? ib : 0);
+		na = owner_a(w, ia);
+		nb = owner_b(w, ib);
 
 		/* Long runs of equal points in rings a few changes apart: the
 		 * interval up to a shared point has not moved. */
-		while (ia < va->npoints && ib < vb->npoints &&
-		       va->pos[ia] == vb->pos[ib] && va->pos[ia] < hi &&
+		while (ia != END && ib != END &&
+		       view_pos(va, ia) == view_pos(vb, ib) && view_pos(va, ia) < hi &&
 		       same_owner(w, na, nb)) {
-			x = va->pos[ia] + 1;
+			x = view_pos(va, ia) + 1;
 			do
-				ia++;
-			while (ia < va->npoints && va->pos[ia] < x);
-			while (ib < vb->npoints && vb->pos[ib] < x)
-				ib++;
-			na = view_node(va, ia < va->npoints ? ia : 0);
-			nb = view_node(vb, ib < vb->npoints ? ib : 0);
+				ia = at_next(va, ia);
+			while (ia != END && view_pos(va, ia) < x);
+			while (ib != END && view_pos(vb, ib) < x)
+				ib = at_next(vb, ib);
+			na = owner_a(w, ia);
+			nb = owner_b(w, ib);
 		}
-		if (ia < va->npoints && va->pos[ia] < e)
-			e = va->pos[ia];
-		if (ib < vb->npoints && vb->pos[ib] < e)
-			e = vb->pos[ib];
+		if (ia != END && view_pos(va, ia) < e)
+			e = view_pos(va, ia);
+		if (ib != END && view_pos(vb, ib) < e)
+			e = view_pos(vb, ib);
 		if (!same_owner(w, na, nb))
 			moved(w, x, e, na, nb);
 		if (e == hi)
 			return;
 		x = e + 1;
-		while (ia < va->npoints && va->pos[ia] < x)
-			ia++;
-		while (ib < vb->npoints && vb->pos[ib] < x)
-			ib++;
+		while (ia != END && view_pos(va, ia) < x)
+			ia = at_next(va, ia);
+		while (ib != END && view_pos(vb, ib) < x)
+			ib = at_next(vb, ib);
 	}
 }
 
 /* One view empty: every position moved, from or to nobody. */
-static void walk_one(struct walk *w, const struct view *v, bool from_v)
+static void walk_one(struct walk *w, const hr_ring *r, const struct view *v,
+		     bool from_v)
 {
+	uint32_t wrap = (uint32_t)view_slot(r, v, view_first(v));
 	uint64_t x = 0;
-	size_t i = 0;
+	size_t i = at_lower(v, 0);
 
 	for (;;) {
-		uint32_t nd = view_node(v, i < v->npoints ? i : 0);
-		uint64_t e = i < v->npoints ? v->pos[i] : UINT64_MAX;
+		uint32_t nd = i == END ? wrap : (uint32_t)view_slot(r, v, i);
+		uint64_t e = i == END ? UINT64_MAX : view_pos(v, i);
 
 		moved(w, x, e, from_v ? nd : HR__NO_OWNER,
 		      from_v ? HR__NO_OWNER : nd);
 		if (e == UINT64_MAX)
 			return;
 		x = e + 1;
-		while (i < v->npoints && v->pos[i] < x)
-			i++;
+		while (i != END && view_pos(v, i) < x)
+			i = at_next(v, i);
 	}
 }
 
@@ -307,19 +434,17 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 				rs[r]->pl->point_positions(rs[r], (uint32_t)i, from,
 							   to, p);
 				for (size_t q = 0; q < to - from; q++) {
-					size_t at = view_lower_bound(v, p[q].pos);
+					uint64_t before, last;
 
-					if (at > 0) {
-						sp[k++] = (struct span){ v->pos[at - 1] + 1,
-									 p[q].pos };
+					if (pos_before(v, p[q].pos, &before)) {
+						sp[k++] = (struct span){ before + 1, p[q].pos };
 						continue;
 					}
 					/* The first point also owns the wrap. */
 					sp[k++] = (struct span){ 0, p[q].pos };
-					if (v->pos[v->npoints - 1] < UINT64_MAX)
-						sp[k++] = (struct span){
-							v->pos[v->npoints - 1] + 1,
-							UINT64_MAX };
+					last = last_pos(v);
+					if (last < UINT64_MAX)
+						sp[k++] = (struct span){ last + 1, UINT64_MAX };
 				}
 			}
 		}
@@ -346,17 +471,19 @@ void hr__arcs_moved(const hr_ring *a, const hr_ring *b, hr_view view,
 {
 	const struct view *va = a ? &a->views[view] : NULL;
 	const struct view *vb = b ? &b->views[view] : NULL;
-	struct walk w = { a, b, va, vb, NULL, fn, userdata, false, 0, 0, 0, 0 };
+	struct walk w = { a, b, va, vb, NULL, fn, userdata, false, 0, 0, 0, 0, 0, 0 };
 	struct span *sp = NULL;
 	uint32_t *map = NULL;
 	size_t n = 0;
 
 	if (!va || !va->npoints) {
 		if (vb && vb->npoints)
-			walk_one(&w, vb, false);
+			walk_one(&w, b, vb, false);
 	} else if (!vb || !vb->npoints) {
-		walk_one(&w, va, true);
+		walk_one(&w, a, va, true);
 	} else {
+		w.wrap_a = (uint32_t)view_slot(a, va, view_first(va));
+		w.wrap_b = (uint32_t)view_slot(b, vb, view_first(vb));
 		w.map = map = hr__ring_slot_map(a, b);
 		/* Placed the same way: look only where points differ. */
 		if (map && a->pl == b->pl && a->pl->point_positions &&

@@ -208,8 +208,9 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 			tokens[k] = &s->m[i].tokens;
 			nodes[k++] = &s->m[i].rec;
 		}
-	/* The records were checked as they entered the set. */
-	rc = hr__ring_build_valid(prev, nodes, tokens, k, opts, revision, out, err);
+	/* The records were checked as they entered the set, which keeps
+	 * them in id order. */
+	rc = hr__ring_build_valid(prev, nodes, tokens, k, true, opts, revision, out, err);
 	if (rc)
 		goto done;
 	for (size_t i = 0; i < s->n; i++) {

@@ -68,7 +68,7 @@ static inline const struct ring_node *view_owner_slot(const hr_ring *ring,
 		*slot = ring->nnodes;
 		return NULL;
 	}
-	*slot = view_node(v, view_find(v, pos));
+	*slot = view_find_slot(ring, v, pos);
 	return &ring->nodes[*slot];
 }
 
@@ -142,7 +142,7 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	wn = view_owner_slot(ring, w, pos, &ws);
 	/* Without warming or draining nodes both views are one array. */
 	rs = ws;
-	if (r->pos != w->pos)
+	if (r->pos != w->pos || r->pages != w->pages)
 		rn = view_owner_slot(ring, r, pos, &rs);
 	else
 		rn = wn;

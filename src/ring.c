@@ -4,6 +4,7 @@
  * allocates or locks, and the search itself is inline in ring_impl.h.
  */
 #include "ring_impl.h"
+#include "ring_pages.h"
 #include "ring_view.h"
 
 #include <stddef.h>
@@ -30,8 +31,15 @@ void hr_ring_release(hr_ring *ring)
 		free(ring);
 		return;
 	}
-	free(ring->views[HR_VIEW_WRITE].mem);
-	free(ring->views[HR_VIEW_READ].mem);
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+		if (ring->views[v].pages)
+			hr__pages_release(&ring->views[v]);
+		else
+			free(ring->views[v].mem);
+	}
+	hr__pages_release(&ring->all);
+	hr__pages_slab_drop(ring->slab);
+	free(ring->handle_slot);
 	free(ring->shared);
 	free(ring->strings);
 	free(ring->tokens);
@@ -86,6 +94,15 @@ size_t hr__ring_bytes(const hr_ring *ring)
 		/* ring_build.c's copy_tokens(): all tokens in one block. */
 		bytes += rn->ntokens * sizeof *rn->tokens;
 	}
+	if (ring->all.pages) {
+		/* Paged: every page once in all, the views' own tables and
+		 * filtered pages besides (shared pages count in every ring
+		 * that has them). */
+		bytes += ring->all.bytes + ring->nhandles * sizeof *ring->handle_slot;
+		bytes += w->mem ? w->bytes : 0;
+		bytes += r->mem && !hr__ring_views_shared(ring) ? r->bytes : 0;
+		return bytes;
+	}
 	/* Views that are one array (no node warms or drains) count once. */
 	bytes += hr__view_bytes(w);
 	if (!hr__ring_views_shared(ring))
@@ -118,6 +135,11 @@ bool hr__ring_derived(const hr_ring *ring)
 	return ring && ring->derived;
 }
 
+bool hr__ring_paged(const hr_ring *ring)
+{
+	return ring && ring->all.pages;
+}
+
 bool hr__ring_rendezvous(const hr_ring *ring)
 {
 	return ring && ring->pl == &hr__placement_rendezvous;
@@ -125,7 +147,8 @@ bool hr__ring_rendezvous(const hr_ring *ring)
 
 bool hr__ring_views_shared(const hr_ring *ring)
 {
-	return ring->views[HR_VIEW_READ].pos == ring->views[HR_VIEW_WRITE].pos;
+	return ring->views[HR_VIEW_READ].pos == ring->views[HR_VIEW_WRITE].pos &&
+	       ring->views[HR_VIEW_READ].pages == ring->views[HR_VIEW_WRITE].pages;
 }
 
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)
@@ -178,26 +201,6 @@ unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node)
 	return i == SIZE_MAX ? 0 : ring->nodes[i].vnodes;
 }
 
-uint32_t *hr__ring_slot_map(const hr_ring *a, const hr_ring *b)
-{
-	uint32_t *map = malloc((a->nnodes ? a->nnodes : 1) * sizeof *map);
-	size_t i = 0, j = 0;
-
-	if (!map)
-		return NULL;
-	while (i < a->nnodes) {
-		int c = j < b->nnodes ?
-			strcmp(a->nodes[i].pub.id, b->nodes[j].pub.id) : -1;
-
-		if (c > 0) {
-			j++;
-			continue;
-		}
-		map[i++] = c == 0 ? (uint32_t)j++ : NO_NODE;
-	}
-	return map;
-}
-
 uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len)
 {
 	return ring_key_pos(ring, key, len);
@@ -213,11 +216,15 @@ int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 {
 	const struct view *v;
 
-	if (!ring || !hr__valid_view(view) || i >= ring->views[view].npoints)
+	if (!ring || !hr__valid_view(view))
 		return HR_EINVAL;
 	v = &ring->views[view];
-	*pos = v->pos[i];
-	*node = view_node(v, i);
+	if (v->pages ? PAGED_PAGE(i) >= v->npages ||
+		       PAGED_OFF(i) >= v->pages[PAGED_PAGE(i)]->n :
+		       i >= v->npoints)
+		return HR_EINVAL;
+	*pos = view_pos(v, i);
+	*node = view_slot(ring, v, i);
 	return HR_OK;
 }
 
@@ -258,7 +265,7 @@ static inline size_t view_next(const struct view *v, uint64_t pos, size_t i)
 {
 	if (__builtin_expect(v->rdv != NULL, 0))
 		return hr__rdv_next(v, pos, i);
-	return i + 1 == v->npoints ? 0 : i + 1;
+	return view_succ(v, i);
 }
 
 size_t hr__ring_view_next(const hr_ring *ring, hr_view view, uint64_t pos,
@@ -304,7 +311,7 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 		r = v->nnodes;
 	i = view_find(v, pos);
 	for (size_t step = 0; step < v->npoints; step++) {
-		const struct ring_node *rn = &ring->nodes[view_node(v, i)];
+		const struct ring_node *rn = &ring->nodes[view_slot(ring, v, i)];
 		const hr_node *nd = &rn->pub;
 
 		i = view_next(v, pos, i);

@@ -8,6 +8,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* How a ring of a placement with point_positions keeps its points: flat
+ * arrays, or pages (ring_pages.c); by default by their number. */
+typedef enum hr__layout {
+	HR__LAYOUT_AUTO = 0,
+	HR__LAYOUT_FLAT,
+	HR__LAYOUT_PAGED,
+} hr__layout;
+
+/* Whether the ring keeps its points in pages (for tests). */
+bool hr__ring_paged(const hr_ring *ring);
+
 /* hr_ring_lookup() for a position already hashed.  Same results. */
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out);
 
@@ -86,10 +97,5 @@ size_t hr__ring_view_find(const hr_ring *ring, hr_view view, uint64_t pos);
  * the next lower score. */
 size_t hr__ring_view_next(const hr_ring *ring, hr_view view, uint64_t pos,
 			  size_t i);
-
-/* For each node slot of `a`, the slot of the node with the same id in `b`,
- * or UINT32_MAX: one merge walk of the id-ordered nodes, so that owners
- * of two rings compare as integers.  malloc'd; NULL when out of memory. */
-uint32_t *hr__ring_slot_map(const hr_ring *a, const hr_ring *b);
 
 #endif

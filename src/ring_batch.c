@@ -73,6 +73,20 @@ stage_bucket(const struct view *const vs[2], int nv, struct slot *slots,
 	}
 }
 
+/* A key's owners in `nv` views (see pipeline()) into `out`. */
+static inline __attribute__((always_inline)) void
+answer(int nv, int to_write, int to_read, const uint32_t owner[2],
+       hr_batch_owner *out)
+{
+	if (nv == 2) {
+		out->node = owner[0];
+		out->read_node = owner[1];
+	} else {
+		out->node = to_write ? owner[0] : HR_NO_NODE;
+		out->read_node = to_read ? owner[0] : HR_NO_NODE;
+	}
+}
+
 /* Stage 3: the answer, from lines in cache. */
 static inline __attribute__((always_inline)) void
 stage_answer(const struct view *const vs[2], int nv, int to_write, int to_read,
@@ -86,13 +100,7 @@ stage_answer(const struct view *const vs[2], int nv, int to_write, int to_read,
 
 		owner[k] = view_node(vs[k], p == vs[k]->npoints ? 0 : p);
 	}
-	if (nv == 2) {
-		out[i].node = owner[0];
-		out[i].read_node = owner[1];
-	} else {
-		out[i].node = to_write ? owner[0] : HR_NO_NODE;
-		out[i].read_node = to_read ? owner[0] : HR_NO_NODE;
-	}
+	answer(nv, to_write, to_read, owner, &out[i]);
 }
 
 /*
@@ -129,6 +137,93 @@ pipeline(const hr_ring *ring, const struct view *const vs[2], int nv,
 			stage_answer(vs, nv, to_write, to_read, slots, out,
 				     j - 2 * dist);
 	}
+}
+
+/* ---- paged views ----------------------------------------------------------
+ * A paged view's search is one more read ahead of the flat one's (the
+ * page, and its count, in the view's tables) and one after it (the slot of
+ * the handle found): five stages, `dist` keys apart, each reading what the
+ * one before prefetched. */
+
+#define PAGED_SLOTS 256u
+_Static_assert(PAGED_SLOTS > 4 * HR__BATCH_DIST_MAX, "slots hold every key in flight");
+
+struct pslot {
+	uint64_t pos;
+	struct {
+		const uint32_t *index;	/* the page's */
+		const uint64_t *at;	/* its positions */
+		uint32_t n, start, handle;
+	} k[2];
+};
+
+static inline __attribute__((always_inline)) void
+pstage(const hr_ring *ring, const struct view *const vs[2], int nv, int stage,
+       const void *const *keys, const size_t *lens, struct pslot *slots,
+       hr_batch_owner *out, int to_write, int to_read, size_t i)
+{
+	struct pslot *s = &slots[i % PAGED_SLOTS];
+	uint32_t owner[2];
+
+	for (int k = 0; k < nv; k++) {
+		const struct view *v = vs[k];
+		size_t p;
+
+		switch (stage) {
+		case 0:
+			if (k == 0)
+				s->pos = ring_key_pos(ring, keys[i], lens[i]);
+			p = paged_page(v, s->pos);
+			__builtin_prefetch(&v->pages[p]);
+			__builtin_prefetch(&v->count[p]);
+			break;
+		case 1:
+			p = paged_page(v, s->pos);
+			s->k[k].n = v->count[p];
+			s->k[k].index = (const uint32_t *)(v->pages[p] + 1);
+			s->k[k].at = (const uint64_t *)(s->k[k].index + v->bucket_mask + 1);
+			__builtin_prefetch(&s->k[k].index[(s->pos >> v->bucket_shift) &
+							  v->bucket_mask]);
+			break;
+		case 2:
+			s->k[k].start = s->k[k].index[(s->pos >> v->bucket_shift) &
+						      v->bucket_mask];
+			__builtin_prefetch(&s->k[k].at[s->k[k].start]);
+			__builtin_prefetch(&s->k[k].at[s->k[k].start + POS_PAD - 1]);
+			__builtin_prefetch((const uint32_t *)(s->k[k].at + s->k[k].n + POS_PAD) +
+					   s->k[k].start);
+			break;
+		case 3: {
+			size_t at = scan_pos(s->k[k].at, s->k[k].start, s->pos);
+
+			s->k[k].handle = at < s->k[k].n ?
+				((const uint32_t *)(s->k[k].at + s->k[k].n + POS_PAD))[at] :
+				v->after[paged_page(v, s->pos)];
+			__builtin_prefetch(&ring->handle_slot[s->k[k].handle]);
+			break;
+		}
+		default:
+			owner[k] = ring->handle_slot[s->k[k].handle];
+		}
+	}
+	if (stage == 4)
+		answer(nv, to_write, to_read, owner, &out[i]);
+}
+
+/* pipeline() for paged views (not empty), the same arguments. */
+static void pipeline_paged(const hr_ring *ring, const struct view *const vs[2], int nv,
+			   int to_write, int to_read, const void *const *keys,
+			   const size_t *lens, size_t n, hr_batch_owner *out, size_t dist)
+{
+	struct pslot slots[PAGED_SLOTS];
+
+	if (!dist)
+		dist = 1;
+	for (size_t j = 0; j < n + 4 * dist; j++)
+		for (int stage = 0; stage < 5; stage++)
+			if (j >= stage * dist && j - stage * dist < n)
+				pstage(ring, vs, nv, stage, keys, lens, slots, out,
+				       to_write, to_read, j - stage * dist);
 }
 
 static int check_args(const hr_ring *ring, const void *const *keys,
@@ -183,6 +278,15 @@ int hr__ring_lookup_batch_dist(const hr_ring *ring, const void *const *keys,
 			out[i].node = wn ? (uint32_t)(wn - ring->nodes) : HR_NO_NODE;
 			out[i].read_node = rn ? (uint32_t)(rn - ring->nodes) : HR_NO_NODE;
 		}
+		return HR_OK;
+	}
+	/* Paged views: all views of a ring are paged or none is. */
+	if (w->pages || r->pages) {
+		const struct view *both[2] = { w, r }, *one[2] = { w->npoints ? w : r, NULL };
+		bool two = (w->pages != r->pages) && w->npoints && r->npoints;
+
+		pipeline_paged(ring, two ? both : one, two ? 2 : 1,
+			       two || w->npoints, two || r->npoints, keys, lens, n, out, dist);
 		return HR_OK;
 	}
 	/* Without warming or draining nodes both views are one array (see

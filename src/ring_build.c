@@ -44,41 +44,50 @@ static size_t first_unordered(const struct entry *e, size_t n)
 }
 
 /* Copies the nodes, sorted by id and unique, into ring->nodes and one
- * block of strings (hr__ring_bytes() counts both as allocated here). */
+ * block of strings (hr__ring_bytes() counts both as allocated here).
+ * Neither block is zeroed but the strings' tail: every field is set, and
+ * rings of 100,000 nodes are built again at every change. */
 static int copy_nodes(hr_ring *ring, const struct entry *sorted,
 		      hr_error *err)
 {
 	size_t n = ring->nnodes, bytes = 0;
 	char *s;
 
-	ring->nodes = calloc(n ? n : 1, sizeof *ring->nodes);
+	ring->nodes = malloc((n ? n : 1) * sizeof *ring->nodes);
 	if (!ring->nodes)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(sorted[i].node->id) + strlen(sorted[i].node->addr) +
-			 (sorted[i].node->zone ? strlen(sorted[i].node->zone) : 0) + 3;
-	/* Zeroed padding lets the copy-out read COPY_CHUNK bytes from any
-	 * string. */
-	ring->strings = s = calloc(1, bytes + COPY_CHUNK);
-	if (!s)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		const hr_node *in = sorted[i].node;
 		struct ring_node *rn = &ring->nodes[i];
-		const char *fields[3] = { in->id, in->addr, in->zone ? in->zone : "" };
-		const char **dst[3] = { &rn->pub.id, &rn->pub.addr, &rn->pub.zone };
-		uint16_t *lens[3] = { &rn->id_len, &rn->addr_len, &rn->zone_len };
 
-		for (int f = 0; f < 3; f++) {
-			size_t len = strlen(fields[f]);
+		*rn = (struct ring_node){
+			.pub = { .weight = in->weight, .state = in->state },
+			.id_len = (uint16_t)strlen(in->id),
+			.addr_len = (uint16_t)strlen(in->addr),
+			.zone_len = (uint16_t)(in->zone ? strlen(in->zone) : 0),
+			.handle = (uint32_t)i,
+		};
+		bytes += (size_t)rn->id_len + rn->addr_len + rn->zone_len + 3;
+	}
+	/* Zeroed padding lets the copy-out read COPY_CHUNK bytes from any
+	 * string. */
+	ring->strings = s = malloc(bytes + COPY_CHUNK);
+	if (!s)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	memset(s + bytes, 0, COPY_CHUNK);
+	for (size_t i = 0; i < n; i++) {
+		const hr_node *in = sorted[i].node;
+		struct ring_node *rn = &ring->nodes[i];
 
-			memcpy(s, fields[f], len + 1);
-			*dst[f] = s;
-			*lens[f] = (uint16_t)len;
-			s += len + 1;
-		}
-		rn->pub.weight = in->weight;
-		rn->pub.state = in->state;
+		memcpy(s, in->id, rn->id_len + 1u);
+		rn->pub.id = s;
+		s += rn->id_len + 1u;
+		memcpy(s, in->addr, rn->addr_len + 1u);
+		rn->pub.addr = s;
+		s += rn->addr_len + 1u;
+		memcpy(s, in->zone ? in->zone : "", rn->zone_len + 1u);
+		rn->pub.zone = s;
+		s += rn->zone_len + 1u;
 	}
 	return HR_OK;
 }
@@ -141,51 +150,89 @@ static int count_points(hr_ring *ring, hr_error *err)
 	return HR_OK;
 }
 
+/* A zone met first at node `first` (index + 1; 0: a free slot). */
+struct zone_slot {
+	uint32_t first;
+};
+
+/* Puts the zones of `t` (size 2^bits) into a table twice its size. */
+static struct zone_slot *zones_grow(const hr_ring *ring, struct zone_slot *t,
+				    unsigned *bits)
+{
+	size_t size = (size_t)1 << (*bits + 1), mask = size - 1;
+	struct zone_slot *g = calloc(size, sizeof *g);
+
+	if (!g)
+		return NULL;
+	for (size_t i = 0; i < (size_t)1 << *bits; i++) {
+		const struct ring_node *rn;
+		size_t h;
+
+		if (!t[i].first)
+			continue;
+		rn = &ring->nodes[t[i].first - 1];
+		h = (size_t)XXH3_64bits(rn->pub.zone, rn->zone_len) & mask;
+		while (g[h].first)
+			h = (h + 1) & mask;
+		g[h] = t[i];
+	}
+	free(t);
+	(*bits)++;
+	return g;
+}
+
 /*
  * Numbers the zones so the preference list compares integers: equal
- * numbers for equal zones, the first node of a zone setting its number.
- * A hash table on the zone strings, so that a ring of 100,000 nodes
- * numbers them in one pass rather than a sort.
+ * numbers for equal zones, the first node of a zone setting its number,
+ * and counts them.  A hash table of the zones, grown with their number
+ * (a ring of 100,000 nodes has a handful), behind the zone of the node
+ * before, which ids in order often share.
  */
 static int number_zones(hr_ring *ring, hr_error *err)
 {
-	size_t size = 16, mask;
-	uint32_t *slot, zones = 0;	/* node index + 1 of a zone; 0: free */
+	unsigned bits = 4;
+	struct zone_slot *t = calloc((size_t)1 << bits, sizeof *t);
+	uint32_t zones = 0;
 
-	while (size < 2 * ring->nnodes)
-		size *= 2;
-	mask = size - 1;
-	slot = calloc(size, sizeof *slot);
-	if (!slot)
+	if (!t)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		struct ring_node *rn = &ring->nodes[i];
-		size_t h = (size_t)XXH3_64bits(rn->pub.zone, rn->zone_len) & mask;
+		const struct ring_node *o = i ? rn - 1 : NULL;
+		size_t mask = ((size_t)1 << bits) - 1, h;
 
+		if (o && o->zone_len == rn->zone_len &&
+		    memcmp(o->pub.zone, rn->pub.zone, rn->zone_len) == 0) {
+			rn->zone = o->zone;
+			continue;
+		}
+		h = (size_t)XXH3_64bits(rn->pub.zone, rn->zone_len) & mask;
 		for (;; h = (h + 1) & mask) {
-			const struct ring_node *o;
-
-			if (!slot[h]) {
-				slot[h] = (uint32_t)i + 1;
+			if (!t[h].first) {
+				t[h].first = (uint32_t)i + 1;
 				rn->zone = zones++;
 				break;
 			}
-			o = &ring->nodes[slot[h] - 1];
+			o = &ring->nodes[t[h].first - 1];
 			if (o->zone_len == rn->zone_len &&
 			    memcmp(o->pub.zone, rn->pub.zone, rn->zone_len) == 0) {
 				rn->zone = o->zone;
 				break;
 			}
 		}
+		/* At most half full. */
+		if (2 * zones > mask && !(t = zones_grow(ring, t, &bits)))
+			return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	free(slot);
+	free(t);
+	ring->nzones = zones;
 	return HR_OK;
 }
 
 static void put_u32(unsigned char **p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		*(*p)++ = (unsigned char)(v >> (8 * i));
+	hr__put_u32le(*p, v);
+	*p += 4;
 }
 
 static void put_str(unsigned char **p, const char *s, size_t len)
@@ -195,29 +242,42 @@ static void put_str(unsigned char **p, const char *s, size_t len)
 	*p += len;
 }
 
-/* The digest of docs/placement.md: XXH3_64bits over a canonical
- * serialization of the options and the nodes in id order. */
-static int compute_digest(hr_ring *ring, hr_error *err)
+/* Bytes serialized at a time for the digest: one node's fields always
+ * fit (a token at a time beyond them). */
+#define DIGEST_CHUNK 4096
+#define DIGEST_NODE_MAX (3 + HR_ID_MAX + HR_ADDR_MAX + HR_ZONE_MAX + 8 + 1 + 4)
+
+_Static_assert(DIGEST_NODE_MAX + HR__DIGEST_OPENING_MAX + 4 <= DIGEST_CHUNK,
+	       "a node's fields fit a chunk");
+
+/* Hands the serialized bytes to the hash once fewer than `room` are left
+ * in the chunk. */
+static void digest_flush(XXH3_state_t *st, unsigned char *buf,
+			 unsigned char **p, size_t room)
 {
-	size_t size = HR__DIGEST_OPENING_MAX + 4;
-	unsigned char *buf, *p;
+	if ((size_t)(buf + DIGEST_CHUNK - *p) >= room)
+		return;
+	XXH3_64bits_update(st, buf, (size_t)(*p - buf));
+	*p = buf;
+}
 
-	for (size_t i = 0; i < ring->nnodes; i++) {
-		const struct ring_node *rn = &ring->nodes[i];
+/* The digest of docs/placement.md: XXH3_64bits over a canonical
+ * serialization of the options and the nodes in id order, hashed as it is
+ * written, a chunk at a time (the whole of it is megabytes at 100,000
+ * nodes). */
+static void compute_digest(hr_ring *ring)
+{
+	XXH3_state_t st;
+	unsigned char buf[DIGEST_CHUNK], *p = buf;
 
-		size += 3 + rn->id_len + rn->addr_len + rn->zone_len + 8 + 1;
-		if (ring->pl->tokens)
-			size += 4 + 8 * (size_t)rn->ntokens;
-	}
-	p = buf = malloc(size);
-	if (!buf)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	XXH3_64bits_reset(&st);
 	p += ring->pl->digest_opening(ring, p);
 	put_u32(&p, (uint32_t)ring->nnodes);
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
 		uint64_t bits;
 
+		digest_flush(&st, buf, &p, DIGEST_NODE_MAX);
 		put_str(&p, rn->pub.id, rn->id_len);
 		put_str(&p, rn->pub.addr, rn->addr_len);
 		put_str(&p, rn->pub.zone, rn->zone_len);
@@ -229,23 +289,24 @@ static int compute_digest(hr_ring *ring, hr_error *err)
 		if (ring->pl->tokens) {
 			put_u32(&p, rn->ntokens);
 			for (uint32_t k = 0; k < rn->ntokens; k++) {
+				digest_flush(&st, buf, &p, 8);
 				put_u32(&p, (uint32_t)rn->tokens[k]);
 				put_u32(&p, (uint32_t)(rn->tokens[k] >> 32));
 			}
 		}
 	}
-	ring->digest = XXH3_64bits(buf, (size_t)(p - buf));
-	free(buf);
-	return HR_OK;
+	XXH3_64bits_update(&st, buf, (size_t)(p - buf));
+	ring->digest = XXH3_64bits_digest(&st);
 }
 
 /* Builds the ring of valid nodes (at most HR_NODES_MAX) with their tokens
  * (`tokens` parallel to `nodes`, may be NULL), following `prev` (may be
  * NULL). */
 static int assemble(const hr_ring *prev, const hr_node *const *nodes,
-		    const hr__tokens *const *tokens, size_t n,
+		    const hr__tokens *const *tokens, size_t n, bool in_order,
 		    const hr_ring_options *opts, uint64_t revision,
-		    hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+		    hr__point_hash_fn hash, hr__layout layout, hr_ring **out,
+		    hr_error *err)
 {
 	const hr__placement *pl;
 	struct entry *sorted;
@@ -261,10 +322,10 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 	for (size_t i = 0; i < n; i++)
 		sorted[i] = (struct entry){ nodes[i], tokens ? tokens[i] : NULL };
 	/* A ring that follows etcd gets its nodes in id order already (the
-	 * nodeset's): one pass checks it, where sorting 100,000 ids again is
-	 * most of a one-node change's work on the nodes.  Sorted, the only
-	 * ids out of order are duplicates. */
-	bad = first_unordered(sorted, n);
+	 * nodeset's, not checked again); others are checked in one pass,
+	 * sorted only when out of order.  Sorted, the only ids out of order
+	 * are duplicates. */
+	bad = in_order ? n : first_unordered(sorted, n);
 	if (bad < n) {
 		qsort(sorted, n, sizeof *sorted, cmp_entry_id);
 		bad = first_unordered(sorted, n);
@@ -291,6 +352,8 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 	ring->pl = pl;
 	ring->key_pos = pl->key_pos;
 	ring->hash = hash;
+	/* A derived ring is laid out as the one it follows. */
+	ring->layout = layout == HR__LAYOUT_AUTO && prev ? prev->layout : layout;
 
 	rc = copy_nodes(ring, sorted, err);
 	if (!rc)
@@ -301,7 +364,7 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 	if (!rc)
 		rc = number_zones(ring, err);
 	if (!rc)
-		rc = compute_digest(ring, err);
+		compute_digest(ring);
 	if (!rc)
 		rc = pl->fill_views(ring, prev, err);
 	if (rc) {
@@ -334,7 +397,8 @@ static int check_nodes(const hr_node *nodes, size_t n, hr_error *err)
 /* A build from the caller's array of nodes, each checked first. */
 static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 			 const hr_ring_options *opts, uint64_t revision,
-			 hr__point_hash_fn hash, hr_ring **out, hr_error *err)
+			 hr__point_hash_fn hash, hr__layout layout, hr_ring **out,
+			 hr_error *err)
 {
 	const hr_node **order;
 	int rc;
@@ -352,28 +416,38 @@ static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		order[i] = &nodes[i];
-	rc = assemble(prev, order, NULL, n, opts, revision, hash, out, err);
+	rc = assemble(prev, order, NULL, n, false, opts, revision, hash, layout, out,
+		      err);
 	free(order);
 	return rc;
 }
 
 int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
-			 const hr__tokens *const *tokens, size_t n,
+			 const hr__tokens *const *tokens, size_t n, bool in_order,
 			 const hr_ring_options *opts, uint64_t revision,
 			 hr_ring **out, hr_error *err)
 {
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
 	*out = NULL;
-	return assemble(prev, nodes, tokens, n, opts, revision,
-			prev ? prev->hash : xxh3_hash, out, err);
+	return assemble(prev, nodes, tokens, n, in_order, opts, revision,
+			prev ? prev->hash : xxh3_hash, HR__LAYOUT_AUTO, out, err);
 }
 
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 			  const hr_ring_options *opts, uint64_t revision,
 			  hr__point_hash_fn hash, hr_ring **out, hr_error *err)
 {
-	return build_checked(NULL, nodes, n, opts, revision, hash, out, err);
+	return build_checked(NULL, nodes, n, opts, revision, hash, HR__LAYOUT_AUTO,
+			     out, err);
+}
+
+int hr__ring_build_layout(const hr_node *nodes, size_t n,
+			  const hr_ring_options *opts, uint64_t revision,
+			  hr__point_hash_fn hash, hr__layout layout,
+			  hr_ring **out, hr_error *err)
+{
+	return build_checked(NULL, nodes, n, opts, revision, hash, layout, out, err);
 }
 
 int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
@@ -381,7 +455,7 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 		    hr_ring **out, hr_error *err)
 {
 	return build_checked(prev, nodes, n, opts, revision,
-			     prev ? prev->hash : xxh3_hash, out, err);
+			     prev ? prev->hash : xxh3_hash, HR__LAYOUT_AUTO, out, err);
 }
 
 void hr__ring_options_of(const hr_ring *ring, hr_ring_options *out)
@@ -407,8 +481,8 @@ int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 			*out = NULL;
 		return rc;
 	}
-	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash, out,
-			     err);
+	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash,
+			     HR__LAYOUT_AUTO, out, err);
 }
 
 /* Node i's tokens, checked and sorted into t[i]. */
@@ -472,7 +546,8 @@ int hr_ring_build_tokens(const hr_node *nodes, const uint64_t *const *tokens,
 		order[i] = &nodes[i];
 		tp[i] = &t[i];
 	}
-	rc = assemble(NULL, order, tp, n, &o, revision, xxh3_hash, out, err);
+	rc = assemble(NULL, order, tp, n, false, &o, revision, xxh3_hash,
+		      HR__LAYOUT_AUTO, out, err);
 out:
 	for (size_t i = 0; t && i < n; i++)
 		hr__tokens_clear(&t[i]);

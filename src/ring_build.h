@@ -6,6 +6,9 @@
 
 #include "hashring.h"
 #include "placement.h"
+#include "ring.h"
+
+#include <stdbool.h>
 
 struct hr__tokens;
 
@@ -13,6 +16,14 @@ struct hr__tokens;
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 			  const hr_ring_options *opts, uint64_t revision,
 			  hr__point_hash_fn hash, hr_ring **out, hr_error *err);
+
+/* hr__ring_build_hashed() with its points' layout chosen (ring_impl.h);
+ * the rings derived from it keep it.  Tests compare the two layouts on the
+ * same rings. */
+int hr__ring_build_layout(const hr_node *nodes, size_t n,
+			  const hr_ring_options *opts, uint64_t revision,
+			  hr__point_hash_fn hash, hr__layout layout,
+			  hr_ring **out, hr_error *err);
 
 /*
  * hr_ring_build() of `nodes` by way of `prev` (NULL: a full build): the
@@ -28,17 +39,18 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 
 /*
  * hr__ring_derive() for nodes that already passed hr__node_validate():
- * `nodes` holds `n` pointers (at most HR_NODES_MAX), in any order; the
- * nodes are copied.  `tokens` (may be NULL) is parallel to `nodes`: each
- * node's tokens (NULL: none), checked (hr__tokens_parse, _copy) and read
- * by a placement placed by them, ignored by the others.  Checks the placement,
- * that the ids are unique (HR_EDUPLICATE) and the placement's rules and
- * limits; the rest of each node is trusted.
+ * `nodes` holds `n` pointers (at most HR_NODES_MAX), in any order unless
+ * `in_order` says they are in id order and unique (a nodeset's: not
+ * checked); the nodes are copied.  `tokens` (may be NULL) is parallel to
+ * `nodes`: each node's tokens (NULL: none), checked (hr__tokens_parse,
+ * _copy) and read by a placement placed by them, ignored by the others.
+ * Checks the placement, that the ids are unique (HR_EDUPLICATE) and the
+ * placement's rules and limits; the rest of each node is trusted.
  */
 int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
 			 const struct hr__tokens *const *tokens, size_t n,
-			 const hr_ring_options *opts, uint64_t revision,
-			 hr_ring **out, hr_error *err);
+			 bool in_order, const hr_ring_options *opts,
+			 uint64_t revision, hr_ring **out, hr_error *err);
 
 /* The options `ring` was built with: its placement and points per
  * weight (with hr__ring_derive(ring, ...), a ring built as it was). */

@@ -11,6 +11,7 @@
 #include "ring_derive.h"
 
 #include "error.h"
+#include "ring_match.h"
 #include "ring_view.h"
 
 #include <stdlib.h>

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "ring_derive.h"
+#include "ring_pages.h"
 #include "ring_view.h"
 
 #include <stdlib.h>
@@ -207,6 +208,14 @@ static int build_points(hr_ring *ring, struct view *all,
 	return HR_OK;
 }
 
+/* Whether `prev` (may be NULL) has points placed as `ring` places them. */
+static bool placed_alike(const hr_ring *ring, const hr_ring *prev)
+{
+	return prev && prev->nnodes && prev->pl == ring->pl &&
+	       prev->vnodes_per_weight == ring->vnodes_per_weight &&
+	       prev->hash == ring->hash;
+}
+
 /* Derived from `prev` when it was placed the same way and that is
  * cheaper, else placed from scratch. */
 static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
@@ -215,9 +224,7 @@ static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
 	bool done = false;
 	int rc;
 
-	if (prev && prev->nnodes && prev->pl == ring->pl &&
-	    prev->vnodes_per_weight == ring->vnodes_per_weight &&
-	    prev->hash == ring->hash) {
+	if (placed_alike(ring, prev) && !prev->all.pages) {
 		rc = hr__points_derive(ring, prev, all, &done, err);
 		ring->derived = done;
 		if (rc || done)
@@ -241,11 +248,29 @@ static int take_views(hr_ring *ring, struct view all, int rc, hr_error *err)
 	return rc;
 }
 
+/* A big ring's views, paged: ring->all derived from prev's pages when it
+ * can be, else every point placed into pages and sorted there. */
+static int fill_paged(hr_ring *ring, const hr_ring *prev, hr_error *err)
+{
+	bool done = false;
+	int rc = HR_OK;
+
+	if (placed_alike(ring, prev))
+		rc = hr__pages_derive(ring, prev, &done, err);
+	ring->derived = done;
+	if (!rc && !done)
+		rc = hr__pages_build(ring, err);
+	return rc ? rc : hr__pages_views(ring, err);
+}
+
 int hr__points_fill(hr_ring *ring, const hr_ring *prev, hr_error *err)
 {
 	struct view all = { 0 };
-	int rc = place_points(ring, prev, &all, err);
+	int rc;
 
+	if (hr__pages_wanted(ring))
+		return fill_paged(ring, prev, err);
+	rc = place_points(ring, prev, &all, err);
 	return take_views(ring, all, rc, err);
 }
 

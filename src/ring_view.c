@@ -126,10 +126,18 @@ int hr__view_count(const hr_ring *ring, hr_view which, struct view *v)
 {
 	bool *zone_seen;
 
-	zone_seen = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *zone_seen);
+	v->nnodes = v->nzones = 0;
+	for (size_t i = 0; i < ring->nnodes; i++)
+		v->nnodes += hr__in_view(ring->nodes[i].pub.state, which);
+	/* Every node in the view: every zone too. */
+	if (v->nnodes == ring->nnodes) {
+		v->nzones = ring->nzones;
+		return HR_OK;
+	}
+	zone_seen = calloc(ring->nzones ? ring->nzones : 1, sizeof *zone_seen);
 	if (!zone_seen)
 		return HR_ENOMEM;
-	v->nnodes = v->nzones = 0;
+	v->nnodes = 0;
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
 

@@ -135,23 +135,24 @@ static void spread_evenly(const hr_node *node, size_t ntokens, uint64_t *out)
 static size_t view_arcs(const hr_ring *ring, uint32_t skip, struct arc *arcs)
 {
 	const struct view *v = &ring->views[HR_VIEW_WRITE];
-	size_t n = 0, last = SIZE_MAX;
+	size_t n = 0, last = SIZE_MAX, i = view_first(v);
 
-	for (size_t i = 0; i < v->npoints; i++)
-		if (view_node(v, i) != skip)
+	for (size_t k = 0; k < v->npoints; k++, i = view_succ(v, i))
+		if (view_slot(ring, v, i) != skip)
 			last = i;
 	if (last == SIZE_MAX)
 		return 0;
-	for (size_t i = 0, prev = last; i < v->npoints; i++) {
-		uint32_t node = view_node(v, i);
+	i = view_first(v);
+	for (size_t k = 0, prev = last; k < v->npoints; k++, i = view_succ(v, i)) {
+		uint32_t node = (uint32_t)view_slot(ring, v, i);
+		uint64_t pos = view_pos(v, i), prev_pos = view_pos(v, prev);
 
 		if (node == skip)
 			continue;
 		/* A point at its predecessor's position owns nothing. */
-		if (v->pos[i] != v->pos[prev] || i == prev)
+		if (pos != prev_pos || i == prev)
 			arcs[n++] = (struct arc){
-				v->pos[prev], i == prev ? UINT64_MAX :
-				v->pos[i] - v->pos[prev], node };
+				prev_pos, i == prev ? UINT64_MAX : pos - prev_pos, node };
 		prev = i;
 	}
 	return n;

@@ -11,6 +11,7 @@
 #include "nodeset.h"
 #include "ring.h"
 #include "ring_build.h"
+#include "ring_impl.h"
 #include "ring_view.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
@@ -191,6 +192,57 @@ static void expect_same_preflist(const hr_ring *d, const hr_ring *f,
 	}
 }
 
+/* Batches and bounded lookups of random keys: the same owners (batches
+ * answer slots, and both rings number the same nodes alike); the same
+ * tokens for a joiner. */
+static void expect_same_batch_bounded(const hr_ring *d, const hr_ring *f,
+				      uint64_t *rng)
+{
+	enum { KEYS = 300 };
+	char keys[KEYS][24];
+	const void *kp[KEYS];
+	size_t lens[KEYS], n = hr_ring_node_count(f);
+	hr_batch_owner od[KEYS], of[KEYS];
+	uint64_t *loads = calloc(n + 1, sizeof *loads);
+	int rd, rf;
+
+	ck_assert_ptr_nonnull(loads);
+	for (size_t i = 0; i < KEYS; i++) {
+		lens[i] = (size_t)snprintf(keys[i], sizeof keys[i], "k%llu",
+					   (unsigned long long)splitmix64(rng));
+		kp[i] = keys[i];
+	}
+	rd = hr_ring_lookup_batch(d, kp, lens, KEYS, od, NULL);
+	rf = hr_ring_lookup_batch(f, kp, lens, KEYS, of, NULL);
+	EXPECT(rd == rf);
+	for (size_t i = 0; rd == HR_OK && i < KEYS; i++)
+		EXPECT(od[i].node == of[i].node && od[i].read_node == of[i].read_node);
+	/* Loads that turn some owners away: the walk goes on clockwise. */
+	for (size_t i = 0; i < n; i++)
+		loads[i] = below(rng, 3) ? 0 : 1000;
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+		for (size_t i = 0; i < KEYS; i++) {
+			const hr_node *bd = NULL, *bf = NULL;
+
+			rd = hr_ring_lookup_bounded(d, kp[i], lens[i], (hr_view)v, loads, 1.25, &bd);
+			rf = hr_ring_lookup_bounded(f, kp[i], lens[i], (hr_view)v, loads, 1.25, &bf);
+			EXPECT(rd == rf);
+			EXPECT(same_node(bd, bf));
+		}
+	}
+	free(loads);
+	/* Tokens for a joiner, measured on the write view's arcs. */
+	{
+		hr_node joiner = { .id = "joiner", .addr = "127.0.0.1:1", .weight = 1 };
+		uint64_t td[8], tf[8];
+
+		rd = hr_tokens_allocate(d, &joiner, 8, td, NULL);
+		rf = hr_tokens_allocate(f, &joiner, 8, tf, NULL);
+		EXPECT(rd == rf);
+		EXPECT(rd != HR_OK || memcmp(td, tf, sizeof td) == 0);
+	}
+}
+
 /* d (derived) and f (full build) give the same answer to everything. */
 static void expect_same(const hr_ring *d, const hr_ring *f,
 			hr__point_hash_fn hash, uint64_t *rng)
@@ -246,6 +298,7 @@ static void expect_same(const hr_ring *d, const hr_ring *f,
 		expect_same_at(d, f, splitmix64(rng));
 	expect_same_at(d, f, 0);
 	expect_same_at(d, f, UINT64_MAX);
+	expect_same_batch_bounded(d, f, rng);
 	for (int k = 0; k < 200; k++)
 		expect_same_preflist(d, f, splitmix64(rng),
 				     1 + below(rng, n < PREFLIST_MAX ? n + 1 : PREFLIST_MAX));
@@ -353,10 +406,11 @@ static void expect_moved_share(const hr_ring *a, const hr_ring *b,
 
 /* ---- tests --------------------------------------------------------------- */
 
-/* Derives a chain of rings through random changes; each must equal a full
- * build of the same nodes.  Returns how many were derived, not rebuilt. */
-static int run_sequences(int sequences, hr__point_hash_fn hash,
-			 uint64_t seed)
+/* Derives a chain of rings through random changes, its first ring laid
+ * out as `chain` says; each must equal a full build of the same nodes laid
+ * out as `reference` says.  Returns how many were derived, not rebuilt. */
+static int run_sequences(int sequences, hr__point_hash_fn hash, uint64_t seed,
+			 hr__layout chain, hr__layout reference)
 {
 	static const unsigned vpws[] = { 1, 3, 10, 40, 200 };
 	uint64_t rng = seed;
@@ -376,7 +430,7 @@ static int run_sequences(int sequences, hr__point_hash_fn hash,
 		for (size_t i = 0; i < start; i++)
 			model_change(&md, &rng);
 		model_nodes(&md, &rng);
-		ck_assert_int_eq(hr__ring_build_hashed(md.nodes, md.n, &opts, 1, hash,
+		ck_assert_int_eq(hr__ring_build_layout(md.nodes, md.n, &opts, 1, hash, chain,
 						       &prev, NULL), HR_OK);
 		for (int step = 0; step < steps; step++) {
 			int changes = 1 + (int)below(&rng, 3);
@@ -393,8 +447,11 @@ static int run_sequences(int sequences, hr__point_hash_fn hash,
 			model_nodes(&md, &rng);
 			ck_assert_int_eq(hr__ring_derive(prev, md.nodes, md.n, &opts,
 							 rev, &d, NULL), HR_OK);
-			ck_assert_int_eq(hr__ring_build_hashed(md.nodes, md.n, &opts,
-							       rev, hash, &f, NULL), HR_OK);
+			ck_assert_int_eq(hr__ring_build_layout(md.nodes, md.n, &opts, rev, hash,
+							       reference, &f, NULL), HR_OK);
+			/* A chain keeps its layout while it has points. */
+			EXPECT(hr__ring_paged(d) ==
+			       (chain == HR__LAYOUT_PAGED && hr_ring_point_count(d) > 0));
 			expect_same(d, f, hash, &rng);
 			for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++)
 				EXPECT(hr_ring_moved_share(prev, d, (hr_view)v) ==
@@ -413,7 +470,7 @@ static int run_sequences(int sequences, hr__point_hash_fn hash,
 
 START_TEST(random_sequences)
 {
-	int derived = run_sequences(1500, xxh3, 42);
+	int derived = run_sequences(1500, xxh3, 42, HR__LAYOUT_AUTO, HR__LAYOUT_AUTO);
 
 	/* Most single changes are small next to the ring. */
 	printf("derive: %d of the random steps reused points\n", derived);
@@ -423,9 +480,30 @@ END_TEST
 
 START_TEST(random_sequences_ties)
 {
-	int derived = run_sequences(800, tie_hash, 7);
+	int derived = run_sequences(800, tie_hash, 7, HR__LAYOUT_AUTO, HR__LAYOUT_AUTO);
 
 	ck_assert_int_gt(derived, 800);
+}
+END_TEST
+
+/* Pages (ring_pages.c) on small rings, where most pages are empty or hold
+ * a point or two, against flat arrays: the same answers to everything,
+ * derived page by page through random changes. */
+START_TEST(random_sequences_paged)
+{
+	int derived = run_sequences(500, xxh3, 43, HR__LAYOUT_PAGED, HR__LAYOUT_FLAT);
+
+	ck_assert_int_gt(derived, 500);
+}
+END_TEST
+
+/* The same with 48 positions for every point: crowded buckets and pages,
+ * ties across pages' shared and rebuilt points, nearly every page empty. */
+START_TEST(random_sequences_paged_ties)
+{
+	int derived = run_sequences(300, tie_hash, 44, HR__LAYOUT_PAGED, HR__LAYOUT_FLAT);
+
+	ck_assert_int_gt(derived, 300);
 }
 END_TEST
 
@@ -524,6 +602,61 @@ START_TEST(big_blocks)
 	hr_ring_release(f);
 	hr_ring_release(derived);
 	hr_ring_release(full);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+/* A big ring's one-node changes share every page their points do not
+ * touch, and the pages they make take the regions the pages they
+ * replaced leave (ring_pages.c): memory does not grow. */
+START_TEST(pages_shared_and_recycled)
+{
+	size_t n = 2000;
+	hrt_nodes *s = hrt_nodes_new(n, "node-%05zu", "127.0.0.1:%zu", 20000);
+	hr_node *without = malloc((n - 1) * sizeof *without);
+	hr_ring *prev, *d, *f;
+	uint64_t rng = 3;
+
+	/* Node 1000 comes and goes: every slot after its id moves. */
+	ck_assert_ptr_nonnull(without);
+	memcpy(without, s->nodes, 1000 * sizeof *without);
+	memcpy(without + 1000, s->nodes + 1001, (n - 1001) * sizeof *without);
+	ck_assert_int_eq(hr_ring_build(s->nodes, n, NULL, 1, &prev, NULL), HR_OK);
+	ck_assert(hr__ring_paged(prev));
+	for (int step = 0; step < 8; step++) {
+		const hr_node *nodes = step % 2 ? s->nodes : without;
+		size_t shared = 0, in_slab = 0, count = step % 2 ? n : n - 1;
+		const struct view *a = &prev->all, *b;
+
+		ck_assert_int_eq(hr__ring_derive(prev, nodes, count, NULL, (uint64_t)step + 2,
+						 &d, NULL), HR_OK);
+		ck_assert(hr__ring_derived(d) && hr__ring_paged(d));
+		b = &d->all;
+		ck_assert_uint_eq(a->npages, b->npages);
+		for (size_t p = 0; p < b->npages; p++) {
+			shared += a->pages[p] == b->pages[p];
+			in_slab += b->pages[p]->slab != NULL;
+		}
+		/* The node's 200 points in 256 pages leave about 117 alone. */
+		EXPECT(shared >= b->npages / 4 && shared < b->npages);
+		/* Pages outside the slab are this change's only: the
+		 * regions of the pages that the rings released below
+		 * replaced take the next change's pages (all of them when
+		 * the released ring's were in the slab: the second ring). */
+		EXPECT(b->npages - in_slab <= b->npages - shared);
+		if (step == 1)
+			EXPECT(in_slab == b->npages);
+		ck_assert_int_eq(hr_ring_build(nodes, count, NULL, (uint64_t)step + 2, &f, NULL),
+				 HR_OK);
+		ck_assert_uint_eq(hr_ring_digest(d), hr_ring_digest(f));
+		for (int k = 0; k < 2000; k++)
+			expect_same_at(d, f, splitmix64(&rng));
+		hr_ring_release(f);
+		hr_ring_release(prev);
+		prev = d;
+	}
+	hr_ring_release(prev);
+	free(without);
 	hrt_nodes_free(s);
 }
 END_TEST
@@ -953,8 +1086,11 @@ static Suite *derive_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, random_sequences);
 	tcase_add_test(tc, random_sequences_ties);
+	tcase_add_test(tc, random_sequences_paged);
+	tcase_add_test(tc, random_sequences_paged_ties);
 	tcase_add_test(tc, weight_flips_100_nodes);
 	tcase_add_test(tc, big_blocks);
+	tcase_add_test(tc, pages_shared_and_recycled);
 	tcase_add_test(tc, wide_node_numbers);
 	tcase_add_test(tc, edges_and_fallbacks);
 	tcase_add_test(tc, admission_ignores_arrival_order);

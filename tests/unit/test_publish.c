@@ -5,6 +5,8 @@
  * Then the reclamation of rings that followers held, and the publication
  * of one ring to several clients' publishers (subscribers.h). */
 #include "publish.h"
+#include "ring.h"
+#include "ring_build.h"
 #include "subscribers.h"
 #include "thread_cache.h"
 #include "hrt_check.h"
@@ -515,6 +517,92 @@ START_TEST(subscriber_joins_late)
 }
 END_TEST
 
+/* ---- paged rings released on other threads ------------------------------ */
+
+struct paged_shared {
+	pthread_mutex_t mu;
+	hr_ring *current;
+	int done;
+	unsigned long reads, bad;
+};
+
+/* Takes the current ring, looks keys up in it and lets it go, often the
+ * last to: its pages then die here, beside the writer's next derive. */
+static void *paged_reader(void *arg)
+{
+	struct paged_shared *s = arg;
+	unsigned long reads = 0, bad = 0;
+
+	while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
+		hr_ring *ring;
+
+		pthread_mutex_lock(&s->mu);
+		ring = hr_ring_retain(s->current);
+		pthread_mutex_unlock(&s->mu);
+		for (unsigned long i = 0; i < 50; i++) {
+			char key[32];
+			hr_lookup l;
+			int len = snprintf(key, sizeof key, "key-%lu", reads + i);
+
+			if (hr_ring_lookup(ring, key, (size_t)len, &l) != HR_OK ||
+			    hr_ring_find(ring, l.node->id) != l.node)
+				bad++;
+		}
+		reads += 50;
+		hr_ring_release(ring);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->reads += reads;
+	s->bad += bad;
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Paged rings (ring_pages.c) share pages and recycle their regions across
+ * rings; the last reference to a ring, and so to its pages, may go on any
+ * thread while the next ring is derived. */
+START_TEST(paged_rings_released_anywhere)
+{
+	struct paged_shared s = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	hrt_nodes *ns = hrt_nodes_new(60, "node-%02zu", "127.0.0.1:%zu", 20000);
+	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 40 };
+	pthread_t th[READERS];
+
+	for (size_t i = 0; i < 60; i++)
+		ns->nodes[i].state = i % 7 == 3 ? HR_STATE_WARMING : HR_STATE_ACTIVE;
+	ck_assert_int_eq(hr__ring_build_layout(ns->nodes, 60, &opts, 1, hr_hash_key,
+					       HR__LAYOUT_PAGED, &s.current, NULL), HR_OK);
+	ck_assert(hr__ring_paged(s.current));
+	for (int i = 0; i < READERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, paged_reader, &s), 0);
+	for (unsigned gen = 2; gen < 2000; gen++) {
+		/* Node gen % 60 leaves, or comes back. */
+		size_t gone = gen % 60, n = 0;
+		hr_node nodes[60];
+		hr_ring *next, *old;
+
+		for (size_t i = 0; i < 60; i++)
+			if (i != gone || gen % 120 >= 60)
+				nodes[n++] = ns->nodes[i];
+		ck_assert_int_eq(hr__ring_derive(s.current, nodes, n, &opts, gen, &next, NULL),
+				 HR_OK);
+		ck_assert(hr__ring_paged(next));
+		pthread_mutex_lock(&s.mu);
+		old = s.current;
+		s.current = next;
+		pthread_mutex_unlock(&s.mu);
+		hr_ring_release(old);
+	}
+	__atomic_store_n(&s.done, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_uint_gt(s.reads, 0);
+	ck_assert_uint_eq(s.bad, 0);
+	hr_ring_release(s.current);
+	hrt_nodes_free(ns);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("publish");
@@ -530,6 +618,7 @@ int main(void)
 	tcase_add_test(tc, subscribers_under_readers);
 	tcase_add_test(tc, subscribers_retire_each);
 	tcase_add_test(tc, subscriber_joins_late);
+	tcase_add_test(tc, paged_rings_released_anywhere);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
