@@ -1,11 +1,13 @@
 /* test_alloc.c - the lookup path never allocates: malloc and friends are
  * interposed with counters for the calling thread, and many lookups after
  * a warm-up must count zero, lookup counting included.  A check that the counters do count keeps the
- * test from passing vacuously. */
+ * test from passing vacuously.  The same interposition makes one chosen
+ * allocation fail, for the builds' out-of-memory paths. */
 #define _GNU_SOURCE
 #include "client.h"
 #include "owner.h"
 #include "ring.h"
+#include "ring_build.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
 
@@ -26,6 +28,16 @@ void __libc_free(void *p);
  * allocates as it likes. */
 static __thread int counting;
 static __thread unsigned long allocs;
+/* While counting, the allocation that fails (1 for the first; 0: none),
+ * and the allocations asked for so far (frees are calls, not these). */
+static __thread unsigned long fail_at, attempts;
+
+/* Counts an allocation; whether it is the one that fails. */
+static int failing(void)
+{
+	attempts += counting;
+	return counting && fail_at && attempts == fail_at;
+}
 
 /* While counting, the blocks still allocated and the bytes asked for them:
  * what a call leaves behind (a ring's own memory, hr__ring_bytes()). */
@@ -62,13 +74,13 @@ static void live_del(void *p)
 void *malloc(size_t size)
 {
 	allocs += counting;
-	return live_add(__libc_malloc(size), size);
+	return failing() ? NULL : live_add(__libc_malloc(size), size);
 }
 
 void *calloc(size_t n, size_t size)
 {
 	allocs += counting;
-	return live_add(__libc_calloc(n, size), n * size);
+	return failing() ? NULL : live_add(__libc_calloc(n, size), n * size);
 }
 
 void *realloc(void *p, size_t size)
@@ -76,6 +88,8 @@ void *realloc(void *p, size_t size)
 	void *q;
 
 	allocs += counting;
+	if (failing())
+		return NULL;
 	q = __libc_realloc(p, size);
 	if (q || !size)
 		live_del(p);
@@ -85,7 +99,7 @@ void *realloc(void *p, size_t size)
 void *aligned_alloc(size_t align, size_t size)
 {
 	allocs += counting;
-	return live_add(__libc_memalign(align, size), size);
+	return failing() ? NULL : live_add(__libc_memalign(align, size), size);
 }
 
 int posix_memalign(void **out, size_t align, size_t size)
@@ -93,7 +107,7 @@ int posix_memalign(void **out, size_t align, size_t size)
 	void *p;
 
 	allocs += counting;
-	p = __libc_memalign(align, size);
+	p = failing() ? NULL : __libc_memalign(align, size);
 	if (!p)
 		return 12;	/* ENOMEM */
 	*out = live_add(p, size);
@@ -109,7 +123,7 @@ void free(void *p)
 
 static void count_start(void)
 {
-	allocs = 0;
+	allocs = attempts = 0;
 	nlive = live_bytes = 0;
 	live_overflow = 0;
 	counting = 1;
@@ -118,6 +132,7 @@ static void count_start(void)
 static unsigned long count_stop(void)
 {
 	counting = 0;
+	fail_at = 0;
 	return allocs;
 }
 
@@ -403,6 +418,94 @@ START_TEST(ring_bytes_are_what_a_build_keeps)
 }
 END_TEST
 
+/* Runs build(arg) with each of its allocations failing in turn, then none:
+ * each failure is HR_ENOMEM with no ring and nothing left allocated, or a
+ * ring all the same (a block that only shrinks may stay as it was).
+ * Returns how many allocations the build makes. */
+static unsigned long fail_each(int (*build)(void *arg, hr_ring **out), void *arg)
+{
+	for (unsigned long k = 1;; k++) {
+		hr_ring *ring = NULL;
+		unsigned long made;
+		size_t left;
+		int rc, overflow;
+
+		count_start();
+		fail_at = k;
+		rc = build(arg, &ring);
+		made = attempts;
+		left = nlive;
+		overflow = live_overflow;
+		count_stop();
+		if (rc == HR_OK) {
+			hr_ring_release(ring);
+			if (made < k)	/* none failed */
+				return made;
+			continue;
+		}
+		ck_assert_msg(rc == HR_ENOMEM, "allocation %lu failing: %d", k, rc);
+		ck_assert_ptr_null(ring);
+		ck_assert_msg(left == 0 && !overflow, "allocation %lu failing: %zu blocks left",
+			      k, left);
+	}
+}
+
+struct paged_case {
+	hrt_nodes *s;
+	size_t n;
+	hr_ring_options opts;
+	hr_ring *prev;
+};
+
+static int paged_build(void *arg, hr_ring **out)
+{
+	struct paged_case *c = arg;
+
+	return hr__ring_build_layout(c->s->nodes, c->n, &c->opts, 1, hr_hash_key,
+				     HR__LAYOUT_PAGED, out, NULL);
+}
+
+static int paged_derive(void *arg, hr_ring **out)
+{
+	struct paged_case *c = arg;
+
+	return hr__ring_derive(c->prev, c->s->nodes, c->n, &c->opts, 2, out, NULL);
+}
+
+/* Paged rings (ring_pages.c) built and derived with every allocation
+ * failing in turn: out of memory is an error, never a crash or a leak,
+ * and the previous ring stays whole. */
+START_TEST(paged_rings_out_of_memory)
+{
+	struct paged_case c = { .n = 30, .opts = { .size = sizeof c.opts, .vnodes_per_weight = 20 } };
+	unsigned long made;
+
+	c.s = hrt_nodes_new(31, "node-%02zu", "127.0.0.%zu:11211", 0);
+	for (size_t i = 0; i < 31; i++)
+		c.s->nodes[i].state = i % 5 == 1 ? HR_STATE_WARMING :
+				      i % 5 == 2 ? HR_STATE_DRAINING : HR_STATE_ACTIVE;
+	made = fail_each(paged_build, &c);
+	ck_assert_uint_gt(made, 5);
+	ck_assert_int_eq(paged_build(&c, &c.prev), HR_OK);
+	ck_assert(hr__ring_paged(c.prev));
+	/* A node joins, one grows, one leaves the read view. */
+	c.n = 31;
+	c.s->nodes[4].weight = 2;
+	c.s->nodes[6].state = HR_STATE_WARMING;
+	made = fail_each(paged_derive, &c);
+	ck_assert_uint_gt(made, 5);
+	{
+		hr_ring *d;
+
+		ck_assert_int_eq(paged_derive(&c, &d), HR_OK);
+		ck_assert(hr__ring_derived(d) && hr__ring_paged(d));
+		hr_ring_release(d);
+	}
+	hr_ring_release(c.prev);
+	hrt_nodes_free(c.s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("alloc");
@@ -414,6 +517,7 @@ int main(void)
 	tcase_add_test(tc, batch_lookups_do_not_allocate);
 	tcase_add_test(tc, sampled_and_spread_lookups_do_not_allocate);
 	tcase_add_test(tc, ring_bytes_are_what_a_build_keeps);
+	tcase_add_test(tc, paged_rings_out_of_memory);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
