@@ -17,41 +17,25 @@
  * Points named as view_find() names them, and END past the last one (no
  * wrap): the same code walks flat and paged views. */
 
-#define END SIZE_MAX
-
-/* The first point of a page at or after p, or END. */
-static size_t at_page_from(const struct view *v, size_t p)
-{
-	for (; p < v->npages; p++)
-		if (v->pages[p]->n)
-			return PAGED_AT(p, 0);
-	return END;
-}
+#define END PAGED_END
 
 /* The first point at or after `pos`, or END. */
 static size_t at_lower(const struct view *v, uint64_t pos)
 {
-	size_t p, i;
+	size_t i;
 
-	if (!v->pages) {
-		i = view_lower_bound(v, pos);
-		return i == v->npoints ? END : i;
-	}
-	p = paged_page(v, pos);
-	i = paged_scan(v, v->pages[p], pos);
-	return i < v->pages[p]->n ? PAGED_AT(p, i) : at_page_from(v, p + 1);
+	if (v->pages)
+		return paged_lower(v, pos);
+	i = view_lower_bound(v, pos);
+	return i == v->npoints ? END : i;
 }
 
 /* The point after `at` (not END), or END. */
 static size_t at_next(const struct view *v, size_t at)
 {
-	size_t p, i;
-
-	if (!v->pages)
-		return at + 1 == v->npoints ? END : at + 1;
-	p = PAGED_PAGE(at);
-	i = PAGED_OFF(at) + 1;
-	return i < v->pages[p]->n ? PAGED_AT(p, i) : at_page_from(v, p + 1);
+	if (v->pages)
+		return paged_after(v, at);
+	return at + 1 == v->npoints ? END : at + 1;
 }
 
 /* The last position of a view (not empty). */

@@ -155,7 +155,8 @@ struct zone_slot {
 	uint32_t first;
 };
 
-/* Puts the zones of `t` (size 2^bits) into a table twice its size. */
+/* Puts the zones of `t` (size 2^bits) into a table twice its size, and
+ * frees `t`; NULL (`t` kept) when out of memory. */
 static struct zone_slot *zones_grow(const hr_ring *ring, struct zone_slot *t,
 				    unsigned *bits)
 {
@@ -221,8 +222,15 @@ static int number_zones(hr_ring *ring, hr_error *err)
 			}
 		}
 		/* At most half full. */
-		if (2 * zones > mask && !(t = zones_grow(ring, t, &bits)))
-			return hr__error_set(err, HR_ENOMEM, "out of memory");
+		if (2 * zones > mask) {
+			struct zone_slot *g = zones_grow(ring, t, &bits);
+
+			if (!g) {
+				free(t);
+				return hr__error_set(err, HR_ENOMEM, "out of memory");
+			}
+			t = g;
+		}
 	}
 	free(t);
 	ring->nzones = zones;

@@ -249,32 +249,57 @@ static inline uint32_t paged_handle(const struct view *v, uint64_t pos)
 	return i < n ? ((const uint32_t *)(at + n + POS_PAD))[i] : v->after[p];
 }
 
-/* The first point of the first page at or after page p that has one,
- * wrapping (the view is not empty). */
-static inline size_t paged_first_from(const struct view *v, size_t p)
+/* Past the last point of a paged view, for the walks that do not wrap. */
+#define PAGED_END SIZE_MAX
+
+/* The first point of the first page at or after page p that has one, or
+ * PAGED_END. */
+static inline size_t paged_from(const struct view *v, size_t p)
 {
-	for (;; p++) {
-		if (p == v->npages)
-			p = 0;
+	for (; p < v->npages; p++)
 		if (v->pages[p]->n)
 			return PAGED_AT(p, 0);
-	}
+	return PAGED_END;
+}
+
+/* The first point at or after `pos`, or PAGED_END. */
+static inline size_t paged_lower(const struct view *v, uint64_t pos)
+{
+	size_t p = paged_page(v, pos), i = paged_scan(v, v->pages[p], pos);
+
+	return i < v->pages[p]->n ? PAGED_AT(p, i) : paged_from(v, p + 1);
+}
+
+/* The point after `at`, or PAGED_END. */
+static inline size_t paged_after(const struct view *v, size_t at)
+{
+	size_t p = PAGED_PAGE(at), i = PAGED_OFF(at) + 1;
+
+	return i < v->pages[p]->n ? PAGED_AT(p, i) : paged_from(v, p + 1);
+}
+
+/* PAGED_END wraps to the first point (the view is not empty). */
+static inline size_t paged_wrap(const struct view *v, size_t at)
+{
+	return at != PAGED_END ? at : paged_from(v, 0);
+}
+
+/* The first point at or after page p's start, wrapping. */
+static inline size_t paged_first_from(const struct view *v, size_t p)
+{
+	return paged_wrap(v, paged_from(v, p));
 }
 
 /* The point after `at`, wrapping. */
 static inline size_t paged_next(const struct view *v, size_t at)
 {
-	size_t p = PAGED_PAGE(at), i = PAGED_OFF(at) + 1;
-
-	return i < v->pages[p]->n ? PAGED_AT(p, i) : paged_first_from(v, p + 1);
+	return paged_wrap(v, paged_after(v, at));
 }
 
 /* The first point at or after `pos`, wrapping. */
 static inline size_t paged_find(const struct view *v, uint64_t pos)
 {
-	size_t p = paged_page(v, pos), i = paged_scan(v, v->pages[p], pos);
-
-	return i < v->pages[p]->n ? PAGED_AT(p, i) : paged_first_from(v, p + 1);
+	return paged_wrap(v, paged_lower(v, pos));
 }
 
 /* The slot of a table of `m` slots that holds `pos`: floor(pos * m / 2^64). */

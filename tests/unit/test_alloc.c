@@ -481,6 +481,8 @@ START_TEST(paged_rings_out_of_memory)
 	unsigned long made;
 
 	c.s = hrt_nodes_new(31, "node-%02zu", "127.0.0.%zu:11211", 0);
+	/* A zone each: the zone table grows twice. */
+	hrt_nodes_zones(c.s, 40);
 	for (size_t i = 0; i < 31; i++)
 		c.s->nodes[i].state = i % 5 == 1 ? HR_STATE_WARMING :
 				      i % 5 == 2 ? HR_STATE_DRAINING : HR_STATE_ACTIVE;

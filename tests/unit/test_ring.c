@@ -366,6 +366,22 @@ START_TEST(naive_weighted_states)
 }
 END_TEST
 
+/* More zones than the zone table starts with (ring_build.c grows it):
+ * replicas still spread over distinct zones as the naive walk says. */
+START_TEST(naive_many_zones)
+{
+	hrt_nodes *s = nodeset_new(300);
+	hr_ring *ring;
+
+	hrt_nodes_zones(s, 60);
+	ring = build(s->nodes, s->n, 40);
+	check_against_naive(ring, 200000, 8);
+	check_preflists_against_naive(ring, 20000, 9);
+	hr_ring_release(ring);
+	hrt_nodes_free(s);
+}
+END_TEST
+
 START_TEST(naive_many_nodes)
 {
 	hrt_nodes *s = nodeset_new(1000);
@@ -1316,6 +1332,7 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, naive_equal_small);
 	tcase_add_test(tc, naive_weighted_states);
 	tcase_add_test(tc, naive_many_nodes);
+	tcase_add_test(tc, naive_many_zones);
 	tcase_add_test(tc, naive_two_zones);
 	suite_add_tcase(s, tc);
 
