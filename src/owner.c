@@ -142,7 +142,7 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	wn = view_owner_slot(ring, w, pos, &ws);
 	/* Without warming or draining nodes both views are one array. */
 	rs = ws;
-	if (r->pos != w->pos || r->pages != w->pages)
+	if (!views_one(w, r))
 		rn = view_owner_slot(ring, r, pos, &rs);
 	else
 		rn = wn;

@@ -147,8 +147,7 @@ bool hr__ring_rendezvous(const hr_ring *ring)
 
 bool hr__ring_views_shared(const hr_ring *ring)
 {
-	return ring->views[HR_VIEW_READ].pos == ring->views[HR_VIEW_WRITE].pos &&
-	       ring->views[HR_VIEW_READ].pages == ring->views[HR_VIEW_WRITE].pages;
+	return views_one(&ring->views[HR_VIEW_WRITE], &ring->views[HR_VIEW_READ]);
 }
 
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)

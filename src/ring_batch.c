@@ -226,6 +226,19 @@ static void pipeline_paged(const hr_ring *ring, const struct view *const vs[2], 
 				       to_write, to_read, j - stage * dist);
 }
 
+/* The pipeline for the views' layout: the views of a ring are all paged
+ * or none is (an empty view is neither). */
+static inline __attribute__((always_inline)) void
+run(const hr_ring *ring, const struct view *const vs[2], int nv, int to_write,
+    int to_read, const void *const *keys, const size_t *lens, size_t n,
+    hr_batch_owner *out, size_t dist)
+{
+	if (vs[0]->pages)
+		pipeline_paged(ring, vs, nv, to_write, to_read, keys, lens, n, out, dist);
+	else
+		pipeline(ring, vs, nv, to_write, to_read, keys, lens, n, out, dist);
+}
+
 static int check_args(const hr_ring *ring, const void *const *keys,
 		      const size_t *lens, size_t n, hr_batch_owner *out,
 		      hr_error *err)
@@ -280,30 +293,20 @@ int hr__ring_lookup_batch_dist(const hr_ring *ring, const void *const *keys,
 		}
 		return HR_OK;
 	}
-	/* Paged views: all views of a ring are paged or none is. */
-	if (w->pages || r->pages) {
-		const struct view *both[2] = { w, r }, *one[2] = { w->npoints ? w : r, NULL };
-		bool two = (w->pages != r->pages) && w->npoints && r->npoints;
-
-		pipeline_paged(ring, two ? both : one, two ? 2 : 1,
-			       two || w->npoints, two || r->npoints, keys, lens, n, out, dist);
-		return HR_OK;
-	}
-	/* Without warming or draining nodes both views are one array (see
+	/* Without warming or draining nodes both views are one (see
 	 * ring_owners()): one search answers both. */
-	if (r->pos == w->pos) {
+	if (views_one(w, r)) {
 		const struct view *vs[2] = { w, NULL };
 
-		pipeline(ring, vs, 1, 1, 1, keys, lens, n, out, dist);
+		run(ring, vs, 1, 1, 1, keys, lens, n, out, dist);
 	} else if (w->npoints && r->npoints) {
 		const struct view *vs[2] = { w, r };
 
-		pipeline(ring, vs, 2, 1, 1, keys, lens, n, out, dist);
+		run(ring, vs, 2, 1, 1, keys, lens, n, out, dist);
 	} else {
 		const struct view *vs[2] = { w->npoints ? w : r, NULL };
 
-		pipeline(ring, vs, 1, w->npoints != 0, r->npoints != 0, keys,
-			 lens, n, out, dist);
+		run(ring, vs, 1, w->npoints != 0, r->npoints != 0, keys, lens, n, out, dist);
 	}
 	return HR_OK;
 }

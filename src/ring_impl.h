@@ -381,6 +381,13 @@ static inline const struct ring_node *view_owner(const hr_ring *ring,
 	return &ring->nodes[view_find_slot(ring, v, pos)];
 }
 
+/* Whether write view `w` and read view `r` are one array or one table of
+ * pages: no node warms or drains, so one search answers both. */
+static inline bool views_one(const struct view *w, const struct view *r)
+{
+	return r->pos == w->pos && r->pages == w->pages;
+}
+
 /* The owners of `pos` in the write and the read view (NULL: empty view). */
 static inline void ring_owners(const hr_ring *ring, uint64_t pos,
 			       const struct ring_node **wn,
@@ -391,8 +398,7 @@ static inline void ring_owners(const hr_ring *ring, uint64_t pos,
 
 	*wn = view_owner(ring, w, pos);
 	/* Without warming or draining nodes both views are one array. */
-	*rn = r->pos == w->pos && r->pages == w->pages ? *wn :
-		view_owner(ring, r, pos);
+	*rn = views_one(w, r) ? *wn : view_owner(ring, r, pos);
 }
 
 /* hr_hash_key(), inline. */

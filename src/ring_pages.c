@@ -189,24 +189,6 @@ static inline size_t bucket(const struct view *v, uint64_t pos)
 	return (size_t)(pos >> v->bucket_shift) & v->bucket_mask;
 }
 
-/* index[k] = the page's points in buckets below k: counted, then summed,
- * without a branch to mispredict. */
-static void page_index(struct vpage *pg, const struct view *v)
-{
-	size_t buckets = (size_t)v->bucket_mask + 1;
-	uint32_t sum = 0;
-
-	memset(pg->index, 0, buckets * sizeof *pg->index);
-	for (size_t i = 0; i < pg->n; i++)
-		pg->index[bucket(v, pg->pos[i])]++;
-	for (size_t k = 0; k < buckets; k++) {
-		uint32_t c = pg->index[k];
-
-		pg->index[k] = sum;
-		sum += c;
-	}
-}
-
 static void page_release(struct vpage *pg)
 {
 	if (atomic_fetch_sub_explicit(&pg->refs, 1, memory_order_acq_rel) != 1)
@@ -301,13 +283,6 @@ static void after_fix(struct view *v, size_t p)
 
 /* ---- a full build ---------------------------------------------------------- */
 
-static int cmp_point(const void *a, const void *b)
-{
-	const struct point *x = a, *y = b;
-
-	return point_less(x, y) ? -1 : point_less(y, x) ? 1 : 0;
-}
-
 /* Sorts the points of each crowded bucket of page `pg` (its index set):
  * a few in place, more through `scratch`. */
 static void page_sort_buckets(struct vpage *pg, const struct view *v,
@@ -321,7 +296,7 @@ static void page_sort_buckets(struct vpage *pg, const struct view *v,
 		if (to - from > 16) {
 			for (size_t i = from; i < to; i++)
 				scratch[i - from] = (struct point){ pg->pos[i], pg->node[i] };
-			qsort(scratch, to - from, sizeof *scratch, cmp_point);
+			qsort(scratch, to - from, sizeof *scratch, hr__point_cmp);
 			for (size_t i = from; i < to; i++) {
 				pg->pos[i] = scratch[i - from].pos;
 				pg->node[i] = scratch[i - from].node;
@@ -578,7 +553,7 @@ static struct vpage *page_merge(const hr_ring *ring, const struct view *v,
 		}
 	}
 	if (drops) {
-		page_index(pg, v);
+		hr__index_build(pg->pos, pg->n, pg->index, v->bucket_shift, v->bucket_mask);
 	} else {
 		/* The old index, each bucket after a fresh point's one
 		 * point further on. */

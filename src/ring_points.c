@@ -14,13 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_point(const void *a, const void *b)
-{
-	const struct point *x = a, *y = b;
-
-	return point_less(x, y) ? -1 : point_less(y, x) ? 1 : 0;
-}
-
 /* Bits of the positions that group a big ring's placed points. */
 #define PART_BITS 8
 /* Vnodes placed at a time while grouping. */
@@ -50,7 +43,7 @@ static void sort_range(struct view *v, size_t p, size_t n, struct point *scratch
 	}
 	for (size_t i = 0; i < n; i++)
 		scratch[i] = (struct point){ v->pos[p + i], view_node(v, p + i) };
-	qsort(scratch, n, sizeof *scratch, cmp_point);
+	qsort(scratch, n, sizeof *scratch, hr__point_cmp);
 	for (size_t i = 0; i < n; i++) {
 		v->pos[p + i] = scratch[i].pos;
 		view_set_node(v, p + i, scratch[i].node);

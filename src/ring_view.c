@@ -104,22 +104,33 @@ size_t hr__view_bytes(const struct view *v)
 	return v->pos ? v->bytes : 0;
 }
 
-/* index[k] = points in buckets below k: counted, then summed, two passes
- * without a branch to mispredict. */
-void hr__view_index(struct view *v)
+void hr__index_build(const uint64_t *pos, size_t n, uint32_t *index,
+		     unsigned shift, uint64_t mask)
 {
-	size_t buckets = (size_t)1 << (64 - v->shift);
 	uint32_t sum = 0;
 
-	memset(v->index, 0, buckets * sizeof *v->index);
-	for (size_t i = 0; i < v->npoints; i++)
-		v->index[v->pos[i] >> v->shift]++;
-	for (size_t k = 0; k < buckets; k++) {
-		uint32_t c = v->index[k];
+	memset(index, 0, (mask + 1) * sizeof *index);
+	for (size_t i = 0; i < n; i++)
+		index[(pos[i] >> shift) & mask]++;
+	for (size_t k = 0; k <= mask; k++) {
+		uint32_t c = index[k];
 
-		v->index[k] = sum;
+		index[k] = sum;
 		sum += c;
 	}
+}
+
+void hr__view_index(struct view *v)
+{
+	hr__index_build(v->pos, v->npoints, v->index, v->shift,
+			((uint64_t)1 << (64 - v->shift)) - 1);
+}
+
+int hr__point_cmp(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	return point_less(x, y) ? -1 : point_less(y, x) ? 1 : 0;
 }
 
 int hr__view_count(const hr_ring *ring, hr_view which, struct view *v)
@@ -137,13 +148,11 @@ int hr__view_count(const hr_ring *ring, hr_view which, struct view *v)
 	zone_seen = calloc(ring->nzones ? ring->nzones : 1, sizeof *zone_seen);
 	if (!zone_seen)
 		return HR_ENOMEM;
-	v->nnodes = 0;
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
 
 		if (!hr__in_view(rn->pub.state, which))
 			continue;
-		v->nnodes++;
 		if (!zone_seen[rn->zone]) {
 			zone_seen[rn->zone] = true;
 			v->nzones++;

@@ -26,8 +26,18 @@ size_t hr__view_bytes(const struct view *v);
 #define HR__BIG_BLOCK ((size_t)4 << 20)
 void *hr__big_alloc(size_t bytes);
 
+/* index[k] = how many of the sorted positions pos[0 .. n) have a bucket,
+ * (pos >> shift) & mask, below k, for the mask + 1 buckets: counted, then
+ * summed, two passes without a branch to mispredict.  A flat view's index
+ * and a page's (ring_pages.c). */
+void hr__index_build(const uint64_t *pos, size_t n, uint32_t *index,
+		     unsigned shift, uint64_t mask);
+
 /* Builds the index of a view whose points are in place and sorted. */
 void hr__view_index(struct view *v);
+
+/* qsort() order of struct point: by position, then node number. */
+int hr__point_cmp(const void *a, const void *b);
 
 /* Sets up view `which` of `ring` from `all`, the sorted points of every
  * node: `all` itself when every node is in the view (the view then owns
