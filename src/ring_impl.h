@@ -107,6 +107,9 @@ struct view {
  * that reading this much from any string start stays inside it. */
 #define COPY_CHUNK 32
 
+/* Points placed ahead of a full build (ring_pages.h). */
+typedef struct hr__pages_pre hr__pages_pre;
+
 struct hr_ring {
 	atomic_size_t refs;
 	uint64_t revision;
@@ -119,6 +122,7 @@ struct hr_ring {
 	uint64_t (*key_pos)(const void *key, size_t len);
 	hr__point_hash_fn hash;		/* the point hash of named points */
 	bool derived;			/* points taken from a previous ring */
+	bool placed_ahead;		/* points placed as the nodes came */
 	hr__layout layout;		/* as asked; the views say which it is */
 	size_t nnodes;
 	size_t npoints;
@@ -135,6 +139,9 @@ struct hr_ring {
 	uint32_t *handle_slot;
 	uint32_t nhandles;
 	struct vslab *slab;	/* where its new pages are cut from */
+	/* While the ring is built: its points placed ahead (ring_stream.c),
+	 * which a full build takes; else NULL. */
+	hr__pages_pre *pre;
 	/* NULL, or the ring whose memory this alias shares (hr__ring_alias):
 	 * releasing the alias releases it and frees nothing else. */
 	hr_ring *origin;

@@ -379,25 +379,277 @@ static void group_sort(struct view *v, size_t p0, unsigned sub,
 		}								\
 	} while (0)
 
+/* A full build's layout for `npoints` points: its page and bucket bits. */
+static void layout_for(size_t npoints, unsigned *page_bits, unsigned *bucket_bits)
+{
+	unsigned lg = log2_floor(npoints);
+
+	*page_bits = page_bits_for(npoints);
+	*bucket_bits = lg > *page_bits ? lg - *page_bits : 1;
+}
+
+/* The bytes of a region: room for a page of `most` points and some more
+ * (the pages of later rings). */
+static size_t region_for(size_t most, const struct view *v)
+{
+	return (page_bytes(most + most / 16 + 16, v) + SLAB_ALIGN - 1) &
+	       ~(size_t)(SLAB_ALIGN - 1);
+}
+
+/*
+ * Where a full build's points wait in the slab, by group (the top
+ * GROUP_BITS bits of a position): group g's positions from start[g], its
+ * handles from node_at[g] (byte offsets), next[g] of them, inside the
+ * regions of its own pages.
+ */
+struct groups {
+	size_t start[1 << GROUP_BITS], node_at[1 << GROUP_BITS], next[1 << GROUP_BITS];
+};
+
+/*
+ * Points placed ahead of a full build (ring_stream.c places them while the
+ * nodes arrive): the slab of the layout that `expect` points would have,
+ * each group given the room of its pages, and the points written into it
+ * by group as they come, counted by page.  The build that takes it sorts
+ * the groups into pages, as a build from scratch does after placing.
+ */
+struct hr__pages_pre {
+	struct view shape;	/* page and bucket bits only */
+	unsigned page_bits, bucket_bits;
+	struct vslab *slab;	/* NULL once given up */
+	size_t region, room;	/* bytes; a group's room, in points */
+	size_t npoints;
+	uint32_t *count;	/* per page */
+	struct groups g;
+};
+
+hr__pages_pre *hr__pages_pre_new(size_t expect)
+{
+	unsigned sub;
+	size_t mean, most, bytes;
+	hr__pages_pre *pre;
+
+	if (expect * sizeof(struct point) < HR__BIG_BLOCK)
+		return NULL;
+	pre = calloc(1, sizeof *pre);
+	if (!pre)
+		return NULL;
+	layout_for(expect, &pre->page_bits, &pre->bucket_bits);
+	pre->shape.page_shift = 64 - pre->page_bits;
+	pre->shape.bucket_shift = pre->shape.page_shift - pre->bucket_bits;
+	pre->shape.bucket_mask = (uint32_t)(((size_t)1 << pre->bucket_bits) - 1);
+	sub = pre->page_bits - GROUP_BITS;
+	/* Uniform positions: the fullest of the pages (about 2^13) is
+	 * within six standard deviations of the mean, all but surely. */
+	mean = expect >> pre->page_bits;
+	most = mean + 16;
+	while ((most - mean - 16) * (most - mean - 16) < 36 * mean)
+		most += 8;
+	pre->region = region_for(most, &pre->shape);
+	pre->room = (pre->region << sub) / (sizeof(uint64_t) + sizeof(uint32_t));
+	for (size_t k = 0; k < (size_t)1 << GROUP_BITS; k++) {
+		pre->g.start[k] = SLAB_FIRST + (k << sub) * pre->region;
+		pre->g.node_at[k] = pre->g.start[k] + pre->room * sizeof(uint64_t);
+	}
+	bytes = SLAB_FIRST + (pre->region << pre->page_bits);
+	pre->count = calloc((size_t)1 << pre->page_bits, sizeof *pre->count);
+	pre->slab = pre->count ? hr__big_alloc_later(bytes) : NULL;
+	if (!pre->slab) {
+		hr__pages_pre_free(pre);
+		return NULL;
+	}
+	return pre;
+}
+
+static void pre_give_up(hr__pages_pre *pre)
+{
+	free(pre->slab);
+	pre->slab = NULL;
+}
+
+bool hr__pages_pre_place(hr__pages_pre *pre, const struct point *pts, size_t n)
+{
+	char *slab = (char *)pre->slab;
+
+	if (!slab)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t g = pts[i].pos >> (64 - GROUP_BITS), at = pre->g.next[g]++;
+
+		if (at == pre->room) {
+			/* Not the positions of a uniform hash. */
+			pre_give_up(pre);
+			return false;
+		}
+		((uint64_t *)(slab + pre->g.start[g]))[at] = pts[i].pos;
+		((uint32_t *)(slab + pre->g.node_at[g]))[at] = pts[i].node;
+		pre->count[paged_page(&pre->shape, pts[i].pos)]++;
+	}
+	pre->npoints += n;
+	return true;
+}
+
+void hr__pages_pre_free(hr__pages_pre *pre)
+{
+	if (!pre)
+		return;
+	free(pre->slab);
+	free(pre->count);
+	free(pre);
+}
+
+/* Whether `pre` holds every point of `ring` (its nodes matched by the
+ * caller) in the layout a build from scratch gives it, each page in its
+ * region; its fullest page in *most. */
+static bool pre_fits(const hr__pages_pre *pre, const hr_ring *ring,
+		     unsigned page_bits, unsigned bucket_bits, size_t *most)
+{
+	if (!pre->slab || pre->npoints != ring->npoints || pre->page_bits != page_bits ||
+	    pre->bucket_bits != bucket_bits)
+		return false;
+	*most = 0;
+	for (size_t p = 0; p < (size_t)1 << page_bits; p++)
+		*most = pre->count[p] > *most ? pre->count[p] : *most;
+	return page_bytes(*most, &pre->shape) <= pre->region;
+}
+
+/* Counts `ring`'s points by page into count[], and sets the regions for
+ * the fullest: the layout of a build from scratch. */
+static void place_count(hr_ring *ring, struct view *v, uint32_t *count, size_t *most,
+			size_t *region, struct groups *g, unsigned sub)
+{
+	struct point chunk[CHUNK];
+
+	EACH_POINT(ring, chunk, count[paged_page(v, pt->pos)]++);
+	*most = 0;
+	for (size_t p = 0; p < v->npages; p++)
+		*most = count[p] > *most ? count[p] : *most;
+	*region = region_for(*most, v);
+	for (size_t k = 0; k < (size_t)1 << GROUP_BITS; k++) {
+		size_t points = 0;
+
+		for (size_t p = k << sub; p < (k + 1) << sub; p++)
+			points += count[p];
+		g->start[k] = SLAB_FIRST + (k << sub) * *region;
+		g->node_at[k] = g->start[k] + points * sizeof(uint64_t);
+		g->next[k] = 0;
+	}
+}
+
+/* Writes every point of `ring` into `slab` by group: 512 write streams
+ * (positions, handles), which the caches keep up with. */
+static void place_groups(hr_ring *ring, char *slab, struct groups *g)
+{
+	struct point chunk[CHUNK];
+
+	EACH_POINT(ring, chunk, {
+		size_t k = pt->pos >> (64 - GROUP_BITS), i = g->next[k]++;
+
+		((uint64_t *)(slab + g->start[k]))[i] = pt->pos;
+		((uint32_t *)(slab + g->node_at[k]))[i] = pt->node;
+	});
+}
+
+/*
+ * Sorts groups first, first + step, ... of a full build from where they
+ * wait in the slab into their pages (each group copied out first: its
+ * pages' regions are where it waits).  Two sorters share the groups.
+ */
+struct sorter {
+	struct view *v;
+	char *slab;
+	const struct groups *g;
+	const uint32_t *count;
+	size_t region, first, step;
+	unsigned sub;
+	struct point *scratch;	/* a group's points, then a page's */
+	uint32_t *keys;
+};
+
+static void *sort_groups(void *arg)
+{
+	struct sorter *s = arg;
+
+	for (size_t k = s->first; k < (size_t)1 << GROUP_BITS; k += s->step) {
+		const uint64_t *pos = (const uint64_t *)(s->slab + s->g->start[k]);
+		const uint32_t *node = (const uint32_t *)(s->slab + s->g->node_at[k]);
+		size_t m = s->g->next[k];
+
+		for (size_t i = 0; i < m; i++)
+			s->scratch[i] = (struct point){ pos[i], node[i] };
+		for (size_t p = k << s->sub; p < (k + 1) << s->sub; p++)
+			s->v->pages[p] = page_init((struct vpage *)(s->slab + SLAB_FIRST +
+								   p * s->region),
+						   s->region, s->count[p], s->v,
+						   (struct vslab *)s->slab);
+		group_sort(s->v, k << s->sub, s->sub, s->scratch, m, s->keys, s->scratch + m);
+	}
+	return NULL;
+}
+
+/* The scratch memory of a sorter (`most`: the fullest page); 0 or
+ * HR_ENOMEM. */
+static int sorter_alloc(struct sorter *s, size_t most, unsigned bucket_bits)
+{
+	s->scratch = malloc((((size_t)1 << s->sub) * most + most + 1) * sizeof *s->scratch);
+	s->keys = malloc((((size_t)1 << (s->sub + bucket_bits)) + 1 + ((size_t)1 << s->sub)) *
+			 sizeof *s->keys);
+	return s->scratch && s->keys ? HR_OK : HR_ENOMEM;
+}
+
+static void sorter_free(struct sorter *s)
+{
+	free(s->scratch);
+	free(s->keys);
+}
+
+/* Sorts every group into its pages: of a ring paged for its size, half of
+ * them on a second thread when one can be had (the copies and the sorts
+ * are most of what a full build does after placing), else all on this
+ * one. */
+static void sort_all(struct sorter *one, size_t npoints, size_t most, unsigned bucket_bits)
+{
+	struct sorter two = *one;
+	pthread_t helper;
+	bool helped;
+
+	two.scratch = NULL;
+	two.keys = NULL;
+	two.first = 1;
+	two.step = one->step = 2;
+	helped = npoints * sizeof(struct point) >= HR__BIG_BLOCK &&
+		 sorter_alloc(&two, most, bucket_bits) == HR_OK &&
+		 pthread_create(&helper, NULL, sort_groups, &two) == 0;
+	if (!helped)
+		one->step = 1;
+	sort_groups(one);
+	if (helped)
+		pthread_join(helper, NULL);
+	sorter_free(&two);
+}
+
 int hr__pages_build(hr_ring *ring, hr_error *err)
 {
-	enum { GROUPS = 1 << GROUP_BITS };
 	struct view *v = &ring->all;
-	unsigned lg = log2_floor(ring->npoints), page_bits = page_bits_for(ring->npoints);
-	unsigned bucket_bits, sub;
-	size_t most = 0, region, next[GROUPS] = { 0 };
-	size_t start[GROUPS], node_at[GROUPS];	/* a group's positions, handles */
-	uint32_t *count = NULL, *keys = NULL;
-	struct point chunk[CHUNK], *scratch = NULL;
+	hr__pages_pre *pre = ring->pre;
+	unsigned page_bits, bucket_bits, sub;
+	size_t most = 0, region = 0;
+	struct groups own, *g = &own;
+	uint32_t *count = NULL;
+	struct sorter sorter = { .first = 0, .step = 1 };
 	struct vslab *slab = NULL;
 
-	bucket_bits = lg > page_bits ? lg - page_bits : 1;
+	ring->pre = NULL;
+	layout_for(ring->npoints, &page_bits, &bucket_bits);
 	sub = page_bits - GROUP_BITS;	/* pages per group: 2^sub */
+	if (pre && !pre_fits(pre, ring, page_bits, bucket_bits, &most)) {
+		hr__pages_pre_free(pre);
+		pre = NULL;
+	}
 	if (table_alloc(v, page_bits, bucket_bits))
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
+		goto nomem;
 	ring->handle_slot = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *ring->handle_slot);
-	count = calloc(v->npages, sizeof *count);
-	if (!ring->handle_slot || !count)
+	if (!ring->handle_slot)
 		goto nomem;
 	for (uint32_t j = 0; j < ring->nnodes; j++) {
 		ring->handle_slot[j] = j;
@@ -408,70 +660,63 @@ int hr__pages_build(hr_ring *ring, hr_error *err)
 	 * The pages are regions of one slab (huge pages: fresh memory is most
 	 * of a big build's cost), each room for the largest page and a
 	 * sixteenth more, so that the pages of later rings fit the regions
-	 * their dead pages leave.  Every point is placed twice: once to size
-	 * the pages; once to write it into the slab where its group of pages
-	 * (the top GROUP_BITS bits) will be, positions then handles, 512
-	 * write streams that the caches keep up with.  Then each group is
-	 * copied out and sorted into its pages.
+	 * their dead pages leave.  Points placed ahead are in their slab by
+	 * group already; else every point is placed twice: once to size the
+	 * pages, once to write it there.  Then each group is copied out and
+	 * sorted into its pages.
 	 */
-	EACH_POINT(ring, chunk, count[paged_page(v, pt->pos)]++);
-	for (size_t p = 0; p < v->npages; p++)
-		most = count[p] > most ? count[p] : most;
-	region = (page_bytes(most + most / 16 + 16, v) + SLAB_ALIGN - 1) &
-		 ~(size_t)(SLAB_ALIGN - 1);
-	for (size_t g = 0; g < GROUPS; g++) {
-		size_t points = 0;
-
-		for (size_t p = g << sub; p < (g + 1) << sub; p++)
-			points += count[p];
-		start[g] = SLAB_FIRST + (g << sub) * region;
-		node_at[g] = start[g] + points * sizeof(uint64_t);
+	if (pre) {
+		count = pre->count;
+		region = pre->region;
+		slab = pre->slab;
+		g = &pre->g;
+	} else {
+		count = calloc(v->npages, sizeof *count);
+		if (!count)
+			goto nomem;
+		place_count(ring, v, count, &most, &region, g, sub);
 	}
-	/* A group's points, then a page's for its crowded buckets. */
-	scratch = malloc((((size_t)1 << sub) * most + most + 1) * sizeof *scratch);
-	keys = malloc((((size_t)1 << (sub + bucket_bits)) + 1 + ((size_t)1 << sub)) *
-		      sizeof *keys);
-	slab = scratch && keys ? hr__big_alloc(SLAB_FIRST + v->npages * region) : NULL;
-	if (!slab)
+	sorter.sub = sub;
+	if (sorter_alloc(&sorter, most, bucket_bits))
 		goto nomem;
+	if (!pre && !(slab = hr__big_alloc(SLAB_FIRST + v->npages * region)))
+		goto nomem;
+	if (pre) {
+		pre->slab = NULL;
+		hr__big_advise(slab, SLAB_FIRST + v->npages * region);
+		ring->placed_ahead = true;
+	}
 	pthread_mutex_init(&slab->mu, NULL);
 	slab->users = v->npages + 1;	/* its pages, and this ring */
 	slab->region = region;
 	slab->free = NULL;
 	ring->slab = slab;
 	v->bytes += SLAB_FIRST + v->npages * region;
-	EACH_POINT(ring, chunk, {
-		size_t g = pt->pos >> (64 - GROUP_BITS), i = next[g]++;
-
-		((uint64_t *)((char *)slab + start[g]))[i] = pt->pos;
-		((uint32_t *)((char *)slab + node_at[g]))[i] = pt->node;
-	});
-	for (size_t g = 0; g < GROUPS; g++) {
-		const uint64_t *pos = (const uint64_t *)((char *)slab + start[g]);
-		const uint32_t *node = (const uint32_t *)((char *)slab + node_at[g]);
-		size_t m = next[g];
-
-		for (size_t i = 0; i < m; i++)
-			scratch[i] = (struct point){ pos[i], node[i] };
-		for (size_t p = g << sub; p < (g + 1) << sub; p++)
-			v->pages[p] = page_init((struct vpage *)((char *)slab + SLAB_FIRST +
-								p * region),
-						region, count[p], v, slab);
-		group_sort(v, g << sub, sub, scratch, m, keys, scratch + m);
-	}
-	free(keys);
-	free(scratch);
+	if (!pre)
+		place_groups(ring, (char *)slab, g);
+	sorter.v = v;
+	sorter.slab = (char *)slab;
+	sorter.g = g;
+	sorter.count = count;
+	sorter.region = region;
+	sort_all(&sorter, ring->npoints, most, bucket_bits);
+	sorter_free(&sorter);
 	for (size_t p = 0; p < v->npages; p++)
 		v->count[p] = count[p];
-	free(count);
+	if (pre)
+		hr__pages_pre_free(pre);
+	else
+		free(count);
 	v->npoints = ring->npoints;
 	v->nnodes = ring->nnodes;
 	after_all(v);
 	return HR_OK;
 nomem:
-	free(keys);
-	free(scratch);
-	free(count);
+	sorter_free(&sorter);
+	if (pre)
+		hr__pages_pre_free(pre);
+	else
+		free(count);
 	hr__pages_release(v);
 	return hr__error_set(err, HR_ENOMEM, "out of memory");
 }

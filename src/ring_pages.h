@@ -10,9 +10,26 @@
 bool hr__pages_wanted(const hr_ring *ring);
 
 /* ring->all of every point of `ring` (its nodes and vnodes set), placed
- * and sorted into pages; handles are the slots.  HR_ENOMEM with `err`
- * set. */
+ * and sorted into pages; handles are the slots.  Takes ring->pre (may be
+ * NULL) and, when it holds every point of the ring in the layout the ring
+ * gets, only sorts them.  HR_ENOMEM with `err` set. */
 int hr__pages_build(hr_ring *ring, hr_error *err);
+
+/*
+ * Points placed ahead of a full build, by group into the slab of the
+ * layout that `expect` points get (ring_stream.c feeds it while a ring's
+ * nodes arrive).  NULL when that many points are not paged, or when out of
+ * memory.  Not thread safe: one thread places, then a build takes it.
+ */
+hr__pages_pre *hr__pages_pre_new(size_t expect);
+
+/* Writes pts[0 .. n) (node: the slot each will have) into `pre`; false,
+ * and no more, once a group of positions outgrows its room (a hash that
+ * is not uniform). */
+bool hr__pages_pre_place(hr__pages_pre *pre, const struct point *pts, size_t n);
+
+/* Accepts NULL. */
+void hr__pages_pre_free(hr__pages_pre *pre);
 
 /*
  * ring->all from prev->all (paged, placed the same way): the pages with

@@ -55,20 +55,34 @@ static size_t block_bytes(size_t npoints, unsigned b, bool wide)
 			  npoints * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
 }
 
-void *hr__big_alloc(size_t bytes)
+void *hr__big_alloc_later(size_t bytes)
 {
 	void *mem;
 
 	if (bytes < HR__BIG_BLOCK)
 		return malloc(bytes);
 	/* Blocks this large are mmap'd by malloc anyway (fresh pages each
-	 * time); aligned, the kernel can back them with huge pages.  The
-	 * advice is a hint: where it is refused, small pages serve. */
-	if (posix_memalign(&mem, HUGE_PAGE, bytes))
-		return NULL;
+	 * time); aligned, the kernel can back them with huge pages. */
+	return posix_memalign(&mem, HUGE_PAGE, bytes) ? NULL : mem;
+}
+
+void hr__big_advise(void *mem, size_t bytes)
+{
+	/* A hint: where it is refused, small pages serve. */
 #ifdef MADV_HUGEPAGE
-	madvise(mem, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+	if (mem && bytes >= HR__BIG_BLOCK)
+		madvise(mem, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#else
+	(void)mem;
+	(void)bytes;
 #endif
+}
+
+void *hr__big_alloc(size_t bytes)
+{
+	void *mem = hr__big_alloc_later(bytes);
+
+	hr__big_advise(mem, bytes);
 	return mem;
 }
 

@@ -26,6 +26,17 @@ size_t hr__view_bytes(const struct view *v);
 #define HR__BIG_BLOCK ((size_t)4 << 20)
 void *hr__big_alloc(size_t bytes);
 
+/*
+ * hr__big_alloc() with the advice left for later (hr__big_advise): for a
+ * block written while etcd serves a first sync (ring_stream.c).  A huge
+ * page must be fresh memory, which a virtual machine's host may back
+ * several times slower than the small pages the kernel has at hand;
+ * advised once written, the block is gathered into huge pages in the
+ * background (khugepaged).
+ */
+void *hr__big_alloc_later(size_t bytes);
+void hr__big_advise(void *mem, size_t bytes);
+
 /* index[k] = how many of the sorted positions pos[0 .. n) have a bucket,
  * (pos >> shift) & mask, below k, for the mask + 1 buckets: counted, then
  * summed, two passes without a branch to mispredict.  A flat view's index

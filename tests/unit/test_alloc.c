@@ -11,6 +11,7 @@
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +33,15 @@ static __thread unsigned long allocs;
  * and the allocations asked for so far (frees are calls, not these). */
 static __thread unsigned long fail_at, attempts;
 
-/* Counts an allocation; whether it is the one that fails. */
+/* Counts an allocation; whether it is the one that fails (errno set as
+ * malloc sets it: glibc's thread creation checks it). */
 static int failing(void)
 {
 	attempts += counting;
-	return counting && fail_at && attempts == fail_at;
+	if (!counting || !fail_at || attempts != fail_at)
+		return 0;
+	errno = ENOMEM;
+	return 1;
 }
 
 /* While counting, the blocks still allocated and the bytes asked for them:
@@ -109,7 +114,7 @@ int posix_memalign(void **out, size_t align, size_t size)
 	allocs += counting;
 	p = failing() ? NULL : __libc_memalign(align, size);
 	if (!p)
-		return 12;	/* ENOMEM */
+		return ENOMEM;
 	*out = live_add(p, size);
 	return 0;
 }
