@@ -75,7 +75,7 @@ static int members_parse(const char *json, size_t len, const char *what,
 	}
 	/* cJSON keeps both entries of an id given twice: the build refuses
 	 * them with HR_EDUPLICATE, naming the id. */
-	rc = hr__ring_build_valid(NULL, nodes, tp, n, false, &o, 0, out, err);
+	rc = hr__ring_build_valid(NULL, nodes, tp, n, false, &o, 0, NULL, out, err);
 out:
 	for (size_t j = 0; recs && j < n; j++) {
 		hr__record_clear(&recs[j]);

@@ -47,6 +47,7 @@ int hr__nodeset_put_tokens(hr__nodeset *s, hr__record *rec, hr__tokens *tokens,
 	if (found) {
 		hr__record_clear(&s->m[i].rec);
 		hr__tokens_clear(&s->m[i].tokens);
+		hr__ring_stream_spoil(s->stream);
 	} else {
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 16;
@@ -60,6 +61,10 @@ int hr__nodeset_put_tokens(hr__nodeset *s, hr__record *rec, hr__tokens *tokens,
 		s->n++;
 	}
 	s->m[i] = (hr__member){ *rec, *tokens, create_revision, mod_revision, false };
+	if (!found && i == s->n - 1)
+		hr__ring_stream_add(s->stream, &s->m[i].rec);
+	else if (!found)
+		hr__ring_stream_spoil(s->stream);
 	memset(rec, 0, sizeof *rec);
 	memset(tokens, 0, sizeof *tokens);
 	return 0;
@@ -76,6 +81,7 @@ int hr__nodeset_remove(hr__nodeset *s, const char *id)
 	hr__tokens_clear(&s->m[i].tokens);
 	memmove(&s->m[i], &s->m[i + 1], (s->n - i - 1) * sizeof *s->m);
 	s->n--;
+	hr__ring_stream_spoil(s->stream);
 	return 1;
 }
 
@@ -88,6 +94,8 @@ void hr__nodeset_clear(hr__nodeset *s)
 	free(s->m);
 	s->m = NULL;
 	s->n = s->cap = 0;
+	hr__ring_stream_free(s->stream);
+	s->stream = NULL;
 }
 
 /* ---- admission ------------------------------------------------------------ */
@@ -210,7 +218,8 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 		}
 	/* The records were checked as they entered the set, which keeps
 	 * them in id order. */
-	rc = hr__ring_build_valid(prev, nodes, tokens, k, true, opts, revision, out, err);
+	rc = hr__ring_build_valid(prev, nodes, tokens, k, true, opts, revision, s->stream,
+				  out, err);
 	if (rc)
 		goto done;
 	for (size_t i = 0; i < s->n; i++) {
@@ -221,6 +230,9 @@ int hr__nodeset_derive(hr__nodeset *s, const hr_ring *prev,
 			report(s, i, verdict[i], points[i], opts, left_out, userdata);
 	}
 done:
+	/* Placed for this build only. */
+	hr__ring_stream_free(s->stream);
+	s->stream = NULL;
 	free(verdict);
 	free(points);
 	free(tokens);

@@ -4,6 +4,7 @@
 #define HR_NODESET_H
 
 #include "record.h"
+#include "ring_stream.h"
 #include "tokens.h"
 
 #include <stdbool.h>
@@ -23,6 +24,10 @@ typedef struct hr__nodeset {
 	/* A ring's limits; 0 means HR_NODES_MAX and HR_POINTS_MAX (tests
 	 * lower them to exercise admission on small rings). */
 	size_t max_nodes, max_points;
+	/* NULL, or the points of the nodes put in id order, placed as they
+	 * come (ring_stream.h) for the next build, which takes them.  Any
+	 * other change spoils it.  The set frees it. */
+	hr__ring_stream *stream;
 } hr__nodeset;
 
 /* Inserts or replaces the record with rec->id, a valid record as
@@ -40,7 +45,7 @@ int hr__nodeset_put_tokens(hr__nodeset *s, hr__record *rec, hr__tokens *tokens,
 /* Removes `id`; returns 1 if it was there, else 0. */
 int hr__nodeset_remove(hr__nodeset *s, const char *id);
 
-/* Empties the set (its limits stay). */
+/* Empties the set (its limits stay; its stream is freed). */
 void hr__nodeset_clear(hr__nodeset *s);
 
 /* Called for each member the ring leaves out that the previous build of the

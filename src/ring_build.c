@@ -11,6 +11,8 @@
 #include "error.h"
 #include "node.h"
 #include "ring_impl.h"
+#include "ring_pages.h"
+#include "ring_stream.h"
 #include "tokens.h"
 
 #include <stdlib.h>
@@ -313,8 +315,8 @@ static void compute_digest(hr_ring *ring)
 static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 		    const hr__tokens *const *tokens, size_t n, bool in_order,
 		    const hr_ring_options *opts, uint64_t revision,
-		    hr__point_hash_fn hash, hr__layout layout, hr_ring **out,
-		    hr_error *err)
+		    hr__point_hash_fn hash, hr__layout layout,
+		    hr__ring_stream *stream, hr_ring **out, hr_error *err)
 {
 	const hr__placement *pl;
 	struct entry *sorted;
@@ -373,8 +375,13 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 		rc = number_zones(ring, err);
 	if (!rc)
 		compute_digest(ring);
-	if (!rc)
+	if (!rc) {
+		ring->pre = hr__ring_stream_take(stream, ring);
 		rc = pl->fill_views(ring, prev, err);
+		/* Not taken: the ring was derived, or it failed. */
+		hr__pages_pre_free(ring->pre);
+		ring->pre = NULL;
+	}
 	if (rc) {
 		hr_ring_release(ring);
 		return rc;
@@ -424,7 +431,7 @@ static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		order[i] = &nodes[i];
-	rc = assemble(prev, order, NULL, n, false, opts, revision, hash, layout, out,
+	rc = assemble(prev, order, NULL, n, false, opts, revision, hash, layout, NULL, out,
 		      err);
 	free(order);
 	return rc;
@@ -433,13 +440,13 @@ static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
 			 const hr__tokens *const *tokens, size_t n, bool in_order,
 			 const hr_ring_options *opts, uint64_t revision,
-			 hr_ring **out, hr_error *err)
+			 hr__ring_stream *stream, hr_ring **out, hr_error *err)
 {
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
 	*out = NULL;
 	return assemble(prev, nodes, tokens, n, in_order, opts, revision,
-			prev ? prev->hash : xxh3_hash, HR__LAYOUT_AUTO, out, err);
+			prev ? prev->hash : xxh3_hash, HR__LAYOUT_AUTO, stream, out, err);
 }
 
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
@@ -555,7 +562,7 @@ int hr_ring_build_tokens(const hr_node *nodes, const uint64_t *const *tokens,
 		tp[i] = &t[i];
 	}
 	rc = assemble(NULL, order, tp, n, false, &o, revision, xxh3_hash,
-		      HR__LAYOUT_AUTO, out, err);
+		      HR__LAYOUT_AUTO, NULL, out, err);
 out:
 	for (size_t i = 0; t && i < n; i++)
 		hr__tokens_clear(&t[i]);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 struct hr__tokens;
+struct hr__ring_stream;
 
 /* hr_ring_build() with the point hash given explicitly. */
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
@@ -46,11 +47,14 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
  * _copy) and read by a placement placed by them, ignored by the others.
  * Checks the placement, that the ids are unique (HR_EDUPLICATE) and the
  * placement's rules and limits; the rest of each node is trusted.
+ * `stream` (may be NULL) holds the points placed while the nodes arrived
+ * (ring_stream.h): a full build takes them when they are these nodes'.
  */
 int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
 			 const struct hr__tokens *const *tokens, size_t n,
 			 bool in_order, const hr_ring_options *opts,
-			 uint64_t revision, hr_ring **out, hr_error *err);
+			 uint64_t revision, struct hr__ring_stream *stream,
+			 hr_ring **out, hr_error *err);
 
 /* The options `ring` was built with: its placement and points per
  * weight (with hr__ring_derive(ring, ...), a ring built as it was). */

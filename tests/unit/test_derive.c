@@ -12,6 +12,7 @@
 #include "ring.h"
 #include "ring_build.h"
 #include "ring_impl.h"
+#include "ring_stream.h"
 #include "ring_view.h"
 #include "hrt_check.h"
 #include "hrt_ring_fixture.h"
@@ -661,6 +662,128 @@ START_TEST(pages_shared_and_recycled)
 }
 END_TEST
 
+/*
+ * A first sync's points placed while its nodes arrive (ring_stream.c): the
+ * ring built from them answers as a full build does, and so does the ring
+ * when the points cannot be used: a node replaced, removed or put out of
+ * order, a count far from the one expected, positions that are not uniform
+ * (groups outgrow their room).
+ */
+static void put(hr__nodeset *s, const char *id, double weight, int64_t crev);
+
+enum stream_twist { STRAIGHT, REPLACED, REMOVED, OUT_OF_ORDER, FEWER_EXPECTED, TIES };
+
+static void stream_case(enum stream_twist twist, uint64_t *rng)
+{
+	size_t n = 1400;	/* 280,000 points: paged */
+	hr__point_hash_fn hash = twist == TIES ? tie_hash : xxh3;
+	hrt_nodes *s = hrt_nodes_new(n, "node-%05zu", "127.0.0.1:%zu", 20000);
+	hr__nodeset set = { 0 };
+	hr_ring *empty, *d, *f;
+	char id[32];
+
+	ck_assert_int_eq(hr__ring_build_hashed(NULL, 0, NULL, 0, hash, &empty, NULL), HR_OK);
+	set.stream = hr__ring_stream_open(empty, NULL, twist == FEWER_EXPECTED ? n / 4 : n);
+	ck_assert_ptr_nonnull(set.stream);
+	for (size_t i = 0; i < n; i++) {
+		/* Out of order: node 1000 comes last. */
+		size_t k = twist == OUT_OF_ORDER ? (i < 1000 ? i : i == n - 1 ? 1000 : i + 1) : i;
+
+		put(&set, s->ids[k], 1, (int64_t)i + 1);
+	}
+	if (twist == REPLACED)
+		put(&set, s->ids[7], 2, 7);
+	if (twist == REMOVED) {
+		snprintf(id, sizeof id, "%s", s->ids[n - 1]);
+		ck_assert_int_eq(hr__nodeset_remove(&set, id), 1);
+	}
+	ck_assert_int_eq(hr__nodeset_derive(&set, empty, NULL, 9, NULL, NULL, &d, NULL), HR_OK);
+	ck_assert_ptr_null(set.stream);
+	ck_assert(hr__ring_paged(d) && !hr__ring_derived(d));
+	EXPECT(d->placed_ahead == (twist == STRAIGHT));
+	{
+		/* The reference: a flat full build of the same records. */
+		hr_node *copy = malloc(set.n * sizeof *copy);
+
+		ck_assert_ptr_nonnull(copy);
+		for (size_t i = 0; i < set.n; i++)
+			copy[i] = set.m[i].rec;
+		ck_assert_int_eq(hr__ring_build_layout(copy, set.n, NULL, 9, hash,
+						       HR__LAYOUT_FLAT, &f, NULL), HR_OK);
+		free(copy);
+	}
+	ck_assert(!hr__ring_paged(f));
+	expect_same(d, f, hash, rng);
+	hr_ring_release(f);
+	hr_ring_release(d);
+	hr_ring_release(empty);
+	hr__nodeset_clear(&set);
+	hrt_nodes_free(s);
+}
+
+START_TEST(stream_first_sync)
+{
+	uint64_t rng = 41;
+
+	stream_case((enum stream_twist)_i, &rng);
+}
+END_TEST
+
+/* A stream that is freed unused, spoiled, handed a ring of other nodes or
+ * given too few points gives nothing and leaves nothing behind (ASan). */
+START_TEST(stream_unused)
+{
+	size_t n = 1500;
+	hrt_nodes *s = hrt_nodes_new(n, "node-%05zu", "127.0.0.1:%zu", 20000);
+	hr_ring *empty, *other;
+	hr__ring_stream *st;
+
+	ck_assert_int_eq(hr_ring_build(NULL, 0, NULL, 0, &empty, NULL), HR_OK);
+	ck_assert_int_eq(hr_ring_build(s->nodes, n - 1, NULL, 1, &other, NULL), HR_OK);
+	/* Nothing to gain: a placement whose points depend on every node,
+	 * or no previous ring to take the point hash from. */
+	{
+		hr_ring_options ketama = { .size = sizeof ketama,
+					   .placement = HR_PLACEMENT_KETAMA };
+
+		ck_assert_ptr_null(hr__ring_stream_open(empty, &ketama, n));
+		ck_assert_ptr_null(hr__ring_stream_open(NULL, NULL, n));
+		ck_assert_ptr_null(hr__ring_stream_open(empty, NULL, 0));
+	}
+	/* Too few points for pages: nothing placed. */
+	st = hr__ring_stream_open(empty, NULL, 10);
+	for (size_t i = 0; i < 10; i++)
+		hr__ring_stream_add(st, &s->nodes[i]);
+	ck_assert_ptr_null(hr__ring_stream_take(st, other));
+	hr__ring_stream_free(st);
+	hr__ring_stream_free(hr__ring_stream_open(empty, NULL, n));
+	st = hr__ring_stream_open(empty, NULL, n);
+	hr__ring_stream_spoil(st);
+	for (size_t i = 0; i < n; i++)
+		hr__ring_stream_add(st, &s->nodes[i]);
+	ck_assert_ptr_null(hr__ring_stream_take(st, other));
+	hr__ring_stream_free(st);
+	st = hr__ring_stream_open(empty, NULL, n);
+	for (size_t i = 0; i < n; i++)
+		hr__ring_stream_add(st, &s->nodes[i]);
+	/* One node fewer in the ring. */
+	ck_assert_ptr_null(hr__ring_stream_take(st, other));
+	ck_assert_ptr_null(hr__ring_stream_take(st, other));
+	hr__ring_stream_free(st);
+	st = hr__ring_stream_open(empty, NULL, n);
+	for (size_t i = 0; i < n / 2; i++)
+		hr__ring_stream_add(st, &s->nodes[i]);
+	hr__ring_stream_free(st);
+	hr__ring_stream_spoil(NULL);
+	hr__ring_stream_add(NULL, &s->nodes[0]);
+	ck_assert_ptr_null(hr__ring_stream_take(NULL, other));
+	hr__ring_stream_free(NULL);
+	hr_ring_release(other);
+	hr_ring_release(empty);
+	hrt_nodes_free(s);
+}
+END_TEST
+
 /* A ring derived from `prev` for nodes[0..n) at `revision`, which must be
  * derived and answer as a full build does at 10,000 positions. */
 static hr_ring *derived_as_built(const hr_ring *prev, const hr_node *nodes,
@@ -1091,6 +1214,8 @@ static Suite *derive_suite(void)
 	tcase_add_test(tc, weight_flips_100_nodes);
 	tcase_add_test(tc, big_blocks);
 	tcase_add_test(tc, pages_shared_and_recycled);
+	tcase_add_loop_test(tc, stream_first_sync, STRAIGHT, TIES + 1);
+	tcase_add_test(tc, stream_unused);
 	tcase_add_test(tc, wide_node_numbers);
 	tcase_add_test(tc, edges_and_fallbacks);
 	tcase_add_test(tc, admission_ignores_arrival_order);

@@ -4,9 +4,11 @@
  * whole ring (never a mix, never freed memory: run it under ASan and TSan).
  * Then the reclamation of rings that followers held, and the publication
  * of one ring to several clients' publishers (subscribers.h). */
+#include "nodeset.h"
 #include "publish.h"
 #include "ring.h"
 #include "ring_build.h"
+#include "ring_impl.h"
 #include "subscribers.h"
 #include "thread_cache.h"
 #include "hrt_check.h"
@@ -603,6 +605,68 @@ START_TEST(paged_rings_released_anywhere)
 }
 END_TEST
 
+/* A first sync's ring (ring_stream.c): one thread places the points while
+ * the nodes are put, the build sorts them on two; the ring then goes to
+ * readers on other threads and the next ring is derived from it. */
+START_TEST(placed_ahead_rings)
+{
+	size_t n = 1400;	/* 280,000 points: paged */
+	hrt_nodes *ns = hrt_nodes_new(n, "node-%05zu", "127.0.0.1:%zu", 20000);
+	struct paged_shared s = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	hr__nodeset set = { 0 };
+	hr_ring *empty, *plain, *next;
+	pthread_t th[READERS];
+
+	ck_assert_int_eq(hr_ring_build(NULL, 0, NULL, 0, &empty, NULL), HR_OK);
+	set.stream = hr__ring_stream_open(empty, NULL, n);
+	ck_assert_ptr_nonnull(set.stream);
+	for (size_t i = 0; i < n; i++) {
+		hr__record rec = ns->nodes[i];
+
+		rec.id = strdup(rec.id);
+		rec.addr = strdup(rec.addr);
+		rec.zone = strdup(rec.zone ? rec.zone : "");
+		ck_assert(rec.id && rec.addr && rec.zone);
+		ck_assert_int_eq(hr__nodeset_put(&set, &rec, (int64_t)i + 1, (int64_t)i + 1),
+				 HR_OK);
+	}
+	ck_assert_int_eq(hr__nodeset_derive(&set, empty, NULL, 2, NULL, NULL, &s.current, NULL),
+			 HR_OK);
+	ck_assert(s.current->placed_ahead);
+	ck_assert_int_eq(hr_ring_build(ns->nodes, n, NULL, 2, &plain, NULL), HR_OK);
+	ck_assert(!plain->placed_ahead);
+	ck_assert_uint_eq(hr_ring_digest(s.current), hr_ring_digest(plain));
+	for (int k = 0; k < 20000; k++) {
+		char key[16];
+		hr_lookup a, b;
+
+		snprintf(key, sizeof key, "k%d", k);
+		ck_assert_int_eq(hr_ring_lookup(s.current, key, strlen(key), &a), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(plain, key, strlen(key), &b), HR_OK);
+		ck_assert_str_eq(a.node->id, b.node->id);
+	}
+	for (int i = 0; i < READERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, paged_reader, &s), 0);
+	/* The last node leaves. */
+	ck_assert_int_eq(hr__ring_derive(s.current, ns->nodes, n - 1, NULL, 3, &next, NULL),
+			 HR_OK);
+	ck_assert(hr__ring_derived(next) && hr__ring_paged(next));
+	pthread_mutex_lock(&s.mu);
+	hr_ring_release(s.current);
+	s.current = next;
+	pthread_mutex_unlock(&s.mu);
+	__atomic_store_n(&s.done, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_uint_eq(s.bad, 0);
+	hr_ring_release(s.current);
+	hr_ring_release(plain);
+	hr_ring_release(empty);
+	hr__nodeset_clear(&set);
+	hrt_nodes_free(ns);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("publish");
@@ -619,6 +683,7 @@ int main(void)
 	tcase_add_test(tc, subscribers_retire_each);
 	tcase_add_test(tc, subscriber_joins_late);
 	tcase_add_test(tc, paged_rings_released_anywhere);
+	tcase_add_test(tc, placed_ahead_rings);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
