@@ -91,6 +91,18 @@ int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
 		  size_t max_keys, hr__kv **kvs, size_t *n, int64_t *revision,
 		  hr_error *err);
 
+/* Receives a page of a range: kvs[0 .. n) (taken over: hr__kvs_free; NULL
+ * when n is 0) and the keys in the whole range, as its first page counted
+ * them.  A nonzero return (an HR_E* code, `err` set) ends the range. */
+typedef int (*hr__kvs_page_fn)(void *userdata, hr__kv *kvs, size_t n, size_t total,
+			       hr_error *err);
+
+/* hr__etcd_list() a page at a time: on_page(userdata, ...) is called with
+ * each page as it comes.  Errors as hr__etcd_list() and on_page's. */
+int hr__etcd_list_pages(hr__etcd *e, const char *prefix, unsigned page_size,
+			size_t max_keys, hr__kvs_page_fn on_page, void *userdata,
+			int64_t *revision, hr_error *err);
+
 /* The newest mod_revision of the keys under `prefix` (0: no key), from one
  * linearizable range of a single key, sorted. */
 int hr__etcd_newest_mod(hr__etcd *e, const char *prefix, int64_t *revision,

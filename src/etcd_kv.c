@@ -4,35 +4,262 @@
 
 #include "error.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- range over a prefix -------------------------------------------------- */
 
-/* Appends the kvs of one range reply to kvs[0..*n) (capacity *cap). */
-static int take_kvs(const cJSON *reply, hr__kv **kvs, size_t *n, size_t *cap,
-		    size_t max_keys, hr_error *err)
+/* Pages of a range read ahead of the one being taken. */
+#define READ_AHEAD 2
+
+/* The kvs of one range reply, in *kvs (malloc'd; NULL when none) and *n;
+ * `seen` keys came before, at most `max_keys` in all. */
+static int take_kvs(const cJSON *reply, size_t seen, size_t max_keys, hr__kv **kvs,
+		    size_t *n, hr_error *err)
 {
-	const cJSON *it;
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(reply, "kvs"), *it;
+	size_t count = (size_t)cJSON_GetArraySize(list);
 
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(reply, "kvs")) {
-		int rc;
+	*kvs = NULL;
+	*n = 0;
+	if (!count)
+		return 0;
+	if (count > max_keys - seen)
+		return hr__error_set(err, HR_ELIMIT, "more than %zu keys under the prefix",
+				     max_keys);
+	*kvs = malloc(count * sizeof **kvs);
+	if (!*kvs)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(it, list) {
+		int rc = hr__kv_from_json(it, &(*kvs)[*n], err);
 
-		if (*n == *cap) {
-			size_t ncap = *cap ? *cap * 2 : 64;
-			hr__kv *t = realloc(*kvs, ncap * sizeof *t);
-			if (!t)
-				return hr__error_set(err, HR_ENOMEM, "out of memory");
-			*kvs = t;
-			*cap = ncap;
-		}
-		rc = hr__kv_from_json(it, &(*kvs)[*n], err);
-		if (rc)
+		if (rc) {
+			hr__kvs_free(*kvs, *n);
+			*kvs = NULL;
+			*n = 0;
 			return rc;
-		if (++*n > max_keys)
-			return hr__error_set(err, HR_ELIMIT,
-					     "more than %zu keys under the prefix", max_keys);
+		}
+		++*n;
 	}
+	return 0;
+}
+
+/* Whether the range goes on after page `reply`, and if so `body` asks
+ * for the next page: from just after the last key, the key and its
+ * terminating NUL. */
+static int next_page(cJSON *body, const cJSON *reply, bool *more, hr_error *err)
+{
+	const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(reply, "kvs");
+	int n = cJSON_GetArraySize(kvs), rc, ok;
+	hr__kv last;
+
+	*more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "more")) && n > 0;
+	if (!*more)
+		return 0;
+	rc = hr__kv_from_json(cJSON_GetArrayItem(kvs, n - 1), &last, err);
+	if (rc)
+		return rc;
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "key");
+	ok = hr__json_add_b64(body, "key", last.key, last.key_len + 1);
+	hr__kv_clear(&last);
+	return ok ? 0 : hr__error_set(err, HR_ENOMEM, "out of memory");
+}
+
+/* One page of a range at a time (the caller's thread, or the reader's). */
+struct range {
+	hr__etcd *e;
+	cJSON *body;		/* the next page's request */
+	size_t max_keys, seen;
+	int64_t total;
+	hr__kvs_page_fn on_page;
+	void *userdata;
+	/* Read ahead: the reader thread's replies, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	cJSON *ready[READ_AHEAD];
+	unsigned first, nready;
+	bool ended;		/* the reader read the last page, or failed */
+	bool stop;		/* the caller wants no more */
+	int rc;			/* the reader's error */
+	hr_error err;
+};
+
+/* Hands one reply (taken over) to the caller's callback. */
+static int give_page(struct range *r, cJSON *reply, hr_error *err)
+{
+	hr__kv *kvs = NULL;
+	size_t n = 0;
+	int rc = take_kvs(reply, r->seen, r->max_keys, &kvs, &n, err);
+
+	cJSON_Delete(reply);
+	if (rc)
+		return rc;
+	r->seen += n;
+	return r->on_page(r->userdata, kvs, n, (size_t)r->total, err);
+}
+
+/* The reader: asks for the next page as soon as it has the last key of
+ * the one before, so that etcd serves it while the caller takes that one
+ * (records, and points placed). */
+static void *read_ahead(void *arg)
+{
+	struct range *r = arg;
+	bool more = true;
+	int rc = 0;
+
+	while (more && !rc) {
+		cJSON *reply = NULL;
+
+		pthread_mutex_lock(&r->mu);
+		while (r->nready == READ_AHEAD && !r->stop)
+			pthread_cond_wait(&r->cv, &r->mu);
+		more = !r->stop;
+		pthread_mutex_unlock(&r->mu);
+		if (!more)
+			break;
+		rc = hr__etcd_call(r->e, "/kv/range", r->body, &reply, &r->err);
+		if (!rc)
+			rc = next_page(r->body, reply, &more, &r->err);
+		pthread_mutex_lock(&r->mu);
+		if (rc)
+			cJSON_Delete(reply);
+		else
+			r->ready[(r->first + r->nready++) % READ_AHEAD] = reply;
+		pthread_cond_signal(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+	}
+	pthread_mutex_lock(&r->mu);
+	r->rc = rc;
+	r->ended = true;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* The pages after the first, read ahead on a thread of their own. */
+static int rest_ahead(struct range *r, hr_error *err)
+{
+	pthread_t reader;
+	int rc = 0;
+
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	if (pthread_create(&reader, NULL, read_ahead, r)) {
+		rc = hr__error_set(err, HR_ENOMEM, "cannot start a thread to read the range");
+		goto out;
+	}
+	for (;;) {
+		cJSON *reply = NULL;
+
+		pthread_mutex_lock(&r->mu);
+		while (!r->nready && !r->ended)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->nready) {
+			reply = r->ready[r->first];
+			r->first = (r->first + 1) % READ_AHEAD;
+			r->nready--;
+			pthread_cond_signal(&r->cv);
+		} else if (r->rc) {
+			rc = hr__error_copy(err, &r->err);
+		}
+		pthread_mutex_unlock(&r->mu);
+		if (!reply)
+			break;
+		rc = give_page(r, reply, err);
+		if (rc)
+			break;
+	}
+	pthread_mutex_lock(&r->mu);
+	r->stop = true;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(reader, NULL);
+	while (r->nready) {
+		cJSON_Delete(r->ready[r->first]);
+		r->first = (r->first + 1) % READ_AHEAD;
+		r->nready--;
+	}
+out:
+	pthread_cond_destroy(&r->cv);
+	pthread_mutex_destroy(&r->mu);
+	return rc;
+}
+
+int hr__etcd_list_pages(hr__etcd *e, const char *prefix, unsigned page_size,
+			size_t max_keys, hr__kvs_page_fn on_page, void *userdata,
+			int64_t *revision, hr_error *err)
+{
+	struct range r = { .e = e, .body = cJSON_CreateObject(), .max_keys = max_keys,
+			   .on_page = on_page, .userdata = userdata };
+	cJSON *reply = NULL;
+	int64_t rev = 0;
+	bool more = false;
+	int rc;
+
+	if (!r.body || !hr__json_add_prefix_range(r.body, prefix, strlen(prefix)) ||
+	    !hr__json_add_int64(r.body, "limit", page_size ? page_size : 1000)) {
+		cJSON_Delete(r.body);
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	/* The first page gives the revision that the later pages read at,
+	 * and counts every key of the range. */
+	rc = hr__etcd_call(e, "/kv/range", r.body, &reply, err);
+	if (!rc) {
+		const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(reply, "header");
+
+		if (hr__json_int64(hdr, "revision", 0, &rev) || rev <= 0)
+			rc = hr__error_set(err, HR_EETCD, "range reply without a revision");
+		else if (!hr__json_add_int64(r.body, "revision", rev))
+			rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+		else if (hr__json_int64(reply, "count", 0, &r.total) || r.total < 0)
+			r.total = 0;
+	}
+	if (!rc)
+		rc = next_page(r.body, reply, &more, err);
+	if (!rc) {
+		rc = give_page(&r, reply, err);
+		reply = NULL;
+	}
+	cJSON_Delete(reply);
+	if (!rc && more)
+		rc = rest_ahead(&r, err);
+	cJSON_Delete(r.body);
+	if (!rc)
+		*revision = rev;
+	return rc;
+}
+
+/* hr__etcd_list()'s pages, gathered. */
+struct gathered {
+	hr__kv *kvs;
+	size_t n, cap;
+};
+
+static int gather(void *userdata, hr__kv *kvs, size_t n, size_t total, hr_error *err)
+{
+	struct gathered *g = userdata;
+
+	(void)total;
+	if (g->cap - g->n < n) {
+		size_t cap = g->cap ? g->cap : 64;
+		hr__kv *t;
+
+		while (cap - g->n < n)
+			cap *= 2;
+		t = realloc(g->kvs, cap * sizeof *t);
+		if (!t) {
+			hr__kvs_free(kvs, n);
+			return hr__error_set(err, HR_ENOMEM, "out of memory");
+		}
+		g->kvs = t;
+		g->cap = cap;
+	}
+	if (n)
+		memcpy(g->kvs + g->n, kvs, n * sizeof *kvs);
+	g->n += n;
+	free(kvs);
 	return 0;
 }
 
@@ -40,54 +267,18 @@ int hr__etcd_list(hr__etcd *e, const char *prefix, unsigned page_size,
 		  size_t max_keys, hr__kv **kvs_out, size_t *n_out,
 		  int64_t *revision, hr_error *err)
 {
-	cJSON *body = cJSON_CreateObject();
-	size_t n = 0, cap = 0;
-	hr__kv *kvs = NULL;
-	int64_t rev = 0;
-	int rc = 0, more = 1;
+	struct gathered g = { 0 };
+	int rc = hr__etcd_list_pages(e, prefix, page_size, max_keys, gather, &g, revision,
+				     err);
 
-	*kvs_out = NULL;
-	*n_out = 0;
-	if (!body || !hr__json_add_prefix_range(body, prefix, strlen(prefix)) ||
-	    !hr__json_add_int64(body, "limit", page_size ? page_size : 1000)) {
-		cJSON_Delete(body);
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	while (more && !rc) {
-		cJSON *reply = NULL;
-
-		rc = hr__etcd_call(e, "/kv/range", body, &reply, err);
-		if (rc)
-			break;
-		if (!rev) {
-			const cJSON *hdr = cJSON_GetObjectItemCaseSensitive(reply, "header");
-			if (hr__json_int64(hdr, "revision", 0, &rev) || rev <= 0)
-				rc = hr__error_set(err, HR_EETCD, "range reply without a revision");
-			/* The later pages read at the first one's revision. */
-			else if (!hr__json_add_int64(body, "revision", rev))
-				rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-		}
-		if (!rc)
-			rc = take_kvs(reply, &kvs, &n, &cap, max_keys, err);
-		more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "more")) && n > 0;
-		cJSON_Delete(reply);
-		if (!rc && more) {
-			/* The next page starts just after the last key: the key
-			 * and its terminating NUL. */
-			cJSON_DeleteItemFromObjectCaseSensitive(body, "key");
-			if (!hr__json_add_b64(body, "key", kvs[n - 1].key, kvs[n - 1].key_len + 1))
-				rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-		}
-	}
-	cJSON_Delete(body);
 	if (rc) {
-		hr__kvs_free(kvs, n);
-		return rc;
+		hr__kvs_free(g.kvs, g.n);
+		g.kvs = NULL;
+		g.n = 0;
 	}
-	*kvs_out = kvs;
-	*n_out = n;
-	*revision = rev;
-	return 0;
+	*kvs_out = g.kvs;
+	*n_out = g.n;
+	return rc;
 }
 
 /* Sends the range request `body` (freed here) and gives the first kv of

@@ -311,21 +311,61 @@ static int revision_backwards(hr__watcher *w, int64_t revision)
 
 /* ---- full sync ------------------------------------------------------------ */
 
+/* A full sync's range, page by page: the records go into the new set as
+ * they come, and with them, on the stream's thread, their points. */
+struct sync_pages {
+	hr__watcher *w;
+	bool first;		/* no page yet */
+	size_t keys;
+	int64_t records_us;
+};
+
+static int take_page(void *userdata, hr__kv *kvs, size_t n, size_t total, hr_error *err)
+{
+	struct sync_pages *sp = userdata;
+	hr__watcher *w = sp->w;
+	int64_t t0 = hr__now_us();
+
+	(void)err;
+	if (sp->first) {
+		hr_ring *cur = hr__subs_current(w->o.subs);
+
+		sp->first = false;
+		/* Only a ring built from nothing places every point: a ring
+		 * that follows another with nodes derives what changed. */
+		if (!hr_ring_node_count(cur))
+			w->set.stream = hr__ring_stream_open(cur, &w->o.ring, total);
+		hr_ring_release(cur);
+	}
+	for (size_t i = 0; i < n; i++)
+		apply_kv(w, &kvs[i]);
+	hr__kvs_free(kvs, n);
+	sp->keys += n;
+	sp->records_us += hr__now_us() - t0;
+	return 0;
+}
+
 static int full_sync(hr__watcher *w)
 {
-	hr__kv *kvs = NULL;
-	size_t n = 0;
+	struct sync_pages sp = { .w = w, .first = true };
 	int64_t rev = 0;
 	hr_error err = { 0 };
 	hr__nodeset old;
-	int64_t t_list = hr__now_us(), t_records, build_us = 0;
+	int64_t t_list = hr__now_us(), build_us = 0;
 	int rc;
 
-	rc = hr__etcd_list(w->etcd, w->prefix, w->o.page_size, HR_NODES_MAX,
-			   &kvs, &n, &rev, &err);
-	/* The range's pages: etcd's time and the replies' parsing. */
+	/* The new set is built off to the side, then replaces the old one
+	 * whole: this also drops nodes deleted while we were away. */
+	old = w->set;
+	memset(&w->set, 0, sizeof w->set);
+	rc = hr__etcd_list_pages(w->etcd, w->prefix, w->o.page_size, HR_NODES_MAX,
+				 take_page, &sp, &rev, &err);
+	/* The range's pages: etcd's time, the replies' parsing and the
+	 * records (records_ms of it). */
 	t_list = hr__now_us() - t_list;
 	if (rc) {
+		hr__nodeset_clear(&w->set);
+		w->set = old;
 		if (rc != HR_ECLOSED) {
 			hr__log_emit(w->o.log, HR_LOG_WARN, "sync_failed",
 				     "endpoint=%s code=%d msg=%s", endpoint(w), rc,
@@ -334,6 +374,7 @@ static int full_sync(hr__watcher *w)
 		}
 		return rc;
 	}
+	hr__nodeset_clear(&old);
 	uint64_t id = hr__etcd_cluster_id(w->etcd);
 	if (other_cluster(w, id))
 		data_replaced(w, 1, id, rev);
@@ -345,17 +386,6 @@ static int full_sync(hr__watcher *w)
 		w->confirmed_revision = 0;
 	w->cluster_id = id;
 	pthread_mutex_unlock(&w->mu);
-
-	/* Build the new set off to the side, then replace the old one whole:
-	 * this also drops nodes deleted while we were away. */
-	old = w->set;
-	memset(&w->set, 0, sizeof w->set);
-	t_records = hr__now_us();
-	for (size_t i = 0; i < n; i++)
-		apply_kv(w, &kvs[i]);
-	hr__kvs_free(kvs, n);
-	hr__nodeset_clear(&old);
-	t_records = hr__now_us() - t_records;
 
 	w->next_rev = rev + 1;
 	rc = rebuild(w, (uint64_t)rev, &build_us, &err);
@@ -380,9 +410,9 @@ static int full_sync(hr__watcher *w)
 	w->synced_once = 1;
 	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
 		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s"
-		     " list_ms=%.3f records_ms=%.3f build_ms=%.3f", rev, n,
+		     " list_ms=%.3f records_ms=%.3f build_ms=%.3f", rev, sp.keys,
 		     w->set.n, endpoint(w), (double)t_list / 1000.0,
-		     (double)t_records / 1000.0, (double)build_us / 1000.0);
+		     (double)sp.records_us / 1000.0, (double)build_us / 1000.0);
 	pthread_mutex_lock(&w->mu);
 	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
 	if (!w->first_done) {

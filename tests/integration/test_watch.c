@@ -3,6 +3,10 @@
  * After every scenario the client's ring must equal a ring built from a
  * fresh range of what etcd holds (same digest). */
 #include "diff.h"
+#include "error.h"
+#include "etcd.h"
+#include "ring.h"
+#include "ring_impl.h"
 #include "etcd_fixture.h"
 #include "hrt_cli.h"
 #include "hrt_ring.h"
@@ -132,14 +136,89 @@ START_TEST(first_sync_paged_2000)
 			 i / 250, i % 250, i % 3);
 		put_node(id, val);
 	}
-	/* 37 keys a page: many pages, all pinned to one revision. */
+	/* 37 keys a page: many pages, all pinned to one revision, read
+	 * ahead; 400,000 points: paged, placed while the pages came. */
 	c = open_client(hrt_etcd_endpoints(etcd), 37);
 	r = hr_client_acquire(c);
 	ck_assert_uint_eq(hr_ring_node_count(r), 2000);
 	ck_assert_uint_eq(hr_ring_point_count(r), 2000 * 200);
+	ck_assert(hr__ring_paged(r) && r->placed_ahead);
 	hr_ring_release(r);
 	assert_converged(c);
 	hr_client_close(c);
+}
+END_TEST
+
+/* What the pages of a range gave, and the page whose callback fails. */
+struct pages_seen {
+	size_t pages, keys, total, fail_at;
+	char last[32];
+	int out_of_order;
+};
+
+static int see_page(void *ud, hr__kv *kvs, size_t n, size_t total, hr_error *err)
+{
+	struct pages_seen *ps = ud;
+
+	ps->pages++;
+	ps->total = total;
+	for (size_t i = 0; i < n; i++) {
+		ps->out_of_order += strcmp(kvs[i].key, ps->last) <= 0;
+		snprintf(ps->last, sizeof ps->last, "%s", kvs[i].key);
+	}
+	ps->keys += n;
+	hr__kvs_free(kvs, n);
+	if (ps->pages == ps->fail_at)
+		return hr__error_set(err, HR_ECLOSED, "stopped by the test");
+	return 0;
+}
+
+/* A range read ahead (hr__etcd_list_pages): every page once, in key
+ * order, with the range's count; a callback's error ends it with that
+ * error, and the key limit ends it when a later page crosses it. */
+START_TEST(range_read_ahead)
+{
+	hr__etcd_opts o = { .endpoints = hrt_etcd_endpoints(etcd) };
+	hr__etcd *e = NULL;
+	hr_error err = { 0 };
+	int64_t rev = 0;
+	char id[16];
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof id, "r%03d", i);
+		put_node(id, "127.0.0.1:1");
+	}
+	ck_assert_int_eq(hr__etcd_new(&o, &e, &err), HR_OK);
+	{
+		struct pages_seen ps = { 0 };
+
+		ck_assert_int_eq(hr__etcd_list_pages(e, PREFIX, 7, HR_NODES_MAX, see_page, &ps,
+						     &rev, &err), HR_OK);
+		ck_assert_uint_eq(ps.keys, 100);
+		ck_assert_uint_eq(ps.pages, 15);
+		ck_assert_uint_eq(ps.total, 100);
+		ck_assert_int_eq(ps.out_of_order, 0);
+		ck_assert_int_gt(rev, 0);
+	}
+	for (size_t at = 1; at <= 4; at++) {
+		struct pages_seen ps = { .fail_at = at };
+
+		rev = 0;
+		ck_assert_int_eq(hr__etcd_list_pages(e, PREFIX, 7, HR_NODES_MAX, see_page, &ps,
+						     &rev, &err), HR_ECLOSED);
+		ck_assert_str_eq(err.message, "stopped by the test");
+		ck_assert_uint_eq(ps.pages, at);
+		ck_assert_int_eq(rev, 0);
+	}
+	{
+		struct pages_seen ps = { 0 };
+
+		ck_assert_int_eq(hr__etcd_list_pages(e, PREFIX, 7, 50, see_page, &ps, &rev, &err),
+				 HR_ELIMIT);
+		ck_assert_msg(strstr(err.message, "more than 50 keys"), "%s", err.message);
+		ck_assert_uint_eq(ps.keys, 49);	/* the pages within the limit */
+	}
+	hr__etcd_free(e);
 }
 END_TEST
 
@@ -1197,6 +1276,7 @@ int main(void)
 	tcase_add_test(tc, maglev_client_follows_etcd);
 	tcase_add_test(tc, rendezvous_client_follows_etcd);
 	tcase_add_test(tc, first_sync_paged_2000);
+	tcase_add_test(tc, range_read_ahead);
 	tcase_add_test(tc, changes_propagate);
 	tcase_add_test(tc, txn_is_one_change);
 	tcase_add_test(tc, diffs_reach_the_callback);
