@@ -95,6 +95,8 @@ int64_t hrb_now_ns(void);
 void hrb_sleep_ns(int64_t ns);
 /* CPU time of the whole process (CLOCK_PROCESS_CPUTIME_ID), nanoseconds. */
 int64_t hrb_process_cpu_ns(void);
+/* utime + stime of process `pid` (/proc/PID/stat), nanoseconds, or -1. */
+int64_t hrb_proc_cpu_ns(pid_t pid);
 
 /* The p-quantile (0 < p <= 1, nearest rank) of v[0..n), which is sorted
  * in place.  0 when n is 0. */

@@ -105,6 +105,13 @@ static int ring_line_of(sink *s, int64_t revision, ring_line *out)
 	return -1;
 }
 
+/* Milliseconds between two CPU times in nanoseconds (NAN if either is
+ * unknown). */
+static double cpu_ms(int64_t from, int64_t to)
+{
+	return from < 0 || to < 0 ? NAN : (double)(to - from) / 1e6;
+}
+
 /* ---- memory ---------------------------------------------------------------- */
 
 static double rss_mb(void)
@@ -465,6 +472,7 @@ static void init_report(hrb_big_report *b, const hrb_args *a)
 	b->points = b->load_ms = NAN;
 	b->open_ms = b->raw_range_ms = b->hashring_ms = NAN;
 	b->list_ms = b->records_ms = b->build_ms = NAN;
+	b->raw_etcd_cpu_ms = b->sync_etcd_cpu_ms = b->sync_cpu_ms = NAN;
 	init_change(&b->add);
 	init_change(&b->weight);
 	init_change(&b->del);
@@ -487,7 +495,7 @@ int hrb_measure_big(const hrb_args *args, hrb_report *r, hrb_big_report *b)
 	hr_client_config cfg;
 	hr_client *c = NULL;
 	hr_error err = { 0 };
-	int64_t t0;
+	int64_t t0, e0, s0;
 	double raw1, raw2, heap0;
 	int pages = 0, rc = -1;
 
@@ -514,15 +522,21 @@ int hrb_measure_big(const hrb_args *args, hrb_report *r, hrb_big_report *b)
 
 	/* etcd's side before and after the library's sync: the mean of the
 	 * two is set beside it (the first also warms etcd's caches). */
+	e0 = hrb_proc_cpu_ns(hrt_etcd_pid(etcd, 0));
 	raw1 = raw_range(hrt_etcd_client_url(etcd, 0), b->page_size, &pages);
+	b->raw_etcd_cpu_ms = cpu_ms(e0, hrb_proc_cpu_ns(hrt_etcd_pid(etcd, 0)));
 	b->rss_before_mb = rss_mb();
 	heap0 = heap_bytes();
+	e0 = hrb_proc_cpu_ns(hrt_etcd_pid(etcd, 0));
+	s0 = hrb_process_cpu_ns();
 	t0 = hrb_now_ns();
 	if (hr_client_open(&ec, &cfg, &c, &err)) {
 		fprintf(stderr, "bench: hr_client_open: %s\n", err.message);
 		goto out;
 	}
 	b->open_ms = (double)(hrb_now_ns() - t0) / 1e6;
+	b->sync_cpu_ms = cpu_ms(s0, hrb_process_cpu_ns());
+	b->sync_etcd_cpu_ms = cpu_ms(e0, hrb_proc_cpu_ns(hrt_etcd_pid(etcd, 0)));
 	b->rss_synced_mb = rss_mb();
 	b->heap_synced_mb = (heap_bytes() - heap0) / 1048576.0;
 	b->bytes_per_node = (heap_bytes() - heap0) / (double)b->nodes;
@@ -588,8 +602,11 @@ void hrb_big_print_text(const hrb_big_report *b)
 	printf("  hr_client_open to first ring  %10.1f ms\n", b->open_ms);
 	printf("  bare paged range (etcd)       %10.1f ms\n", b->raw_range_ms);
 	printf("  hashring's part               %10.1f ms\n", b->hashring_ms);
-	printf("  watcher: list %.1f ms (pages and their parsing), records %.1f ms,"
-	       " build %.1f ms\n", b->list_ms, b->records_ms, b->build_ms);
+	printf("  watcher: list %.1f ms (pages, parsing, records), of which records %.1f ms;"
+	       " build after the last page %.1f ms\n", b->list_ms, b->records_ms, b->build_ms);
+	printf("  CPU: etcd %.0f ms for the bare range; during the sync etcd %.0f ms,"
+	       " this process %.0f ms\n", b->raw_etcd_cpu_ms, b->sync_etcd_cpu_ms,
+	       b->sync_cpu_ms);
 	printf("One-node changes (ms):\n");
 	printf("  %-14s %5s %9s %9s %11s %11s\n", "", "n", "build p50", "max",
 	       "visible p50", "max");
@@ -638,6 +655,9 @@ void hrb_big_print_json(const hrb_big_report *b)
 	num("list_ms", b->list_ms, 0);
 	num("records_ms", b->records_ms, 0);
 	num("build_ms", b->build_ms, 0);
+	num("raw_etcd_cpu_ms", b->raw_etcd_cpu_ms, 0);
+	num("sync_etcd_cpu_ms", b->sync_etcd_cpu_ms, 0);
+	num("sync_cpu_ms", b->sync_cpu_ms, 0);
 	printf("},\"changes\":{");
 	printf("\"rounds\":%d", b->add.samples + b->add.missed);
 	json_change("add", &b->add);

@@ -29,6 +29,10 @@ typedef struct hrb_big_report {
 	double raw_range_ms;      /* etcd's share: the pages, unparsed      */
 	double hashring_ms;       /* open_ms - raw_range_ms                 */
 	double list_ms, records_ms, build_ms; /* the event=synced split     */
+	/* CPU time (ms) of etcd while it serves the bare range, and of etcd
+	 * and of this process during the sync: on a small machine the two
+	 * share the cores. */
+	double raw_etcd_cpu_ms, sync_etcd_cpu_ms, sync_cpu_ms;
 	/* One-node changes. */
 	hrb_big_change add, weight, del;
 	/* The CLI (wall time of the process, output to /dev/null). */

@@ -81,30 +81,6 @@ int hrb_clients_lever_known(const char *name)
 
 /* ---- /proc ---------------------------------------------------------------- */
 
-/* utime + stime of `pid` in nanoseconds, or -1. */
-static int64_t proc_cpu_ns(pid_t pid)
-{
-	char path[64], buf[2048], *p;
-	unsigned long long ut, st;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: fields count
-	 * from the last ')'.  utime and stime are fields 14 and 15. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ut, &st) != 2)
-		return -1;
-	return (int64_t)(ut + st) * (1000000000LL / sysconf(_SC_CLK_TCK));
-}
-
 /* A "Name:  value" line of /proc/<pid>/status ("self" for pid 0), or -1. */
 static long proc_status_field(pid_t pid, const char *name)
 {
@@ -347,10 +323,10 @@ static void measure_idle(crun *r, hrb_clients_point *pt)
 	hrb_sleep_ns(SETTLE_NS + (int64_t)r->lv->progress_notify_ms * 1100000);
 	loadavg(&pt->load1_before);
 	t0 = hrb_now_ns();
-	c0 = proc_cpu_ns(r->etcd_pid);
+	c0 = hrb_proc_cpu_ns(r->etcd_pid);
 	p0 = hrb_process_cpu_ns();
 	hrb_sleep_ns((int64_t)r->args->clients_duration_s * 1000000000LL);
-	c1 = proc_cpu_ns(r->etcd_pid);
+	c1 = hrb_proc_cpu_ns(r->etcd_pid);
 	p1 = hrb_process_cpu_ns();
 	t1 = hrb_now_ns();
 	loadavg(&pt->load1_after);
@@ -420,7 +396,7 @@ static void time_puts(crun *r, int n, hrb_fanout *out)
 	int puts = r->args->fanout_puts;
 	double *lat = calloc((size_t)puts, sizeof *lat);
 	size_t got = 0;
-	int64_t t0, rev, e0 = proc_cpu_ns(r->etcd_pid);
+	int64_t t0, rev, e0 = hrb_proc_cpu_ns(r->etcd_pid);
 	int64_t p0 = hrb_process_cpu_ns();
 
 	memset(out, 0, sizeof *out);
@@ -472,7 +448,7 @@ static void time_puts(crun *r, int n, hrb_fanout *out)
 	if (out->puts > 0) {
 		double deliveries = (double)out->puts * n;
 		out->etcd_us_per_delivery =
-			(double)(proc_cpu_ns(r->etcd_pid) - e0) / 1e3 / deliveries;
+			(double)(hrb_proc_cpu_ns(r->etcd_pid) - e0) / 1e3 / deliveries;
 		out->client_us_per_delivery =
 			(double)(hrb_process_cpu_ns() - p0) / 1e3 / deliveries;
 	}

@@ -207,3 +207,26 @@ int hrb_buf_lines(hrb_buf *b, const char *p, size_t n, size_t max,
 	b->len -= start;
 	return 0;
 }
+
+int64_t hrb_proc_cpu_ns(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long ut, st;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: fields count
+	 * from the last ')'.  utime and stime are fields 14 and 15. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return (int64_t)(ut + st) * (1000000000LL / sysconf(_SC_CLK_TCK));
+}
