@@ -297,7 +297,10 @@ HR_EXPORT int hr_node_check(const hr_node *node, const hr_ring_options *opts,
  * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
  * addr, zone, weight or state; names the node), HR_EDUPLICATE, HR_ELIMIT
  * (too many nodes or points: the caller gives the whole set, so nothing is
- * left out), HR_ENOMEM.  Thread safe.
+ * left out), HR_ENOMEM.  Thread safe.  A ring kept in pages (262,144
+ * points or more, placed by XXH3) sorts half of them on a second thread,
+ * started and joined within the call (on this one alone when no thread
+ * can be had).
  */
 HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
 			    const hr_ring_options *opts, uint64_t revision,
@@ -773,18 +776,20 @@ HR_EXPORT void hr_client_config_init_size(hr_client_config *cfg, size_t size);
 
 /*
  * Opens a client of the node records `etcd` names, with the settings `cfg`
- * (NULL: the defaults), and starts its watcher thread.  Returns once the
- * first full sync has produced a ring (or at once with `open_nonblocking`,
- * with an empty ring at revision 0 until then).  The ring holds every
- * valid record under the prefix; records that would take it over
- * HR_NODES_MAX or HR_POINTS_MAX are left out, newest first by their key's
- * create_revision, and logged (event=bad_record), the same way at every
- * later revision, so every client derives the same ring (docs/placement.md
- * section 9).  If the first sync's ring cannot be built (HR_ENOMEM), open
- * fails with that error rather than return an empty ring; a non-blocking
- * client keeps trying.  Errors: HR_EINVAL (bad setting: the message names
- * the struct and the field; an ack prefix overlapping etcd->prefix),
- * HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM,
+ * (NULL: the defaults), and starts its watcher thread (a full sync of
+ * several pages reads them on a second thread, and of a ring kept in pages
+ * places its points on a third, both for the sync's length only).
+ * Returns once the first full sync has produced a ring (or at once with
+ * `open_nonblocking`, with an empty ring at revision 0 until then).  The
+ * ring holds every valid record under the prefix; records that would take
+ * it over HR_NODES_MAX or HR_POINTS_MAX are left out, newest first by
+ * their key's create_revision, and logged (event=bad_record), the same way
+ * at every later revision, so every client derives the same ring
+ * (docs/placement.md section 9).  If the first sync's ring cannot be built
+ * (HR_ENOMEM), open fails with that error rather than return an empty
+ * ring; a non-blocking client keeps trying.  Errors: HR_EINVAL (bad
+ * setting: the message names the struct and the field; an ack prefix
+ * overlapping etcd->prefix), HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM,
  * HR_ETLS, HR_EETCD, HR_ELIMIT (more than HR_NODES_MAX keys under the
  * prefix), HR_EEXIST (with acks: the client id is another live client's,
  * see "Acknowledged epochs"), HR_ENOMEM.  Neither struct is kept.
