@@ -770,8 +770,16 @@ START_TEST(stream_unused)
 	ck_assert_ptr_null(hr__ring_stream_take(st, other));
 	ck_assert_ptr_null(hr__ring_stream_take(st, other));
 	hr__ring_stream_free(st);
+	/* Past the first 1,024 nodes the thread places: spoiled, then freed
+	 * while it may still be placing. */
 	st = hr__ring_stream_open(empty, NULL, n);
-	for (size_t i = 0; i < n / 2; i++)
+	for (size_t i = 0; i < 1200; i++)
+		hr__ring_stream_add(st, &s->nodes[i]);
+	hr__ring_stream_spoil(st);
+	hr__ring_stream_add(st, &s->nodes[1200]);
+	hr__ring_stream_free(st);
+	st = hr__ring_stream_open(empty, NULL, n);
+	for (size_t i = 0; i < 1200; i++)
 		hr__ring_stream_add(st, &s->nodes[i]);
 	hr__ring_stream_free(st);
 	hr__ring_stream_spoil(NULL);
