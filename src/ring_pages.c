@@ -201,6 +201,14 @@ static void page_release(struct vpage *pg)
 
 /* ---- the table ------------------------------------------------------------ */
 
+/* The shifts and mask of 2^page_bits pages of 2^bucket_bits buckets. */
+static void shape_set(struct view *v, unsigned page_bits, unsigned bucket_bits)
+{
+	v->page_shift = 64 - page_bits;
+	v->bucket_shift = v->page_shift - bucket_bits;
+	v->bucket_mask = (uint32_t)(((size_t)1 << bucket_bits) - 1);
+}
+
 /* Sets up paged view `v` of 2^page_bits pages (the table's memory, no
  * page yet) with 2^bucket_bits buckets a page.  HR_ENOMEM. */
 static int table_alloc(struct view *v, unsigned page_bits, unsigned bucket_bits)
@@ -218,9 +226,7 @@ static int table_alloc(struct view *v, unsigned page_bits, unsigned bucket_bits)
 	v->after = (uint32_t *)(mem + npages * sizeof *v->pages);
 	v->count = v->after + npages;
 	v->npages = npages;
-	v->page_shift = 64 - page_bits;
-	v->bucket_shift = v->page_shift - bucket_bits;
-	v->bucket_mask = (uint32_t)(((size_t)1 << bucket_bits) - 1);
+	shape_set(v, page_bits, bucket_bits);
 	v->wide = true;
 	v->bytes = npages * entry;
 	return HR_OK;
@@ -396,6 +402,16 @@ static size_t region_for(size_t most, const struct view *v)
 	       ~(size_t)(SLAB_ALIGN - 1);
 }
 
+/* The most points of count[0 .. n). */
+static size_t fullest(const uint32_t *count, size_t n)
+{
+	size_t most = 0;
+
+	for (size_t p = 0; p < n; p++)
+		most = count[p] > most ? count[p] : most;
+	return most;
+}
+
 /*
  * Where a full build's points wait in the slab, by group (the top
  * GROUP_BITS bits of a position): group g's positions from start[g], its
@@ -407,25 +423,25 @@ struct groups {
 };
 
 /*
- * Points placed ahead of a full build (ring_stream.c places them while the
- * nodes arrive): the slab of the layout that `expect` points would have,
- * each group given the room of its pages, and the points written into it
- * by group as they come, counted by page.  The build that takes it sorts
- * the groups into pages, as a build from scratch does after placing.
+ * A full build's points, placed by group into its slab and counted by
+ * page, before they are sorted into pages.  Placed ahead (ring_stream.c
+ * places them while the nodes arrive): the slab of the layout that an
+ * expected count would have, each group given the room of its pages.
+ * Placed by the build itself: every point counted first, the regions
+ * sized for the fullest page, each group given its exact room.
  */
 struct hr__pages_pre {
 	struct view shape;	/* page and bucket bits only */
-	unsigned page_bits, bucket_bits;
-	struct vslab *slab;	/* NULL once given up */
+	struct vslab *slab;	/* NULL once given up or taken */
 	size_t region, room;	/* bytes; a group's room, in points */
-	size_t npoints;
+	size_t npoints, most;	/* most: in a page, once all are placed */
 	uint32_t *count;	/* per page */
 	struct groups g;
 };
 
 hr__pages_pre *hr__pages_pre_new(size_t expect)
 {
-	unsigned sub;
+	unsigned page_bits, bucket_bits, sub;
 	size_t mean, most, bytes;
 	hr__pages_pre *pre;
 
@@ -434,14 +450,12 @@ hr__pages_pre *hr__pages_pre_new(size_t expect)
 	pre = calloc(1, sizeof *pre);
 	if (!pre)
 		return NULL;
-	layout_for(expect, &pre->page_bits, &pre->bucket_bits);
-	pre->shape.page_shift = 64 - pre->page_bits;
-	pre->shape.bucket_shift = pre->shape.page_shift - pre->bucket_bits;
-	pre->shape.bucket_mask = (uint32_t)(((size_t)1 << pre->bucket_bits) - 1);
-	sub = pre->page_bits - GROUP_BITS;
+	layout_for(expect, &page_bits, &bucket_bits);
+	shape_set(&pre->shape, page_bits, bucket_bits);
+	sub = page_bits - GROUP_BITS;
 	/* Uniform positions: the fullest of the pages (about 2^13) is
 	 * within six standard deviations of the mean, all but surely. */
-	mean = expect >> pre->page_bits;
+	mean = expect >> page_bits;
 	most = mean + 16;
 	while ((most - mean - 16) * (most - mean - 16) < 36 * mean)
 		most += 8;
@@ -451,20 +465,14 @@ hr__pages_pre *hr__pages_pre_new(size_t expect)
 		pre->g.start[k] = SLAB_FIRST + (k << sub) * pre->region;
 		pre->g.node_at[k] = pre->g.start[k] + pre->room * sizeof(uint64_t);
 	}
-	bytes = SLAB_FIRST + (pre->region << pre->page_bits);
-	pre->count = calloc((size_t)1 << pre->page_bits, sizeof *pre->count);
+	bytes = SLAB_FIRST + (pre->region << page_bits);
+	pre->count = calloc((size_t)1 << page_bits, sizeof *pre->count);
 	pre->slab = pre->count ? hr__big_alloc_later(bytes) : NULL;
 	if (!pre->slab) {
 		hr__pages_pre_free(pre);
 		return NULL;
 	}
 	return pre;
-}
-
-static void pre_give_up(hr__pages_pre *pre)
-{
-	free(pre->slab);
-	pre->slab = NULL;
 }
 
 bool hr__pages_pre_place(hr__pages_pre *pre, const struct point *pts, size_t n)
@@ -478,7 +486,8 @@ bool hr__pages_pre_place(hr__pages_pre *pre, const struct point *pts, size_t n)
 
 		if (at == pre->room) {
 			/* Not the positions of a uniform hash. */
-			pre_give_up(pre);
+			free(pre->slab);
+			pre->slab = NULL;
 			return false;
 		}
 		((uint64_t *)(slab + pre->g.start[g]))[at] = pts[i].pos;
@@ -499,55 +508,59 @@ void hr__pages_pre_free(hr__pages_pre *pre)
 }
 
 /* Whether `pre` holds every point of `ring` (its nodes matched by the
- * caller) in the layout a build from scratch gives it, each page in its
- * region; its fullest page in *most. */
-static bool pre_fits(const hr__pages_pre *pre, const hr_ring *ring,
-		     unsigned page_bits, unsigned bucket_bits, size_t *most)
+ * caller) in the layout of paged view `v`, each page in its region;
+ * sets pre->most. */
+static bool pre_fits(hr__pages_pre *pre, const hr_ring *ring, const struct view *v)
 {
-	if (!pre->slab || pre->npoints != ring->npoints || pre->page_bits != page_bits ||
-	    pre->bucket_bits != bucket_bits)
+	if (!pre->slab || pre->npoints != ring->npoints ||
+	    pre->shape.page_shift != v->page_shift || pre->shape.bucket_shift != v->bucket_shift)
 		return false;
-	*most = 0;
-	for (size_t p = 0; p < (size_t)1 << page_bits; p++)
-		*most = pre->count[p] > *most ? pre->count[p] : *most;
-	return page_bytes(*most, &pre->shape) <= pre->region;
+	pre->most = fullest(pre->count, v->npages);
+	return page_bytes(pre->most, v) <= pre->region;
 }
 
-/* Counts `ring`'s points by page into count[], and sets the regions for
- * the fullest: the layout of a build from scratch. */
-static void place_count(hr_ring *ring, struct view *v, uint32_t *count, size_t *most,
-			size_t *region, struct groups *g, unsigned sub)
+/* Every point of `ring` placed by the build itself for paged view `v`
+ * (2^sub pages a group): counted by page, then written into a slab sized
+ * for the fullest by group, 512 write streams (positions, handles) that
+ * the caches keep up with.  NULL when out of memory. */
+static hr__pages_pre *pre_placed(hr_ring *ring, const struct view *v, unsigned sub)
 {
+	hr__pages_pre *pre = calloc(1, sizeof *pre);
 	struct point chunk[CHUNK];
+	char *slab;
 
-	EACH_POINT(ring, chunk, count[paged_page(v, pt->pos)]++);
-	*most = 0;
-	for (size_t p = 0; p < v->npages; p++)
-		*most = count[p] > *most ? count[p] : *most;
-	*region = region_for(*most, v);
+	if (!pre || !(pre->count = calloc(v->npages, sizeof *pre->count))) {
+		free(pre);
+		return NULL;
+	}
+	pre->shape.page_shift = v->page_shift;
+	pre->shape.bucket_shift = v->bucket_shift;
+	pre->shape.bucket_mask = v->bucket_mask;
+	EACH_POINT(ring, chunk, pre->count[paged_page(v, pt->pos)]++);
+	pre->npoints = ring->npoints;
+	pre->most = fullest(pre->count, v->npages);
+	pre->region = region_for(pre->most, v);
 	for (size_t k = 0; k < (size_t)1 << GROUP_BITS; k++) {
 		size_t points = 0;
 
 		for (size_t p = k << sub; p < (k + 1) << sub; p++)
-			points += count[p];
-		g->start[k] = SLAB_FIRST + (k << sub) * *region;
-		g->node_at[k] = g->start[k] + points * sizeof(uint64_t);
-		g->next[k] = 0;
+			points += pre->count[p];
+		pre->g.start[k] = SLAB_FIRST + (k << sub) * pre->region;
+		pre->g.node_at[k] = pre->g.start[k] + points * sizeof(uint64_t);
 	}
-}
-
-/* Writes every point of `ring` into `slab` by group: 512 write streams
- * (positions, handles), which the caches keep up with. */
-static void place_groups(hr_ring *ring, char *slab, struct groups *g)
-{
-	struct point chunk[CHUNK];
-
+	pre->slab = hr__big_alloc(SLAB_FIRST + v->npages * pre->region);
+	if (!pre->slab) {
+		hr__pages_pre_free(pre);
+		return NULL;
+	}
+	slab = (char *)pre->slab;
 	EACH_POINT(ring, chunk, {
-		size_t k = pt->pos >> (64 - GROUP_BITS), i = g->next[k]++;
+		size_t k = pt->pos >> (64 - GROUP_BITS), i = pre->g.next[k]++;
 
-		((uint64_t *)(slab + g->start[k]))[i] = pt->pos;
-		((uint32_t *)(slab + g->node_at[k]))[i] = pt->node;
+		((uint64_t *)(slab + pre->g.start[k]))[i] = pt->pos;
+		((uint32_t *)(slab + pre->g.node_at[k]))[i] = pt->node;
 	});
+	return pre;
 }
 
 /*
@@ -632,20 +645,13 @@ int hr__pages_build(hr_ring *ring, hr_error *err)
 {
 	struct view *v = &ring->all;
 	hr__pages_pre *pre = ring->pre;
-	unsigned page_bits, bucket_bits, sub;
-	size_t most = 0, region = 0;
-	struct groups own, *g = &own;
-	uint32_t *count = NULL;
+	unsigned page_bits, bucket_bits;
 	struct sorter sorter = { .first = 0, .step = 1 };
-	struct vslab *slab = NULL;
+	struct vslab *slab;
 
 	ring->pre = NULL;
 	layout_for(ring->npoints, &page_bits, &bucket_bits);
-	sub = page_bits - GROUP_BITS;	/* pages per group: 2^sub */
-	if (pre && !pre_fits(pre, ring, page_bits, bucket_bits, &most)) {
-		hr__pages_pre_free(pre);
-		pre = NULL;
-	}
+	sorter.sub = page_bits - GROUP_BITS;	/* pages per group: 2^sub */
 	if (table_alloc(v, page_bits, bucket_bits))
 		goto nomem;
 	ring->handle_slot = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *ring->handle_slot);
@@ -661,62 +667,46 @@ int hr__pages_build(hr_ring *ring, hr_error *err)
 	 * of a big build's cost), each room for the largest page and a
 	 * sixteenth more, so that the pages of later rings fit the regions
 	 * their dead pages leave.  Points placed ahead are in their slab by
-	 * group already; else every point is placed twice: once to size the
-	 * pages, once to write it there.  Then each group is copied out and
-	 * sorted into its pages.
+	 * group already; else the build places them there.  Then each group
+	 * is copied out and sorted into its pages.
 	 */
-	if (pre) {
-		count = pre->count;
-		region = pre->region;
-		slab = pre->slab;
-		g = &pre->g;
-	} else {
-		count = calloc(v->npages, sizeof *count);
-		if (!count)
-			goto nomem;
-		place_count(ring, v, count, &most, &region, g, sub);
+	if (pre && !pre_fits(pre, ring, v)) {
+		hr__pages_pre_free(pre);
+		pre = NULL;
 	}
-	sorter.sub = sub;
-	if (sorter_alloc(&sorter, most, bucket_bits))
-		goto nomem;
-	if (!pre && !(slab = hr__big_alloc(SLAB_FIRST + v->npages * region)))
-		goto nomem;
 	if (pre) {
-		pre->slab = NULL;
-		hr__big_advise(slab, SLAB_FIRST + v->npages * region);
+		hr__big_advise(pre->slab, SLAB_FIRST + v->npages * pre->region);
 		ring->placed_ahead = true;
+	} else if (!(pre = pre_placed(ring, v, sorter.sub))) {
+		goto nomem;
 	}
+	if (sorter_alloc(&sorter, pre->most, bucket_bits))
+		goto nomem;
+	/* Nothing fails from here on: the slab is the ring's. */
+	slab = pre->slab;
+	pre->slab = NULL;
 	pthread_mutex_init(&slab->mu, NULL);
 	slab->users = v->npages + 1;	/* its pages, and this ring */
-	slab->region = region;
+	slab->region = pre->region;
 	slab->free = NULL;
 	ring->slab = slab;
-	v->bytes += SLAB_FIRST + v->npages * region;
-	if (!pre)
-		place_groups(ring, (char *)slab, g);
+	v->bytes += SLAB_FIRST + v->npages * pre->region;
 	sorter.v = v;
 	sorter.slab = (char *)slab;
-	sorter.g = g;
-	sorter.count = count;
-	sorter.region = region;
-	sort_all(&sorter, ring->npoints, most, bucket_bits);
+	sorter.g = &pre->g;
+	sorter.count = pre->count;
+	sorter.region = pre->region;
+	sort_all(&sorter, ring->npoints, pre->most, bucket_bits);
 	sorter_free(&sorter);
-	for (size_t p = 0; p < v->npages; p++)
-		v->count[p] = count[p];
-	if (pre)
-		hr__pages_pre_free(pre);
-	else
-		free(count);
+	memcpy(v->count, pre->count, v->npages * sizeof *v->count);
+	hr__pages_pre_free(pre);
 	v->npoints = ring->npoints;
 	v->nnodes = ring->nnodes;
 	after_all(v);
 	return HR_OK;
 nomem:
 	sorter_free(&sorter);
-	if (pre)
-		hr__pages_pre_free(pre);
-	else
-		free(count);
+	hr__pages_pre_free(pre);
 	hr__pages_release(v);
 	return hr__error_set(err, HR_ENOMEM, "out of memory");
 }

@@ -179,34 +179,42 @@ static const char *copy_id(hr__ring_stream *s, const char *id, size_t len)
 	return b->bytes + b->used - len;
 }
 
-void hr__ring_stream_add(hr__ring_stream *s, const hr_node *node)
+/* Appends `node` to the nodes added (under mu); false when out of memory
+ * or when its placement refuses it. */
+static bool append(hr__ring_stream *s, const hr_node *node)
 {
-	struct entry e;
-	bool ok;
+	struct entry e = { .len = (unsigned)strlen(node->id) };
 
-	if (!s)
-		return;
-	e.len = (unsigned)strlen(node->id);
-	ok = s->pl->node_points(node, s->vnodes_per_weight, &e.vnodes, NULL) == HR_OK &&
-	     (e.id = copy_id(s, node->id, e.len)) != NULL;
-	pthread_mutex_lock(&s->mu);
-	if (ok && s->n == s->cap) {
+	if (s->pl->node_points(node, s->vnodes_per_weight, &e.vnodes, NULL) != HR_OK ||
+	    !(e.id = copy_id(s, node->id, e.len)))
+		return false;
+	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
 		struct entry *t = realloc(s->e, cap * sizeof *t);
 
-		ok = t != NULL;
-		if (ok) {
-			s->e = t;
-			s->cap = cap;
-		}
+		if (!t)
+			return false;
+		s->e = t;
+		s->cap = cap;
 	}
-	if (ok)
-		s->e[s->n++] = e;
-	else
-		s->spoiled = true;
-	if (!s->started && !s->spoiled && (s->n == SAMPLE || s->n == s->expect_nodes))
-		start(s);
-	pthread_cond_signal(&s->cv);
+	s->e[s->n++] = e;
+	return true;
+}
+
+void hr__ring_stream_add(hr__ring_stream *s, const hr_node *node)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	/* Once spoiled (a ring too small for pages among them), nothing
+	 * more is copied. */
+	if (!s->spoiled) {
+		if (!append(s, node))
+			s->spoiled = true;
+		else if (!s->started && (s->n == SAMPLE || s->n == s->expect_nodes))
+			start(s);
+		pthread_cond_signal(&s->cv);
+	}
 	pthread_mutex_unlock(&s->mu);
 }
 
