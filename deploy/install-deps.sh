@@ -24,10 +24,11 @@ memcached"
 # go-logfmt, the reference logfmt parser the log tests read lines back with;
 # prometheus (promtool and the server) for the metrics suites, and locales
 # for their check that numbers ignore the locale; chromium for the
-# dashboard's page in a real browser.
+# dashboard's page in a real browser; systemd for systemd-analyze, which
+# checks the unit in deploy/.
 TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-dev
 libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev
-prometheus locales chromium"
+prometheus locales chromium systemd"
 
 [ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
 
