@@ -15,6 +15,7 @@
 #include "hrt_ring_fixture.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,7 +372,7 @@ static void *sub_reader(void *p)
 
 		a->bad += !ring || check_read(ring, a->reads) || gen < last;
 		last = gen;
-		a->reads++;
+		__atomic_store_n(&a->reads, a->reads + 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -394,6 +395,11 @@ START_TEST(subscribers_under_readers)
 		args[i] = (struct sub_reader_arg){ &c[i].pub, &done, 0, 0 };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, sub_reader, &args[i]), 0);
 	}
+	/* Publishing starts once every reader has read: on two cores the
+	 * writer can otherwise finish before a reader is first scheduled. */
+	for (int i = 0; i < CLIENTS; i++)
+		while (__atomic_load_n(&args[i].reads, __ATOMIC_ACQUIRE) == 0)
+			sched_yield();
 	for (unsigned gen = 2; gen < RINGS + 2; gen++) {
 		publish_to_all(&s, gen);
 		hr__subs_reclaim(&s);
