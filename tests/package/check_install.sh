@@ -26,12 +26,18 @@ resolved() {
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 
 # ---- what lands where ------------------------------------------------------
-for f in "$includedir/hashring.h" "$includedir/hashring/version.h" \
-	 "$libdir/libhashring.so.$version" "$libdir/libhashring.a" \
-	 "$libdir/pkgconfig/hashring.pc" \
+for h in hashring.h hashring/version.h hashring/common.h hashring/ring.h \
+	 hashring/etcd.h hashring/client.h hashring/acks.h hashring/registrar.h \
+	 hashring/metrics.h hashring/rebalance.h; do
+	[ -f "$prefix/$includedir/$h" ] || fail "not installed: $includedir/$h"
+done
+for f in "$libdir/libhashring.so.$version" "$libdir/libhashring.a" \
+	 "$libdir/libhashring-rebalance.so.$version" "$libdir/libhashring-rebalance.a" \
+	 "$libdir/pkgconfig/hashring.pc" "$libdir/pkgconfig/hashring-rebalance.pc" \
 	 "$libdir/cmake/hashring/hashring-config.cmake" \
 	 "$libdir/cmake/hashring/hashring-config-version.cmake" \
 	 "$libdir/cmake/hashring/hashring-targets.cmake" \
+	 "$libdir/cmake/hashring/hashring-rebalance-targets.cmake" \
 	 "$bindir/hashring" "$mandir/man1/hashring.1"; do
 	[ -f "$prefix/$f" ] || fail "not installed: $f"
 done
@@ -40,17 +46,20 @@ done
 soname=$(readelf -d "$prefix/$libdir/libhashring.so.$version" |
 	 sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libhashring.so.$major" ] || fail "SONAME is '$soname'"
+soname=$(readelf -d "$prefix/$libdir/libhashring-rebalance.so.$version" |
+	 sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = "libhashring-rebalance.so.$major" ] ||
+	fail "libhashring-rebalance's SONAME is '$soname'"
+# The core library links no memcached client (that is the rebalancer's).
+if readelf -d "$prefix/$libdir/libhashring.so.$version" | grep -q rebalance ||
+   nm -D --defined-only "$prefix/$libdir/libhashring.so.$version" | grep -q hr_rebalance; then
+	fail "libhashring holds or needs the rebalancer"
+fi
 out=$("$prefix/$bindir/hashring" --version)
 [ "$out" = "hashring $version" ] || fail "installed CLI says '$out'"
 
-# The installed headers stand alone and are clean C and C++.
-echo '#include <hashring.h>' >"$work/header.c"
-"$cc" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
-	-I"$prefix/$includedir" "$work/header.c"
-if command -v c++ >/dev/null; then
-	c++ -x c++ -Wall -Wextra -Werror -fsyntax-only -I"$prefix/$includedir" \
-		"$work/header.c"
-fi
+# The installed headers stand alone, each, and are clean C and C++.
+"$(dirname "$0")/check_headers.sh" "$prefix/$includedir" "$cc" >/dev/null
 
 # What every consumer must print: the CLI's own answer for the same ring.
 cat >"$work/members.json" <<'JSON'
@@ -77,6 +86,19 @@ done
 	fail "consumer_shared does not load the installed library"
 if readelf -d "$work/cmake/consumer_static" | grep -q libhashring; then
 	fail "consumer_static needs libhashring.so"
+fi
+# find_package(hashring COMPONENTS rebalance): hashring::rebalance and
+# hashring::rebalance_static.
+expect_rb="hashring $version: rebalance step copy"
+for exe in consumer_rebalance consumer_rebalance_static; do
+	out=$("$work/cmake/$exe")
+	[ "$out" = "$expect_rb" ] || fail "$exe printed '$out', not '$expect_rb'"
+done
+[ "$(resolved "libhashring-rebalance.so.$major" "$work/cmake/consumer_rebalance")" -ef \
+  "$prefix/$libdir/libhashring-rebalance.so.$major" ] ||
+	fail "consumer_rebalance does not load the installed libhashring-rebalance"
+if readelf -d "$work/cmake/consumer_rebalance_static" | grep -q libhashring; then
+	fail "consumer_rebalance_static needs a libhashring .so"
 fi
 
 # A later major version is refused by the version file.
@@ -113,6 +135,15 @@ out=$(LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_pc")
   -ef "$prefix/$libdir/libhashring.so.$major" ] ||
 	fail "the pkg-config consumer does not load the installed library"
 
+# hashring-rebalance.pc requires hashring.pc.
+[ "$(pc --libs-only-l hashring-rebalance | xargs)" = "-lhashring-rebalance -lhashring" ] ||
+	fail "pkg-config --libs hashring-rebalance: $(pc --libs hashring-rebalance)"
+# shellcheck disable=SC2046 # pkg-config output is a list of flags
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$work/consumer_rebalance_pc" \
+	"$consumer/consumer_rebalance.c" $(pc --cflags --libs hashring-rebalance)
+out=$(LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_rebalance_pc")
+[ "$out" = "$expect_rb" ] || fail "pkg-config rebalance consumer printed '$out'"
+
 # The .pc file follows the prefix when it is moved.
 mv "$prefix" "$work/moved"
 pcdir=$work/moved/$libdir/pkgconfig
@@ -121,4 +152,4 @@ incdir=$(pc --cflags-only-I hashring | awk '{ sub(/^-I/, "", $1); print $1 }')
 [ "$incdir" -ef "$work/moved/$includedir" ] ||
 	fail "after a move, pkg-config --cflags gives '$incdir'"
 
-echo "ok: installed $version, 3 consumers built and ran ($owner)"
+echo "ok: installed $version, 6 consumers built and ran ($owner)"
