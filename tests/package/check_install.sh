@@ -32,9 +32,14 @@ for f in "$includedir/hashring.h" "$includedir/hashring/version.h" \
 	 "$libdir/cmake/hashring/hashring-config.cmake" \
 	 "$libdir/cmake/hashring/hashring-config-version.cmake" \
 	 "$libdir/cmake/hashring/hashring-targets.cmake" \
-	 "$bindir/hashring" "$mandir/man1/hashring.1"; do
+	 "$bindir/hashring" "$mandir/man1/hashring.1" share/doc/hashring/LICENSE; do
 	[ -f "$prefix/$f" ] || fail "not installed: $f"
 done
+head -n1 "$prefix/share/doc/hashring/LICENSE" | grep -qx 'MIT License' ||
+	fail "share/doc/hashring/LICENSE is not the MIT license"
+# The packages' copyright files are theirs alone (cmake/packaging.cmake).
+[ "$(find "$prefix/share/doc" -name copyright | wc -l)" = 0 ] ||
+	fail "a plain install has the packages' copyright files"
 [ "$(readlink "$prefix/$libdir/libhashring.so")" = "libhashring.so.$major" ] ||
 	fail "libhashring.so does not point to libhashring.so.$major"
 soname=$(readelf -d "$prefix/$libdir/libhashring.so.$version" |
