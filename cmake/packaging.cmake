@@ -65,4 +65,14 @@ set(CPACK_COMPONENT_CLI_DESCRIPTION
 a node under a lease as a sidecar, change a node's state or weight, and
 simulate balance and key movement, and serve a live page of the ring.")
 
+# Debian's place for the license: /usr/share/doc/PACKAGE/copyright in each
+# package.  EXCLUDE_FROM_ALL: installed for the packages (cpack installs
+# one component at a time), not by a plain cmake --install.
+foreach(component lib dev cli)
+  string(TOUPPER ${component} upper)
+  install(FILES ${CMAKE_SOURCE_DIR}/LICENSE RENAME copyright
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${upper}_PACKAGE_NAME}
+          COMPONENT ${component} EXCLUDE_FROM_ALL)
+endforeach()
+
 include(CPack)

@@ -3,6 +3,9 @@
 # whole suite (unit and real-etcd integration tests) three times: a normal
 # build in build/, then under ASan+UBSan (build-asan/) and TSan (build-tsan/),
 # each with warnings as errors (HR_WERROR), then the fuzzers (build-fuzz/).
+# Two Release trees, what a user builds (the library and the tools, no
+# tests), are only built, with GCC and with clang, also with warnings as
+# errors: -O3 and NDEBUG warn where the other trees do not.
 # The trees after build/ are built in the background at the lowest priority
 # while the suites before them run (their output in build-*.build.log).
 # Suites are picked by their ctest labels (tests/CMakeLists.txt says what
@@ -86,6 +89,10 @@ if [ "$fuzz_s" -gt 0 ]; then
 	tree_args[build-fuzz]="-DHR_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 	tree_target[build-fuzz]=hr_fuzzers
 fi
+# Last, as no suite waits for them.
+trees+=(build-release-gcc build-release-clang)
+tree_args[build-release-gcc]="-DCMAKE_BUILD_TYPE=Release -DHR_BUILD_TESTS=OFF -DCMAKE_C_COMPILER=gcc"
+tree_args[build-release-clang]="-DCMAKE_BUILD_TYPE=Release -DHR_BUILD_TESTS=OFF -DCMAKE_C_COMPILER=clang"
 
 # Those trees build in the background, one after the other, at the lowest
 # priority, while the suites before them run: the integration suites
@@ -158,6 +165,7 @@ for dir in "${trees[@]}"; do
 	fi
 	case $dir in
 	build-asan | build-tsan) suites "$dir" "${tree_leave_out[$dir]}" ;;
+	build-release-*) echo "$dir: built" ;;
 	build-fuzz)
 		# Fuzzing: each libFuzzer target (tests/fuzz) runs for a
 		# bounded time, seeded from the committed corpus; what it finds

@@ -2,12 +2,12 @@
 # check_deb.sh - builds the .deb packages with cpack, unpacks them with
 # dpkg -x into a temporary root (no dpkg database touched) and runs the
 # tool from there.  Also checks that each package declares the Debian
-# packages its programs and libraries load.
+# packages its programs and libraries load, and carries the license.
 #
-#   check_deb.sh BUILD_DIR VERSION
+#   check_deb.sh BUILD_DIR VERSION LICENSE
 set -euo pipefail
 
-build=$1 version=$2
+build=$1 version=$2 license=$3
 major=${version%%.*}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hashring-deb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -33,7 +33,13 @@ for pkg in "libhashring$major" libhashring-dev hashring; do
 		fail "$pkg: files not owned by root"
 	fi
 	dpkg -x "${deb[$pkg]}" "$root"
+	# Debian's place for the license, in every package.
+	cmp -s "$root/usr/share/doc/$pkg/copyright" "$license" ||
+		fail "$pkg: /usr/share/doc/$pkg/copyright is not $license"
 done
+# No other file under /usr/share/doc (the plain install's LICENSE).
+extra=$(find "$root/usr/share/doc" -type f ! -name copyright)
+[ -z "$extra" ] || fail "more under /usr/share/doc: ${extra//"$root"/}"
 
 depends() { dpkg-deb -f "${deb[$1]}" Depends; }
 [[ "$(depends libhashring-dev)" == *"libhashring$major (= $version)"* ]] ||

@@ -1,12 +1,15 @@
 #!/bin/bash
 # check_install.sh - installs hashring into a temporary prefix and builds
 # programs against it the ways a user would: find_package() (shared and
-# static library) and pkg-config.  No network; the prefix is removed after.
+# static library) and pkg-config, the last with the very commands
+# INSTALL_DOC (docs/install.md) gives.  No network; the prefix is removed
+# after.
 #
-#   check_install.sh BUILD_DIR CONSUMER_DIR CC LIBDIR INCLUDEDIR BINDIR MANDIR VERSION
+#   check_install.sh BUILD_DIR CONSUMER_DIR CC LIBDIR INCLUDEDIR BINDIR MANDIR VERSION INSTALL_DOC
 set -euo pipefail
 
 build=$1 consumer=$2 cc=$3 libdir=$4 includedir=$5 bindir=$6 mandir=$7 version=$8
+install_doc=$9
 major=${version%%.*}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hashring-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -38,9 +41,14 @@ for f in "$libdir/libhashring.so.$version" "$libdir/libhashring.a" \
 	 "$libdir/cmake/hashring/hashring-config-version.cmake" \
 	 "$libdir/cmake/hashring/hashring-targets.cmake" \
 	 "$libdir/cmake/hashring/hashring-rebalance-targets.cmake" \
-	 "$bindir/hashring" "$mandir/man1/hashring.1"; do
+	 "$bindir/hashring" "$mandir/man1/hashring.1" share/doc/hashring/LICENSE; do
 	[ -f "$prefix/$f" ] || fail "not installed: $f"
 done
+head -n1 "$prefix/share/doc/hashring/LICENSE" | grep -qx 'MIT License' ||
+	fail "share/doc/hashring/LICENSE is not the MIT license"
+# The packages' copyright files are theirs alone (cmake/packaging.cmake).
+[ "$(find "$prefix/share/doc" -name copyright | wc -l)" = 0 ] ||
+	fail "a plain install has the packages' copyright files"
 [ "$(readlink "$prefix/$libdir/libhashring.so")" = "libhashring.so.$major" ] ||
 	fail "libhashring.so does not point to libhashring.so.$major"
 soname=$(readelf -d "$prefix/$libdir/libhashring.so.$version" |
@@ -144,6 +152,42 @@ out=$(LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_pc")
 out=$(LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_rebalance_pc")
 [ "$out" = "$expect_rb" ] || fail "pkg-config rebalance consumer printed '$out'"
 
+# docs/install.md's own commands for a prefix of one's own: each `cc -o
+# myapp myapp.c ...` of its sh blocks (continued lines joined), run as
+# written on consumer.c.  One links the shared library with an RPATH, one
+# the static library; both must run with no LD_LIBRARY_PATH.
+doc_commands() {
+	awk '/^```sh$/ { sh = 1; next } /^```/ { sh = 0 }
+	     sh { line = line $0; if (sub(/\\$/, "", line)) next; print line; line = "" }' \
+		"$install_doc" | grep '^cc -o myapp myapp\.c '
+}
+mapfile -t commands < <(doc_commands)
+[ ${#commands[@]} = 2 ] ||
+	fail "$install_doc: ${#commands[@]} pkg-config link commands, not 2 (shared with an RPATH, static)"
+for i in 0 1; do
+	mkdir "$work/doc$i"
+	cp "$consumer/consumer.c" "$work/doc$i/myapp.c"
+	(cd "$work/doc$i" && PKG_CONFIG_PATH=$pcdir bash -euc "${commands[$i]}") ||
+		fail "docs/install.md's command failed: ${commands[$i]}"
+	out=$(env -u LD_LIBRARY_PATH "$work/doc$i/myapp") ||
+		fail "built with docs/install.md's command, it does not run: ${commands[$i]}"
+	[ "$out" = "$expect" ] || fail "docs/install.md's program printed '$out'"
+	if [[ ${commands[$i]} == *libhashring.a* ]]; then
+		static=$work/doc$i/myapp
+	else
+		shared=$work/doc$i/myapp
+	fi
+done
+if [ -z "${static-}" ] || [ -z "${shared-}" ]; then
+	fail "$install_doc: not one shared and one static link command"
+fi
+[ "$(unset LD_LIBRARY_PATH; resolved "libhashring.so.$major" "$shared")" \
+  -ef "$prefix/$libdir/libhashring.so.$major" ] ||
+	fail "docs/install.md's shared program does not load the installed library"
+if readelf -d "$static" | grep -q libhashring; then
+	fail "docs/install.md's static program needs libhashring.so"
+fi
+
 # The .pc file follows the prefix when it is moved.
 mv "$prefix" "$work/moved"
 pcdir=$work/moved/$libdir/pkgconfig
@@ -152,4 +196,4 @@ incdir=$(pc --cflags-only-I hashring | awk '{ sub(/^-I/, "", $1); print $1 }')
 [ "$incdir" -ef "$work/moved/$includedir" ] ||
 	fail "after a move, pkg-config --cflags gives '$incdir'"
 
-echo "ok: installed $version, 6 consumers built and ran ($owner)"
+echo "ok: installed $version, 8 consumers built and ran ($owner)"
