@@ -281,11 +281,15 @@ static int fill(hr__mc *mc, size_t want, const char *what, hr_error *err)
 }
 
 /* The next line, without its "\r\n" or "\n", NUL-terminated in the
- * buffer; valid until the next read. */
+ * buffer; valid until the next read.  Both outputs are set on every path:
+ * GCC's -Wmaybe-uninitialized cannot see that callers read them only
+ * after a success. */
 static int read_line(hr__mc *mc, char **line, size_t *len, const char *what, hr_error *err)
 {
 	size_t scanned = 0;
 
+	*line = NULL;
+	*len = 0;
 	for (;;) {
 		char *nl = memchr(mc->buf + mc->start + scanned, '\n',
 				  mc->end - mc->start - scanned);
