@@ -32,12 +32,15 @@ int hr_rebalancer_new(const hr_rebalance_backend *backend, const hr_rebalance_co
 	rc = hr__rebalance_backend_read(backend, &rb->be, err);
 	if (!rc)
 		rc = hr__rebalance_config_read(cfg, &rb->cfg, err);
-	if (!rc && !(rb->ack_prefix = strdup(rb->cfg.ack_prefix)))
+	if (!rc && (!(rb->ack_prefix = strdup(rb->cfg.ack_prefix)) ||
+		    !(rb->backend_name = strdup(rb->be.name ? rb->be.name : "store"))))
 		rc = hr__error_set(err, HR_ENOMEM, "out of memory (rebalancer)");
 	if (rc) {
+		free(rb->ack_prefix);
 		free(rb);
 		return rc;
 	}
+	rb->be.name = rb->backend_name;
 	rb->cfg.ack_prefix = rb->ack_prefix;
 	rb->log = (hr__log){ rb->cfg.log, rb->cfg.log_userdata, rb->cfg.log_level };
 	pthread_mutex_init(&rb->lock, NULL);
@@ -55,6 +58,7 @@ void hr_rebalancer_free(hr_rebalancer *rb)
 	pthread_mutex_destroy(&rb->lock);
 	free(rb->totals);
 	free(rb->ack_prefix);
+	free(rb->backend_name);
 	free(rb);
 }
 
@@ -81,6 +85,8 @@ static void step_begin(hr_rebalancer *rb, const char *what, const hr_ring *ring,
 	rb->t0_ns = rb->mark_ns = rb->last_log_ns = now;
 	rb->mark_done = rb->mark_bytes = 0;
 	pthread_mutex_unlock(&rb->lock);
+	rb->skipped_named = 0;
+	rb->failed_role = NULL;
 	hr__rate_init(&rb->rate, rb->cfg.keys_per_s, rb->cfg.bytes_per_s, now);
 	snprintf(rb->target, sizeof rb->target, "%s", node_id ? node_id : "all");
 	hr__log_emit(&rb->log, HR_LOG_INFO, "rebalance_start",
@@ -104,19 +110,27 @@ static int step_end(hr_rebalancer *rb, const char *what, int rc, hr_error *err)
 	*(rc ? &rb->runs_failed : &rb->runs_ok) += 1;
 	p = rb->p;
 	pthread_mutex_unlock(&rb->lock);
-	if (rc)
+	if (rc && rb->failed_role)
+		/* A backend call failed: the node it was about, which may be
+		 * a destination while p.node is the source. */
+		hr__log_emit(&rb->log, HR_LOG_ERROR, "rebalance_failed",
+			     "step=%s node=%s addr=%s role=%s backend=%s source=%s revision=%" PRIu64
+			     " code=%d error=%s msg=%s", what, rb->failed_node, rb->failed_addr,
+			     rb->failed_role, rb->backend_name, p.node[0] ? p.node : "-", p.revision,
+			     rc, hr_strerror(rc), err && err->code == rc ? err->message : "");
+	else if (rc)
 		hr__log_emit(&rb->log, HR_LOG_ERROR, "rebalance_failed",
 			     "step=%s node=%s revision=%" PRIu64 " code=%d error=%s msg=%s", what,
 			     p.node[0] ? p.node : rb->target, p.revision, rc, hr_strerror(rc),
 			     err && err->code == rc ? err->message : "");
 	else
-		hr__log_emit(&rb->log, HR_LOG_INFO, "rebalance_done",
+		hr__log_emit(&rb->log, p.skipped ? HR_LOG_WARN : HR_LOG_INFO, "rebalance_done",
 			     "step=%s node=%s revision=%" PRIu64 " nodes=%zu scanned=%" PRIu64
 			     " moving=%" PRIu64 " expected=%.0f copied=%" PRIu64 " present=%" PRIu64
-			     " gone=%" PRIu64 " taken_back=%" PRIu64 " bytes=%" PRIu64
-			     " purged=%" PRIu64 " seconds=%.3f",
+			     " gone=%" PRIu64 " taken_back=%" PRIu64 " skipped=%" PRIu64
+			     " bytes=%" PRIu64 " purged=%" PRIu64 " seconds=%.3f",
 			     what, rb->target, p.revision, p.nodes_done, p.scanned, p.moving, p.expected,
-			     p.copied, p.present, p.gone, p.taken_back, p.bytes, p.purged,
+			     p.copied, p.present, p.gone, p.taken_back, p.skipped, p.bytes, p.purged,
 			     p.elapsed_s);
 	return rc;
 }

@@ -286,19 +286,27 @@ static void load_stop_and_check(proc *load)
 }
 
 /* Progress points of a copy: seconds, and keys stored or found present
- * (each takes a token of the cap). */
+ * (each takes a token of the cap); and the keys done at the last point. */
 struct points {
 	double t[4096], n[4096];
 	size_t count;
+	double done;
 };
 
+/* A progress object comes each time 1000 more keys are done (as `hashring
+ * rebalance --help` says). */
 static void add_point(void *userdata, const cJSON *o)
 {
 	struct points *p = userdata;
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "step");
+	double done;
 
 	if (strcmp(s->valuestring, "progress") || p->count == 4096)
 		return;
+	done = num(o, "copied") + num(o, "present") + num(o, "gone") + num(o, "skipped");
+	ck_assert_msg(done >= p->done + 1000, "progress at %.0f keys done, then at %.0f", p->done,
+		      done);
+	p->done = done;
 	p->t[p->count] = num(o, "seconds");
 	p->n[p->count++] = num(o, "copied") + num(o, "present");
 }

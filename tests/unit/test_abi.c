@@ -684,7 +684,16 @@ START_TEST(rebalancer_structs)
 	ck_assert(big.s.eta_s == -1);
 	ck_assert(all_bytes(&big, sizeof big.s, sizeof big - 4, 0));
 	ck_assert(all_bytes(&big, sizeof big - 4, sizeof big, FILL));
-	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big.s - 8), HR_EINVAL);
+	/* A program built against the first 1.1 struct, which ended at
+	 * `promoted`, gets that much; a smaller size is refused. */
+	memset(&big, FILL, sizeof big);
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, offsetof(hr_rebalance_progress,
+									    skipped)), 0);
+	ck_assert(big.s.eta_s == -1);
+	ck_assert(all_bytes(&big, offsetof(hr_rebalance_progress, skipped), sizeof big, FILL));
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s,
+						     offsetof(hr_rebalance_progress, skipped) - 1),
+			 HR_EINVAL);
 	hr_rebalancer_free(rb);
 }
 END_TEST
