@@ -1813,7 +1813,8 @@ typedef struct hr_rebalance_progress {
 				      -1: unknown                            */
 	double elapsed_s;          /* since the step began                   */
 	uint64_t acked_revision;   /* what the run's last wait waited for    */
-	size_t clients;            /* live clients acknowledging it          */
+	size_t clients;            /* live clients acknowledging it (while
+				      a wait goes on: those seen so far)    */
 	size_t promoted;           /* nodes the run promoted                 */
 	/* Appended after the first 1.1 struct (a caller built against it
 	 * passes the size that ends at `promoted`). */
@@ -1850,8 +1851,12 @@ typedef struct hr_rebalance_config {
 				     (docs/handoff.md section 5).             */
 	const char *ack_prefix;   /* the clients' acks, for hr_rebalancer_run
 				     ("/hashring/acks/")                      */
-	size_t min_clients;       /* a run fails unless at least this many
-				     live clients acknowledge (0)             */
+	size_t min_clients;       /* a run waits (wait_timeout_ms) until at
+				     least this many live clients acknowledge,
+				     and fails otherwise (1: a run that no
+				     client acknowledges, whose wait proves
+				     nothing, is refused).  0 runs without any
+				     acknowledging client, explicitly.        */
 	int wait_timeout_ms;      /* each wait of a run: for the acks, for the
 				     promoted ring (30000)                    */
 	unsigned flags;           /* HR_REBALANCE_PROMOTE, HR_REBALANCE_PURGE (0) */
@@ -1895,7 +1900,7 @@ HR_EXPORT void hr_rebalancer_free(hr_rebalancer *rb);
  * The whole handoff for the ring `client` serves, on the calling thread:
  *   1. wait until every live client under cfg.ack_prefix reports the
  *      newest change of the records (hr_acks_wait), and at least
- *      cfg.min_clients of them are live;
+ *      cfg.min_clients of them (by default 1) are live;
  *   2. copy (hr_rebalancer_copy) for every warming and draining node, or
  *      for node `node_id` alone (NULL: all);
  *   3. with HR_REBALANCE_PROMOTE, only if the client's ring is still the
@@ -1914,7 +1919,8 @@ HR_EXPORT void hr_rebalancer_free(hr_rebalancer *rb);
  * Errors: HR_EINVAL (NULL client or etcd; bad settings; another call of
  * this rebalancer running); HR_EEMPTY (the client has no ring yet);
  * HR_ENOTFOUND (`node_id` not in the ring) and HR_EINVAL (the node is
- * active), naming it; HR_ETIMEDOUT (a wait: the message names the clients behind),
+ * active), naming it; HR_ETIMEDOUT (a wait: the message names the clients
+ * behind, or how many live clients acknowledge against min_clients),
  * HR_ECONFLICT (clients at one revision with different rings, or the ring
  * changed during the copy: run again to copy its new arcs), HR_ECLOSED
  * (cancelled), the backend's errors, and those of hr_acks_wait() and

@@ -96,6 +96,9 @@ static const hr_rebalance_backend backend_defaults = {
 static const hr_rebalance_config rebalance_defaults = {
 	.size = sizeof(hr_rebalance_config),
 	.ack_prefix = "/hashring/acks/",
+	/* A wait that no client acknowledges proves nothing: a run without
+	 * any is asked for (0), never the default. */
+	.min_clients = 1,
 	.wait_timeout_ms = 30000,
 	.progress_interval_ms = 1000,
 	.log_level = HR_LOG_INFO,

@@ -14,6 +14,9 @@
 
 /* The waits look at the cancel flag this often. */
 #define WAIT_SLICE_MS 100
+/* A wait that has every live client but too few of them reads the acks
+ * again this often (each read is a connection to etcd). */
+#define CLIENTS_POLL_MS 500
 
 /* ---- the object ---------------------------------------------------------- */
 
@@ -147,12 +150,12 @@ static int find_handoff(const hr_ring *ring, const char *node_id, const hr_node 
 	n = hr_ring_find(ring, node_id);
 	if (!n)
 		return hr__error_set(err, HR_ENOTFOUND,
-				     "rebalance: node %.200s is not in the ring (revision %" PRIu64
-				     ")", node_id, hr_ring_revision(ring));
+				     "node %.200s is not in the ring (revision %" PRIu64 ")",
+				     node_id, hr_ring_revision(ring));
 	if (n->state == HR_STATE_ACTIVE)
 		return hr__error_set(err, HR_EINVAL,
-				     "rebalance: node %.200s is active, not warming or draining:"
-				     " nothing to hand off", node_id);
+				     "node %.200s is active, not warming or draining: nothing to"
+				     " hand off", node_id);
 	*out = n;
 	return 0;
 }
@@ -232,10 +235,40 @@ static void step_done(hr_rebalancer *rb, hr_rebalance_step step)
 	rb->cfg.on_step(rb->cfg.on_step_userdata, step, &p);
 }
 
+/* Sleeps until `until_ns`, in slices so that a cancel is seen. */
+static int nap(hr_rebalancer *rb, uint64_t until_ns, const char *where, hr_error *err)
+{
+	for (;;) {
+		uint64_t now = hr__rate_now_ns(), ns;
+		int rc = hr__rb_check_cancel(rb, where, err);
+
+		if (rc || now >= until_ns)
+			return rc;
+		ns = until_ns - now;
+		if (ns > WAIT_SLICE_MS * 1000000ull)
+			ns = WAIT_SLICE_MS * 1000000ull;
+		nanosleep(&(struct timespec){ 0, (long)ns }, NULL);
+	}
+}
+
+/* "no live client acknowledged", "1 live client acknowledged", ... */
+static int too_few(hr_rebalancer *rb, size_t n, hr_error *err)
+{
+	char count[48];
+
+	if (n)
+		snprintf(count, sizeof count, "%zu live client%s", n, n == 1 ? "" : "s");
+	return hr__error_set(err, HR_ETIMEDOUT,
+			     "%s acknowledged under %.200s within %d ms (at least %zu required)",
+			     n ? count : "no live client", rb->ack_prefix, rb->cfg.wait_timeout_ms,
+			     rb->cfg.min_clients);
+}
+
 /* Waits until every live client acknowledges the newest change of the
- * records, in slices so that a cancel is seen.  (Not the revision of the
- * client's ring: that of a full sync is etcd's at the time, which the acks
- * themselves move past the last change of a record.) */
+ * records, and at least min_clients of them live, in slices so that a
+ * cancel is seen.  (Not the revision of the client's ring: that of a full
+ * sync is etcd's at the time, which the acks themselves move past the
+ * last change of a record.) */
 static int wait_clients(hr_rebalancer *rb, const hr_etcd_config *etcd, hr_error *err)
 {
 	hr_acks *last = NULL;
@@ -245,6 +278,7 @@ static int wait_clients(hr_rebalancer *rb, const hr_etcd_config *etcd, hr_error 
 
 	pthread_mutex_lock(&rb->lock);
 	rb->p.step = HR_REBALANCE_STEP_WAIT;
+	rb->p.clients = 0;
 	pthread_mutex_unlock(&rb->lock);
 	rc = hr_acks_list(etcd, rb->ack_prefix, &last, err);
 	if (rc)
@@ -264,12 +298,25 @@ static int wait_clients(hr_rebalancer *rb, const hr_etcd_config *etcd, hr_error 
 		rc = hr_acks_wait(etcd, rb->ack_prefix, revision, slice, &last, err);
 		n = hr_acks_count(last);
 		hr_acks_free(last);
-		/* Fewer clients than required: more may come within the time. */
-		if (rc == 0 && n < rb->cfg.min_clients)
-			rc = hr__error_set(err, HR_ETIMEDOUT,
-					   "rebalance: %zu live clients acknowledge under %.200s, fewer"
-					   " than the %zu required", n, rb->ack_prefix,
-					   rb->cfg.min_clients);
+		pthread_mutex_lock(&rb->lock);
+		rb->p.clients = n; /* live so far: the progress of the wait */
+		pthread_mutex_unlock(&rb->lock);
+		if (rc == 0 && n >= rb->cfg.min_clients)
+			break;
+		if (rc == 0) {
+			/* Every live client is there, too few of them: more may
+			 * come within the time.  hr_acks_wait() returned at once,
+			 * so wait before asking etcd again. */
+			rc = too_few(rb, n, err);
+			if (hr__rate_now_ns() < end_ns) {
+				uint64_t next = hr__rate_now_ns() + CLIENTS_POLL_MS * 1000000ull;
+				int c = nap(rb, next < end_ns ? next : end_ns,
+					    "while waiting for the clients' acks", err);
+
+				if (c)
+					return c;
+			}
+		}
 		if (rc != HR_ETIMEDOUT || hr__rate_now_ns() >= end_ns)
 			break;
 		rc = hr__rb_check_cancel(rb, "while waiting for the clients' acks", err);
@@ -280,7 +327,6 @@ static int wait_clients(hr_rebalancer *rb, const hr_etcd_config *etcd, hr_error 
 		return rc;
 	pthread_mutex_lock(&rb->lock);
 	rb->p.acked_revision = revision;
-	rb->p.clients = n;
 	pthread_mutex_unlock(&rb->lock);
 	hr__log_emit(&rb->log, n ? HR_LOG_INFO : HR_LOG_WARN, "rebalance_acked",
 		     "revision=%" PRIu64 " clients=%zu ack_prefix=%s", revision, n,
@@ -351,7 +397,7 @@ static int promote(hr_rebalancer *rb, hr_client *client, const hr_etcd_config *e
 			return rc;
 		if (hr__rate_now_ns() > end_ns)
 			return hr__error_set(err, HR_ETIMEDOUT,
-					     "rebalance: %zu promoted nodes still warming in the"
+					     "%zu promoted nodes still warming in the"
 					     " client's ring after %d ms", promoted,
 					     rb->cfg.wait_timeout_ms);
 		usleep(20000);
@@ -384,7 +430,7 @@ static int run(hr_rebalancer *rb, hr_client *client, const hr_etcd_config *etcd,
 		changed = hr_ring_digest(now) != hr_ring_digest(ring);
 		if (changed)
 			rc = hr__error_set(err, HR_ECONFLICT,
-					   "rebalance: the ring changed during the copy (revision %"
+					   "the ring changed during the copy (revision %"
 					   PRIu64 " to %" PRIu64 "): run again to copy its new arcs",
 					   hr_ring_revision(ring), hr_ring_revision(now));
 		hr_ring_release(now);

@@ -23,21 +23,22 @@
 static const char description[] =
 	"Runs the handoff (docs/handoff.md) for every warming and draining node of\n"
 	"the ring under PREFIX, or for node ID alone with --id: waits until every\n"
-	"live client under ACK_PREFIX acknowledges the ring's revision (and at\n"
-	"least --clients of them live), then copies every key whose write owner\n"
-	"differs from its read owner from the read owner's memcached to the write\n"
-	"owner's, with add semantics (a key already there is left as it is), the\n"
-	"source's flags and remaining TTL, capped at --rate keys and --bytes-rate\n"
-	"bytes a second.  With --promote the warming nodes then become active and\n"
-	"the command waits for the clients again (a draining node is removed by\n"
-	"whoever registered it); with --purge it then deletes from every node the\n"
-	"keys it owns in neither view.  Interrupting it at any point is safe: a\n"
-	"rerun converges.  A key the backend cannot move (memcached's text\n"
-	"protocol cannot carry a key of over 186 bytes holding a blank or a\n"
-	"control byte) is skipped, named in an event=rebalance_skipped line and\n"
-	"counted, and the run goes on.  Progress goes to stderr on a terminal, per\n"
-	"source node; event=rebalance_* lines to the log; the result is one line\n"
-	"per step:\n"
+	"live client under ACK_PREFIX acknowledges the ring's revision, and at least\n"
+	"--clients of them are live (1 by default: a run that no client\n"
+	"acknowledges proves nothing and is refused, unless --clients 0 asks for\n"
+	"it), then copies every key whose write owner differs from its read owner\n"
+	"from the read owner's memcached to the write owner's, with add semantics\n"
+	"(a key already there is left as it is), the source's flags and remaining\n"
+	"TTL, capped at --rate keys and --bytes-rate bytes a second.  With\n"
+	"--promote the warming nodes then become active and the command waits for\n"
+	"the clients again (a draining node is removed by whoever registered it);\n"
+	"with --purge it then deletes from every node the keys it owns in neither\n"
+	"view.  Interrupting it at any point is safe: a rerun converges.  A key the\n"
+	"backend cannot move (memcached's text protocol cannot carry a key of over\n"
+	"186 bytes holding a blank or a control byte) is skipped, named in an\n"
+	"event=rebalance_skipped line and counted, and the run goes on.  Progress\n"
+	"goes to stderr on a terminal, per source node; event=rebalance_* lines to\n"
+	"the log; the result is one line per step:\n"
 	"  wait\tREVISION\tCLIENTS\n"
 	"  copy\tSCANNED\tMOVING\tEXPECTED\tCOPIED\tPRESENT\tGONE\tTAKEN_BACK\tSKIPPED"
 	"\tBYTES\tSECONDS\n"
@@ -59,6 +60,7 @@ struct run_state {
 	hr_client *client;
 	const hr_etcd_config *etcd;
 	const char *node_id;
+	size_t required;     /* --clients */
 	int json, tty;
 	/* Between the run's thread (the step lines) and this one (the
 	 * progress): the output, and what follows. */
@@ -157,14 +159,19 @@ static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_p
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* The progress line on a terminal: the node worked on (the n-th of the
- * step's) and how far along its own keys the step is, which never goes
- * back while it works on that node. */
-static void show_bar(const hr_rebalance_progress *p)
+/* The progress line on a terminal: the wait's clients, or the node worked
+ * on (the n-th of the step's) and how far along its own keys the step is,
+ * which never goes back while it works on that node. */
+static void show_bar(const hr_rebalance_progress *p, size_t required)
 {
 	FILE *e = stderr;
 
 	fputs("\r\033[K", e);
+	if (p->step == HR_REBALANCE_STEP_WAIT) {
+		fprintf(e, "wait  %zu live client%s acknowledging, %zu required", p->clients,
+			p->clients == 1 ? "" : "s", required);
+		return;
+	}
 	fprintf(e, "%s %s (%zu/%zu)", hr_rebalance_step_name(p->step), p->node,
 		p->nodes_done + 1, p->nodes_total);
 	if (p->step == HR_REBALANCE_STEP_SCAN) {
@@ -202,10 +209,11 @@ static void show_progress(struct run_state *st)
 		st->last_json = done;
 		print_copy(cli_out(), "progress", &p, now_s() - st->t0, 1);
 		cli_out_flush();
-	} else if (st->tty && (p.step == HR_REBALANCE_STEP_SCAN ||
+	} else if (st->tty && (p.step == HR_REBALANCE_STEP_WAIT ||
+			       p.step == HR_REBALANCE_STEP_SCAN ||
 			       p.step == HR_REBALANCE_STEP_COPY ||
 			       p.step == HR_REBALANCE_STEP_PURGE)) {
-		show_bar(&p);
+		show_bar(&p, st->required);
 	}
 	pthread_mutex_unlock(&st->lock);
 }
@@ -251,9 +259,16 @@ static int run(struct run_state *st)
 		fputs("\r\033[K", stderr);
 	if (sig)
 		return CLI_EXIT_SIGNAL(sig);
+	hr_rebalancer_progress(st->rb, &p);
+	if (st->rc == HR_ETIMEDOUT && !p.clients && st->required) {
+		/* Most likely a typo in --ack-prefix or services started
+		 * without --client-id: say how to go on. */
+		cli_error(CMD, "%s: start the clients with --client-id, check --ack-prefix, or"
+			  " pass --clients 0 to run with no acknowledging client", st->err.message);
+		return CLI_EXIT_ERROR;
+	}
 	if (st->rc)
 		return cli_fail_input(CMD, st->rc, &st->err);
-	hr_rebalancer_progress(st->rb, &p);
 	if (p.skipped) {
 		cli_warn(CMD, "%" PRIu64 " key%s skipped, which the backend cannot move: each"
 			 " stays where it is, named in an event=rebalance_skipped line", p.skipped,
@@ -284,7 +299,7 @@ static int check_id(const hr_ring *ring, const char *id)
 int cmd_rebalance(int argc, char **argv)
 {
 	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX, *node_id = NULL;
-	unsigned long rate = 0, bytes_rate = 0, clients = 0;
+	unsigned long rate = 0, bytes_rate = 0, clients = 1;
 	int json = 0, do_promote = 0, do_purge = 0, backend = 0;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
@@ -314,7 +329,8 @@ int cmd_rebalance(int argc, char **argv)
 		  .help = "most value bytes copied a second" },
 		{ .name = "clients", .arg = "N", .type = CLI_UINT, .dest = &clients,
 		  .min = 0, .max = HR_NODES_MAX,
-		  .help = "fail unless at least N live clients acknowledge" },
+		  .help = "wait until at least N live clients acknowledge, fail after"
+			  " --timeout; 0: run with none" },
 		{ .name = "promote", .type = CLI_FLAG, .dest = &do_promote,
 		  .help = "after the copy, switch the warming nodes to active and wait" },
 		{ .name = "purge", .type = CLI_FLAG, .dest = &do_purge,
@@ -353,8 +369,8 @@ int cmd_rebalance(int argc, char **argv)
 		rc = cli_fail(CMD, rc, &err);
 		goto out;
 	}
-	st = (struct run_state){ .etcd = &etcd, .node_id = node_id, .json = json,
-				 .tty = !json && isatty(2), .t0 = now_s() };
+	st = (struct run_state){ .etcd = &etcd, .node_id = node_id, .required = clients,
+				 .json = json, .tty = !json && isatty(2), .t0 = now_s() };
 	pthread_mutex_init(&st.lock, NULL);
 	hr_rebalance_config_init(&rcfg);
 	rcfg.keys_per_s = (double)rate;

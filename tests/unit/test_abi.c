@@ -649,7 +649,8 @@ START_TEST(rebalancer_structs)
 	ck_assert_uint_eq(cfg.size, sizeof cfg);
 	ck_assert(cfg.keys_per_s == 0 && cfg.bytes_per_s == 0);
 	ck_assert_str_eq(cfg.ack_prefix, "/hashring/acks/");
-	ck_assert_uint_eq(cfg.min_clients, 0);
+	/* A run that no client acknowledges is refused unless asked for. */
+	ck_assert_uint_eq(cfg.min_clients, 1);
 	ck_assert_int_eq(cfg.wait_timeout_ms, 30000);
 	ck_assert_uint_eq(cfg.flags, 0);
 	ck_assert_int_eq(cfg.progress_interval_ms, 1000);

@@ -681,11 +681,11 @@ START_TEST(bad_input)
 	ck_assert_int_eq(hr_rebalancer_copy(rb, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_rebalancer_copy: ring is NULL");
 	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, "zz", &err), HR_ENOTFOUND);
-	ck_assert_str_eq(err.message, "rebalance: node zz is not in the ring (revision 7)");
+	ck_assert_str_eq(err.message, "node zz is not in the ring (revision 7)");
 	ck_assert_int_eq(progress_of(rb).error, HR_ENOTFOUND);
 	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, "a", &err), HR_EINVAL);
 	ck_assert_str_eq(err.message,
-			 "rebalance: node a is active, not warming or draining: nothing to hand off");
+			 "node a is active, not warming or draining: nothing to hand off");
 	ck_assert_int_eq(hr_rebalancer_purge(rb, NULL, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_rebalancer_run(rb, NULL, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_rebalancer_run: client is NULL");
@@ -1036,8 +1036,7 @@ START_TEST(log_lines_say_each_step)
 	ck_assert_str_eq(hrt_logfmt_get(l, "code"), "-14");
 	ck_assert_str_eq(hrt_logfmt_get(l, "error"), "not found");
 	ck_assert_str_eq(hrt_logfmt_get(l, "node"), "zz");
-	ck_assert_str_eq(hrt_logfmt_get(l, "msg"),
-			 "rebalance: node zz is not in the ring (revision 7)");
+	ck_assert_str_eq(hrt_logfmt_get(l, "msg"), "node zz is not in the ring (revision 7)");
 	cJSON_Delete(all);
 	hr_rebalancer_free(rb);
 	hr_ring_release(ring);
