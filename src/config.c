@@ -42,7 +42,7 @@ NO_TAIL_PADDING(hr_registration, tokens);
 NO_TAIL_PADDING(hr_record_update, weight);
 NO_TAIL_PADDING(hr_metrics_options, omit);
 NO_TAIL_PADDING(hr_rebalance_config, on_step_userdata);
-NO_TAIL_PADDING(hr_rebalance_backend, enumerate_passes);
+NO_TAIL_PADDING(hr_rebalance_backend, name);
 #endif
 
 static const hr_ring_options ring_defaults = {
@@ -96,6 +96,9 @@ static const hr_rebalance_backend backend_defaults = {
 static const hr_rebalance_config rebalance_defaults = {
 	.size = sizeof(hr_rebalance_config),
 	.ack_prefix = "/hashring/acks/",
+	/* A wait that no client acknowledges proves nothing: a run without
+	 * any is asked for (0), never the default. */
+	.min_clients = 1,
 	.wait_timeout_ms = 30000,
 	.progress_interval_ms = 1000,
 	.log_level = HR_LOG_INFO,
@@ -486,6 +489,7 @@ int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_back
 	TAKE(hr_rebalance_backend, in, out, remove);
 	TAKE(hr_rebalance_backend, in, out, close);
 	TAKE(hr_rebalance_backend, in, out, enumerate_passes);
+	TAKE(hr_rebalance_backend, in, out, name);
 	if (!out->enumerate || !out->fetch || !out->add)
 		return hr__error_set(err, HR_EINVAL, "hr_rebalance_backend: %s is NULL (required)",
 				     !out->enumerate ? "enumerate" : !out->fetch ? "fetch" : "add");
@@ -495,6 +499,9 @@ int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_back
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_rebalance_backend: enumerate_passes %zu is over 16",
 				     out->enumerate_passes);
+	if (out->name && (!*out->name || strlen(out->name) > 64))
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_rebalance_backend: name must hold 1..64 bytes");
 	return 0;
 }
 

@@ -336,8 +336,8 @@ int hr_client_metrics_write(hr_client *client, hr_metrics_write_fn write_fn,
 static const char *const result_names[HR__RB_COUNTS] = {
 	[HR__RB_SCANNED] = "scanned", [HR__RB_MOVING] = "moving",
 	[HR__RB_COPIED] = "copied", [HR__RB_PRESENT] = "present", [HR__RB_GONE] = "gone",
-	[HR__RB_TAKEN_BACK] = "taken_back", [HR__RB_PURGED] = "purged",
-	[HR__RB_PURGE_CHANGED] = "purge_changed",
+	[HR__RB_TAKEN_BACK] = "taken_back", [HR__RB_SKIPPED] = "skipped",
+	[HR__RB_PURGED] = "purged", [HR__RB_PURGE_CHANGED] = "purge_changed",
 };
 
 static void rebalance_families(hr__expo *e, const hr_rebalance_progress *p,

@@ -194,6 +194,7 @@ int hr_rebalance_memcached(int timeout_ms, hr_rebalance_backend *out, hr_error *
 		 * heavy read load, and each further pass finds most of what
 		 * the earlier ones missed (docs/handoff.md section 5). */
 		.enumerate_passes = 8,
+		.name = "memcached",
 	};
 	/* The caller's struct, no byte beyond its size. */
 	memcpy((char *)out + sizeof out->size, (char *)&be + sizeof be.size,
