@@ -170,7 +170,7 @@ join_total() {
 }
 after_total() { awk -F'\t' '$1 == "total" { print $4, $10, $7 }' "$1"; }
 
-printf 'columns: copy SCANNED MOVING EXPECTED COPIED PRESENT GONE BYTES SECONDS\n'
+printf 'columns: copy SCANNED MOVING EXPECTED COPIED PRESENT GONE TAKEN_BACK SKIPPED BYTES SECONDS\n'
 printf '         second T REVISION READS HITS FALLBACK_HITS MISSES WRITES ERRORS HIT_RATE\n'
 printf '         (FALLBACK_HITS: a miss at the write owner found at the read owner)\n'
 round without

@@ -52,7 +52,7 @@ enum {
 	HR_ELIMIT = -5,      /* a documented size or count limit was exceeded     */
 	HR_EPARSE = -6,      /* malformed record, JSON or file                    */
 	HR_EIO = -7,         /* a file could not be read                          */
-	HR_ECONNECT = -8,    /* no etcd endpoint could be reached                 */
+	HR_ECONNECT = -8,    /* no endpoint could be reached (etcd, a store)      */
 	HR_ETIMEDOUT = -9,   /* an operation did not finish in its time limit     */
 	HR_EETCD = -10,      /* etcd answered with an error                       */
 	HR_EAUTH = -11,      /* authentication failed or token rejected           */

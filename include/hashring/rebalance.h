@@ -61,8 +61,15 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
 /*
  * A store, seen by the rebalancer.  Nodes are named by their hr_node.addr.
  * Every callback returns a negative HR_E* code on failure, with `err`
- * (never NULL) filled, naming the node and what failed; that ends the
- * step, whose caller gets the code and the message.
+ * (never NULL) filled, saying what failed; that ends the step, whose
+ * caller gets the code and the message, led by the node's role and id
+ * ("destination mc2: ..."), and whose event=rebalance_failed line names
+ * the node, its address, its role and the backend.  But HR_ELIMIT from
+ * fetch, add or remove says that the store cannot take this one key
+ * through the backend (memcached's text protocol cannot carry a key of
+ * over 186 bytes holding a blank or a control byte): the key is skipped,
+ * left where it is, counted (`skipped`) and logged (event=rebalance_skipped,
+ * with its bytes escaped), and the step goes on.
  * Callbacks are called from the thread that runs a step, one at a time;
  * the backend may keep connections in `userdata`.
  *
@@ -84,6 +91,9 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
  *              2), and hr_rebalancer_purge() fails with HR_EINVAL.
  *   close      releases `userdata`; called by hr_rebalancer_free().
  *              Optional.
+ *
+ * `name` names the store in log lines ("memcached"; 1..64 bytes, copied;
+ * NULL: "store").
  *
  * `enumerate_passes` (0 means 1) is for a store whose listing may miss a
  * key (memcached's LRU walk misses items that move while it passes): the
@@ -108,6 +118,7 @@ typedef struct hr_rebalance_backend {
 		      size_t len, uint64_t cas, hr_error *err);
 	void (*close)(void *userdata);
 	size_t enumerate_passes;
+	const char *name;
 } hr_rebalance_backend;
 
 /* What an enumerate returns when its listing missed no key. */
@@ -183,8 +194,18 @@ typedef struct hr_rebalance_progress {
 				      -1: unknown                            */
 	double elapsed_s;          /* since the step began                   */
 	uint64_t acked_revision;   /* what the run's last wait waited for    */
-	size_t clients;            /* live clients acknowledging it          */
+	size_t clients;            /* live clients acknowledging it (while
+				      a wait goes on: those seen so far)    */
 	size_t promoted;           /* nodes the run promoted                 */
+	/* Appended after the first 1.1 struct (a caller built against it
+	 * passes the size that ends at `promoted`). */
+	uint64_t skipped;          /* keys the backend cannot move (HR_ELIMIT):
+				      left where they are, each logged      */
+	uint64_t node_keys;        /* the keys of `node` the step works on:
+				      a source's moving keys, once listed;
+				      the stale keys of a purged node       */
+	uint64_t node_keys_done;   /* of those, done (copied, present, gone,
+				      skipped; purged, changed)             */
 } hr_rebalance_progress;
 
 /* A run promotes the warming nodes once their copy is done, then waits. */
@@ -211,8 +232,12 @@ typedef struct hr_rebalance_config {
 				     (docs/handoff.md section 5).             */
 	const char *ack_prefix;   /* the clients' acks, for hr_rebalancer_run
 				     ("/hashring/acks/")                      */
-	size_t min_clients;       /* a run fails unless at least this many
-				     live clients acknowledge (0)             */
+	size_t min_clients;       /* a run waits (wait_timeout_ms) until at
+				     least this many live clients acknowledge,
+				     and fails otherwise (1: a run that no
+				     client acknowledges, whose wait proves
+				     nothing, is refused).  0 runs without any
+				     acknowledging client, explicitly.        */
 	int wait_timeout_ms;      /* each wait of a run: for the acks, for the
 				     promoted ring (30000)                    */
 	unsigned flags;           /* HR_REBALANCE_PROMOTE, HR_REBALANCE_PURGE (0) */
@@ -256,7 +281,7 @@ HR_EXPORT void hr_rebalancer_free(hr_rebalancer *rb);
  * The whole handoff for the ring `client` serves, on the calling thread:
  *   1. wait until every live client under cfg.ack_prefix reports the
  *      newest change of the records (hr_acks_wait), and at least
- *      cfg.min_clients of them are live;
+ *      cfg.min_clients of them (by default 1) are live;
  *   2. copy (hr_rebalancer_copy) for every warming and draining node, or
  *      for node `node_id` alone (NULL: all);
  *   3. with HR_REBALANCE_PROMOTE, only if the client's ring is still the
@@ -267,12 +292,16 @@ HR_EXPORT void hr_rebalancer_free(hr_rebalancer *rb);
  *   4. with HR_REBALANCE_PURGE, purge (hr_rebalancer_purge) that ring.
  * `etcd` is the connection of the waits and the promotion (its prefix
  * that of the client's records).  Nothing to hand off (no warming or
- * draining node) is success, with nothing copied.
+ * draining node) is success, with nothing copied.  So is a copy that
+ * skipped keys the backend cannot move (progress.skipped says how many;
+ * the run still promotes and purges): those keys stay on their read
+ * owners and are misses at their new owners, as after an eviction.
  *
  * Errors: HR_EINVAL (NULL client or etcd; bad settings; another call of
  * this rebalancer running); HR_EEMPTY (the client has no ring yet);
  * HR_ENOTFOUND (`node_id` not in the ring) and HR_EINVAL (the node is
- * active), naming it; HR_ETIMEDOUT (a wait: the message names the clients behind),
+ * active), naming it; HR_ETIMEDOUT (a wait: the message names the clients
+ * behind, or how many live clients acknowledge against min_clients),
  * HR_ECONFLICT (clients at one revision with different rings, or the ring
  * changed during the copy: run again to copy its new arcs), HR_ECLOSED
  * (cancelled), the backend's errors, and those of hr_acks_wait() and
@@ -295,7 +324,8 @@ HR_EXPORT int hr_rebalancer_run(hr_rebalancer *rb, hr_client *client,
  * A key present there is left (counted `present`), a key gone since the
  * listing is counted `gone`; after each add the source is looked at again,
  * and a key deleted there meanwhile is taken back by CAS (`taken_back`).
- * Errors as hr_rebalancer_run(), without the waits.
+ * A key the backend cannot move is skipped (`skipped`, see
+ * hr_rebalance_backend).  Errors as hr_rebalancer_run(), without the waits.
  */
 HR_EXPORT int hr_rebalancer_copy(hr_rebalancer *rb, const hr_ring *ring,
 				 const char *node_id, hr_error *err);
@@ -317,8 +347,9 @@ HR_EXPORT int hr_rebalancer_purge(hr_rebalancer *rb, const hr_ring *ring,
 HR_EXPORT void hr_rebalancer_cancel(hr_rebalancer *rb);
 
 /* Copies the figures into `*out` (at most `size` bytes of it: pass
- * sizeof, which the macro does).  HR_EINVAL for NULL or a size below that
- * of the 1.1 struct.  Thread safe: any thread, at any time, while a step
+ * sizeof, which the macro does; zeros beyond the fields this library
+ * has).  HR_EINVAL for NULL or a size below that of the first 1.1 struct
+ * (up to `promoted`).  Thread safe: any thread, at any time, while a step
  * runs; takes a lock the step holds for a few counters at a time. */
 HR_EXPORT int hr_rebalancer_progress_size(hr_rebalancer *rb,
 					  hr_rebalance_progress *out,
@@ -333,7 +364,8 @@ HR_EXPORT int hr_rebalancer_progress_size(hr_rebalancer *rb,
  *
  *   hashring_rebalance_keys_total{node,result}  counter  keys, by source
  *       node and result: scanned, moving, copied, present, gone,
- *       taken_back, purged, purge_changed; over the rebalancer's life
+ *       taken_back, skipped, purged, purge_changed; over the
+ *       rebalancer's life
  *   hashring_rebalance_bytes_total{node}        counter  value bytes copied
  *   hashring_rebalance_step{step}               gauge    1 for the step
  *       (hr_rebalance_step_name) the rebalancer is in, 0 for the others

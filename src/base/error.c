@@ -16,7 +16,7 @@ const char *hr_strerror(int code)
 	case HR_ELIMIT: return "size or count limit exceeded";
 	case HR_EPARSE: return "malformed input";
 	case HR_EIO: return "input/output error";
-	case HR_ECONNECT: return "cannot connect to etcd";
+	case HR_ECONNECT: return "cannot connect";
 	case HR_ETIMEDOUT: return "timed out";
 	case HR_EETCD: return "etcd returned an error";
 	case HR_EAUTH: return "authentication failed";

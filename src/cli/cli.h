@@ -22,7 +22,8 @@
 enum {
 	CLI_EXIT_OK = 0,
 	CLI_EXIT_ERROR = 1, /* the command ran and failed (file, etcd, ring) */
-	CLI_EXIT_USAGE = 2  /* the command line itself is wrong              */
+	CLI_EXIT_USAGE = 2, /* the command line itself is wrong              */
+	CLI_EXIT_SKIPPED = 3 /* rebalance: done, but keys were left behind   */
 };
 
 /*

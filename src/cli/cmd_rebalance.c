@@ -19,31 +19,41 @@
 #define CMD "rebalance"
 /* How often the figures are looked at while the run goes on. */
 #define POLL_MS 100
-/* --json prints the progress every this many keys done. */
+/* --json prints the progress each time this many more keys are done. */
 #define JSON_EVERY 1000
 
 static const char description[] =
 	"Runs the handoff (docs/handoff.md) for every warming and draining node of\n"
 	"the ring under PREFIX, or for node ID alone with --id: waits until every\n"
-	"live client under ACK_PREFIX acknowledges the ring's revision (and at\n"
-	"least --clients of them live), then copies every key whose write owner\n"
-	"differs from its read owner from the read owner's memcached to the write\n"
-	"owner's, with add semantics (a key already there is left as it is), the\n"
-	"source's flags and remaining TTL, capped at --rate keys and --bytes-rate\n"
-	"bytes a second.  With --promote the warming nodes then become active and\n"
-	"the command waits for the clients again (a draining node is removed by\n"
-	"whoever registered it); with --purge it then deletes from every node the\n"
-	"keys it owns in neither view.  Interrupting it at any point is safe: a\n"
-	"rerun converges.  Progress goes to stderr on a terminal, event=rebalance_*\n"
-	"lines to the log; the result is one line per step:\n"
+	"live client under ACK_PREFIX acknowledges the ring's revision, and at least\n"
+	"--clients of them are live (1 by default: a run that no client\n"
+	"acknowledges proves nothing and is refused, unless --clients 0 asks for\n"
+	"it), then copies every key whose write owner differs from its read owner\n"
+	"from the read owner's memcached to the write owner's, with add semantics\n"
+	"(a key already there is left as it is), the source's flags and remaining\n"
+	"TTL, capped at --rate keys and --bytes-rate bytes a second.  With\n"
+	"--promote the warming nodes then become active and the command waits for\n"
+	"the clients again (a draining node is removed by whoever registered it);\n"
+	"with --purge it then deletes from every node the keys it owns in neither\n"
+	"view.  Interrupting it at any point is safe: a rerun converges.  A key the\n"
+	"backend cannot move (memcached's text protocol cannot carry a key of over\n"
+	"186 bytes holding a blank or a control byte) is skipped, named in an\n"
+	"event=rebalance_skipped line and counted, and the run goes on.  Progress\n"
+	"goes to stderr on a terminal, per source node; event=rebalance_* lines to\n"
+	"the log; the result is one line per step:\n"
 	"  wait\tREVISION\tCLIENTS\n"
-	"  copy\tSCANNED\tMOVING\tEXPECTED\tCOPIED\tPRESENT\tGONE\tBYTES\tSECONDS\n"
+	"  copy\tSCANNED\tMOVING\tEXPECTED\tCOPIED\tPRESENT\tGONE\tTAKEN_BACK\tSKIPPED"
+	"\tBYTES\tSECONDS\n"
 	"  promote\tNODES\tREVISION\n"
-	"  purge\tSCANNED\tSTALE\tDELETED\tCHANGED\tSECONDS\n"
-	"With --json each step and, every 1000 keys, the progress is one object\n"
+	"  purge\tSCANNED\tSTALE\tDELETED\tCHANGED\tSKIPPED\tSECONDS\n"
+	"With --json each step is one object, and so is the progress of the scan\n"
+	"and copy (\"step\":\"progress\") each time 1000 more keys are done, at most\n"
+	"one every 100 ms:\n"
 	"  {\"step\":\"copy\",\"scanned\":..,\"moving\":..,\"expected\":..,\"copied\":..,\n"
-	"   \"present\":..,\"gone\":..,\"taken_back\":..,\"bytes\":..,\"seconds\":..}\n"
-	"with \"step\" one of wait, progress, copy, promote, purge.";
+	"   \"present\":..,\"gone\":..,\"taken_back\":..,\"skipped\":..,\"bytes\":..,\n"
+	"   \"seconds\":..}\n"
+	"with \"step\" one of wait, progress, copy, promote, purge.  Exit status: 0\n"
+	"done, 1 failed, 2 bad usage, 3 done but keys were skipped.";
 
 static const char *const backends[] = { "memcached", NULL };
 
@@ -52,12 +62,14 @@ struct run_state {
 	hr_client *client;
 	const hr_etcd_config *etcd;
 	const char *node_id;
+	size_t required;     /* --clients */
 	int json, tty;
 	/* Between the run's thread (the step lines) and this one (the
 	 * progress): the output, and what follows. */
 	pthread_mutex_t lock;
 	double t0;           /* when the current step began */
 	uint64_t last_json;  /* keys done at the last JSON progress line */
+	uint64_t skipped;    /* by the copy, when its line went out */
 	int copied;          /* the copy line is out: no progress after it */
 	int rc;
 	hr_error err;
@@ -79,16 +91,16 @@ static void print_copy(FILE *out, const char *step, const hr_rebalance_progress 
 		fprintf(out,
 			"{\"step\":\"%s\",\"scanned\":%" PRIu64 ",\"moving\":%" PRIu64
 			",\"expected\":%.0f,\"copied\":%" PRIu64 ",\"present\":%" PRIu64
-			",\"gone\":%" PRIu64 ",\"taken_back\":%" PRIu64 ",\"bytes\":%" PRIu64
-			",\"seconds\":%.3f}\n",
+			",\"gone\":%" PRIu64 ",\"taken_back\":%" PRIu64 ",\"skipped\":%" PRIu64
+			",\"bytes\":%" PRIu64 ",\"seconds\":%.3f}\n",
 			step, p->scanned, p->moving, p->expected, p->copied, p->present,
-			p->gone, p->taken_back, p->bytes, secs);
+			p->gone, p->taken_back, p->skipped, p->bytes, secs);
 	else
 		fprintf(out,
 			"%s\t%" PRIu64 "\t%" PRIu64 "\t%.0f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-			"\t%" PRIu64 "\t%.3f\n",
+			"\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.3f\n",
 			step, p->scanned, p->moving, p->expected, p->copied, p->present,
-			p->gone, p->bytes, secs);
+			p->gone, p->taken_back, p->skipped, p->bytes, secs);
 }
 
 /* The result line of each step, on the run's thread. */
@@ -114,6 +126,7 @@ static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_p
 		break;
 	case HR_REBALANCE_STEP_COPY:
 		st->copied = 1;
+		st->skipped = p->skipped;
 		if (!p->nodes_total)
 			cli_warn(CMD, "no warming or draining node: nothing to copy");
 		else
@@ -127,15 +140,18 @@ static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_p
 			fprintf(out, "promote\t%zu\t%" PRIu64 "\n", p->promoted, p->revision);
 		break;
 	case HR_REBALANCE_STEP_PURGE:
+		/* The run's figures go on from the copy's: the purge's own. */
 		if (st->json)
 			fprintf(out,
 				"{\"step\":\"purge\",\"scanned\":%" PRIu64 ",\"stale\":%" PRIu64
-				",\"deleted\":%" PRIu64 ",\"changed\":%" PRIu64 ",\"seconds\":%.3f}\n",
-				p->purge_scanned, p->purge_stale, p->purged, p->purge_changed, secs);
+				",\"deleted\":%" PRIu64 ",\"changed\":%" PRIu64 ",\"skipped\":%" PRIu64
+				",\"seconds\":%.3f}\n",
+				p->purge_scanned, p->purge_stale, p->purged, p->purge_changed,
+				p->skipped - st->skipped, secs);
 		else
 			fprintf(out, "purge\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-				"\t%.3f\n", p->purge_scanned, p->purge_stale, p->purged,
-				p->purge_changed, secs);
+				"\t%" PRIu64 "\t%.3f\n", p->purge_scanned, p->purge_stale, p->purged,
+				p->purge_changed, p->skipped - st->skipped, secs);
 		break;
 	default:
 		break;
@@ -145,34 +161,61 @@ static void on_step(void *userdata, hr_rebalance_step step, const hr_rebalance_p
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* The progress bar, or a JSON progress line every JSON_EVERY keys. */
+/* The progress line on a terminal: the wait's clients, or the node worked
+ * on (the n-th of the step's) and how far along its own keys the step is,
+ * which never goes back while it works on that node. */
+static void show_bar(const hr_rebalance_progress *p, size_t required)
+{
+	FILE *e = stderr;
+
+	fputs("\r\033[K", e);
+	if (p->step == HR_REBALANCE_STEP_WAIT) {
+		fprintf(e, "wait  %zu live client%s acknowledging, %zu required", p->clients,
+			p->clients == 1 ? "" : "s", required);
+		return;
+	}
+	fprintf(e, "%s %s (%zu/%zu)", hr_rebalance_step_name(p->step), p->node,
+		p->nodes_done + 1, p->nodes_total);
+	if (p->step == HR_REBALANCE_STEP_SCAN) {
+		fprintf(e, "  scanned %" PRIu64, p->scanned);
+		return;
+	}
+	if (p->step == HR_REBALANCE_STEP_COPY)
+		fprintf(e, "  copied %" PRIu64 "  present %" PRIu64 "  skipped %" PRIu64
+			"  %.1f MB", p->copied, p->present, p->skipped, (double)p->bytes / 1e6);
+	else
+		fprintf(e, "  deleted %" PRIu64 "  skipped %" PRIu64, p->purged, p->skipped);
+	fprintf(e, "  %.0f keys/s  %" PRIu64 " of %" PRIu64 " keys  %3.0f%%", p->keys_per_s,
+		p->node_keys_done, p->node_keys,
+		p->node_keys ? 100.0 * (double)p->node_keys_done / (double)p->node_keys : 0.0);
+	if (p->eta_s >= 0)
+		fprintf(e, "  ETA %.0fs", p->eta_s);
+}
+
+/* The progress: on a terminal a line, with --json an object each time
+ * JSON_EVERY more keys of the scan and copy are done. */
 static void show_progress(struct run_state *st)
 {
-	hr_rebalance_progress pr, *p = &pr;
+	hr_rebalance_progress p;
 	uint64_t done;
 
 	pthread_mutex_lock(&st->lock);
-	if (hr_rebalancer_progress(st->rb, p) != 0 || st->copied ||
-	    (p->step != HR_REBALANCE_STEP_SCAN && p->step != HR_REBALANCE_STEP_COPY)) {
+	if (hr_rebalancer_progress(st->rb, &p) != 0) {
 		pthread_mutex_unlock(&st->lock);
 		return;
 	}
-	done = p->copied + p->present + p->gone;
-	if (st->json) {
-		if (done / JSON_EVERY != st->last_json / JSON_EVERY) {
-			st->last_json = done;
-			print_copy(cli_out(), "progress", p, now_s() - st->t0, 1);
-			cli_out_flush();
-		}
-	} else if (st->tty) {
-		fprintf(stderr,
-			"\r\033[K%s %s  scanned %" PRIu64 "  moving %" PRIu64 "  copied %" PRIu64
-			"  present %" PRIu64 "  %.1f MB  %.0f keys/s  %3.0f%%",
-			hr_rebalance_step_name(p->step), p->node, p->scanned, p->moving,
-			p->copied, p->present, (double)p->bytes / 1e6, p->keys_per_s,
-			p->moving ? 100.0 * (double)done / (double)p->moving : 0.0);
-		if (p->eta_s >= 0)
-			fprintf(stderr, "  ETA %.0fs", p->eta_s);
+	done = p.copied + p.present + p.gone + p.skipped;
+	if (st->json && !st->copied &&
+	    (p.step == HR_REBALANCE_STEP_SCAN || p.step == HR_REBALANCE_STEP_COPY) &&
+	    done >= st->last_json + JSON_EVERY) {
+		st->last_json = done;
+		print_copy(cli_out(), "progress", &p, now_s() - st->t0, 1);
+		cli_out_flush();
+	} else if (st->tty && (p.step == HR_REBALANCE_STEP_WAIT ||
+			       p.step == HR_REBALANCE_STEP_SCAN ||
+			       p.step == HR_REBALANCE_STEP_COPY ||
+			       p.step == HR_REBALANCE_STEP_PURGE)) {
+		show_bar(&p, st->required);
 	}
 	pthread_mutex_unlock(&st->lock);
 }
@@ -192,6 +235,7 @@ static void *run_thread(void *arg)
 static int run(struct run_state *st)
 {
 	struct timespec slice = { 0, POLL_MS * 1000000L };
+	hr_rebalance_progress p;
 	pthread_t thread;
 	sigset_t set;
 	int sig = 0;
@@ -217,8 +261,22 @@ static int run(struct run_state *st)
 		fputs("\r\033[K", stderr);
 	if (sig)
 		return CLI_EXIT_SIGNAL(sig);
+	hr_rebalancer_progress(st->rb, &p);
+	if (st->rc == HR_ETIMEDOUT && !p.clients && st->required) {
+		/* Most likely a typo in --ack-prefix or services started
+		 * without --client-id: say how to go on. */
+		cli_error(CMD, "%s: start the clients with --client-id, check --ack-prefix, or"
+			  " pass --clients 0 to run with no acknowledging client", st->err.message);
+		return CLI_EXIT_ERROR;
+	}
 	if (st->rc)
 		return cli_fail_input(CMD, st->rc, &st->err);
+	if (p.skipped) {
+		cli_warn(CMD, "%" PRIu64 " key%s skipped, which the backend cannot move: each"
+			 " stays where it is, named in an event=rebalance_skipped line", p.skipped,
+			 p.skipped == 1 ? "" : "s");
+		return CLI_EXIT_SKIPPED;
+	}
 	return CLI_EXIT_OK;
 }
 
@@ -243,7 +301,7 @@ static int check_id(const hr_ring *ring, const char *id)
 int cmd_rebalance(int argc, char **argv)
 {
 	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX, *node_id = NULL;
-	unsigned long rate = 0, bytes_rate = 0, clients = 0;
+	unsigned long rate = 0, bytes_rate = 0, clients = 1;
 	int json = 0, do_promote = 0, do_purge = 0, backend = 0;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
@@ -273,13 +331,14 @@ int cmd_rebalance(int argc, char **argv)
 		  .help = "most value bytes copied a second" },
 		{ .name = "clients", .arg = "N", .type = CLI_UINT, .dest = &clients,
 		  .min = 0, .max = HR_NODES_MAX,
-		  .help = "fail unless at least N live clients acknowledge" },
+		  .help = "wait until at least N live clients acknowledge, fail after"
+			  " --timeout; 0: run with none" },
 		{ .name = "promote", .type = CLI_FLAG, .dest = &do_promote,
 		  .help = "after the copy, switch the warming nodes to active and wait" },
 		{ .name = "purge", .type = CLI_FLAG, .dest = &do_purge,
 		  .help = "then delete from each node the keys it no longer owns" },
 		{ .name = "json", .type = CLI_FLAG, .dest = &json,
-		  .help = "print one JSON object per step and per 1000 keys" },
+		  .help = "print one JSON object per step, and the progress each 1000 keys" },
 		{ .name = "ack-prefix", .arg = "ACK_PREFIX", .type = CLI_STRING,
 		  .dest = &ack_prefix, .flags = CLI_ETCD | CLI_NONEMPTY,
 		  .help = "key prefix of the clients' acks; must not overlap --prefix" },
@@ -312,8 +371,8 @@ int cmd_rebalance(int argc, char **argv)
 		rc = cli_fail(CMD, rc, &err);
 		goto out;
 	}
-	st = (struct run_state){ .etcd = &etcd, .node_id = node_id, .json = json,
-				 .tty = !json && isatty(2), .t0 = now_s() };
+	st = (struct run_state){ .etcd = &etcd, .node_id = node_id, .required = clients,
+				 .json = json, .tty = !json && isatty(2), .t0 = now_s() };
 	pthread_mutex_init(&st.lock, NULL);
 	hr_rebalance_config_init(&rcfg);
 	rcfg.keys_per_s = (double)rate;

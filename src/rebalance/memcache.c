@@ -292,11 +292,15 @@ static int fill(hr__mc *mc, size_t want, const char *what, hr_error *err)
 }
 
 /* The next line, without its "\r\n" or "\n", NUL-terminated in the
- * buffer; valid until the next read. */
+ * buffer; valid until the next read.  Both outputs are set on every path:
+ * GCC's -Wmaybe-uninitialized cannot see that callers read them only
+ * after a success. */
 static int read_line(hr__mc *mc, char **line, size_t *len, const char *what, hr_error *err)
 {
 	size_t scanned = 0;
 
+	*line = NULL;
+	*len = 0;
 	for (;;) {
 		char *nl = memchr(mc->buf + mc->start + scanned, '\n',
 				  mc->end - mc->start - scanned);
@@ -354,9 +358,12 @@ static int read_value(hr__mc *mc, size_t n, hr__mc_value *v, const char *what, h
 
 /* ---- keys ---------------------------------------------------------------------- */
 
+/* The length of n bytes in base64. */
+#define B64_LEN(n) (((n) + 2) / 3 * 4)
+
 /* The key as a command token: itself, or base64 (then *b64 = 1). */
 typedef struct key_token {
-	char text[(HR__MC_KEY_MAX + 2) / 3 * 4 + 1];
+	char text[HR__MC_KEY_MAX + 1];
 	size_t len;
 	int b64;
 } key_token;
@@ -374,6 +381,14 @@ static int key_token_make(hr__mc *mc, const void *key, size_t len, key_token *t,
 		if (k[i] <= 0x20 || k[i] == 0x7f)
 			t->b64 = 1;
 	if (t->b64) {
+		/* memcached limits the token, not the key it decodes to: such
+		 * a key of over 186 bytes has no way through this protocol. */
+		if (B64_LEN(len) > HR__MC_KEY_MAX)
+			return mc_fail(err, HR_ELIMIT,
+				       "memcached %s: a key of %zu bytes with a blank or control"
+				       " byte: its base64 form (%zu characters) is over the"
+				       " protocol's %d", mc->addr, len, B64_LEN(len),
+				       HR__MC_KEY_MAX);
 		t->len = (size_t)EVP_EncodeBlock((unsigned char *)t->text, k, (int)len);
 	} else {
 		memcpy(t->text, k, len);

@@ -6,7 +6,10 @@
  *
  * Calls block, each read and write bounded by the connection's timeout.
  * Keys are any bytes (1..250): those the text protocol cannot carry as a
- * token (a space, a control byte) go base64-encoded with the `b` flag.  A
+ * token (a space, a control byte) go base64-encoded with the `b` flag, up
+ * to 186 bytes (memcached takes a token of at most 250 characters): a
+ * longer one, which only the binary protocol can write, is HR_ELIMIT and
+ * nothing is sent (the connection stays usable).  A
  * failure names the server and what failed; after an I/O or protocol error
  * the connection is unusable (close it).  A connection is used by one
  * thread at a time.
@@ -91,7 +94,8 @@ int hr__mc_metadump(hr__mc *mc, hr__mc_walk walk,
 		   hr_error *err);
 
 /* Fetches `key` with its flags and remaining TTL (mg .. s f t v): 1 and
- * *out filled, or 0 when the server has no such key; HR_EIO, HR_ETIMEDOUT. */
+ * *out filled, or 0 when the server has no such key; HR_EIO, HR_ETIMEDOUT,
+ * HR_EINVAL and HR_ELIMIT for a key it cannot send (above). */
 int hr__mc_get(hr__mc *mc, const void *key, size_t len, hr__mc_value *out,
 	      hr_error *err);
 
@@ -110,13 +114,13 @@ typedef enum hr__mc_mode {
  * days relative, beyond sent as the Unix time now + ttl) under `key`: 1
  * when stored, with the item's CAS in *cas (may be NULL); 0 when
  * HR__MC_ADD found the key present.  HR_EIO (also for a server error such
- * as out of memory, with its text), HR_ETIMEDOUT.
+ * as out of memory, with its text), HR_ETIMEDOUT; keys as hr__mc_get().
  */
 int hr__mc_store(hr__mc *mc, const void *key, size_t len, const hr__mc_value *v,
 		hr__mc_mode mode, uint64_t *cas, hr_error *err);
 
 /* Deletes `key` if its CAS is still `cas` (0: whatever it is): 1 when
- * deleted, 0 when absent or changed since.  HR_EIO, HR_ETIMEDOUT. */
+ * deleted, 0 when absent or changed since.  Errors as hr__mc_get(). */
 int hr__mc_delete(hr__mc *mc, const void *key, size_t len, uint64_t cas,
 		 hr_error *err);
 

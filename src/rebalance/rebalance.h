@@ -52,7 +52,7 @@ int hr__rebalance_config_read(const hr_rebalance_config *in, hr_rebalance_config
 typedef enum hr__rb_count {
 	HR__RB_SCANNED, HR__RB_MOVING, HR__RB_COPIED, HR__RB_PRESENT, HR__RB_GONE,
 	HR__RB_TAKEN_BACK, HR__RB_BYTES, HR__RB_PURGE_SCANNED, HR__RB_PURGE_STALE,
-	HR__RB_PURGED, HR__RB_PURGE_CHANGED, HR__RB_COUNTS
+	HR__RB_PURGED, HR__RB_PURGE_CHANGED, HR__RB_SKIPPED, HR__RB_COUNTS
 } hr__rb_count;
 
 /* One node's totals over the rebalancer's life (the metrics). */
@@ -65,6 +65,7 @@ struct hr_rebalancer {
 	hr_rebalance_backend be;
 	hr_rebalance_config cfg;   /* ack_prefix points at our own copy */
 	char *ack_prefix;
+	char *backend_name;        /* be.name, our own copy ("store" if none) */
 	hr__rb_log log;
 	atomic_int cancelled;
 
@@ -83,6 +84,11 @@ struct hr_rebalancer {
 	uint64_t mark_ns;          /* the rate's last sample, and its figures */
 	uint64_t mark_done, mark_bytes;
 	uint64_t last_log_ns;      /* the last event=rebalance_progress      */
+	uint64_t skipped_named;    /* event=rebalance_skipped lines so far   */
+	/* The node of the backend call that failed the step, for its line. */
+	char failed_node[HR_ID_MAX + 1];
+	char failed_addr[HR_ADDR_MAX + 1];
+	const char *failed_role;   /* "source", "destination", "purge"; NULL */
 };
 
 /* ---- rebalance_progress.c ---- */
@@ -92,6 +98,27 @@ void hr__rb_add(hr_rebalancer *rb, hr__rb_count c, uint64_t n);
 
 /* The step now works on `node` (a node of the ring) in `step`. */
 void hr__rb_enter(hr_rebalancer *rb, const hr_node *node, hr_rebalance_step step);
+
+/* The keys of the current node the step works on, now listed: a source's
+ * moving keys, a purged node's stale ones (node_keys; those done are
+ * counted by hr__rb_add). */
+void hr__rb_node_keys(hr_rebalancer *rb, uint64_t keys);
+
+/* Skipped keys named in a step's log; the others are only counted. */
+#define HR__RB_SKIPPED_NAMED 100
+
+/* A key the backend cannot move (it returned HR_ELIMIT, with `err` saying
+ * why): counted as skipped, named in an event=rebalance_skipped line (the
+ * first HR__RB_SKIPPED_NAMED of a step), `err` cleared.  `node` holds the key
+ * and keeps it; `dest` is where it would have gone (NULL in a purge). */
+void hr__rb_skip(hr_rebalancer *rb, const hr_node *node, const hr_node *dest,
+		 const void *key, size_t len, hr_error *err);
+
+/* A backend call about `node`, in `role` ("source", "destination",
+ * "purge"), failed with `rc`: kept for the step's event=rebalance_failed
+ * line, and the message led by the role and the node's id.  Returns rc. */
+int hr__rb_backend_failed(hr_rebalancer *rb, const hr_node *node, const char *role, int rc,
+			  hr_error *err);
 
 /* Sets the number of nodes of a copy or purge (none done yet), or counts
  * one more done. */
@@ -108,8 +135,11 @@ void hr__rb_tick(hr_rebalancer *rb);
 /* HR_ECLOSED, with a message saying `where`, once cancelled; else 0. */
 int hr__rb_check_cancel(hr_rebalancer *rb, const char *where, hr_error *err);
 
+/* The step's counters now, for hr__rb_log_node()'s `before`. */
+void hr__rb_counts(hr_rebalancer *rb, uint64_t out[HR__RB_COUNTS]);
+
 /* Logs event=rebalance_copied (one source done, its scan `passes` long)
- * or rebalance_purged. */
+ * or rebalance_purged: the counters' growth since `before`. */
 void hr__rb_log_node(hr_rebalancer *rb, const char *event, const hr_node *node,
 		     const uint64_t before[HR__RB_COUNTS], size_t passes, double seconds);
 

@@ -31,7 +31,7 @@
 #define NO_TAIL_PADDING(T, last) \
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_rebalance_config, on_step_userdata);
-NO_TAIL_PADDING(hr_rebalance_backend, enumerate_passes);
+NO_TAIL_PADDING(hr_rebalance_backend, name);
 #endif
 
 static const hr_rebalance_backend backend_defaults = {
@@ -41,6 +41,9 @@ static const hr_rebalance_backend backend_defaults = {
 static const hr_rebalance_config rebalance_defaults = {
 	.size = sizeof(hr_rebalance_config),
 	.ack_prefix = "/hashring/acks/",
+	/* A wait that no client acknowledges proves nothing: a run without
+	 * any is asked for (0), never the default. */
+	.min_clients = 1,
 	.wait_timeout_ms = 30000,
 	.progress_interval_ms = 1000,
 	.log_level = HR_LOG_INFO,
@@ -85,17 +88,17 @@ static int check_size(const void *p, size_t known, size_t first_end,
 	memcpy(&size, p, sizeof size);
 	if (size == 0)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "%s: size is 0: set it up with %s_init()", type, type);
+					"%s: size is 0: set it up with %s_init()", type, type);
 	if (size < first_end || size > SIZE_LIMIT)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "%s: size %zu is not that of an initialised struct:"
-				     " set it up with %s_init()", type, size, type);
+					"%s: size %zu is not that of an initialised struct:"
+					" set it up with %s_init()", type, size, type);
 	for (size_t i = known; i < size; i++) {
 		if (b[i])
 			return hr__rb_error_set(err, HR_EINVAL,
-					     "%s: byte %zu is set, past the %zu bytes hashring %s"
-					     " knows: the program sets a field of a later release",
-					     type, i, known, HR_VERSION_STRING);
+						"%s: byte %zu is set, past the %zu bytes hashring %s"
+						" knows: the program sets a field of a later release",
+						type, i, known, HR_VERSION_STRING);
 	}
 	return 0;
 }
@@ -131,15 +134,19 @@ int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_back
 	TAKE(hr_rebalance_backend, in, out, remove);
 	TAKE(hr_rebalance_backend, in, out, close);
 	TAKE(hr_rebalance_backend, in, out, enumerate_passes);
+	TAKE(hr_rebalance_backend, in, out, name);
 	if (!out->enumerate || !out->fetch || !out->add)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_backend: %s is NULL (required)",
-				     !out->enumerate ? "enumerate" : !out->fetch ? "fetch" : "add");
+					!out->enumerate ? "enumerate" : !out->fetch ? "fetch" : "add");
 	if (out->enumerate_passes == 0)
 		out->enumerate_passes = 1;
 	if (out->enumerate_passes > 16)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "hr_rebalance_backend: enumerate_passes %zu is over 16",
-				     out->enumerate_passes);
+					"hr_rebalance_backend: enumerate_passes %zu is over 16",
+					out->enumerate_passes);
+	if (out->name && (!*out->name || strlen(out->name) > 64))
+		return hr__rb_error_set(err, HR_EINVAL,
+					"hr_rebalance_backend: name must hold 1..64 bytes");
 	return 0;
 }
 
@@ -169,23 +176,23 @@ int hr__rebalance_config_read(const hr_rebalance_config *in, hr_rebalance_config
 	TAKE(hr_rebalance_config, in, out, on_step_userdata);
 	if (!isfinite(out->keys_per_s) || out->keys_per_s < 0)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "hr_rebalance_config: keys_per_s must be a finite number >= 0");
+					"hr_rebalance_config: keys_per_s must be a finite number >= 0");
 	if (!isfinite(out->bytes_per_s) || out->bytes_per_s < 0)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "hr_rebalance_config: bytes_per_s must be a finite number >= 0");
+					"hr_rebalance_config: bytes_per_s must be a finite number >= 0");
 	if (!out->ack_prefix || !*out->ack_prefix || strlen(out->ack_prefix) > PREFIX_MAX)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "hr_rebalance_config: ack_prefix must hold 1..%d bytes",
-				     PREFIX_MAX);
+					"hr_rebalance_config: ack_prefix must hold 1..%d bytes",
+					PREFIX_MAX);
 	if (out->wait_timeout_ms < 0 || out->progress_interval_ms < 0)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_config: %s must be >= 0",
-				     out->wait_timeout_ms < 0 ? "wait_timeout_ms" :
-				     "progress_interval_ms");
+					out->wait_timeout_ms < 0 ? "wait_timeout_ms" :
+					"progress_interval_ms");
 	if (out->flags & ~known)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_config: unknown flags 0x%x",
-				     out->flags & ~known);
+					out->flags & ~known);
 	if ((unsigned)out->log_level > HR_LOG_DEBUG)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_config: invalid log_level %d",
-				     (int)out->log_level);
+					(int)out->log_level);
 	return 0;
 }

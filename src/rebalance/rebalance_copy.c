@@ -28,6 +28,7 @@ typedef struct scan {
 	size_t n, cap;
 	size_t sorted;             /* keys[0, sorted) are sorted, unique  */
 	size_t passes;             /* listings made                       */
+	int stopped;               /* scan_key stopped the listing        */
 } scan;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -118,8 +119,10 @@ static int scan_key(void *ctx, const void *key, size_t len, uint64_t cas)
 
 	(void)cas;
 	rc = hr__rb_check_cancel(s->rb, "during the scan", s->err);
-	if (rc)
+	if (rc) {
+		s->stopped = 1;
 		return rc;
+	}
 	if (s->pass == 0) {
 		hr__rb_add(s->rb, HR__RB_SCANNED, 1);
 		hr__rb_tick(s->rb);
@@ -133,9 +136,11 @@ static int scan_key(void *ctx, const void *key, size_t len, uint64_t cas)
 	keys = grow(s->keys, &s->cap, s->n + 1, sizeof *s->keys);
 	if (keys)
 		s->keys = keys;
-	if (!keys || arena_add(&s->arena, &s->arena_len, &s->arena_cap, key, len))
-		return hr__rb_error_set(s->err, HR_ENOMEM, "rebalance: out of memory after %zu keys",
-				     s->n);
+	if (!keys || arena_add(&s->arena, &s->arena_len, &s->arena_cap, key, len)) {
+		s->stopped = 1;
+		return hr__rb_error_set(s->err, HR_ENOMEM, "out of memory after %zu moving keys",
+					s->n);
+	}
 	s->keys[s->n++] = (moving_key){ s->arena_len - len, len, own.node };
 	return 0;
 }
@@ -161,8 +166,11 @@ static int scan_source(scan *s, const hr_node *source)
 		s->pass = (unsigned)pass;
 		rc = rb->be.enumerate(rb->be.userdata, source->addr, s->pass, scan_key, s, s->err);
 		if (rc > HR_REBALANCE_LISTED_ALL) /* a backend that returns fn's value wrongly */
-			rc = hr__rb_error_set(s->err, HR_EIO, "rebalance: enumerate of %.200s returned %d",
-					   source->id, rc);
+			rc = hr__rb_error_set(s->err, HR_EIO,
+					      "the backend's enumerate of %.200s returned %d", source->id,
+					      rc);
+		if (rc < 0 && !s->stopped)
+			rc = hr__rb_backend_failed(rb, source, "source", rc, s->err);
 		if (rc < 0)
 			break;
 		sort_unique(s);
@@ -178,24 +186,37 @@ static int scan_source(scan *s, const hr_node *source)
 		return rc;
 	if (!settled)
 		hr__rb_log_emit(&rb->log, HR_LOG_WARN, "rebalance_scan_unsettled",
-			     "node=%s passes=%zu last_added=%zu moving=%zu msg=%s", source->id,
-			     s->passes, added, s->n,
-			     "the last pass still found moving keys: some may be left behind");
+				"node=%s passes=%zu last_added=%zu moving=%zu msg=%s", source->id,
+				s->passes, added, s->n,
+				"the last pass still found moving keys: some may be left behind");
 	hr__rb_add(rb, HR__RB_MOVING, s->n);
 	return 0;
 }
 
+/* A fetch or add of `key` at `at` (in `role`) failed with `rc`: a key
+ * the backend cannot move (HR_ELIMIT) is skipped (0); anything else fails
+ * the step. */
+static int key_failed(hr_rebalancer *rb, const hr_node *at, const char *role,
+		      const hr_node *src, const hr_node *dst, const void *key, size_t len, int rc,
+		      hr_error *err)
+{
+	if (rc != HR_ELIMIT)
+		return hr__rb_backend_failed(rb, at, role, rc, err);
+	hr__rb_skip(rb, src, dst, key, len, err);
+	return 0;
+}
+
 /* Copies one key from `src` to `dst`: fetch, add, look again. */
-static int copy_key(hr_rebalancer *rb, const char *src, const char *dst, const void *key,
+static int copy_key(hr_rebalancer *rb, const hr_node *src, const hr_node *dst, const void *key,
 		    size_t len, hr_error *err)
 {
 	hr_rebalance_value v = { 0 };
 	uint64_t cas = 0;
 	int rc;
 
-	rc = rb->be.fetch(rb->be.userdata, src, key, len, &v, err);
+	rc = rb->be.fetch(rb->be.userdata, src->addr, key, len, &v, err);
 	if (rc < 0)
-		return rc;
+		return key_failed(rb, src, "source", src, dst, key, len, rc, err);
 	/* Gone since the scan, or expiring within the second (a TTL of 0
 	 * would be stored as no expiry). */
 	if (rc == 0 || v.ttl_s == 0) {
@@ -206,9 +227,9 @@ static int copy_key(hr_rebalancer *rb, const char *src, const char *dst, const v
 	rc = hr__rb_check_cancel(rb, "during the copy", err);
 	if (rc)
 		return rc; /* stopped while waiting for the cap: not copied */
-	rc = rb->be.add(rb->be.userdata, dst, key, len, &v, &cas, err);
+	rc = rb->be.add(rb->be.userdata, dst->addr, key, len, &v, &cas, err);
 	if (rc < 0)
-		return rc;
+		return key_failed(rb, dst, "destination", src, dst, key, len, rc, err);
 	if (rc == 0) {
 		hr__rb_add(rb, HR__RB_PRESENT, 1);
 		return 0;
@@ -219,14 +240,19 @@ static int copy_key(hr_rebalancer *rb, const char *src, const char *dst, const v
 		return 0;
 	/* A client that deletes deletes at the source first
 	 * (docs/handoff.md section 2): if the key went while it was being
-	 * copied, the copy is taken back, unless a client rewrote it since. */
-	rc = rb->be.fetch(rb->be.userdata, src, key, len, NULL, err);
-	if (rc == 0) {
-		rc = rb->be.remove(rb->be.userdata, dst, key, len, cas, err);
-		if (rc > 0)
-			hr__rb_add(rb, HR__RB_TAKEN_BACK, 1);
-	}
-	return rc < 0 ? rc : 0;
+	 * copied, the copy is taken back, unless a client rewrote it since.
+	 * (The key is stored: a failure here fails the step, HR_ELIMIT too.) */
+	rc = rb->be.fetch(rb->be.userdata, src->addr, key, len, NULL, err);
+	if (rc < 0)
+		return hr__rb_backend_failed(rb, src, "source", rc, err);
+	if (rc > 0)
+		return 0;
+	rc = rb->be.remove(rb->be.userdata, dst->addr, key, len, cas, err);
+	if (rc < 0)
+		return hr__rb_backend_failed(rb, dst, "destination", rc, err);
+	if (rc > 0)
+		hr__rb_add(rb, HR__RB_TAKEN_BACK, 1);
+	return 0;
 }
 
 static int copy_source(scan *s, const hr_node *source)
@@ -235,17 +261,18 @@ static int copy_source(scan *s, const hr_node *source)
 	int rc = 0;
 
 	hr__rb_enter(rb, source, HR_REBALANCE_STEP_COPY);
+	hr__rb_node_keys(rb, s->n);
 	for (size_t i = 0; rc == 0 && i < s->n; i++) {
 		const moving_key *k = &s->keys[i];
 
 		rc = hr__rb_check_cancel(rb, "during the copy", s->err);
 		if (!rc)
-			rc = copy_key(rb, source->addr, hr_ring_node(s->ring, k->dest)->addr,
+			rc = copy_key(rb, source, hr_ring_node(s->ring, k->dest),
 				      s->arena + k->off, k->len, s->err);
 		if (rc == HR_ECLOSED)
 			hr__rb_error_set(s->err, HR_ECLOSED,
-				      "rebalance cancelled after %zu of %zu keys from %.200s", i, s->n,
-				      source->id);
+					 "rebalance cancelled after %zu of %zu keys from %.200s", i, s->n,
+					 source->id);
 		hr__rb_tick(rb);
 	}
 	return rc;
@@ -263,7 +290,7 @@ static int promoted_ring(const hr_ring *ring, hr_ring **out, hr_error *err)
 	int rc;
 
 	if (!nodes || !tokens || !ntokens) {
-		rc = hr__rb_error_set(err, HR_ENOMEM, "rebalance: out of memory");
+		rc = hr__rb_error_set(err, HR_ENOMEM, "out of memory (promoted ring)");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -349,13 +376,7 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 				moving_share += totals[i].share;
 		if (!source || moving_share == 0)
 			continue;
-		hr_rebalancer_progress(rb, &p);
-		before[HR__RB_SCANNED] = p.scanned, before[HR__RB_MOVING] = p.moving;
-		before[HR__RB_COPIED] = p.copied, before[HR__RB_PRESENT] = p.present;
-		before[HR__RB_GONE] = p.gone, before[HR__RB_TAKEN_BACK] = p.taken_back;
-		before[HR__RB_BYTES] = p.bytes, before[HR__RB_PURGE_SCANNED] = p.purge_scanned;
-		before[HR__RB_PURGE_STALE] = p.purge_stale, before[HR__RB_PURGED] = p.purged;
-		before[HR__RB_PURGE_CHANGED] = p.purge_changed;
+		hr__rb_counts(rb, before);
 		s = (scan){ .rb = rb, .ring = ring, .source = (uint32_t)node_index(ring, source),
 			    .only = only && only->state == HR_STATE_WARMING ?
 				    (int)node_index(ring, only) : -1,
@@ -398,6 +419,7 @@ typedef struct purge_scan {
 	size_t arena_len, arena_cap;
 	stale_key *keys;
 	size_t n, cap;
+	int stopped;               /* stale_key_fn stopped the listing */
 } purge_scan;
 
 /* Keeps a key that another node owns in both views. */
@@ -408,8 +430,10 @@ static int stale_key_fn(void *ctx, const void *key, size_t len, uint64_t cas)
 	stale_key *keys;
 	int rc = hr__rb_check_cancel(s->rb, "during the purge's scan", s->err);
 
-	if (rc)
+	if (rc) {
+		s->stopped = 1;
 		return rc;
+	}
 	hr__rb_add(s->rb, HR__RB_PURGE_SCANNED, 1);
 	hr__rb_tick(s->rb);
 	if (len == 0 || hr_ring_lookup_batch(s->ring, &key, &len, 1, &own, NULL) != 0 ||
@@ -418,9 +442,11 @@ static int stale_key_fn(void *ctx, const void *key, size_t len, uint64_t cas)
 	keys = grow(s->keys, &s->cap, s->n + 1, sizeof *s->keys);
 	if (keys)
 		s->keys = keys;
-	if (!keys || arena_add(&s->arena, &s->arena_len, &s->arena_cap, key, len))
-		return hr__rb_error_set(s->err, HR_ENOMEM,
-				     "rebalance: out of memory after %zu keys to purge", s->n);
+	if (!keys || arena_add(&s->arena, &s->arena_len, &s->arena_cap, key, len)) {
+		s->stopped = 1;
+		return hr__rb_error_set(s->err, HR_ENOMEM, "out of memory after %zu keys to purge",
+					s->n);
+	}
 	s->keys[s->n++] = (stale_key){ s->arena_len - len, len, cas };
 	hr__rb_add(s->rb, HR__RB_PURGE_STALE, 1);
 	return 0;
@@ -430,35 +456,41 @@ static int purge_node(hr_rebalancer *rb, const hr_ring *ring, size_t i, hr_error
 {
 	const hr_node *node = hr_ring_node(ring, i);
 	purge_scan s = { .rb = rb, .ring = ring, .node = (uint32_t)i, .err = err };
-	uint64_t before[HR__RB_COUNTS] = { 0 }, t0 = hr__rate_now_ns();
-	hr_rebalance_progress p;
+	uint64_t before[HR__RB_COUNTS], t0 = hr__rate_now_ns();
 	int rc;
 
-	hr_rebalancer_progress(rb, &p);
-	before[HR__RB_PURGE_SCANNED] = p.purge_scanned;
-	before[HR__RB_PURGE_STALE] = p.purge_stale;
-	before[HR__RB_PURGED] = p.purged;
-	before[HR__RB_PURGE_CHANGED] = p.purge_changed;
+	hr__rb_counts(rb, before);
 	hr__rb_enter(rb, node, HR_REBALANCE_STEP_PURGE);
 	/* One pass: a key it misses is only left in place, as without a purge. */
 	rc = rb->be.enumerate(rb->be.userdata, node->addr, 0, stale_key_fn, &s, err);
 	if (rc == HR_REBALANCE_LISTED_ALL)
 		rc = 0;
 	else if (rc > 0)
-		rc = hr__rb_error_set(err, HR_EIO, "rebalance: enumerate of %.200s returned %d",
-				   node->id, rc);
+		rc = hr__rb_error_set(err, HR_EIO, "the backend's enumerate of %.200s returned %d",
+				      node->id, rc);
+	if (rc == 0)
+		hr__rb_node_keys(rb, s.n);
 	for (size_t k = 0; rc == 0 && k < s.n; k++) {
+		const char *key = s.arena + s.keys[k].off;
+
 		hr__rate_throttle(&rb->rate, 0, &rb->cancelled);
 		rc = hr__rb_check_cancel(rb, "during the purge", err);
-		if (rc == 0)
-			rc = rb->be.remove(rb->be.userdata, node->addr, s.arena + s.keys[k].off,
-					   s.keys[k].len, s.keys[k].cas, err);
-		if (rc >= 0) {
+		if (rc)
+			break;
+		rc = rb->be.remove(rb->be.userdata, node->addr, key, s.keys[k].len, s.keys[k].cas,
+				   err);
+		if (rc == HR_ELIMIT)
+			hr__rb_skip(rb, node, NULL, key, s.keys[k].len, err);
+		else if (rc < 0)
+			break;
+		else
 			hr__rb_add(rb, rc ? HR__RB_PURGED : HR__RB_PURGE_CHANGED, 1);
-			rc = 0;
-		}
+		rc = 0;
 		hr__rb_tick(rb);
 	}
+	/* Not a cancel, nor the listing stopped by stale_key_fn: the backend's. */
+	if (rc < 0 && rc != HR_ECLOSED && !s.stopped)
+		rc = hr__rb_backend_failed(rb, node, "purge", rc, err);
 	if (rc == 0) {
 		hr__rb_node_done(rb);
 		hr__rb_log_node(rb, "rebalance_purged", node, before, 1,

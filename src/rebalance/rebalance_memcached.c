@@ -171,11 +171,11 @@ int hr_rebalance_memcached(int timeout_ms, hr_rebalance_backend *out, hr_error *
 	if (!out || out->size < offsetof(hr_rebalance_backend, userdata) + sizeof(void *) ||
 	    out->size > 4096)
 		return hr__rb_error_set(err, HR_EINVAL,
-				     "hr_rebalance_memcached: out must be set up with"
-				     " hr_rebalance_backend_init()");
+					"hr_rebalance_memcached: out must be set up with"
+					" hr_rebalance_backend_init()");
 	if (timeout_ms < 0)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_memcached: timeout_ms %d < 0",
-				     timeout_ms);
+					timeout_ms);
 	b = calloc(1, sizeof *b);
 	if (!b)
 		return hr__rb_error_set(err, HR_ENOMEM, "out of memory (memcached backend)");
@@ -193,6 +193,7 @@ int hr_rebalance_memcached(int timeout_ms, hr_rebalance_backend *out, hr_error *
 		 * heavy read load, and each further pass finds most of what
 		 * the earlier ones missed (docs/handoff.md section 5). */
 		.enumerate_passes = 8,
+		.name = "memcached",
 	};
 	/* The caller's struct, no byte beyond its size. */
 	memcpy((char *)out + sizeof out->size, (char *)&be + sizeof be.size,

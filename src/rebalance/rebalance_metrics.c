@@ -8,8 +8,8 @@
 static const char *const result_names[HR__RB_COUNTS] = {
 	[HR__RB_SCANNED] = "scanned", [HR__RB_MOVING] = "moving",
 	[HR__RB_COPIED] = "copied", [HR__RB_PRESENT] = "present", [HR__RB_GONE] = "gone",
-	[HR__RB_TAKEN_BACK] = "taken_back", [HR__RB_PURGED] = "purged",
-	[HR__RB_PURGE_CHANGED] = "purge_changed",
+	[HR__RB_TAKEN_BACK] = "taken_back", [HR__RB_SKIPPED] = "skipped",
+	[HR__RB_PURGED] = "purged", [HR__RB_PURGE_CHANGED] = "purge_changed",
 };
 
 static void rebalance_families(hr_metrics_writer *w, const hr_rebalance_progress *p,

@@ -47,16 +47,34 @@ static uint64_t *progress_field(hr_rebalance_progress *p, hr__rb_count c)
 	case HR__RB_PURGE_STALE: return &p->purge_stale;
 	case HR__RB_PURGED: return &p->purged;
 	case HR__RB_PURGE_CHANGED: return &p->purge_changed;
+	case HR__RB_SKIPPED: return &p->skipped;
 	default: return NULL;
 	}
+}
+
+/* Whether counter `c` counts keys done, by the copy or the purge. */
+static int counts_done(hr__rb_count c)
+{
+	return c == HR__RB_COPIED || c == HR__RB_PRESENT || c == HR__RB_GONE ||
+	       c == HR__RB_SKIPPED || c == HR__RB_PURGED || c == HR__RB_PURGE_CHANGED;
 }
 
 void hr__rb_add(hr_rebalancer *rb, hr__rb_count c, uint64_t n)
 {
 	pthread_mutex_lock(&rb->lock);
 	*progress_field(&rb->p, c) += n;
+	if (counts_done(c))
+		rb->p.node_keys_done += n;
 	if (rb->cur < rb->ntotals)
 		rb->totals[rb->cur].n[c] += n;
+	pthread_mutex_unlock(&rb->lock);
+}
+
+void hr__rb_node_keys(hr_rebalancer *rb, uint64_t keys)
+{
+	pthread_mutex_lock(&rb->lock);
+	rb->p.node_keys = keys;
+	rb->p.node_keys_done = 0;
 	pthread_mutex_unlock(&rb->lock);
 }
 
@@ -66,6 +84,7 @@ void hr__rb_enter(hr_rebalancer *rb, const hr_node *node, hr_rebalance_step step
 
 	pthread_mutex_lock(&rb->lock);
 	rb->p.step = step;
+	rb->p.node_keys = rb->p.node_keys_done = 0;
 	snprintf(rb->p.node, sizeof rb->p.node, "%s", node ? node->id : "");
 	for (i = 0; node && i < rb->ntotals && strcmp(rb->totals[i].node, node->id); i++)
 		;
@@ -115,19 +134,19 @@ void hr__rb_expect(hr_rebalancer *rb, double keys)
 
 static uint64_t keys_done(const hr_rebalance_progress *p)
 {
-	return p->copied + p->present + p->gone + p->purged + p->purge_changed;
+	return p->copied + p->present + p->gone + p->skipped + p->purged + p->purge_changed;
 }
 
 static void log_progress(hr_rebalancer *rb, const hr_rebalance_progress *p)
 {
 	hr__rb_log_emit(&rb->log, HR_LOG_INFO, "rebalance_progress",
-		     "step=%s node=%s revision=%" PRIu64 " scanned=%" PRIu64 " moving=%" PRIu64
-		     " copied=%" PRIu64 " present=%" PRIu64 " gone=%" PRIu64
-		     " taken_back=%" PRIu64 " bytes=%" PRIu64 " purged=%" PRIu64
-		     " keys_per_s=%.1f bytes_per_s=%.0f eta_s=%.1f",
-		     hr_rebalance_step_name(p->step), p->node, p->revision, p->scanned,
-		     p->moving, p->copied, p->present, p->gone, p->taken_back, p->bytes,
-		     p->purged, p->keys_per_s, p->bytes_per_s, p->eta_s);
+			"step=%s node=%s revision=%" PRIu64 " scanned=%" PRIu64 " moving=%" PRIu64
+			" copied=%" PRIu64 " present=%" PRIu64 " gone=%" PRIu64
+			" taken_back=%" PRIu64 " skipped=%" PRIu64 " bytes=%" PRIu64
+			" purged=%" PRIu64 " keys_per_s=%.1f bytes_per_s=%.0f eta_s=%.1f",
+			hr_rebalance_step_name(p->step), p->node, p->revision, p->scanned,
+			p->moving, p->copied, p->present, p->gone, p->taken_back, p->skipped,
+			p->bytes, p->purged, p->keys_per_s, p->bytes_per_s, p->eta_s);
 }
 
 void hr__rb_tick(hr_rebalancer *rb)
@@ -141,7 +160,7 @@ void hr__rb_tick(hr_rebalancer *rb)
 	if (now - rb->mark_ns >= RATE_WINDOW_NS) {
 		double dt = (double)(now - rb->mark_ns) / 1e9;
 		uint64_t done = keys_done(&rb->p);
-		uint64_t left = rb->p.moving - (rb->p.copied + rb->p.present + rb->p.gone);
+		uint64_t left = rb->p.node_keys - rb->p.node_keys_done;
 
 		rb->p.keys_per_s = (double)(done - rb->mark_done) / dt;
 		rb->p.bytes_per_s = (double)(rb->p.bytes - rb->mark_bytes) / dt;
@@ -162,18 +181,23 @@ void hr__rb_tick(hr_rebalancer *rb)
 		log_progress(rb, &copy);
 }
 
+/* The size of the first 1.1 struct, which ended at `promoted`. */
+#define PROGRESS_FIRST_SIZE \
+	(offsetof(hr_rebalance_progress, promoted) + sizeof(((hr_rebalance_progress *)0)->promoted))
+
 int hr_rebalancer_progress_size(hr_rebalancer *rb, hr_rebalance_progress *out, size_t size)
 {
 	hr_rebalance_progress p;
 
-	if (!rb || !out || size < sizeof p)
+	if (!rb || !out || size < PROGRESS_FIRST_SIZE)
 		return HR_EINVAL;
 	pthread_mutex_lock(&rb->lock);
 	p = rb->p;
 	if (rb->busy)
 		p.elapsed_s = (double)(hr__rate_now_ns() - rb->t0_ns) / 1e9;
 	pthread_mutex_unlock(&rb->lock);
-	memcpy(out, &p, sizeof p);
+	/* The caller's struct, however old or new, and not a byte more. */
+	memcpy(out, &p, size < sizeof p ? size : sizeof p);
 	if (size > sizeof p)
 		memset((char *)out + sizeof p, 0, size - sizeof p);
 	return 0;
@@ -198,30 +222,69 @@ int hr__rb_snapshot(hr_rebalancer *rb, hr_rebalance_progress *p, hr__rb_total **
 	return rc;
 }
 
+void hr__rb_counts(hr_rebalancer *rb, uint64_t out[HR__RB_COUNTS])
+{
+	pthread_mutex_lock(&rb->lock);
+	for (int c = 0; c < HR__RB_COUNTS; c++)
+		out[c] = *progress_field(&rb->p, (hr__rb_count)c);
+	pthread_mutex_unlock(&rb->lock);
+}
+
 void hr__rb_log_node(hr_rebalancer *rb, const char *event, const hr_node *node,
 		     const uint64_t before[HR__RB_COUNTS], size_t passes, double seconds)
 {
 	uint64_t d[HR__RB_COUNTS];
 
-	pthread_mutex_lock(&rb->lock);
+	hr__rb_counts(rb, d);
 	for (int c = 0; c < HR__RB_COUNTS; c++)
-		d[c] = *progress_field(&rb->p, (hr__rb_count)c) - before[c];
-	pthread_mutex_unlock(&rb->lock);
+		d[c] -= before[c];
 	if (!strcmp(event, "rebalance_purged"))
 		hr__rb_log_emit(&rb->log, HR_LOG_INFO, event,
-			     "node=%s scanned=%" PRIu64 " stale=%" PRIu64 " deleted=%" PRIu64
-			     " changed=%" PRIu64 " seconds=%.3f",
-			     node->id, d[HR__RB_PURGE_SCANNED], d[HR__RB_PURGE_STALE],
-			     d[HR__RB_PURGED], d[HR__RB_PURGE_CHANGED], seconds);
+				"node=%s scanned=%" PRIu64 " stale=%" PRIu64 " deleted=%" PRIu64
+				" changed=%" PRIu64 " skipped=%" PRIu64 " seconds=%.3f",
+				node->id, d[HR__RB_PURGE_SCANNED], d[HR__RB_PURGE_STALE],
+				d[HR__RB_PURGED], d[HR__RB_PURGE_CHANGED], d[HR__RB_SKIPPED], seconds);
 	else
 		hr__rb_log_emit(&rb->log, HR_LOG_INFO, event,
-			     "node=%s scanned=%" PRIu64 " moving=%" PRIu64 " copied=%" PRIu64
-			     " present=%" PRIu64 " gone=%" PRIu64 " taken_back=%" PRIu64
-			     " bytes=%" PRIu64 " passes=%zu seconds=%.3f keys_per_s=%.1f",
-			     node->id, d[HR__RB_SCANNED], d[HR__RB_MOVING], d[HR__RB_COPIED],
-			     d[HR__RB_PRESENT], d[HR__RB_GONE], d[HR__RB_TAKEN_BACK],
-			     d[HR__RB_BYTES], passes, seconds,
-			     seconds > 0 ? (double)(d[HR__RB_COPIED] + d[HR__RB_PRESENT] +
-						    d[HR__RB_GONE]) / seconds : 0.0);
+				"node=%s scanned=%" PRIu64 " moving=%" PRIu64 " copied=%" PRIu64
+				" present=%" PRIu64 " gone=%" PRIu64 " taken_back=%" PRIu64
+				" skipped=%" PRIu64 " bytes=%" PRIu64 " passes=%zu seconds=%.3f"
+				" keys_per_s=%.1f",
+				node->id, d[HR__RB_SCANNED], d[HR__RB_MOVING], d[HR__RB_COPIED],
+				d[HR__RB_PRESENT], d[HR__RB_GONE], d[HR__RB_TAKEN_BACK],
+				d[HR__RB_SKIPPED], d[HR__RB_BYTES], passes, seconds,
+				seconds > 0 ? (double)(d[HR__RB_COPIED] + d[HR__RB_PRESENT] +
+						    d[HR__RB_GONE] + d[HR__RB_SKIPPED]) / seconds :
+					   0.0);
 }
 
+void hr__rb_skip(hr_rebalancer *rb, const hr_node *node, const hr_node *dest,
+		 const void *key, size_t len, hr_error *err)
+{
+	hr__rb_add(rb, HR__RB_SKIPPED, 1);
+	if (rb->skipped_named < HR__RB_SKIPPED_NAMED)
+		/* The key last: a key too long for the line is cut there, its
+		 * quote closed, and no other field is lost. */
+		hr__rb_log_emit(&rb->log, HR_LOG_WARN, "rebalance_skipped",
+				"node=%s addr=%s dest=%s backend=%s len=%zu msg=%s key=%.*s",
+				node->id, node->addr, dest ? dest->id : "-", rb->backend_name, len,
+				err->message, (int)len, (const char *)key);
+	else if (rb->skipped_named == HR__RB_SKIPPED_NAMED)
+		hr__rb_log_emit(&rb->log, HR_LOG_WARN, "rebalance_skipped_more",
+				"named=%d msg=%s", HR__RB_SKIPPED_NAMED,
+				"more keys the backend cannot move: counted (skipped), not named");
+	rb->skipped_named++;
+	*err = (hr_error){ 0 };
+}
+
+int hr__rb_backend_failed(hr_rebalancer *rb, const hr_node *node, const char *role, int rc,
+			  hr_error *err)
+{
+	char msg[HR_ERROR_MSG_MAX];
+
+	snprintf(rb->failed_node, sizeof rb->failed_node, "%s", node->id);
+	snprintf(rb->failed_addr, sizeof rb->failed_addr, "%s", node->addr);
+	rb->failed_role = role;
+	snprintf(msg, sizeof msg, "%s", err->message);
+	return hr__rb_error_set(err, rc, "%s %.100s: %s", role, node->id, msg);
+}

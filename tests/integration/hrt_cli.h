@@ -13,7 +13,7 @@ typedef struct hrt_cli_run {
 	int status;            /* exit status, or -1 (signal, timeout) */
 	int signal;            /* the signal that ended it, or 0 */
 	char out[8192];
-	char err[4096];
+	char err[16384];      /* room for a few dozen library log lines */
 } hrt_cli_run;
 
 /* A running command; its stdout and stderr go to anonymous files. */

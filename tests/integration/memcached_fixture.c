@@ -146,3 +146,52 @@ pid_t hrt_memcached_pid(const hrt_memcached *m)
 {
 	return m->pid;
 }
+
+/* Reads exactly n bytes; 0, or -1. */
+static int read_all(int fd, void *buf, size_t n)
+{
+	for (size_t at = 0; at < n;) {
+		ssize_t r = read(fd, (char *)buf + at, n - at);
+
+		if (r <= 0)
+			return -1;
+		at += (size_t)r;
+	}
+	return 0;
+}
+
+int hrt_memcached_binary_set(const hrt_memcached *m, const void *key, size_t len,
+			     const void *value, size_t vlen)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)m->port) };
+	struct timeval tv = { .tv_sec = 5 };
+	/* The request header (memcached's binary protocol, big-endian): magic,
+	 * opcode SET, key length, extras length (flags and expiry), data
+	 * type, vbucket, body length, opaque, CAS; then the extras (all 0),
+	 * the key, the value. */
+	unsigned char head[24 + 8] = { 0x80, 0x01, (unsigned char)(len >> 8), (unsigned char)len,
+				       8 };
+	uint32_t body = htonl((uint32_t)(8 + len + vlen));
+	unsigned char answer[24];
+	int fd = socket(AF_INET, SOCK_STREAM, 0), rc = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	memcpy(head + 8, &body, 4);
+	if (fd < 0 || len > 250)
+		goto out;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	    write(fd, head, sizeof head) != (ssize_t)sizeof head ||
+	    write(fd, key, len) != (ssize_t)len || write(fd, value, vlen) != (ssize_t)vlen ||
+	    read_all(fd, answer, sizeof answer) != 0)
+		goto out;
+	/* The answer's status (bytes 6-7) is 0 on success. */
+	if (answer[0] == 0x81 && answer[6] == 0 && answer[7] == 0)
+		rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "memcached fixture: a binary set on %s failed\n", m->addr);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}

@@ -24,4 +24,11 @@ void hrt_memcached_stop(hrt_memcached *m);
 const char *hrt_memcached_addr(const hrt_memcached *m);
 pid_t hrt_memcached_pid(const hrt_memcached *m);
 
+/* Sets `key` (1..250 bytes, any bytes) to `value`, no flags, no expiry,
+ * over memcached's binary protocol, which alone takes a key that is too
+ * long for the text protocol once base64-encoded: 0, or -1 after a line
+ * on stderr. */
+int hrt_memcached_binary_set(const hrt_memcached *m, const void *key, size_t len,
+			     const void *value, size_t vlen);
+
 #endif

@@ -286,19 +286,27 @@ static void load_stop_and_check(proc *load)
 }
 
 /* Progress points of a copy: seconds, and keys stored or found present
- * (each takes a token of the cap). */
+ * (each takes a token of the cap); and the keys done at the last point. */
 struct points {
 	double t[4096], n[4096];
 	size_t count;
+	double done;
 };
 
+/* A progress object comes each time 1000 more keys are done (as `hashring
+ * rebalance --help` says). */
 static void add_point(void *userdata, const cJSON *o)
 {
 	struct points *p = userdata;
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "step");
+	double done;
 
 	if (strcmp(s->valuestring, "progress") || p->count == 4096)
 		return;
+	done = num(o, "copied") + num(o, "present") + num(o, "gone") + num(o, "skipped");
+	ck_assert_msg(done >= p->done + 1000, "progress at %.0f keys done, then at %.0f", p->done,
+		      done);
+	p->done = done;
 	p->t[p->count] = num(o, "seconds");
 	p->n[p->count++] = num(o, "copied") + num(o, "present");
 }
@@ -581,6 +589,41 @@ START_TEST(client_that_never_acknowledges)
 }
 END_TEST
 
+/* Runs hashring-load with `argv` (from argv[0]) and stderr read into
+ * err (cut to its size, read to the end); *lines gets stderr's line
+ * count.  Returns the exit status (-1: a signal). */
+static int load_run(const char *const *argv, char *err, size_t size, int *lines)
+{
+	int errfd[2], status;
+	char buf[4096];
+	ssize_t n;
+	size_t at = 0;
+	pid_t pid;
+
+	*lines = 0;
+	ck_assert_int_eq(pipe(errfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(errfd[1], 2);
+		execv(HR_LOAD_PATH, (char *const *)argv);
+		_exit(127);
+	}
+	close(errfd[1]);
+	while ((n = read(errfd[0], buf, sizeof buf)) > 0) {
+		size_t take = (size_t)n < size - 1 - at ? (size_t)n : size - 1 - at;
+
+		memcpy(err + at, buf, take);
+		at += take;
+		for (ssize_t i = 0; i < n; i++)
+			*lines += buf[i] == '\n';
+	}
+	err[at] = '\0';
+	close(errfd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* hashring-load on bad input: a usage error (2) naming the option, and an
  * etcd that does not answer (1), each with one line on stderr. */
 START_TEST(load_refuses_bad_input)
@@ -600,33 +643,43 @@ START_TEST(load_refuses_bad_input)
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const char *argv[8] = { "hashring-load", "--duration", "0" };
-		char err[1024] = "";
-		int errfd[2], status;
-		ssize_t n;
-		size_t at = 0;
-		pid_t pid;
+		char err[1024];
+		int status, lines;
 
 		for (size_t a = 0; a < 4 && cases[i].args[a]; a++)
 			argv[3 + a] = cases[i].args[a];
-		ck_assert_int_eq(pipe(errfd), 0);
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			dup2(errfd[1], 2);
-			execv(HR_LOAD_PATH, (char *const *)argv);
-			_exit(127);
-		}
-		close(errfd[1]);
-		while (at < sizeof err - 1 && (n = read(errfd[0], err + at, sizeof err - 1 - at)) > 0)
-			at += (size_t)n;
-		err[at] = '\0';
-		close(errfd[0]);
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == cases[i].status,
-			      "%s: status %d, not %d", cases[i].says, status, cases[i].status);
+		status = load_run(argv, err, sizeof err, &lines);
+		ck_assert_msg(status == cases[i].status, "%s: status %d, not %d", cases[i].says,
+			      status, cases[i].status);
 		ck_assert_msg(strstr(err, cases[i].says) != NULL, "'%s' not in: %s",
 			      cases[i].says, err);
 	}
+}
+END_TEST
+
+/* hashring-load whose servers are down (closed loopback ports) says so
+ * once, then at most once every 5 s with a count, and the failures in all
+ * at the end: not a line per operation (there were about 5,000 a second). */
+START_TEST(load_with_servers_down_says_so_briefly)
+{
+	const char *const argv[] = { "hashring-load", "--endpoints", hrt_etcd_endpoints(etcd),
+		"--prefix", "/e2e/down/", "--keys", "1000", "--rate", "5000", "--duration", "2",
+		NULL };
+	char err[4096];
+	int lines, status;
+
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), "/e2e/down/m0",
+				 "{\"addr\":\"127.0.0.1:1\"}"), 0);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), "/e2e/down/m1",
+				 "{\"addr\":\"127.0.0.1:2\"}"), 0);
+	status = load_run(argv, err, sizeof err, &lines);
+	printf("hashring-load, servers down, 2 s: exit %d, %d lines on stderr:\n%s", status, lines,
+	       err);
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(lines == 2, "%d lines on stderr", lines);
+	ck_assert_msg(strstr(err, "hashring-load: m") == err && strstr(err, "127.0.0.1:"), "%s",
+		      err);
+	ck_assert_msg(strstr(err, " failures of the servers in all\n"), "%s", err);
 }
 END_TEST
 
@@ -644,6 +697,7 @@ int main(void)
 	tcase_add_test(tc, killed_mid_copy_and_rerun);
 	tcase_add_test(tc, client_that_never_acknowledges);
 	tcase_add_test(tc, load_refuses_bad_input);
+	tcase_add_test(tc, load_with_servers_down_says_so_briefly);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -452,7 +452,8 @@ class Checker:
                     self.help_default(help_text, "--backend")
                 check(backend == "memcached", "%s: backend %s" % (where, backend))
                 # It waits for acks: checked below, once every watcher is known.
-                waits[name] = (int(option_value(argv, "--clients") or 0), ack_prefix)
+                waits[name] = (int(option_value(argv, "--clients") or
+                                   self.help_default(help_text, "--clients")), ack_prefix)
                 promoted[name] = option_value(argv, "--id")
             elif argv[1] == "state":
                 check("active" in argv[2:], "%s: state is not `active`" % where)

@@ -28,6 +28,10 @@
 #define VERSION_DIGITS 20
 #define VALUE_MAX 65536
 #define CONNS_MAX 256     /* memcached servers one run talks to */
+/* A server that fails is said at once, then at most once this often (as
+ * the library logs a failing lease renewal): servers down would otherwise
+ * give a line per operation. */
+#define FAILURE_LINE_S 5.0
 
 static const char usage[] =
 	"usage: hashring-load [--endpoints URLS] [--prefix P] [--client-id ID]\n"
@@ -55,7 +59,9 @@ static const char usage[] =
 	"  total   the same, over the whole load\n"
 	"  check   KEYS FOUND FOUND_READ_OWNER MISSING STALE ERRORS REVISION\n"
 	"HITS are found at the write owner, FALLBACK_HITS at the read owner after a\n"
-	"miss there, MISSES at neither.  Exit 0, or 1 on a failure (etcd, a check\n"
+	"miss there, MISSES at neither.  A server that fails is named on stderr at\n"
+	"once, then at most once every 5 s with the failures since; the number of\n"
+	"failures in all at the end.  Exit 0, or 1 on a failure (etcd, a check\n"
 	"that found a stale or missing key), 2 on bad usage.\n";
 
 struct opts {
@@ -86,6 +92,9 @@ struct load {
 	uint64_t rng;
 	char *value;
 	char *rbuf;
+	/* Failures of the servers: in all, since the last line, its time. */
+	uint64_t failures, unsaid;
+	double said_at;
 };
 
 static volatile sig_atomic_t stop;
@@ -200,6 +209,25 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		die_usage("--key-prefix: at most 200 bytes, no blank");
 }
 
+/* A call to node n's server failed (`why`): said at once the first time,
+ * then at most once every FAILURE_LINE_S with the count since. */
+static void failed(struct load *l, const hr_node *n, const char *why)
+{
+	double now = now_s();
+
+	l->failures++;
+	l->unsaid++;
+	if (l->failures > 1 && now - l->said_at < FAILURE_LINE_S)
+		return;
+	if (l->unsaid > 1)
+		fprintf(stderr, "hashring-load: %s: %s (%" PRIu64 " failures in the last %.0f s)\n",
+			n->id, why, l->unsaid, now - l->said_at);
+	else
+		fprintf(stderr, "hashring-load: %s: %s\n", n->id, why);
+	l->unsaid = 0;
+	l->said_at = now;
+}
+
 static mct *conn_of(struct load *l, const hr_node *n)
 {
 	char err[256];
@@ -219,7 +247,7 @@ static mct *conn_of(struct load *l, const hr_node *n)
 	if (!slot->c) {
 		slot->c = mct_connect(slot->addr, CONN_TIMEOUT_MS, err, sizeof err);
 		if (!slot->c)
-			fprintf(stderr, "hashring-load: %s: %s\n", n->id, err);
+			failed(l, n, err);
 	}
 	return slot->c;
 }
@@ -230,7 +258,7 @@ static void drop_conn(struct load *l, const hr_node *n)
 {
 	for (size_t i = 0; i < l->nconns; i++)
 		if (!strcmp(l->conns[i].addr, n->addr) && l->conns[i].c) {
-			fprintf(stderr, "hashring-load: %s: %s\n", n->id, mct_error(l->conns[i].c));
+			failed(l, n, mct_error(l->conns[i].c));
 			mct_close(l->conns[i].c);
 			l->conns[i].c = NULL;
 		}
@@ -516,6 +544,9 @@ int main(int argc, char **argv)
 		run(&l);
 	if (!rc && o.check && check(&l))
 		rc = 1;
+	if (l.failures)
+		fprintf(stderr, "hashring-load: %" PRIu64 " failures of the servers in all\n",
+			l.failures);
 	hr_client_close(l.client);
 	for (size_t i = 0; i < l.nconns; i++)
 		mct_close(l.conns[i].c);

@@ -3,7 +3,8 @@
  * scripted server on loopback: good answers are read exactly, and every
  * broken one (garbage, a server error, a value cut short or not ended by
  * CRLF, an endless line, a dump that breaks off, silence) is an error
- * naming the server and what failed, never a crash or a hang.
+ * naming the server and what failed, never a crash or a hang.  A key the
+ * text protocol cannot carry is refused before anything is sent.
  */
 #define _GNU_SOURCE
 #include "hrt_check.h"
@@ -325,6 +326,42 @@ START_TEST(requests)
 }
 END_TEST
 
+/* A key with a blank goes base64-encoded, and memcached takes a token of
+ * at most 250 characters: 186 bytes (248) go, 187 (252) are HR_ELIMIT,
+ * sent nowhere, the connection still good.  Every command alike. */
+START_TEST(long_binary_keys)
+{
+	char key[HR__MC_KEY_MAX];
+	hr__mc_value v = { .data = "hi", .len = 2, .ttl = -1 };
+	script s;
+	hr__mc *mc;
+	hr_error err = { 0 };
+
+	memset(key, 'y', sizeof key);
+	key[1] = ' ';
+	for (size_t len = 187; len <= HR__MC_KEY_MAX; len += HR__MC_KEY_MAX - 187) {
+		mc = answer_with(&s, "EN\r\n", 4, 1);
+		ck_assert_int_eq(hr__mc_get(mc, key, len, &v, &err), HR_ELIMIT);
+		ck_assert_msg(strstr(err.message, "memcached 127.0.0.1:") == err.message &&
+			      strstr(err.message, "a key of") && strstr(err.message, "base64"),
+			      "%s", err.message);
+		hrt_assert_clean_message(err.message);
+		ck_assert_int_eq(hr__mc_exists(mc, key, len, &err), HR_ELIMIT);
+		ck_assert_int_eq(hr__mc_store(mc, key, len, &v, HR__MC_ADD, NULL, &err), HR_ELIMIT);
+		ck_assert_int_eq(hr__mc_delete(mc, key, len, 7, &err), HR_ELIMIT);
+		/* Nothing went out: the next command is the first the server reads. */
+		ck_assert_int_eq(hr__mc_exists(mc, "k", 1, &err), 0);
+		finish(&s, mc);
+		ck_assert_str_eq(s.request, "mg k\r\n");
+	}
+	mc = answer_with(&s, "EN\r\n", 4, 1);
+	ck_assert_int_eq(hr__mc_exists(mc, key, 186, &err), 0);
+	finish(&s, mc);
+	ck_assert_uint_eq(strlen(s.request), 3 + 248 + 4);
+	ck_assert_str_eq(s.request + 3 + 248, " b\r\n");
+}
+END_TEST
+
 START_TEST(bad_addresses)
 {
 	static const char *const bad[] = { "localhost", "127.0.0.1:", ":11211", "[::1]11211", "[::1" };
@@ -354,6 +391,7 @@ int main(void)
 	tcase_add_test(tc, dumps);
 	tcase_add_test(tc, hash_walk);
 	tcase_add_test(tc, requests);
+	tcase_add_test(tc, long_binary_keys);
 	tcase_add_test(tc, bad_addresses);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);

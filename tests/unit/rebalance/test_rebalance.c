@@ -2,9 +2,11 @@
  * test_rebalance.c - the rebalancer API (hashring.h, "Rebalancing") over a
  * fake in-memory store: the copy of a join and of a drain, one node only,
  * keys present, gone and taken back (by CAS), the purge, the rate cap's
- * bookkeeping, cancel, backend errors, bad input, the figures read from
- * another thread, the event=rebalance_* lines (read back by a logfmt
- * parser) and the metrics.
+ * bookkeeping, cancel, backend errors (naming the node they came from),
+ * keys the backend cannot move (skipped, named, the copy going on), bad
+ * input, the figures read from another thread (a source's progress never
+ * going back), the event=rebalance_* lines (read back by a logfmt parser)
+ * and the metrics.
  */
 #define _GNU_SOURCE
 #include "hrt_check.h"
@@ -45,7 +47,11 @@ typedef struct store {
 	const char *last_src;       /* the source of the last fetch */
 	int adds, fetches, enumerates, removes, closes;
 	int cancel_after_adds;      /* cancel once this many adds ran (0: never) */
-	int fail_add_at;            /* the add that fails with HR_EIO (0: none)  */
+	int fail_add_at;            /* the add that fails (0: none)              */
+	int fail_add_code;          /* with this code (0: HR_EIO)                */
+	int refuse_blank;           /* fetch and remove: HR_ELIMIT for a key with
+				       a byte <= 0x20, as memcached's text
+				       protocol cannot carry a long one        */
 	int delete_before_add;      /* every n-th add: a client deletes at the source
 				       between the copy's fetch and its add      */
 	int rewrite_after_add;      /* of those, a client rewrites the key at the
@@ -128,13 +134,29 @@ static int fake_enumerate(void *ud, const char *addr, unsigned pass, hr_rebalanc
 	return s->listing_complete ? HR_REBALANCE_LISTED_ALL : 0;
 }
 
+static int has_blank(const void *key, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (((const unsigned char *)key)[i] <= 0x20)
+			return 1;
+	return 0;
+}
+
+static int refuse(const char *addr, hr_error *err)
+{
+	err->code = HR_ELIMIT;
+	snprintf(err->message, sizeof err->message, "fake %s: cannot carry that key", addr);
+	return HR_ELIMIT;
+}
+
 static int fake_fetch(void *ud, const char *addr, const void *key, size_t len,
 		      hr_rebalance_value *out, hr_error *err)
 {
 	store *s = ud;
 	item *it;
 
-	(void)err;
+	if (s->refuse_blank && has_blank(key, len))
+		return refuse(addr, err);
 	if (out && s->delete_before_fetch && ++s->fetches % s->delete_before_fetch == 0 &&
 	    (it = find(s, node_of(addr), key, len)))
 		it->live = 0;
@@ -156,9 +178,9 @@ static int fake_add(void *ud, const char *addr, const void *key, size_t len,
 	item *it;
 
 	if (s->fail_add_at && n == s->fail_add_at) {
-		err->code = HR_EIO;
+		err->code = s->fail_add_code ? s->fail_add_code : HR_EIO;
 		snprintf(err->message, sizeof err->message, "fake %s: out of memory", addr);
-		return HR_EIO;
+		return err->code;
 	}
 	if (s->cancel_after_adds && n > s->cancel_after_adds)
 		hr_rebalancer_cancel(s->rb);
@@ -180,7 +202,8 @@ static int fake_remove(void *ud, const char *addr, const void *key, size_t len, 
 	store *s = ud;
 	item *it = find(s, node_of(addr), key, len);
 
-	(void)err;
+	if (s->refuse_blank && has_blank(key, len))
+		return refuse(addr, err);
 	s->removes++;
 	if (!it || (cas && it->cas != cas))
 		return 0;
@@ -203,6 +226,7 @@ static void backend_of(store *s, hr_rebalance_backend *b)
 	b->remove = fake_remove;
 	b->close = fake_close;
 	b->enumerate_passes = s->passes;
+	b->name = "fake";
 }
 
 /* ---- rings and keys ------------------------------------------------------------ */
@@ -608,7 +632,8 @@ START_TEST(backend_errors_end_the_step)
 	fill(s, ring);
 	s->fail_add_at = 10;
 	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, NULL, &err), HR_EIO);
-	ck_assert_str_eq(err.message, "fake n2: out of memory");
+	/* The destination's failure, named by its role and id. */
+	ck_assert_str_eq(err.message, "destination c: fake n2: out of memory");
 	ck_assert_int_eq(progress_of(rb).error, HR_EIO);
 	ck_assert_uint_eq(progress_of(rb).copied, 9);
 	ck_assert_int_eq(s->adds, 10);
@@ -651,6 +676,10 @@ START_TEST(bad_input)
 	ck_assert_int_eq(hr_rebalancer_new(&b, NULL, &rb, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_rebalance_backend: add is NULL (required)");
 	backend_of(s, &b);
+	b.name = "";
+	ck_assert_int_eq(hr_rebalancer_new(&b, NULL, &rb, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_rebalance_backend: name must hold 1..64 bytes");
+	backend_of(s, &b);
 	/* A struct of a later release whose extra field is set. */
 	{
 		struct { hr_rebalance_backend b; uint64_t later; } big = { b, 1 };
@@ -688,16 +717,19 @@ START_TEST(bad_input)
 	ck_assert_int_eq(hr_rebalancer_copy(rb, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_rebalancer_copy: ring is NULL");
 	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, "zz", &err), HR_ENOTFOUND);
-	ck_assert_str_eq(err.message, "rebalance: node zz is not in the ring (revision 7)");
+	ck_assert_str_eq(err.message, "node zz is not in the ring (revision 7)");
 	ck_assert_int_eq(progress_of(rb).error, HR_ENOTFOUND);
 	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, "a", &err), HR_EINVAL);
 	ck_assert_str_eq(err.message,
-			 "rebalance: node a is active, not warming or draining: nothing to hand off");
+			 "node a is active, not warming or draining: nothing to hand off");
 	ck_assert_int_eq(hr_rebalancer_purge(rb, NULL, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_rebalancer_run(rb, NULL, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_rebalancer_run: client is NULL");
 	ck_assert_int_eq(hr_rebalancer_progress(NULL, &p), HR_EINVAL);
-	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &p, sizeof p - 1), HR_EINVAL);
+	/* Below the size of the first 1.1 struct, which ended at `promoted`. */
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &p, offsetof(hr_rebalance_progress,
+								       promoted)),
+			 HR_EINVAL);
 	ck_assert_int_eq(hr_rebalancer_progress_size(rb, NULL, sizeof p), HR_EINVAL);
 	ck_assert_int_eq(s->enumerates, 0);
 	hr_rebalancer_free(rb);
@@ -736,6 +768,11 @@ typedef struct watcher {
 	int reads, went_back;
 	uint64_t max_copied;
 	int saw_copy, saw_rate;
+	/* The node worked on and how far along its keys, which must only
+	 * grow while it is the same node (a progress bar per source). */
+	char node[HR_ID_MAX + 1];
+	uint64_t node_done;
+	int node_went_back, node_over, saw_node_keys;
 } watcher;
 
 static void *watch_progress(void *arg)
@@ -753,12 +790,21 @@ static void *watch_progress(void *arg)
 			w->max_copied = p.copied;
 		w->saw_copy |= p.step == HR_REBALANCE_STEP_COPY;
 		w->saw_rate |= p.keys_per_s > 0;
+		if (strcmp(p.node, w->node))
+			snprintf(w->node, sizeof w->node, "%s", p.node);
+		else if (p.node_keys_done < w->node_done)
+			w->node_went_back++;
+		w->node_done = p.node_keys_done;
+		w->node_over += p.node_keys_done > p.node_keys;
+		w->saw_node_keys |= p.node_keys > 0;
 	}
 	return NULL;
 }
 
 /* Figures read while the copy runs at a cap (long enough to be seen)
- * only grow; the cap's tokens are the rebalancer's. */
+ * only grow, and so does the progress through the keys of each source
+ * (node_keys_done of node_keys), which a bar shows; the cap's tokens are
+ * the rebalancer's. */
 START_TEST(progress_from_another_thread)
 {
 	store *s = store_new();
@@ -785,6 +831,9 @@ START_TEST(progress_from_another_thread)
 	ck_assert_int_eq(w.went_back, 0);
 	ck_assert(w.saw_copy);
 	ck_assert(w.saw_rate);
+	ck_assert(w.saw_node_keys);
+	ck_assert_int_eq(w.node_went_back, 0);
+	ck_assert_int_eq(w.node_over, 0);
 	ck_assert_uint_eq(progress_of(rb).copied, (uint64_t)moving);
 	ck_assert(progress_of(rb).elapsed_s > 0);
 	hr_rebalancer_free(rb);
@@ -1023,8 +1072,7 @@ START_TEST(log_lines_say_each_step)
 	ck_assert_str_eq(hrt_logfmt_get(l, "code"), "-14");
 	ck_assert_str_eq(hrt_logfmt_get(l, "error"), "not found");
 	ck_assert_str_eq(hrt_logfmt_get(l, "node"), "zz");
-	ck_assert_str_eq(hrt_logfmt_get(l, "msg"),
-			 "rebalance: node zz is not in the ring (revision 7)");
+	ck_assert_str_eq(hrt_logfmt_get(l, "msg"), "node zz is not in the ring (revision 7)");
 	cJSON_Delete(all);
 	hr_rebalancer_free(rb);
 	hr_ring_release(ring);
@@ -1100,6 +1148,180 @@ START_TEST(metrics_count_per_node)
 }
 END_TEST
 
+/* ---- keys that cannot be moved, failures that name their node -------------------- */
+
+#define ODD 600
+
+/* Key i of the keys a text protocol cannot carry: a blank and a control
+ * byte. */
+static size_t odd_key(int i, char *out)
+{
+	return (size_t)sprintf(out, "odd key\x01%d", i);
+}
+
+/* The index of an odd key, or -1 for another. */
+static int odd_index(const char *key)
+{
+	return strncmp(key, "odd key\x01", 8) ? -1 : atoi(key + 8);
+}
+
+/* The sum of every series of an exposition that ends in `series_end`. */
+static uint64_t metric_sum(const char *exposition, const char *series_end)
+{
+	uint64_t sum = 0;
+
+	for (const char *at = exposition; (at = strstr(at, series_end));
+	     at += strlen(series_end))
+		sum += strtoull(at + strlen(series_end), NULL, 10);
+	return sum;
+}
+
+/* Keys the backend cannot move (HR_ELIMIT, as memcached's text protocol
+ * for a long key with a blank) are skipped: counted, each named once with
+ * its bytes escaped in an event=rebalance_skipped line (the first 100 of a
+ * step, then one line saying that more are only counted), and the copy
+ * goes on with every other key.  The purge skips them too. */
+START_TEST(unmovable_keys_are_skipped)
+{
+	static capture cap;
+	static text t;
+	static char named[ODD];
+	store *s = store_new();
+	hr_ring *ring = ring_of("aaaw"), *promoted = ring_of("aaaa");
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb;
+	hr_rebalance_progress p;
+	hr_error err = { 0 };
+	uint64_t moving = (uint64_t)moving_keys(ring, "d"), odd_moving = 0, copied_lines = 0;
+	int lines = 0;
+	const cJSON *l;
+	cJSON *all;
+
+	memset(named, 0, sizeof named);
+	config_capturing(&cfg, &cap);
+	s->refuse_blank = 1;
+	rb = rebalancer_of(s, &cfg);
+	fill(s, ring);
+	for (int i = 0; i < ODD; i++) {
+		char key[32];
+		size_t len = odd_key(i, key);
+		hr_lookup lk;
+
+		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
+		put(s, addr_node(lk.read_node), key, len, "odd", 3, 0, -1);
+		odd_moving += lk.node != lk.read_node;
+	}
+	ck_assert_uint_gt(odd_moving, 100);
+
+	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
+	p = progress_of(rb);
+	ck_assert_int_eq(p.step, HR_REBALANCE_STEP_DONE);
+	ck_assert_uint_eq(p.moving, moving + odd_moving);
+	ck_assert_uint_eq(p.skipped, odd_moving);
+	ck_assert_uint_eq(p.copied, moving);
+	ck_assert_uint_eq(p.nodes_done, 3);
+	check_copied(s, ring);
+	ck_assert_int_eq(count_on(s, 3), (int)moving);
+
+	all = hrt_logfmt_decode(cap.text, cap.len);
+	ck_assert_ptr_nonnull(all);
+	for (int i = 0; (l = find_event(all, "rebalance_skipped", i)); i++) {
+		const char *key = hrt_logfmt_get(l, "key");
+		int k = key ? odd_index(key) : -1;
+		char want[32];
+		hr_lookup lk;
+
+		ck_assert_msg(k >= 0 && k < ODD, "not an odd key: %s", key ? key : "(none)");
+		ck_assert_msg(!named[k]++, "key %d named twice", k);
+		ck_assert_str_eq(key, (odd_key(k, want), want));
+		hr_ring_lookup(ring, want, strlen(want), &lk);
+		ck_assert_str_eq(hrt_logfmt_get(l, "node"), lk.read_node->id);
+		ck_assert_str_eq(hrt_logfmt_get(l, "addr"), lk.read_node->addr);
+		ck_assert_str_eq(hrt_logfmt_get(l, "dest"), "d");
+		ck_assert_str_eq(hrt_logfmt_get(l, "backend"), "fake");
+		ck_assert_str_eq(hrt_logfmt_get(l, "level"), "warn");
+		ck_assert_ptr_nonnull(strstr(hrt_logfmt_get(l, "msg"), ": cannot carry that key"));
+		lines++;
+	}
+	ck_assert_int_eq(lines, 100);
+	ck_assert_ptr_nonnull(find_event(all, "rebalance_skipped_more", 0));
+	ck_assert_ptr_null(find_event(all, "rebalance_skipped_more", 1));
+	for (int i = 0; (l = find_event(all, "rebalance_copied", i)); i++)
+		copied_lines += field_u64(l, "skipped");
+	ck_assert_uint_eq(copied_lines, odd_moving);
+	l = find_event(all, "rebalance_done", 0);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_uint_eq(field_u64(l, "skipped"), odd_moving);
+	ck_assert_str_eq(hrt_logfmt_get(l, "level"), "warn");
+	cJSON_Delete(all);
+
+	t.len = 0;
+	ck_assert_int_eq(hr_rebalancer_metrics_write(rb, text_write, &t, NULL, &err), 0);
+	ck_assert_uint_eq(metric_sum(t.buf, ",result=\"skipped\"} "), odd_moving);
+
+	/* The purge: the copies' old owners lose them, the skipped keys stay. */
+	ck_assert_msg(hr_rebalancer_purge(rb, promoted, &err) == 0, "%s", err.message);
+	p = progress_of(rb);
+	ck_assert_uint_eq(p.purged, moving);
+	ck_assert_uint_eq(p.skipped, odd_moving);
+	for (int i = 0; i < ODD; i++) {
+		char key[32];
+		size_t len = odd_key(i, key);
+		hr_lookup lk;
+
+		hr_ring_lookup(ring, key, len, &lk);
+		ck_assert_ptr_nonnull(find(s, addr_node(lk.read_node), key, len));
+	}
+	hr_rebalancer_free(rb);
+	hr_ring_release(promoted);
+	hr_ring_release(ring);
+	free(s);
+}
+END_TEST
+
+/* A backend's failure names the node it came from: its role and id lead
+ * the message, and event=rebalance_failed gives that node, its address,
+ * its role, the backend and the source being copied, so that a
+ * destination that fails is not blamed on the source. */
+START_TEST(failures_name_the_node)
+{
+	static capture cap;
+	store *s = store_new();
+	hr_ring *ring = ring_of("aaw");
+	hr_rebalance_config cfg;
+	hr_rebalancer *rb;
+	hr_error err = { 0 };
+	const cJSON *l;
+	cJSON *all;
+
+	config_capturing(&cfg, &cap);
+	s->fail_add_at = 10;
+	s->fail_add_code = HR_ECONNECT;
+	rb = rebalancer_of(s, &cfg);
+	fill(s, ring);
+	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, NULL, &err), HR_ECONNECT);
+	ck_assert_str_eq(err.message, "destination c: fake n2: out of memory");
+	all = hrt_logfmt_decode(cap.text, cap.len);
+	ck_assert_ptr_nonnull(all);
+	l = find_event(all, "rebalance_failed", 0);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_str_eq(hrt_logfmt_get(l, "node"), "c");
+	ck_assert_str_eq(hrt_logfmt_get(l, "addr"), "n2");
+	ck_assert_str_eq(hrt_logfmt_get(l, "role"), "destination");
+	ck_assert_str_eq(hrt_logfmt_get(l, "backend"), "fake");
+	ck_assert_str_eq(hrt_logfmt_get(l, "source"), progress_of(rb).node);
+	ck_assert_str_ne(hrt_logfmt_get(l, "source"), "c");
+	ck_assert_str_eq(hrt_logfmt_get(l, "code"), "-8");
+	/* Not etcd's: the code is any connection's. */
+	ck_assert_str_eq(hrt_logfmt_get(l, "error"), "cannot connect");
+	ck_assert_str_eq(hr_strerror(HR_ECONNECT), "cannot connect");
+	cJSON_Delete(all);
+	hr_rebalancer_free(rb);
+	hr_ring_release(ring);
+	free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rebalance");
@@ -1121,6 +1343,8 @@ int main(void)
 	tcase_add_test(tc, an_unsettled_listing_is_logged);
 	tcase_add_test(tc, a_complete_listing_is_listed_once);
 	tcase_add_test(tc, metrics_count_per_node);
+	tcase_add_test(tc, unmovable_keys_are_skipped);
+	tcase_add_test(tc, failures_name_the_node);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
