@@ -104,7 +104,7 @@ static PyObject *answers_slow(hrpy_client *self, const hrpy_keys *k, const hr_ep
 
 static PyObject *client_lookup(hrpy_client *self, PyObject *key)
 {
-	hrpy_ring *r = self->current;
+	hrpy_ring *r;
 	hr_batch_owner o;
 	hr_epoch epoch;
 	PyObject *result;
@@ -119,6 +119,9 @@ static PyObject *client_lookup(hrpy_client *self, PyObject *key)
 	}
 	rc = hr_client_lookup_batch(self->c, (const void *const *)&k.data, &k.len, 1, &o,
 				    &epoch, NULL);
+	/* Read after the key: getting a key may run code (a collection) that
+	 * looks up on this client too. */
+	r = self->current;
 	if (rc == 0 && r && epoch.digest == r->epoch.digest &&
 	    epoch.revision == r->epoch.revision) {
 		hrpy_key_release(&k);

@@ -187,7 +187,7 @@ static int pairs_grow(hrpy_ring *r)
 	return 0;
 }
 
-PyObject *hrpy_ring_owner_slow(hrpy_ring *r, const hr_batch_owner *o)
+static PyObject *owner_make(hrpy_ring *r, const hr_batch_owner *o)
 {
 	uint64_t key = (uint64_t)o->node << 32 | o->read_node;
 	struct hrpy_pair *slot;
@@ -219,9 +219,24 @@ PyObject *hrpy_ring_owner_slow(hrpy_ring *r, const hr_batch_owner *o)
 	return owner;
 }
 
+PyObject *hrpy_ring_owner_slow(hrpy_ring *r, const hr_batch_owner *o)
+{
+	PyObject *owner;
+
+	/* Allocations may run code (a collection) that drops the caller's
+	 * borrowed reference to the ring (a client's current ring). */
+	Py_INCREF((PyObject *)r);
+	owner = owner_make(r, o);
+	Py_DECREF((PyObject *)r);
+	return owner;
+}
+
 PyObject *hrpy_ring_owners(hrpy_ring *r, const hr_batch_owner *out, size_t n)
 {
-	PyObject *list = PyList_New((Py_ssize_t)n);
+	PyObject *list;
+
+	Py_INCREF((PyObject *)r); /* as in hrpy_ring_owner_slow() */
+	list = PyList_New((Py_ssize_t)n);
 
 	for (size_t i = 0; list && i < n; i++) {
 		PyObject *owner = hrpy_ring_owner(r, &out[i]);
@@ -236,6 +251,7 @@ PyObject *hrpy_ring_owners(hrpy_ring *r, const hr_batch_owner *out, size_t n)
 		PyList_SET_ITEM(list, (Py_ssize_t)i, owner);
 #endif
 	}
+	Py_DECREF((PyObject *)r);
 	return list;
 }
 
