@@ -7,6 +7,7 @@ a ring built offline from members.  docs/python.md is the guide.
 """
 import atexit as _atexit
 import logging as _logging
+import os as _os
 
 from ._hashring import (
     METRICS_CONTENT_TYPE,
@@ -48,7 +49,7 @@ from ._hashring import (
     update_node,
     wait_acks,
 )
-from ._hashring import _close_all
+from ._hashring import _close_all, _forget_all
 
 __all__ = [
     "METRICS_CONTENT_TYPE", "Ack", "Acks", "Arc", "ArcTotal", "AuthError", "ClosedError",
@@ -64,6 +65,10 @@ __all__ = [
 # callbacks' thread can still finish: a registrar's node then leaves at
 # once rather than when its lease expires.
 _atexit.register(_close_all)
+# A child of fork() has none of the library's threads: the clients and
+# registrars it inherits are closed there (their methods raise
+# ClosedError); it opens its own.
+_os.register_at_fork(after_in_child=_forget_all)
 
 _LEVELS = {
     "error": _logging.ERROR,

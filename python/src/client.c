@@ -31,6 +31,7 @@ typedef struct hrpy_client {
 	const char *ack_prefix;
 	int busy;               /* calls running without the GIL */
 	int closing;
+	int forked;             /* opened in the parent of a fork() */
 	struct hrpy_open open;
 } hrpy_client;
 
@@ -43,7 +44,9 @@ static PyObject *closed_error(hrpy_client *self)
 {
 	hr_error err = { .code = HR_ECLOSED };
 
-	snprintf(err.message, sizeof err.message, "the client is closed");
+	snprintf(err.message, sizeof err.message, "%s", self->forked ?
+		 "the client was opened before fork(): open one in this process" :
+		 "the client is closed");
 	return hrpy_raise(HRPY_STATE(self), HR_ECLOSED, &err);
 }
 
@@ -534,6 +537,17 @@ static PyObject *client_close(hrpy_client *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+static void client_forget(PyObject *obj)
+{
+	hrpy_client *self = (hrpy_client *)obj;
+
+	self->c = NULL;
+	self->closing = 1;
+	self->forked = 1;
+	self->busy = 0;
+	hrpy_dispatcher_forget(self->dispatcher);
+}
+
 static void etcd_clear(hrpy_etcd *e)
 {
 	Py_CLEAR(e->keep);
@@ -652,6 +666,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	self->ack_prefix = NULL;
 	self->busy = 0;
 	self->closing = 1; /* until open */
+	self->forked = 0;
 	self->open.self = NULL;
 	memset(&self->etcd, 0, sizeof self->etcd);
 	PyObject_GC_Track(self);
@@ -696,7 +711,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 		goto fail;
 	}
 	self->closing = 0;
-	hrpy_open_add(st, &self->open, (PyObject *)self);
+	hrpy_open_add(st, &self->open, (PyObject *)self, client_forget);
 	return (PyObject *)self;
 fail:
 	if (self->dispatcher) {

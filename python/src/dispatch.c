@@ -276,6 +276,22 @@ int hrpy_dispatcher_stop(hrpy_dispatcher *d, int join)
 	return r ? 0 : -1;
 }
 
+void hrpy_dispatcher_forget(hrpy_dispatcher *d)
+{
+	/* The lock may have been held by a thread that is not here. */
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	d->stopped = 1;
+	d->old_ring = d->new_ring = NULL; /* left to the parent's memory */
+	d->lines = NULL;
+	d->tail = &d->lines;
+	d->nlines = 0;
+	d->dropped = 0;
+	d->lost = 0;
+	d->ident = 0;
+	Py_CLEAR(d->thread);
+}
+
 hrpy_dispatcher *hrpy_dispatcher_new(hrpy_state *st, PyObject *log, PyObject *on_lost)
 {
 	hrpy_dispatcher *d = PyObject_GC_New(hrpy_dispatcher, st->dispatcher_type);

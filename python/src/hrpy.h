@@ -274,15 +274,21 @@ int hrpy_dispatcher_start(hrpy_dispatcher *d, const char *name);
  * Call only once the library's threads that queue to it are gone.
  */
 int hrpy_dispatcher_stop(hrpy_dispatcher *d, int join);
+/* In the child of a fork(): stopped, its lock new, its thread gone. */
+void hrpy_dispatcher_forget(hrpy_dispatcher *d);
 
 /* ---- the objects closed at exit (module.c) --------------------------------- */
 
 struct hrpy_open {
 	struct hrpy_open *next, *prev;
 	PyObject *self;         /* borrowed */
+	/* In the child of a fork(), where the library's threads are not:
+	 * makes the object closed without a call into the library. */
+	void (*forget)(PyObject *self);
 };
 
-void hrpy_open_add(hrpy_state *st, struct hrpy_open *o, PyObject *self);
+void hrpy_open_add(hrpy_state *st, struct hrpy_open *o, PyObject *self,
+		   void (*forget)(PyObject *self));
 void hrpy_open_remove(hrpy_state *st, struct hrpy_open *o);
 
 /* ---- waits in slices -------------------------------------------------------- */

@@ -10,9 +10,11 @@ hrpy_state *hrpy_state_of_type(PyTypeObject *type)
 	return PyType_GetModuleState(type);
 }
 
-void hrpy_open_add(hrpy_state *st, struct hrpy_open *o, PyObject *self)
+void hrpy_open_add(hrpy_state *st, struct hrpy_open *o, PyObject *self,
+		   void (*forget)(PyObject *self))
 {
 	o->self = self;
+	o->forget = forget;
 	o->prev = NULL;
 	o->next = st->open;
 	if (st->open)
@@ -51,6 +53,24 @@ static PyObject *close_all(PyObject *module, PyObject *unused)
 		Py_XDECREF(r);
 	}
 	Py_XDECREF(list);
+	Py_RETURN_NONE;
+}
+
+/* After fork(), in the child: the clients and registrars of the parent
+ * have no threads here; they become closed (their memory left as it is),
+ * so that using one raises ClosedError rather than waiting for a thread
+ * that is not there. */
+static PyObject *forget_all(PyObject *module, PyObject *unused)
+{
+	hrpy_state *st = PyModule_GetState(module);
+
+	while (st->open) {
+		struct hrpy_open *o = st->open;
+		PyObject *self = o->self;
+
+		hrpy_open_remove(st, o);
+		o->forget(self);
+	}
 	Py_RETURN_NONE;
 }
 
@@ -180,6 +200,8 @@ static void module_free(void *module)
 static PyMethodDef module_functions[] = {
 	{ "_close_all", close_all, METH_NOARGS,
 	  "Closes every client and registrar still open (registered with atexit)." },
+	{ "_forget_all", forget_all, METH_NOARGS,
+	  "In a child after fork(): the parent's clients and registrars become closed." },
 	{ NULL, NULL, 0, NULL }
 };
 

@@ -26,6 +26,7 @@ typedef struct hrpy_registrar {
 	size_t tokens;          /* a leave hands them to heirs */
 	int busy;
 	int closing;
+	int forked;             /* registered in the parent of a fork() */
 	struct hrpy_open open;
 } hrpy_registrar;
 
@@ -38,7 +39,9 @@ static PyObject *closed_error(hrpy_registrar *self)
 {
 	hr_error err = { .code = HR_ECLOSED };
 
-	snprintf(err.message, sizeof err.message, "the registrar is closed");
+	snprintf(err.message, sizeof err.message, "%s", self->forked ?
+		 "the registrar was opened before fork(): it renews in the parent only" :
+		 "the registrar is closed");
 	return hrpy_raise(HRPY_STATE(self), HR_ECLOSED, &err);
 }
 
@@ -257,6 +260,17 @@ static PyObject *registrar_repr(hrpy_registrar *self)
 				    self->r ? "" : " closed");
 }
 
+static void registrar_forget(PyObject *obj)
+{
+	hrpy_registrar *self = (hrpy_registrar *)obj;
+
+	self->r = NULL;
+	self->closing = 1;
+	self->forked = 1;
+	self->busy = 0;
+	hrpy_dispatcher_forget(self->dispatcher);
+}
+
 static int registrar_traverse(hrpy_registrar *self, visitproc visit, void *arg)
 {
 	Py_VISIT(Py_TYPE((PyObject *)self));
@@ -324,6 +338,7 @@ static PyObject *registrar_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 	self->tokens = 0;
 	self->busy = 0;
 	self->closing = 1; /* until registered */
+	self->forked = 0;
 	self->open.self = NULL;
 	PyObject_GC_Track(self);
 	if (hrpy_etcd_init(&e) < 0)
@@ -366,7 +381,7 @@ static PyObject *registrar_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 		goto fail;
 	}
 	self->closing = 0;
-	hrpy_open_add(st, &self->open, (PyObject *)self);
+	hrpy_open_add(st, &self->open, (PyObject *)self, registrar_forget);
 	Py_DECREF(all);
 	Py_DECREF(e.keep);
 	return (PyObject *)self;

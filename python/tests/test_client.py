@@ -250,3 +250,29 @@ def test_metrics(etcd, prefix):
         with pytest.raises(TypeError):
             client.metrics(labels=["instance"])
         assert hashring.METRICS_CONTENT_TYPE.startswith("text/plain")
+
+
+def test_fork(etcd, prefix):
+    """A child of fork() has none of the library's threads: the clients
+    it inherits are closed there, and it opens its own."""
+    import os
+    put_nodes(etcd, prefix, ["a", "b"])
+    with hashring.Client(etcd.url, prefix, log_level="warn",
+                         on_change=lambda old, new: None) as client:
+        owner = client.lookup("k")
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                try:
+                    client.lookup("k")
+                except hashring.ClosedError as e:
+                    assert "fork" in str(e)
+                    client.close()
+                    with hashring.Client(etcd.url, prefix, log_level="warn") as own:
+                        code = 0 if own.lookup("k") == owner else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert client.lookup("k") is owner
