@@ -465,37 +465,42 @@ static int member_tokens(PyObject *v, size_t i, struct member *m)
 	return 0;
 }
 
-static int member_from_dict(PyObject *d, size_t i, PyObject *keep, struct member *m)
+static int is_field(PyObject *key, const char *name)
 {
-	Py_ssize_t pos = 0;
-	PyObject *key, *v;
+	return PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, name) == 0;
+}
 
+static int member_from_dict(PyObject *dict, size_t i, PyObject *keep, struct member *m)
+{
+	/* A copy, kept: converting a value may run code (a tokens iterable)
+	 * that changes the caller's dict. */
+	PyObject *d = PyDict_Copy(dict), *key, *v;
+	Py_ssize_t pos = 0;
+
+	if (!d || PyList_Append(keep, d) < 0) {
+		Py_XDECREF(d);
+		return -1;
+	}
+	Py_DECREF(d);
 	while (PyDict_Next(d, &pos, &key, &v)) {
-		const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
 		int rc;
 
-		if (!k) {
-			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError, "members[%zu]: field names must be str, not %R",
-				     i, key);
-			return -1;
-		}
-		if (!strcmp(k, "id"))
-			rc = member_str(v, k, i, keep, &m->node.id);
-		else if (!strcmp(k, "addr"))
-			rc = member_str(v, k, i, keep, &m->node.addr);
-		else if (!strcmp(k, "zone"))
-			rc = v == Py_None ? 0 : member_str(v, k, i, keep, &m->node.zone);
-		else if (!strcmp(k, "weight")) {
+		if (is_field(key, "id"))
+			rc = member_str(v, "id", i, keep, &m->node.id);
+		else if (is_field(key, "addr"))
+			rc = member_str(v, "addr", i, keep, &m->node.addr);
+		else if (is_field(key, "zone"))
+			rc = v == Py_None ? 0 : member_str(v, "zone", i, keep, &m->node.zone);
+		else if (is_field(key, "weight")) {
 			if (PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v))) {
 				hrpy_type_error(v, "members[%zu]['weight'] must be a number", i);
 				return -1;
 			}
 			m->node.weight = PyFloat_AsDouble(v);
 			rc = m->node.weight == -1.0 && PyErr_Occurred() ? -1 : 0;
-		} else if (!strcmp(k, "state"))
+		} else if (is_field(key, "state"))
 			rc = hrpy_state_arg(v, &m->node.state);
-		else if (!strcmp(k, "tokens"))
+		else if (is_field(key, "tokens"))
 			rc = member_tokens(v, i, m);
 		else {
 			PyErr_Format(PyExc_TypeError, "members[%zu]: unknown field %R (known: id, "
