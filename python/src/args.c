@@ -33,18 +33,12 @@ int hrpy_type_error(PyObject *o, const char *fmt, ...)
 	return -1;
 }
 
-int hrpy_key_get(PyObject *o, hrpy_key *k)
+int hrpy_key_get_any(PyObject *o, hrpy_key *k)
 {
 	Py_ssize_t len;
 
 	k->held = 0;
-	/* Exact types first: the type checks of subclasses are calls in the
-	 * stable ABI. */
-	if (Py_IS_TYPE(o, &PyUnicode_Type)) {
-		k->data = PyUnicode_AsUTF8AndSize(o, &len);
-		if (!k->data)
-			return -1;
-	} else if (PyBytes_Check(o)) {
+	if (PyBytes_Check(o)) {
 		char *data;
 
 		if (PyBytes_AsStringAndSize(o, &data, &len) < 0)
@@ -61,19 +55,11 @@ int hrpy_key_get(PyObject *o, hrpy_key *k)
 		k->data = k->view.buf;
 		len = k->view.len;
 	} else {
-		hrpy_type_error(o,
-			     "a key must be str, bytes or a bytes-like object");
+		hrpy_type_error(o, "a key must be str, bytes or a bytes-like object");
 		return -1;
 	}
 	k->len = (size_t)len;
 	return 0;
-}
-
-void hrpy_key_release(hrpy_key *k)
-{
-	if (k->held)
-		PyBuffer_Release(&k->view);
-	k->held = 0;
 }
 
 const char *hrpy_cstr(PyObject *o, const char *what)
@@ -219,8 +205,7 @@ static const char *path_arg(PyObject *o, const char *what, PyObject *keep)
 		if (!PyErr_ExceptionMatches(PyExc_TypeError))
 			return NULL; /* raised by the object's __fspath__ */
 		PyErr_Clear();
-		hrpy_type_error(o, "%s must be a path (str, bytes or os.PathLike)",
-			     what);
+		hrpy_type_error(o, "%s must be a path (str, bytes or os.PathLike)", what);
 		return NULL;
 	}
 	if (PyUnicode_Check(fs)) {

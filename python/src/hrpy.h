@@ -80,8 +80,27 @@ int hrpy_type_error(PyObject *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* Fills `k` from `o`, or raises TypeError (-1). */
-int hrpy_key_get(PyObject *o, hrpy_key *k);
-void hrpy_key_release(hrpy_key *k);
+int hrpy_key_get_any(PyObject *o, hrpy_key *k);
+
+/* The same, with the usual case (a str) inline: it is on every lookup. */
+static inline int hrpy_key_get(PyObject *o, hrpy_key *k)
+{
+	Py_ssize_t len;
+
+	if (!Py_IS_TYPE(o, &PyUnicode_Type))
+		return hrpy_key_get_any(o, k);
+	k->held = 0;
+	k->data = PyUnicode_AsUTF8AndSize(o, &len);
+	k->len = (size_t)len;
+	return k->data ? 0 : -1;
+}
+
+static inline void hrpy_key_release(hrpy_key *k)
+{
+	if (k->held)
+		PyBuffer_Release(&k->view);
+	k->held = 0;
+}
 
 /*
  * A str argument as UTF-8 with no NUL byte inside (ValueError), valid as
