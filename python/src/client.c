@@ -729,7 +729,7 @@ fail:
 static PyMethodDef client_methods[] = {
 	{ "lookup", (PyCFunction)client_lookup, METH_O,
 	  "lookup(key) -> Owner\n\nThe owners of `key` (str as UTF-8, bytes or any bytes-like "
-	  "object) in the\ncurrent ring.  Never blocks; about 100 ns.  Raises EmptyRingError "
+	  "object) in the\ncurrent ring.  Never blocks.  Raises EmptyRingError "
 	  "while\nthe ring has no node." },
 	{ "lookup_many", (PyCFunction)client_lookup_many, METH_O,
 	  "lookup_many(keys) -> list[Owner]\n\nThe owners of every key of an iterable, all from "
