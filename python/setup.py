@@ -30,11 +30,16 @@ def strip(flags, prefix):
     return [f[len(prefix):] for f in flags if f.startswith(prefix)]
 
 
+LIBRARY_DIRS = strip(pkg_config("--libs-only-L"), "-L")
+
 extension = Extension(
     "hashring._hashring",
     sources=["src/" + s for s in SOURCES],
     include_dirs=strip(pkg_config("--cflags-only-I"), "-I"),
-    library_dirs=strip(pkg_config("--libs-only-L"), "-L"),
+    library_dirs=LIBRARY_DIRS,
+    # The library is found where it was at build time, without ldconfig
+    # (cmake --install runs none) or LD_LIBRARY_PATH.
+    runtime_library_dirs=LIBRARY_DIRS,
     libraries=strip(pkg_config("--libs-only-l"), "-l"),
     define_macros=[("_GNU_SOURCE", None)],
     extra_compile_args=["-std=c11"],
