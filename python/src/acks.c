@@ -39,7 +39,7 @@ static PyStructSequence_Desc acks_desc = {
 
 static PyObject *ack_object(hrpy_state *st, const hr_ack *a)
 {
-	PyObject *obj = PyStructSequence_New(st->ack_type), *v[8];
+	PyObject *v[8];
 
 	v[0] = PyUnicode_FromString(a->client_id);
 	v[1] = PyLong_FromUnsignedLongLong(a->revision);
@@ -49,21 +49,13 @@ static PyObject *ack_object(hrpy_state *st, const hr_ack *a)
 	v[5] = PyLong_FromLongLong(a->time_ms);
 	v[6] = PyUnicode_FromString(a->version ? a->version : "");
 	v[7] = PyBool_FromLong(a->conflict);
-	for (int i = 0; i < 8; i++) {
-		if (!v[i] || !obj) {
-			Py_CLEAR(obj);
-			Py_XDECREF(v[i]);
-		} else {
-			PyStructSequence_SetItem(obj, i, v[i]);
-		}
-	}
-	return obj;
+	return hrpy_record(st->ack_type, v, 8);
 }
 
 static PyObject *acks_object(hrpy_state *st, const hr_acks *acks)
 {
 	size_t n = hr_acks_count(acks);
-	PyObject *list = PyList_New((Py_ssize_t)n), *obj, *rev;
+	PyObject *list = PyList_New((Py_ssize_t)n), *rev;
 
 	for (size_t i = 0; list && i < n; i++) {
 		PyObject *a = ack_object(st, hr_acks_get(acks, i));
@@ -74,16 +66,7 @@ static PyObject *acks_object(hrpy_state *st, const hr_acks *acks)
 			PyList_SetItem(list, (Py_ssize_t)i, a);
 	}
 	rev = PyLong_FromUnsignedLongLong(hr_acks_ring_revision(acks));
-	obj = PyStructSequence_New(st->acks_type);
-	if (!list || !rev || !obj) {
-		Py_XDECREF(list);
-		Py_XDECREF(rev);
-		Py_XDECREF(obj);
-		return NULL;
-	}
-	PyStructSequence_SetItem(obj, 0, rev);
-	PyStructSequence_SetItem(obj, 1, list);
-	return obj;
+	return hrpy_record(st->acks_type, (PyObject *[]){ rev, list }, 2);
 }
 
 PyObject *hrpy_acks_read(hrpy_state *st, const hr_etcd_config *etcd, const char *ack_prefix)

@@ -42,12 +42,7 @@ struct client_extra {
 
 static PyObject *closed_error(hrpy_client *self)
 {
-	hr_error err = { .code = HR_ECLOSED };
-
-	snprintf(err.message, sizeof err.message, "%s", self->forked ?
-		 "the client was opened before fork(): open one in this process" :
-		 "the client is closed");
-	return hrpy_raise(HRPY_STATE(self), HR_ECLOSED, &err);
+	return hrpy_closed(HRPY_STATE(self), "client", self->forked);
 }
 
 /* The client's current ring as a Ring object (a new reference): the one
@@ -190,29 +185,10 @@ static PyObject *client_lookup_many(hrpy_client *self, PyObject *keys)
 
 static PyObject *client_replicas(hrpy_client *self, PyObject *args, PyObject *kwargs)
 {
-	static char *names[] = { "key", "n", "view", NULL };
-	PyObject *key, *count_obj = NULL, *view_obj = NULL, *result;
-	unsigned long long count = 3;
-	hr_view view = HR_VIEW_WRITE;
-	hrpy_ring *r;
-	hrpy_key k;
+	hrpy_ring *r = current_ring(self);
+	PyObject *result = r ? hrpy_ring_replicas(r, args, kwargs) : NULL;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:replicas", names, &key, &count_obj,
-					 &view_obj))
-		return NULL;
-	if ((count_obj && hrpy_uint_arg(count_obj, "n", SIZE_MAX, &count) < 0) ||
-	    (view_obj && hrpy_view_arg(view_obj, &view) < 0))
-		return NULL;
-	if (hrpy_key_get(key, &k) < 0)
-		return NULL;
-	if (!self->c) {
-		hrpy_key_release(&k);
-		return closed_error(self);
-	}
-	r = current_ring(self);
-	result = r ? hrpy_ring_replicas(r, &k, view, (size_t)count) : NULL;
 	Py_XDECREF((PyObject *)r);
-	hrpy_key_release(&k);
 	return result;
 }
 
@@ -275,7 +251,7 @@ static PyObject *client_status(hrpy_client *self, PyObject *unused)
 {
 	hrpy_state *st = HRPY_STATE(self);
 	hr_client_status s;
-	PyObject *obj, *v[9];
+	PyObject *v[9];
 	int rc;
 
 	if (!self->c)
@@ -293,16 +269,7 @@ static PyObject *client_status(hrpy_client *self, PyObject *unused)
 	v[7] = PyUnicode_DecodeUTF8(s.endpoint, (Py_ssize_t)strnlen(s.endpoint, sizeof s.endpoint),
 				    "backslashreplace");
 	v[8] = PyLong_FromUnsignedLongLong(s.watcher_clients);
-	obj = PyStructSequence_New(st->status_type);
-	for (int i = 0; i < 9; i++) {
-		if (!v[i] || !obj) {
-			Py_CLEAR(obj);
-			Py_XDECREF(v[i]);
-		} else {
-			PyStructSequence_SetItem(obj, i, v[i]);
-		}
-	}
-	return obj;
+	return hrpy_record(st->status_type, v, 9);
 }
 
 static PyObject *client_wait_synced(hrpy_client *self, PyObject *args, PyObject *kwargs)

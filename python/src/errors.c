@@ -140,3 +140,15 @@ PyObject *hrpy_raise(hrpy_state *st, int code, const hr_error *err)
 	}
 	return NULL;
 }
+
+PyObject *hrpy_closed(hrpy_state *st, const char *what, int forked)
+{
+	hr_error err = { .code = HR_ECLOSED };
+
+	if (forked)
+		snprintf(err.message, sizeof err.message,
+			 "the %s was opened before fork(): open one in this process", what);
+	else
+		snprintf(err.message, sizeof err.message, "the %s is closed", what);
+	return hrpy_raise(st, HR_ECLOSED, &err);
+}

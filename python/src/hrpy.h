@@ -61,6 +61,9 @@ int hrpy_errors_init(PyObject *module, hrpy_state *st);
 /* Raises the exception of `code` with err's message (hr_strerror() when
  * err is NULL or has none).  Returns NULL, for `return hrpy_raise(...)`. */
 PyObject *hrpy_raise(hrpy_state *st, int code, const hr_error *err);
+/* Raises ClosedError for a client or registrar (`what`), closed, or
+ * opened before a fork() in the parent (`forked`).  Returns NULL. */
+PyObject *hrpy_closed(hrpy_state *st, const char *what, int forked);
 /* The exception object itself, not raised (for callbacks); NULL on error. */
 PyObject *hrpy_error_new(hrpy_state *st, int code, const hr_error *err);
 
@@ -222,9 +225,11 @@ static inline PyObject *hrpy_ring_owner(hrpy_ring *r, const hr_batch_owner *o)
 PyObject *hrpy_ring_owners(hrpy_ring *r, const hr_batch_owner *out, size_t n);
 /* The Node of node i of `r`: a new reference. */
 PyObject *hrpy_ring_node(hrpy_ring *r, size_t i);
-/* The Nodes of a preference list of `r`, as a list. */
-PyObject *hrpy_ring_replicas(hrpy_ring *r, const hrpy_key *k, hr_view view,
-			     size_t count);
+/* Ring.replicas(key, n=3, *, view='write'): its arguments and answer. */
+PyObject *hrpy_ring_replicas(hrpy_ring *r, PyObject *args, PyObject *kwargs);
+/* A record (struct sequence) of `type` from n values, whose references
+ * it takes; NULL (and every reference dropped) if any is NULL. */
+PyObject *hrpy_record(PyTypeObject *type, PyObject **values, int n);
 /* The Nodes of `r`, as a list. */
 PyObject *hrpy_ring_node_list(hrpy_ring *r);
 

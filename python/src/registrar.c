@@ -37,12 +37,7 @@ struct registrar_extra {
 
 static PyObject *closed_error(hrpy_registrar *self)
 {
-	hr_error err = { .code = HR_ECLOSED };
-
-	snprintf(err.message, sizeof err.message, "%s", self->forked ?
-		 "the registrar was opened before fork(): it renews in the parent only" :
-		 "the registrar is closed");
-	return hrpy_raise(HRPY_STATE(self), HR_ECLOSED, &err);
+	return hrpy_closed(HRPY_STATE(self), "registrar", self->forked);
 }
 
 static int apply_update(hrpy_registrar *self, const hr_record_update *upd)

@@ -118,12 +118,19 @@ static PyObject *node_str(hrpy_ring *r, size_t i, int which)
 	return *slot;
 }
 
-static int set_item(PyObject *seq, Py_ssize_t i, PyObject *v)
+PyObject *hrpy_record(PyTypeObject *type, PyObject **values, int n)
 {
-	if (!v)
-		return -1;
-	PyStructSequence_SetItem(seq, i, v);
-	return 0;
+	PyObject *obj = PyStructSequence_New(type);
+
+	for (int i = 0; i < n; i++) {
+		if (!values[i] || !obj) {
+			Py_CLEAR(obj);
+			Py_XDECREF(values[i]);
+		} else {
+			PyStructSequence_SetItem(obj, i, values[i]);
+		}
+	}
+	return obj;
 }
 
 static PyObject *new_ref(PyObject *o)
@@ -132,30 +139,33 @@ static PyObject *new_ref(PyObject *o)
 	return o;
 }
 
+/* Node i's id or address as a new reference, or None for no node. */
+static PyObject *node_str_or_none(hrpy_ring *r, uint32_t i, int which)
+{
+	PyObject *s = i < r->n ? node_str(r, i, which) : Py_None;
+
+	return s ? new_ref(s) : NULL;
+}
+
+static PyObject *state_or_none(hrpy_state *st, hrpy_ring *r, uint32_t i)
+{
+	return new_ref(i < r->n ? st->states[hr_ring_node(r->ring, i)->state] : Py_None);
+}
+
 static PyObject *owner_new(hrpy_ring *r, uint32_t w, uint32_t rd)
 {
 	hrpy_state *st = HRPY_STATE(r);
-	PyObject *owner = PyStructSequence_New(st->owner_type);
-	const hr_node *wn = w < r->n ? hr_ring_node(r->ring, w) : NULL;
-	const hr_node *rn = rd < r->n ? hr_ring_node(r->ring, rd) : NULL;
-	PyObject *s;
-	int bad = 0;
+	PyObject *v[8];
 
-	if (!owner)
-		return NULL;
-	for (int k = 0; k < 4; k++) {
-		const hr_node *node = k < 2 ? wn : rn;
-
-		s = node ? node_str(r, k < 2 ? w : rd, k & 1) : Py_None;
-		bad |= set_item(owner, k, s ? new_ref(s) : NULL);
-	}
-	bad |= set_item(owner, 4, new_ref(wn ? st->states[wn->state] : Py_None));
-	bad |= set_item(owner, 5, new_ref(rn ? st->states[rn->state] : Py_None));
-	bad |= set_item(owner, 6, PyLong_FromUnsignedLongLong(r->epoch.revision));
-	bad |= set_item(owner, 7, PyLong_FromUnsignedLongLong(r->epoch.digest));
-	if (bad)
-		Py_CLEAR(owner);
-	return owner;
+	v[0] = node_str_or_none(r, w, 0);
+	v[1] = node_str_or_none(r, w, 1);
+	v[2] = node_str_or_none(r, rd, 0);
+	v[3] = node_str_or_none(r, rd, 1);
+	v[4] = state_or_none(st, r, w);
+	v[5] = state_or_none(st, r, rd);
+	v[6] = PyLong_FromUnsignedLongLong(r->epoch.revision);
+	v[7] = PyLong_FromUnsignedLongLong(r->epoch.digest);
+	return hrpy_record(st->owner_type, v, 8);
 }
 
 static struct hrpy_pair *pair_slot(hrpy_ring *r, uint64_t key)
@@ -259,29 +269,19 @@ PyObject *hrpy_ring_node(hrpy_ring *r, size_t i)
 {
 	hrpy_state *st = HRPY_STATE(r);
 	const hr_node *node;
-	PyObject *obj;
-	int bad = 0;
+	PyObject *obj, *v[6];
 
 	if (r->nodes[i])
 		return new_ref(r->nodes[i]);
 	node = hr_ring_node(r->ring, i);
-	obj = PyStructSequence_New(st->node_type);
-	if (!obj)
-		return NULL;
-	for (int k = 0; k < 2; k++) {
-		PyObject *s = node_str(r, i, k);
-
-		bad |= set_item(obj, k, s ? new_ref(s) : NULL);
-	}
-	bad |= set_item(obj, 2, text(node->zone ? node->zone : ""));
-	bad |= set_item(obj, 3, PyFloat_FromDouble(node->weight));
-	bad |= set_item(obj, 4, new_ref(st->states[node->state]));
-	bad |= set_item(obj, 5, PyLong_FromUnsignedLong(hr_ring_node_vnodes(r->ring, node)));
-	if (bad) {
-		Py_DECREF(obj);
-		return NULL;
-	}
-	if (!r->nodes[i])
+	v[0] = node_str_or_none(r, (uint32_t)i, 0);
+	v[1] = node_str_or_none(r, (uint32_t)i, 1);
+	v[2] = text(node->zone ? node->zone : "");
+	v[3] = PyFloat_FromDouble(node->weight);
+	v[4] = new_ref(st->states[node->state]);
+	v[5] = PyLong_FromUnsignedLong(hr_ring_node_vnodes(r->ring, node));
+	obj = hrpy_record(st->node_type, v, 6);
+	if (obj && !r->nodes[i])
 		r->nodes[i] = new_ref(obj);
 	return obj;
 }
@@ -324,8 +324,8 @@ static size_t node_index(hrpy_ring *r, const hr_node *node)
 	return lo;
 }
 
-PyObject *hrpy_ring_replicas(hrpy_ring *r, const hrpy_key *k, hr_view view,
-			     size_t count)
+/* The Nodes of the preference list of a key. */
+static PyObject *preflist(hrpy_ring *r, const hrpy_key *k, hr_view view, size_t count)
 {
 	size_t want = count < r->n ? count : r->n;
 	const hr_node **out;
@@ -765,7 +765,7 @@ static PyObject *ring_lookup_many(hrpy_ring *self, PyObject *keys)
 	return result;
 }
 
-static PyObject *ring_replicas(hrpy_ring *self, PyObject *args, PyObject *kwargs)
+PyObject *hrpy_ring_replicas(hrpy_ring *r, PyObject *args, PyObject *kwargs)
 {
 	static char *names[] = { "key", "n", "view", NULL };
 	PyObject *key, *count_obj = NULL, *view_obj = NULL, *result;
@@ -781,7 +781,7 @@ static PyObject *ring_replicas(hrpy_ring *self, PyObject *args, PyObject *kwargs
 		return NULL;
 	if (hrpy_key_get(key, &k) < 0)
 		return NULL;
-	result = hrpy_ring_replicas(self, &k, view, (size_t)count);
+	result = preflist(r, &k, view, (size_t)count);
 	hrpy_key_release(&k);
 	return result;
 }
@@ -893,47 +893,39 @@ static PyObject *diff_object(hrpy_state *st, const hr_diff *d, hr_view view, dou
 	size_t narcs = hr_diff_arc_count(d), ntotals = hr_diff_total_count(d);
 	const hr_arc *arcs = hr_diff_arcs(d);
 	const hr_arc_total *totals = hr_diff_totals(d);
-	PyObject *diff = PyStructSequence_New(st->diff_type);
 	PyObject *alist = PyList_New((Py_ssize_t)narcs);
 	PyObject *tlist = PyList_New((Py_ssize_t)ntotals);
-	int bad = !diff || !alist || !tlist;
+	PyObject *v[4];
 
-	for (size_t i = 0; !bad && i < narcs; i++) {
-		PyObject *arc = PyStructSequence_New(st->arc_type);
+	for (size_t i = 0; alist && i < narcs; i++) {
+		v[0] = PyLong_FromUnsignedLongLong(arcs[i].start);
 		/* An end of 0 stands for 2**64, the top of the circle. */
-		PyObject *end = arcs[i].end ? PyLong_FromUnsignedLongLong(arcs[i].end)
-					    : PyLong_FromString("18446744073709551616", NULL, 10);
-
-		bad = !arc;
-		bad = bad || set_item(arc, 0, PyLong_FromUnsignedLongLong(arcs[i].start));
-		bad = bad || set_item(arc, 1, end);
-		bad = bad || set_item(arc, 2, node_id_or_none(arcs[i].old_node));
-		bad = bad || set_item(arc, 3, node_id_or_none(arcs[i].new_node));
-		if (arc)
-			PyList_SetItem(alist, (Py_ssize_t)i, arc);
+		v[1] = arcs[i].end ? PyLong_FromUnsignedLongLong(arcs[i].end)
+				   : PyLong_FromString("18446744073709551616", NULL, 10);
+		v[2] = node_id_or_none(arcs[i].old_node);
+		v[3] = node_id_or_none(arcs[i].new_node);
+		v[0] = hrpy_record(st->arc_type, v, 4);
+		if (!v[0])
+			Py_CLEAR(alist);
+		else
+			PyList_SetItem(alist, (Py_ssize_t)i, v[0]);
 	}
-	for (size_t i = 0; !bad && i < ntotals; i++) {
-		PyObject *t = PyStructSequence_New(st->arc_total_type);
-
-		bad = !t;
-		bad = bad || set_item(t, 0, node_id_or_none(totals[i].old_node));
-		bad = bad || set_item(t, 1, node_id_or_none(totals[i].new_node));
-		bad = bad || set_item(t, 2, PyLong_FromSize_t(totals[i].arcs));
-		bad = bad || set_item(t, 3, PyFloat_FromDouble(totals[i].share));
-		if (t)
-			PyList_SetItem(tlist, (Py_ssize_t)i, t);
+	for (size_t i = 0; tlist && i < ntotals; i++) {
+		v[0] = node_id_or_none(totals[i].old_node);
+		v[1] = node_id_or_none(totals[i].new_node);
+		v[2] = PyLong_FromSize_t(totals[i].arcs);
+		v[3] = PyFloat_FromDouble(totals[i].share);
+		v[0] = hrpy_record(st->arc_total_type, v, 4);
+		if (!v[0])
+			Py_CLEAR(tlist);
+		else
+			PyList_SetItem(tlist, (Py_ssize_t)i, v[0]);
 	}
-	if (!bad) {
-		bad = set_item(diff, 0, PyUnicode_FromString(view == HR_VIEW_READ ? "read" : "write"));
-		bad = bad || set_item(diff, 1, PyFloat_FromDouble(moved));
-		bad = bad || set_item(diff, 2, new_ref(alist));
-		bad = bad || set_item(diff, 3, new_ref(tlist));
-	}
-	Py_XDECREF(alist);
-	Py_XDECREF(tlist);
-	if (bad)
-		Py_CLEAR(diff);
-	return diff;
+	v[0] = PyUnicode_FromString(view == HR_VIEW_READ ? "read" : "write");
+	v[1] = PyFloat_FromDouble(moved);
+	v[2] = alist;
+	v[3] = tlist;
+	return hrpy_record(st->diff_type, v, 4);
 }
 
 static PyObject *ring_diff(hrpy_ring *self, PyObject *args, PyObject *kwargs)
@@ -1017,7 +1009,7 @@ static PyMethodDef ring_methods[] = {
 	{ "lookup_many", (PyCFunction)ring_lookup_many, METH_O,
 	  "lookup_many(keys) -> list[Owner]\n\nThe owners of every key of an iterable, in "
 	  "one batch (the GIL released\nfrom 64 keys on); an empty iterable gives []." },
-	{ "replicas", (PyCFunction)(void (*)(void))ring_replicas, METH_VARARGS | METH_KEYWORDS,
+	{ "replicas", (PyCFunction)(void (*)(void))hrpy_ring_replicas, METH_VARARGS | METH_KEYWORDS,
 	  "replicas(key, n=3, *, view='write') -> list[Node]\n\nThe preference list of `key`: "
 	  "the first `n` distinct nodes of the view\nclockwise, zones first distinct "
 	  "(docs/placement.md section 5)." },
