@@ -800,16 +800,20 @@ HR_EXPORT int hr_client_open(const hr_etcd_config *etcd,
 
 /*
  * Waits up to `timeout_ms` (0: only checks) for the client's first full
- * sync to publish a ring, as hr_client_open() does without
- * `open_nonblocking`: a program can open with `open_nonblocking` and wait
- * in short slices, doing something else (watching for signals) between
- * them.  Returns 0 once the first ring is published (at once if it already
- * is); HR_ETIMEDOUT while there is none yet, the message saying how long
- * since hr_client_open() and the last failure (the watcher keeps trying);
- * or the error that makes waiting pointless, as hr_client_open() would
- * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first
- * ring could not be built; the watcher retries).  HR_EINVAL for a NULL
- * client or a negative timeout.  Thread safe.
+ * sync to publish a ring, and for a client that acknowledges its rings
+ * (ack_client_id) for its first ack to be in etcd, as hr_client_open()
+ * does without `open_nonblocking`: a program can open with
+ * `open_nonblocking` and wait in short slices, doing something else
+ * (watching for signals) between them.  Returns 0 once the first ring is
+ * published and acknowledged (at once if it already is); HR_ETIMEDOUT
+ * while not yet, the message saying how long since hr_client_open() and
+ * the last failure (the watcher and the ack thread keep trying); or the
+ * error that makes waiting pointless, as hr_client_open() would return it:
+ * HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first ring could
+ * not be built; the watcher retries), HR_EEXIST (the ack client id is
+ * another live client's, the message naming its lease; see "Acknowledged
+ * epochs").  HR_EINVAL for a NULL client or a negative timeout.  Thread
+ * safe.
  */
 HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
 				    hr_error *err);
@@ -1233,14 +1237,21 @@ HR_EXPORT int hr_ring_metrics_write(const hr_ring *ring,
  * request_timeout_ms for it (not at all while etcd fails: the lease then
  * expires by itself); a client that dies leaves when its lease expires.
  * If another live lease holds the key (two clients given one id), the
- * client logs `event=ack_id_taken` and does not overwrite it.
+ * client does not overwrite it: it logs `event=ack_id_taken` (level error)
+ * at once, then at most every 5 s while it lasts, `failures` counting the
+ * attempts so far, and tries again after 0.5 s doubling up to 5 s; the
+ * same holds for other failed puts (`event=ack_failed`, level warn).
  *
  * A blocking hr_client_open() returns only once the first ack is in etcd
  * (within what is left of open_timeout_ms, 1 s at least): a client that
  * routes is counted by every wait from then on.  It fails otherwise, with
- * HR_EEXIST (the id is another live client's), HR_EPERM, HR_EAUTH,
- * HR_ETLS at once, or HR_ETIMEDOUT.  With open_nonblocking the first ack
- * follows the first ring by a few milliseconds.
+ * HR_EEXIST (the id is another live client's: the message names its
+ * lease), HR_EPERM, HR_EAUTH, HR_ETLS at once, or HR_ETIMEDOUT.  With
+ * open_nonblocking, open returns at once and the first ack follows the
+ * first ring by a few milliseconds; hr_client_wait_synced() waits for it
+ * and fails as a blocking open would.  A non-blocking client that does not
+ * wait routes without being counted while its id is taken, and acks as
+ * soon as the id is free (the other client closed, or its lease expired).
  *
  * An ack's revision is the newest etcd revision at which the client knows
  * its ring to match the records: that of the last batch of changes it

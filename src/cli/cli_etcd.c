@@ -326,9 +326,67 @@ void cli_etcd_follow_stop(void)
 	kill(getpid(), CLI_WAKE_SIGNAL);
 }
 
+/*
+ * The rings published before the open is over (its first ring, and with
+ * --client-id its first ack) are held back, so that a command that fails
+ * to open (an ack id another client holds) prints nothing; once it is over
+ * they are handed to the command in order, then each ring as it comes.
+ */
+struct follow_gate {
+	pthread_mutex_t mu;
+	int open;
+	hr_ring_change_fn fn;
+	void *userdata;
+	hr_ring *(*held)[2];     /* (old, new) pairs, retained */
+	size_t n, cap;
+};
+
+static void gated_change(void *ud, const hr_ring *old, const hr_ring *ring)
+{
+	struct follow_gate *g = ud;
+
+	pthread_mutex_lock(&g->mu);
+	if (g->open) {
+		g->fn(g->userdata, old, ring);
+	} else {
+		if (g->n == g->cap) {
+			size_t cap = g->cap ? g->cap * 2 : 4;
+			void *p = realloc(g->held, cap * sizeof *g->held);
+
+			if (p) {
+				g->held = p;
+				g->cap = cap;
+			}
+		}
+		/* Out of memory: that ring is not shown. */
+		if (g->n < g->cap) {
+			g->held[g->n][0] = hr_ring_retain((hr_ring *)old);
+			g->held[g->n][1] = hr_ring_retain((hr_ring *)ring);
+			g->n++;
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Hands the held rings over (`deliver`) or drops them, and opens. */
+static void gate_open(struct follow_gate *g, int deliver)
+{
+	pthread_mutex_lock(&g->mu);
+	for (size_t i = 0; i < g->n; i++) {
+		if (deliver)
+			g->fn(g->userdata, g->held[i][0], g->held[i][1]);
+		hr_ring_release(g->held[i][0]);
+		hr_ring_release(g->held[i][1]);
+	}
+	g->n = 0;
+	g->open = 1;
+	pthread_mutex_unlock(&g->mu);
+}
+
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata)
 {
+	struct follow_gate gate = { .fn = fn, .userdata = userdata };
 	hr_client_config cfg;
 	hr_client *client = NULL;
 	sigset_t set;
@@ -339,23 +397,27 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	sigaddset(&set, CLI_WAKE_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	__atomic_store_n(&follow_stopped, 0, __ATOMIC_RELEASE);
+	pthread_mutex_init(&gate.mu, NULL);
 	hr_client_config_init(&cfg);
-	cfg.on_change = fn;
-	cfg.on_change_userdata = userdata;
+	cfg.on_change = gated_change;
+	cfg.on_change_userdata = &gate;
 	cli_ack_config(e, &cfg);
 	rc = cli_etcd_open(e, cmd, &cfg, &client);
-	if (CLI_EXIT_IS_SIGNAL(rc))
-		return CLI_EXIT_OK; /* asked to stop before the first ring */
-	if (rc)
-		return rc;
-	while (!__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
-		int sig = signal_wait(&set, -1);
+	/* Closed on failure: no more calls. */
+	gate_open(&gate, rc == CLI_EXIT_OK);
+	if (rc == CLI_EXIT_OK) {
+		while (!__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
+			int sig = signal_wait(&set, -1);
 
-		if (sig == SIGINT || sig == SIGTERM)
-			break;
+			if (sig == SIGINT || sig == SIGTERM)
+				break;
+		}
+		hr_client_close(client);
 	}
-	hr_client_close(client);
-	return CLI_EXIT_OK;
+	free(gate.held);
+	pthread_mutex_destroy(&gate.mu);
+	/* Asked to stop before the first ring: a normal end. */
+	return CLI_EXIT_IS_SIGNAL(rc) ? CLI_EXIT_OK : rc;
 }
 
 int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,

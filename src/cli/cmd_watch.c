@@ -21,7 +21,8 @@ static const char description[] =
 	"info by default) go to stderr.\n"
 	"With --client-id, each ring is also acknowledged for `hashring acks`: its\n"
 	"revision and digest at the key ACK_PREFIX followed by ID, under a lease\n"
-	"revoked on exit.";
+	"revoked on exit; the first ring is printed once its ack is in etcd, and\n"
+	"an ID that another live client holds is an error (exit 1).";
 
 struct watch_state {
 	int json;

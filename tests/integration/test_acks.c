@@ -11,6 +11,7 @@
 #include "hrt_ring.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -509,6 +510,115 @@ START_TEST(bad_input_is_refused)
 }
 END_TEST
 
+/* The lease of `id`'s ack, in hex as messages write it. */
+static void ack_lease_hex(const char *id, char *hex, size_t len)
+{
+	hr_acks *acks = NULL;
+	hr_error err = { 0 };
+	const hr_ack *a;
+
+	ck_assert_msg(hr_acks_list(&ecfg, ACKS, &acks, &err) == 0, "%s", err.message);
+	a = find_ack(acks, id);
+	ck_assert_ptr_nonnull(a);
+	snprintf(hex, len, "%016" PRIx64, (uint64_t)a->lease);
+	hr_acks_free(acks);
+}
+
+/* The `failures=N` of the last line holding every needle. */
+static int last_failures(const char *needle)
+{
+	const char *p, *last = NULL;
+	int n = -1;
+
+	pthread_mutex_lock(&logbuf.mu);
+	for (p = logbuf.text; p && (p = strstr(p, needle)); p++)
+		last = p;
+	if (last) {
+		const char *eol = strchr(last, '\n'), *f = strstr(last, " failures=");
+
+		if (f && (!eol || f < eol))
+			n = atoi(f + 10);
+	}
+	pthread_mutex_unlock(&logbuf.mu);
+	return n;
+}
+
+/* An id another live client holds, opened without blocking: the wait for
+ * the first sync fails as a blocking open does, naming the holder's lease;
+ * the client keeps trying, each line counting the attempts so far (its
+ * lease renewals in between do not start the count again), and acks once
+ * the holder is gone. */
+START_TEST(taken_id_fails_the_wait_and_counts)
+{
+	hr_etcd_config e = ecfg;
+	hr_client_config cfg;
+	hr_client *holder, *c = NULL;
+	hr_error err = { 0 };
+	char lease[32];
+	int lines;
+
+	put_node("a", "127.0.0.1:1");
+	holder = acking_client("twin", 0, 0);
+	ack_lease_hex("twin", lease, sizeof lease);
+	hr_client_config_init(&cfg);
+	cfg.ack_client_id = "twin";
+	cfg.ack_prefix = ACKS;
+	cfg.ack_ttl_s = 3;
+	cfg.open_nonblocking = 1;
+	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), 0);
+	ck_assert_int_eq(hr_client_wait_synced(c, 10000, &err), HR_EEXIST);
+	ck_assert_msg(strstr(err.message, ACKS "twin is held by lease ") &&
+		      strstr(err.message, lease), "%s (lease %s)", err.message, lease);
+	/* It routes meanwhile. */
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+
+	/* Attempts after 0.5, 1, 2 and 4 s: the second line, 5 s after the
+	 * first, counts all of them (renewals every second in between). */
+	lines = hrt_log_wait(&logbuf, 2, 15000, 50, "event=ack_id_taken", "client=twin", NULL);
+	ck_assert_int_ge(lines, 2);
+	ck_assert_msg(last_failures("event=ack_id_taken") >= 4, "failures=%d",
+		      last_failures("event=ack_id_taken"));
+
+	/* The holder leaves: the id is free, the client acks. */
+	hr_client_close(holder);
+	ck_assert_uint_ne(wait_ack("twin", 0, 10000), 0);
+	ck_assert_int_eq(hr_client_wait_synced(c, 0, &err), 0);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=ack_recovered", "client=twin", NULL), 1);
+	hr_client_close(c);
+}
+END_TEST
+
+/* `watch` and `serve` with an id another live client holds: exit 1 naming
+ * the holder's lease, before printing any ring. */
+START_TEST(cli_refuses_a_taken_id)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hr_client *holder;
+	hrt_cli_run run;
+	char lease[32];
+
+	put_node("a", "127.0.0.1:1");
+	holder = acking_client("twin", 0, 0);
+	ack_lease_hex("twin", lease, sizeof lease);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "watch", "--endpoints", eps, "--prefix",
+			PREFIX, "--client-id", "twin", "--ack-prefix", ACKS, "--log-level", "warn",
+			NULL });
+	ck_assert_msg(run.status == 1, "exit %d: %s", run.status, run.err);
+	ck_assert_str_eq(run.out, "");
+	ck_assert_msg(strstr(run.err, "hashring: watch: " ACKS "twin is held by lease ") &&
+		      strstr(run.err, lease), "%s", run.err);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "serve", "--listen", "127.0.0.1:0",
+			"--endpoints", eps, "--prefix", PREFIX, "--client-id", "twin",
+			"--ack-prefix", ACKS, "--log-level", "warn", NULL });
+	ck_assert_msg(run.status == 1, "exit %d: %s", run.status, run.err);
+	ck_assert_msg(strstr(run.err, "hashring: serve: " ACKS "twin is held by lease ") &&
+		      strstr(run.err, lease), "%s", run.err);
+	hr_client_close(holder);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acks");
@@ -522,6 +632,8 @@ int main(void)
 	tcase_add_test(tc, conflicting_digests_fail_the_wait);
 	tcase_add_test(tc, cli_lists_and_waits);
 	tcase_add_test(tc, bad_input_is_refused);
+	tcase_add_test(tc, taken_id_fails_the_wait_and_counts);
+	tcase_add_test(tc, cli_refuses_a_taken_id);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
