@@ -1284,10 +1284,12 @@ typedef struct hr_acks hr_acks;
  * hr_client_config.ack_prefix: not overlapping etcd->prefix), in client id
  * order, with the newest revision of the records under etcd->prefix for
  * the lag (a deletion is not seen there: only hr_acks_wait() is exact).
- * A value under the prefix that is not an ack is left out and logged
- * (event=bad_ack).  Errors: HR_EINVAL (NULL out, bad settings or prefix,
- * naming it), the connection errors of hr_client_open, HR_ELIMIT (more than
- * HR_NODES_MAX acks), HR_ENOMEM.  *out is freed with hr_acks_free().
+ * A value under the prefix that is not an ack (docs/handoff.md; a revision
+ * above 2^53 is not) is left out and logged (event=bad_ack; a wait logs
+ * each such value once, not at each reading).  Errors: HR_EINVAL (NULL
+ * out, bad settings or prefix, naming it), the connection errors of
+ * hr_client_open, HR_ELIMIT (more than HR_NODES_MAX acks), HR_ENOMEM.
+ * *out is freed with hr_acks_free().
  * Thread safe.
  */
 HR_EXPORT int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,

@@ -40,8 +40,9 @@ char *hr__ack_record_write(const char *id, uint64_t revision, uint64_t digest,
 
 /* Parses the record under the key of client `id` (`id_len` bytes).
  * HR_EPARSE with the reason: not JSON, a missing or mistyped field, a
- * revision not in 1..2^53, a digest not 16 lowercase hex digits, a client
- * that is not the key's.  Unknown fields are ignored. */
+ * revision not written as a whole number in 1..2^53 (read from its digits,
+ * exactly), a digest not 16 lowercase hex digits, a client that is not the
+ * key's.  Unknown fields are ignored. */
 int hr__ack_record_parse(const char *id, size_t id_len, const char *value,
 			 size_t len, hr__ack_record *out, hr_error *err);
 

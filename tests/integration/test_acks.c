@@ -510,6 +510,78 @@ START_TEST(bad_input_is_refused)
 }
 END_TEST
 
+/* Occurrences of `needle` in `s`. */
+static int occurrences(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)); s++)
+		n++;
+	return n;
+}
+
+/* A value under the ack prefix that is not an ack is logged once per
+ * listing or wait, however often a wait reads it (library and CLI); one
+ * put again is news, logged again.  A revision above 2^53 is not an ack. */
+START_TEST(bad_ack_logged_once_per_wait)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hr_client *c;
+	hr_error err = { 0 };
+	hrt_cli_run run;
+	char future[32];
+	int64_t rev;
+
+	put_node("a", "127.0.0.1:1");
+	c = acking_client("behind", 0, 0);
+	rev = put_node("b", "127.0.0.1:2");
+	ck_assert_uint_eq(wait_ack("behind", (uint64_t)rev, 5000), (uint64_t)rev);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), ACKS "static",
+				 "{\"client\":\"static\"}"), 0);
+	snprintf(future, sizeof future, "%" PRId64, rev + 1000);
+	hrt_log_clear(&logbuf);
+	/* Every 100 ms: ten readings. */
+	ck_assert_int_eq(hr_acks_wait(&ecfg, ACKS, (uint64_t)rev + 1000, 1000, NULL, &err),
+			 HR_ETIMEDOUT);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", "key=" ACKS "static", NULL), 1);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
+			PREFIX, "--ack-prefix", ACKS, "--wait-revision", future, "--timeout", "1",
+			NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_msg(occurrences(run.err, "event=bad_ack") == 1, "%s", run.err);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
+			PREFIX, "--ack-prefix", ACKS, NULL });
+	ck_assert_int_eq(run.status, 0);
+	ck_assert_msg(occurrences(run.err, "event=bad_ack") == 1, "%s", run.err);
+
+	/* A value put during the wait is logged when it comes. */
+	hrt_log_clear(&logbuf);
+	{
+		hr_acks *acks = NULL;
+		char lease_put[512];
+		int64_t lease;
+
+		ck_assert_int_eq(hrt_etcdctl(etcd, lease_put, sizeof lease_put, "lease grant 30"), 0);
+		lease = (int64_t)strtoull(lease_put + strlen("lease "), NULL, 16);
+		ck_assert_int_gt(lease, 0);
+		ck_assert_int_eq(hrt_etcdctl(etcd, lease_put, sizeof lease_put,
+					     "put --lease=%" PRIx64 " " ACKS "huge '{\"client\":\"huge\","
+					     "\"revision\":9007199254740993,\"digest\":\"0000000000000001\","
+					     "\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}'",
+					     (uint64_t)lease), 0);
+		ck_assert_int_eq(hr_acks_wait(&ecfg, ACKS, (uint64_t)rev + 1000, 300, &acks, &err),
+				 HR_ETIMEDOUT);
+		ck_assert_uint_eq(hr_acks_count(acks), 1);
+		hr_acks_free(acks);
+		ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", "key=" ACKS "huge",
+					       "is above 2^53", NULL), 1);
+		ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", NULL), 2);
+	}
+	hr_client_close(c);
+}
+END_TEST
+
 /* The lease of `id`'s ack, in hex as messages write it. */
 static void ack_lease_hex(const char *id, char *hex, size_t len)
 {
@@ -632,6 +704,7 @@ int main(void)
 	tcase_add_test(tc, conflicting_digests_fail_the_wait);
 	tcase_add_test(tc, cli_lists_and_waits);
 	tcase_add_test(tc, bad_input_is_refused);
+	tcase_add_test(tc, bad_ack_logged_once_per_wait);
 	tcase_add_test(tc, taken_id_fails_the_wait_and_counts);
 	tcase_add_test(tc, cli_refuses_a_taken_id);
 	suite_add_tcase(s, tc);

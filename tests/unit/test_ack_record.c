@@ -35,6 +35,16 @@ START_TEST(written_records_read_back)
 	    "\"time\":\"1970-01-01T00:00:01.000Z\",\"later\":[1,2]}";
 	ck_assert_int_eq(hr__ack_record_parse("a", 1, s, strlen(s), &rec, &err), 0);
 	ck_assert_int_eq(rec.time_ms, 1000);
+
+	/* The revision is read from its digits: 2^53 - 1 exactly, wherever
+	 * the member is, whatever comes before it (strings holding brackets,
+	 * nested values, blanks). */
+	s = " {\"later\" : {\"revision\":5,\"x\":[1,\"}\\\",\"]} , \"client\":\"a\",\"digest\":"
+	    "\"0000000000000001\",\"version\":\"9.0.0\",\"time\":\"1970-01-01T00:00:01.000Z\","
+	    " \"revision\" :\t9007199254740991 } ";
+	ck_assert_msg(hr__ack_record_parse("a", 1, s, strlen(s), &rec, &err) == 0, "%s",
+		      err.message);
+	ck_assert_uint_eq(rec.revision, HR__ACK_REVISION_MAX - 1);
 }
 END_TEST
 
@@ -48,14 +58,29 @@ START_TEST(what_is_not_an_ack_is_refused)
 		{ "{\"client\":\"b\",\"revision\":1,\"digest\":\"0000000000000001\",\"version\":\"1\","
 		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"client\" is not the client id of its key" },
 		{ "{\"client\":\"a\",\"revision\":0,\"digest\":\"0000000000000001\",\"version\":\"1\","
-		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" is not a whole number in 1..2^53" },
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" 0 is not a whole number in 1..2^53" },
 		{ "{\"client\":\"a\",\"revision\":1.5,\"digest\":\"0000000000000001\",\"version\":\"1\","
-		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" is not a whole number in 1..2^53" },
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" 1.5 is not a whole number in 1..2^53" },
+		/* Whole in value, not written as a whole number. */
+		{ "{\"client\":\"a\",\"revision\":4.2e1,\"digest\":\"0000000000000001\",\"version\":\"1\","
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" 4.2e1 is not a whole number in 1..2^53" },
+		{ "{\"client\":\"a\",\"revision\":-1,\"digest\":\"0000000000000001\",\"version\":\"1\","
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" -1 is not a whole number in 1..2^53" },
+		/* 2^53 + 1: a double rounds it to 2^53, which is in range. */
+		{ "{\"client\":\"a\",\"revision\":9007199254740993,\"digest\":\"0000000000000001\","
+		  "\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}",
+		  "\"revision\" 9007199254740993 is above 2^53 (9007199254740992), the largest a JSON"
+		  " number holds exactly" },
+		{ "{\"client\":\"a\",\"revision\":123456789012345678901234567890,\"digest\":"
+		  "\"0000000000000001\",\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}",
+		  "\"revision\" 123456789012345678901234567890 is above 2^53 (9007199254740992), the"
+		  " largest a JSON number holds exactly" },
 		{ "{\"client\":\"a\",\"revision\":\"1\",\"digest\":\"0000000000000001\",\"version\":\"1\","
 		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" is not a whole number in 1..2^53" },
 		{ "{\"client\":\"a\",\"revision\":18014398509481984,\"digest\":\"0000000000000001\","
 		  "\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}",
-		  "\"revision\" is not a whole number in 1..2^53" },
+		  "\"revision\" 18014398509481984 is above 2^53 (9007199254740992), the largest a JSON"
+		  " number holds exactly" },
 		{ "{\"client\":\"a\",\"revision\":1,\"digest\":\"000000000000000G\",\"version\":\"1\","
 		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"digest\" is not 16 lowercase hex digits" },
 		{ "{\"client\":\"a\",\"revision\":1,\"digest\":\"00000000000000AB\",\"version\":\"1\","
