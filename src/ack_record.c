@@ -36,24 +36,42 @@ int hr__ack_client_id_check(const char *id, hr_error *err)
 	return 0;
 }
 
+hr__overlap hr__prefixes_overlap(const char *ack_prefix, const char *ring_prefix)
+{
+	size_t a = strlen(ack_prefix), r = strlen(ring_prefix);
+
+	if (strncmp(ack_prefix, ring_prefix, a < r ? a : r))
+		return HR__APART;
+	return a == r ? HR__SAME : a < r ? HR__ACKS_HOLD_RING : HR__RING_HOLDS_ACKS;
+}
+
 int hr__ack_prefix_check(const char *ack_prefix, const char *ring_prefix,
 			 hr_error *err)
 {
-	size_t a, r;
-
 	if (!ack_prefix || !ack_prefix[0])
 		return hr__error_set(err, HR_EINVAL, "ack prefix must be set and not empty");
-	a = strnlen(ack_prefix, PREFIX_MAX + 1);
-	if (a > PREFIX_MAX)
+	if (strnlen(ack_prefix, PREFIX_MAX + 1) > PREFIX_MAX)
 		return hr__error_set(err, HR_EINVAL, "ack prefix longer than %d bytes",
 				     PREFIX_MAX);
-	r = strlen(ring_prefix);
-	if (!strncmp(ack_prefix, ring_prefix, a < r ? a : r))
+	switch (hr__prefixes_overlap(ack_prefix, ring_prefix)) {
+	case HR__APART:
+		return 0;
+	case HR__SAME:
 		return hr__error_set(err, HR_EINVAL,
-				     "ack prefix \"%.200s\" overlaps the ring prefix \"%.200s\": acks"
-				     " would be read as node records; use a prefix of its own",
+				     "the ack prefix is the ring prefix \"%.200s\": acks and node"
+				     " records would be read as each other; use a prefix of its own",
+				     ring_prefix);
+	case HR__ACKS_HOLD_RING:
+		return hr__error_set(err, HR_EINVAL,
+				     "the ack prefix \"%.200s\" contains the ring prefix \"%.200s\":"
+				     " node records would be read as acks; use a prefix of its own",
 				     ack_prefix, ring_prefix);
-	return 0;
+	default:
+		return hr__error_set(err, HR_EINVAL,
+				     "the ring prefix \"%.200s\" contains the ack prefix \"%.200s\":"
+				     " acks would be read as node records; use a prefix of its own",
+				     ring_prefix, ack_prefix);
+	}
 }
 
 /* RFC 3339 in UTC with milliseconds: "2026-12-01T12:34:56.789Z". */

@@ -26,9 +26,20 @@ typedef struct hr__ack_record {
  * printable ASCII, no '/').  HR_EINVAL or HR_ELIMIT naming it. */
 int hr__ack_client_id_check(const char *id, hr_error *err);
 
+/* How an ack prefix and a ring prefix overlap: not at all, or one starts
+ * with the other (holds the other's keys). */
+typedef enum hr__overlap {
+	HR__APART,
+	HR__SAME,
+	HR__ACKS_HOLD_RING,       /* the ack prefix starts the ring prefix */
+	HR__RING_HOLDS_ACKS       /* the ring prefix starts the ack prefix */
+} hr__overlap;
+
+hr__overlap hr__prefixes_overlap(const char *ack_prefix, const char *ring_prefix);
+
 /* Checks an ack prefix (1..4096 bytes) against the ring's prefix: neither
  * may start with the other, or acks would be read as node records (or
- * records as acks).  HR_EINVAL naming both. */
+ * records as acks).  HR_EINVAL saying which contains which. */
 int hr__ack_prefix_check(const char *ack_prefix, const char *ring_prefix,
 			 hr_error *err);
 

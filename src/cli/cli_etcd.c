@@ -4,7 +4,9 @@
  * waits for etcd (first sync, retries), which signals end at once.
  */
 #include "cli.h"
+#include "ack_record.h"
 #include "clock.h"
+#include "maglev.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,6 +34,12 @@ _Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1 &&
 	       HR_PLACEMENT_TOKENS == 4,
 	       "cli_placements follows hr_placement");
 _Static_assert(HR_POINTS_MAX == 33554432u, "CLI_RING_OPTIONS names the limit");
+
+const char *cli_maglev_size_check(unsigned long m)
+{
+	/* The library's rule, said in the option's terms. */
+	return hr__maglev_size_check(m, NULL) ? "is not a prime (65537 is, the default)" : NULL;
+}
 
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level)
 {
@@ -204,6 +212,10 @@ int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_etcd_config *cfg)
 	cfg->endpoints = or_env(e->endpoints, "ETCDCTL_ENDPOINTS");
 	cfg->prefix = e->prefix ? e->prefix : CLI_DEFAULT_PREFIX;
 	plen = strlen(cfg->prefix);
+	if (plen > CLI_PREFIX_MAX) {
+		cli_usage(cmd, "--prefix: longer than %d bytes", CLI_PREFIX_MAX);
+		return -1;
+	}
 	/* Allowed (a prefix is any byte string), but almost always a slip
 	 * that hides every node: the ids would start with '/'. */
 	if (plen && cfg->prefix[plen - 1] != '/')
@@ -302,10 +314,48 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 
 int cli_ack_options_check(const struct cli_etcd *e, const char *cmd)
 {
+	hr_error why = { 0 };
+
 	if (!e->ack_client_id && (e->ack_prefix || e->ack_ttl_s))
 		return cli_usage(cmd, "--%s needs --client-id: the id the acks are written under",
 				 e->ack_prefix ? "ack-prefix" : "ack-ttl");
-	return 0;
+	if (!e->ack_client_id)
+		return 0;
+	if (hr__ack_client_id_check(e->ack_client_id, &why))
+		return cli_usage(cmd, "--client-id: %s", why.message);
+	return cli_ack_prefix_check(cmd, e->ack_prefix, e->prefix);
+}
+
+/* "--NAME VALUE", or with a NULL value "--NAME DEFAULT (the default)". */
+static void option_text(char *buf, size_t size, const char *name, const char *value,
+			const char *dflt)
+{
+	snprintf(buf, size, "--%s %.200s%s", name, value ? value : dflt,
+		 value ? "" : " (the default)");
+}
+
+int cli_ack_prefix_check(const char *cmd, const char *ack_prefix, const char *prefix)
+{
+	const char *acks = ack_prefix ? ack_prefix : CLI_DEFAULT_ACK_PREFIX;
+	char a[256], r[256];
+
+	if (strlen(acks) > CLI_PREFIX_MAX)
+		return cli_usage(cmd, "--ack-prefix: longer than %d bytes", CLI_PREFIX_MAX);
+	option_text(a, sizeof a, "ack-prefix", ack_prefix, CLI_DEFAULT_ACK_PREFIX);
+	option_text(r, sizeof r, "prefix", prefix, CLI_DEFAULT_PREFIX);
+	switch (hr__prefixes_overlap(acks, prefix ? prefix : CLI_DEFAULT_PREFIX)) {
+	case HR__APART:
+		return 0;
+	case HR__SAME:
+		return cli_usage(cmd, "%s is also %s: acks and node records would be read as"
+				 " each other; give the acks a prefix of their own", a, r);
+	case HR__ACKS_HOLD_RING:
+		return cli_usage(cmd, "%s contains %s: node records would be read as acks;"
+				 " give the acks a prefix of their own", a, r);
+	default:
+		return cli_usage(cmd, "%s contains %s: acks would be read as node records;"
+				 " give the acks a prefix of their own", r, a);
+	}
 }
 
 void cli_ack_config(const struct cli_etcd *e, hr_client_config *cfg)

@@ -131,7 +131,7 @@ int cmd_acks(int argc, char **argv)
 {
 	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX;
 	unsigned long wait_revision = 0;
-	int json = 0, wait_given = 0;
+	int json = 0, wait_given = 0, ack_prefix_given = 0;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
 	hr_error err = { 0 };
@@ -149,6 +149,7 @@ int cmd_acks(int argc, char **argv)
 		  .help = "print one JSON object per client" },
 		{ .name = "ack-prefix", .arg = "ACK_PREFIX", .type = CLI_STRING,
 		  .dest = &ack_prefix, .flags = CLI_ETCD | CLI_NONEMPTY,
+		  .given = &ack_prefix_given,
 		  .help = "key prefix of the acks; must not overlap --prefix" },
 		CLI_ETCD_OPTIONS(&conn, "seconds --wait-revision waits"),
 		{ .name = NULL }
@@ -169,6 +170,9 @@ int cmd_acks(int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
+	rc = cli_ack_prefix_check(CMD, ack_prefix_given ? ack_prefix : NULL, conn.prefix);
+	if (rc)
+		goto out;
 	if (wait_given) {
 		int timeout_ms = !conn.timeout_s || conn.timeout_s > INT_MAX / 1000 ?
 				 INT_MAX : (int)conn.timeout_s * 1000;

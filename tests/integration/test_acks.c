@@ -430,14 +430,14 @@ START_TEST(bad_input_is_refused)
 	cfg.ack_client_id = "web-1";
 	cfg.ack_prefix = PREFIX "acks/";
 	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "hr_client_config: ack prefix \"" PREFIX "acks/\" overlaps"
-			 " the ring prefix \"" PREFIX "\": acks would be read as node records;"
+	ck_assert_str_eq(err.message, "hr_client_config: the ring prefix \"" PREFIX "\" contains"
+			 " the ack prefix \"" PREFIX "acks/\": acks would be read as node records;"
 			 " use a prefix of its own");
 	cfg.ack_prefix = "/t/";
 	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_acks_list(&e, "/t/", &acks, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "ack prefix \"/t/\" overlaps the ring prefix \"" PREFIX "\":"
-			 " acks would be read as node records; use a prefix of its own");
+	ck_assert_str_eq(err.message, "the ack prefix \"/t/\" contains the ring prefix \"" PREFIX
+			 "\": node records would be read as acks; use a prefix of its own");
 	ck_assert_ptr_null(acks);
 	ck_assert_int_eq(hr_acks_list(&e, "", &acks, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "ack prefix must be set and not empty");
@@ -494,11 +494,14 @@ START_TEST(bad_input_is_refused)
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "watch", "--endpoints", eps, "--prefix",
 			PREFIX, "--client-id", "web-1", "--ack-prefix", PREFIX "acks/", NULL });
 	ck_assert_int_eq(run.status, 2);
-	ck_assert_ptr_nonnull(strstr(run.err, "hashring: watch: hr_client_config: ack prefix"));
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: watch: --prefix " PREFIX " contains"
+				     " --ack-prefix " PREFIX "acks/: acks would be read as node"
+				     " records"));
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
 			PREFIX, "--ack-prefix", PREFIX, NULL });
 	ck_assert_int_eq(run.status, 2);
-	ck_assert_ptr_nonnull(strstr(run.err, "overlaps the ring prefix"));
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: acks: --ack-prefix " PREFIX " is also"
+				     " --prefix " PREFIX ": "));
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps,
 			"--wait-revision", "0", NULL });
 	ck_assert_int_eq(run.status, 2);

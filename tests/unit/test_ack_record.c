@@ -124,14 +124,25 @@ START_TEST(ids_and_prefixes_follow_their_rules)
 	ck_assert_str_eq(err.message, "ack client id is longer than 255 bytes");
 
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/acks/", "/hashring/nodes/", &err), 0);
+	/* The message says which contains which, and what goes wrong then. */
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/nodes/acks/", "/hashring/nodes/", &err),
 			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "the ring prefix \"/hashring/nodes/\" contains the ack"
+			 " prefix \"/hashring/nodes/acks/\": acks would be read as node records;"
+			 " use a prefix of its own");
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/", "/hashring/nodes/", &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "the ack prefix \"/hashring/\" contains the ring prefix"
+			 " \"/hashring/nodes/\": node records would be read as acks; use a"
+			 " prefix of its own");
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/nodes/", "/hashring/nodes/", &err),
 			 HR_EINVAL);
-	ck_assert_str_eq(err.message, "ack prefix \"/hashring/nodes/\" overlaps the ring prefix"
-			 " \"/hashring/nodes/\": acks would be read as node records; use a"
-			 " prefix of its own");
+	ck_assert_str_eq(err.message, "the ack prefix is the ring prefix \"/hashring/nodes/\":"
+			 " acks and node records would be read as each other; use a prefix of"
+			 " its own");
+	ck_assert_int_eq(hr__prefixes_overlap("/a/", "/b/"), HR__APART);
+	ck_assert_int_eq(hr__prefixes_overlap("/a/", "/a/n/"), HR__ACKS_HOLD_RING);
+	ck_assert_int_eq(hr__prefixes_overlap("/a/n/", "/a/"), HR__RING_HOLDS_ACKS);
+	ck_assert_int_eq(hr__prefixes_overlap("/a/", "/a/"), HR__SAME);
 	/* "/hashring/nodes" (no slash) and "/hashring/nodes2/" overlap too. */
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/nodes2/", "/hashring/nodes", &err),
 			 HR_EINVAL);
