@@ -1267,7 +1267,8 @@ typedef struct hr_ack {
 	const char *client_id;
 	uint64_t revision;       /* its ring matches etcd at this revision   */
 	uint64_t digest;         /* hr_ring_digest() of its ring             */
-	uint64_t lag;            /* ring_revision - revision; 0 at or past   */
+	uint64_t lag;            /* hr_acks_ring_revision() - revision; 0 at
+				    or past                                  */
 	int64_t lease;           /* the lease the ack is attached to         */
 	int64_t time_ms;         /* when it was written, wall clock, ms since
 				    the epoch (the client's clock)           */
@@ -1299,7 +1300,9 @@ HR_EXPORT int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,
 HR_EXPORT size_t hr_acks_count(const hr_acks *acks);
 HR_EXPORT const hr_ack *hr_acks_get(const hr_acks *acks, size_t i);
 /* The newest mod revision of the records under the ring prefix (0: no
- * record), against which each ack's lag is counted. */
+ * record), against which each ack's lag is counted: the newest record's
+ * revision, not a ring's (an ack's revision, or hr_ring_revision(), may
+ * be past it: a full sync matches etcd's revision at the time). */
 HR_EXPORT uint64_t hr_acks_ring_revision(const hr_acks *acks);
 /* Frees the list.  Accepts NULL. */
 HR_EXPORT void hr_acks_free(hr_acks *acks);

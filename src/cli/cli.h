@@ -86,6 +86,11 @@ int cli_sim_node_index(const hr_node *node, unsigned long nodes, unsigned long *
 void cli_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* "hashring: <cmd>: <message>", what a command that waits is waiting for
+ * (stdout stays the results'). */
+void cli_note(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* "hashring: <cmd>: warning: <message>": the command goes on. */
 void cli_warn(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -15,11 +15,14 @@ static const char description[] =
 	"Lists the live clients that acknowledge their ring under ACK_PREFIX\n"
 	"(clients run with `hashring watch --client-id ID`, or programs with\n"
 	"hr_client_config.ack_client_id), in client id order: the revision at\n"
-	"which each client's ring matches etcd, its digest, its lag behind the\n"
-	"newest record under PREFIX, a status (current, behind, or conflict: another\n"
-	"client reports the same revision with another digest), the client's\n"
-	"hashring version and the age of its last ack.  A client that dies leaves\n"
-	"the list when its lease expires.  With --json each line is\n"
+	"which each client's ring matches etcd (its ring's revision, the one\n"
+	"`hashring watch` prints), its digest, its lag behind the newest record\n"
+	"under PREFIX, a status (current, behind, or conflict: another client\n"
+	"reports the same revision with another digest), the client's hashring\n"
+	"version and the age of its last ack.  A last line gives the number of\n"
+	"clients and the newest record's revision (a ring's revision may be past\n"
+	"it: a full sync matches etcd's revision then).  A client that dies\n"
+	"leaves the list when its lease expires.  With --json each line is\n"
 	"  {\"client\":\"web-1\",\"revision\":42,\"digest\":\"9f3a0c1d2e4b5a69\",\"lag\":0,\n"
 	"   \"status\":\"current\",\"version\":\"1.0.0\",\"time_ms\":1796131200000,\n"
 	"   \"lease\":\"694d7c1e2a3b4c5d\"}\n"
@@ -107,7 +110,7 @@ static void print_table(FILE *out, const hr_acks *acks, uint64_t wait_revision)
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "# %zu clients, ring revision %" PRIu64 "\n", n,
+	fprintf(out, "# %zu clients, newest record revision %" PRIu64 "\n", n,
 		hr_acks_ring_revision(acks));
 }
 

@@ -371,7 +371,8 @@ START_TEST(cli_lists_and_waits)
 	ck_assert_ptr_nonnull(strstr(run.out, "CLIENT"));
 	ck_assert_ptr_nonnull(strstr(run.out, "web-1"));
 	ck_assert_ptr_nonnull(strstr(run.out, "current"));
-	ck_assert_ptr_nonnull(strstr(run.out, "# 1 clients, ring revision"));
+	snprintf(want, sizeof want, "# 1 clients, newest record revision %" PRId64 "\n", rev);
+	ck_assert_msg(strstr(run.out, want), "%s", run.out);
 
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
 			PREFIX, "--ack-prefix", ACKS, "--json", NULL });
