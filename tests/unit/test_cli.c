@@ -221,6 +221,15 @@ static size_t count_lines(const char *s)
 	return n;
 }
 
+#define LOOKUP_HEADER "KEY\tNODE\tREAD_NODE\tREPLICAS\n"
+
+/* `lookup`'s text output after its header line, which it must start with. */
+static const char *lookup_lines(const char *out)
+{
+	ck_assert_msg(!strncmp(out, LOOKUP_HEADER, strlen(LOOKUP_HEADER)), "no header: %s", out);
+	return out + strlen(LOOKUP_HEADER);
+}
+
 /* An error is exactly one line on stderr, "hashring: <cmd>: ...", and
  * nothing on stdout. */
 static void assert_one_error_line(const struct run *r, const char *cmd)
@@ -665,8 +674,8 @@ static void check_text_lines(const char *members, const char *replicas,
 		ck_assert_msg(res.status == 0, "exit %d: %s", res.status,
 			      res.err);
 		ck_assert_str_eq(res.err, "");
-		ck_assert_uint_eq(count_lines(res.out), NKEYS / 2);
-		for (line = strtok_r(res.out, "\n", &save); line;
+		ck_assert_uint_eq(count_lines(lookup_lines(res.out)), NKEYS / 2);
+		for (line = strtok_r(res.out + strlen(LOOKUP_HEADER), "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save), i++) {
 			expected_text(ring, keys[i], r, expect, sizeof expect);
 			ck_assert_str_eq(line, expect);
@@ -736,6 +745,10 @@ START_TEST(test_lookup_json)
 		assert_same_node(cJSON_GetObjectItem(obj, "node"), res.node);
 		assert_same_node(cJSON_GetObjectItem(obj, "read_node"),
 				 res.read_node);
+		/* The owners' addresses, as serve's /lookup gives them. */
+		ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "addr")), res.node->addr);
+		ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "read_addr")),
+				 res.read_node->addr);
 		/* Writes never go to a draining node, reads never to a
 		 * warming one. */
 		ck_assert_str_ne(json_id(cJSON_GetObjectItem(obj, "node")), "d");
@@ -773,12 +786,12 @@ START_TEST(test_lookup_absent_owner)
 
 	r = RUN("lookup", "--members", warm, "k");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "k\tw\t-\tw\n");
+	ck_assert_str_eq(lookup_lines(r.out), "k\tw\t-\tw\n");
 	run_free(&r);
 
 	r = RUN("lookup", "--members", drain, "k");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "k\t-\td\t-\n");
+	ck_assert_str_eq(lookup_lines(r.out), "k\t-\td\t-\n");
 	run_free(&r);
 
 	r = RUN("lookup", "--members", warm, "--json", "k");
@@ -786,14 +799,17 @@ START_TEST(test_lookup_absent_owner)
 	obj = cJSON_Parse(r.out);
 	ck_assert_ptr_nonnull(obj);
 	ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "node")), "w");
+	ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "addr")), "127.0.0.1:1");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(obj, "read_node")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(obj, "read_addr")));
 	cJSON_Delete(obj);
 	run_free(&r);
 
 	r = RUN("lookup", "--members", drain, "--json", "k");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out,
-			 "{\"key\":\"k\",\"node\":null,\"read_node\":\"d\",\"replicas\":[]}\n");
+			 "{\"key\":\"k\",\"node\":null,\"addr\":null,\"read_node\":\"d\","
+			 "\"read_addr\":\"127.0.0.1:1\",\"replicas\":[]}\n");
 	run_free(&r);
 	free(warm);
 	free(drain);
@@ -830,7 +846,7 @@ START_TEST(test_lookup_escaping)
 
 	r = RUN("lookup", "--members", path, odd, "--", "--not-an-option");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_uint_eq(count_lines(r.out), 2);
+	ck_assert_uint_eq(count_lines(lookup_lines(r.out)), 2);
 	ck_assert_ptr_nonnull(strstr(r.out, "a\"b\\\\c\\x01\\x1f\\t\\n\\x7f end\t"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n--not-an-option\t"));
 	run_free(&r);
@@ -1495,7 +1511,7 @@ START_TEST(test_metrics_members)
 	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--label", "node=a",
 						  NULL }, "metrics", "name \"node\" is one the library's");
 	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--name-prefix",
-						  "my-app_", NULL }, "metrics", "name_prefix \"my-app_\"");
+						  "my-app_", NULL }, "metrics", "--name-prefix: \"my-app_\" is not");
 	/* Checked before etcd is asked: no wait for a closed port. */
 	assert_usage_error((const char *const[]){ "metrics", "--endpoints", "127.0.0.1:1",
 						  "--label", "__x=1", NULL }, "metrics", "\"__\"");
@@ -2088,6 +2104,62 @@ START_TEST(test_ring_options_where_rings_are_built)
 }
 END_TEST
 
+/* A value the library refuses is a usage error named by its option, never
+ * by a library struct or field: a Maglev size that is not a prime (from a
+ * file or from etcd alike), ack prefixes that overlap the ring's (saying
+ * which contains which), a bad client id, a prefix too long, metrics
+ * labels.  All found before etcd is asked anything. */
+START_TEST(test_options_named_not_structs)
+{
+	static const char *const closed = "127.0.0.1:1";
+	char long_prefix[4100];
+	const struct {
+		const char *args[12];
+		const char *msg;
+	} cases[] = {
+		{ { "nodes", "--endpoints", closed, "--placement", "maglev", "--maglev-size", "1000" },
+		  "--maglev-size: 1000 is not a prime (65537 is, the default)" },
+		{ { "watch", "--endpoints", closed, "--client-id", "w", "--prefix", "/x/nodes/",
+		    "--ack-prefix", "/x/" },
+		  "--ack-prefix /x/ contains --prefix /x/nodes/: node records would be read as acks" },
+		{ { "watch", "--endpoints", closed, "--client-id", "w", "--prefix", "/x/",
+		    "--ack-prefix", "/x/acks/" },
+		  "--prefix /x/ contains --ack-prefix /x/acks/: acks would be read as node records" },
+		{ { "watch", "--endpoints", closed, "--client-id", "w", "--prefix", "/hashring/" },
+		  "--prefix /hashring/ contains --ack-prefix /hashring/acks/ (the default)" },
+		{ { "serve", "--endpoints", closed, "--client-id", "w", "--ack-prefix",
+		    "/hashring/nodes/" },
+		  "--ack-prefix /hashring/nodes/ is also --prefix /hashring/nodes/ (the default)" },
+		{ { "acks", "--endpoints", closed, "--ack-prefix", "/hashring/" },
+		  "--ack-prefix /hashring/ contains --prefix /hashring/nodes/ (the default)" },
+		{ { "watch", "--endpoints", closed, "--client-id", "a b" },
+		  "--client-id: ack client id \"a\": must be printable ASCII" },
+		{ { "lookup", "--endpoints", closed, "--prefix", long_prefix, "k" },
+		  "--prefix: longer than 4096 bytes" },
+		{ { "metrics", "--endpoints", closed, "--label", "bad-name=x" },
+		  "--label bad-name=x: name \"bad-name\" is not [a-zA-Z_][a-zA-Z0-9_]*" },
+		{ { "metrics", "--endpoints", closed, "--label", "a=1", "--label", "a=2" },
+		  "--label a=2: the name \"a\" is given twice" },
+		{ { "metrics", "--endpoints", closed, "--name-prefix", "9x" },
+		  "--name-prefix: \"9x\" is not [a-zA-Z_][a-zA-Z0-9_]*" },
+	};
+
+	memset(long_prefix, 'p', sizeof long_prefix - 1);
+	long_prefix[0] = '/';
+	long_prefix[sizeof long_prefix - 2] = '/';
+	long_prefix[sizeof long_prefix - 1] = '\0';
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct run r = run_argv(cases[i].args);
+
+		ck_assert_msg(r.status == 2, "%s: exit %d, %s", cases[i].msg, r.status, r.err);
+		assert_one_error_line(&r, cases[i].args[0]);
+		ck_assert_msg(strstr(r.err, cases[i].msg), "'%s' not in '%s'", cases[i].msg, r.err);
+		ck_assert_msg(!strstr(r.err, "hr_"), "a library name in '%s'", r.err);
+		run_free(&r);
+	}
+}
+END_TEST
+
 /* ---- diff ------------------------------------------------------------------- */
 
 /* `hashring diff` of two members files prints the arcs and the moved share
@@ -2156,7 +2228,7 @@ START_TEST(test_diff_matches_library)
 		ck_assert_int_eq(r.status, 0);
 		hr_ring_lookup(ring, "user:42", 7, &res);
 		snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
-		ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+		ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 		run_free(&r);
 		hr_ring_release(ring);
 	}
@@ -2185,7 +2257,7 @@ START_TEST(test_maglev_commands)
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	hr_ring_lookup(ring, "user:42", 7, &res);
 	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
-	ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+	ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 	run_free(&r);
 
 	r = RUN("nodes", "--json", "--placement", "maglev", "--maglev-size", "1009",
@@ -2209,10 +2281,9 @@ START_TEST(test_maglev_commands)
 	ck_assert_ptr_nonnull(strstr(r.out, "moved\t0.000000\t0\n"));
 	run_free(&r);
 
-	r = RUN("lookup", "--placement", "maglev", "--maglev-size", "1000", "--members", f1, "k");
-	ck_assert_int_eq(r.status, 1);
-	ck_assert_msg(strstr(r.err, "maglev_size 1000 is not a prime"), "%s", r.err);
-	run_free(&r);
+	assert_usage_error((const char *const[]){ "lookup", "--placement", "maglev",
+						  "--maglev-size", "1000", "--members", f1, "k", NULL },
+			   "lookup", "--maglev-size: 1000 is not a prime (65537 is, the default)");
 	assert_usage_error((const char *const[]){ "nodes", "--placement", "maglev",
 						  "--maglev-size", "100", "--members", f1, NULL },
 			   "nodes", NULL);
@@ -2245,7 +2316,7 @@ START_TEST(test_rendezvous_commands)
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	hr_ring_lookup(ring, "user:42", 7, &res);
 	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
-	ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+	ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 	run_free(&r);
 
 	r = RUN("nodes", "--json", "--placement", "rendezvous", "--members", f1);
@@ -2358,6 +2429,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_help_matches_man_page);
 	tcase_add_test(tc, test_help_matches_readme);
 	tcase_add_test(tc, test_ring_options_where_rings_are_built);
+	tcase_add_test(tc, test_options_named_not_structs);
 	suite_add_tcase(s, tc);
 	return s;
 }
