@@ -30,10 +30,21 @@ TEST_PACKAGES="check python3 python3-xxhash python3-yaml clang libclang-rt-14-de
 libmemcached-dev openssl groff-base man-db golang-go golang-github-go-logfmt-logfmt-dev
 prometheus locales chromium systemd"
 
-[ "${1:-}" = "--tests" ] && PACKAGES="$PACKAGES $TEST_PACKAGES"
+# The Python package (python/, docs/python.md): python3-dev, the headers
+# its extension builds with (-DHR_BUILD_PYTHON=ON), installed with the
+# build's packages so that `import hashring` works once built and
+# installed; its suite's pytest, and pip, setuptools, wheel and build for
+# the install routes it checks.  Lists of their own: the Docker image and
+# the .deb packages do not build the Python package.
+PYTHON_PACKAGES="python3-dev"
+PYTHON_TEST_PACKAGES="python3-pytest python3-pip python3-setuptools python3-wheel
+python3-build"
+
+wanted="$PACKAGES $PYTHON_PACKAGES"
+[ "${1:-}" = "--tests" ] && wanted="$wanted $TEST_PACKAGES $PYTHON_TEST_PACKAGES"
 
 missing=""
-for p in $PACKAGES; do
+for p in $wanted; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $p"
 done

@@ -59,11 +59,12 @@ tally() {
 # build DIR TARGET CMAKE_ARGS...: configures and builds DIR (TARGET empty:
 # everything).  HR_BUILD_TESTS is explicit: the demo configures build/
 # without the tests, and CMake would keep that cached value.  Warnings are
-# errors here, as they are not in a user's build.
+# errors here, as they are not in a user's build.  The Python package and
+# its suite (python/) are built too.
 build() {
 	local dir=$1 target=$2
 	shift 2
-	cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON -DHR_WERROR=ON "$@" >/dev/null &&
+	cmake -S . -B "$dir" -DHR_BUILD_TESTS=ON -DHR_WERROR=ON -DHR_BUILD_PYTHON=ON "$@" >/dev/null &&
 		cmake --build "$dir" -j"$jobs" ${target:+--target "$target"}
 }
 

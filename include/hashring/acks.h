@@ -29,14 +29,21 @@ extern "C" {
  * request_timeout_ms for it (not at all while etcd fails: the lease then
  * expires by itself); a client that dies leaves when its lease expires.
  * If another live lease holds the key (two clients given one id), the
- * client logs `event=ack_id_taken` and does not overwrite it.
+ * client does not overwrite it: it logs `event=ack_id_taken` (level error)
+ * at once, then at most every 5 s while it lasts, `failures` counting the
+ * attempts so far, and tries again after 0.5 s doubling up to 5 s; the
+ * same holds for other failed puts (`event=ack_failed`, level warn).
  *
  * A blocking hr_client_open() returns only once the first ack is in etcd
  * (within what is left of open_timeout_ms, 1 s at least): a client that
  * routes is counted by every wait from then on.  It fails otherwise, with
- * HR_EEXIST (the id is another live client's), HR_EPERM, HR_EAUTH,
- * HR_ETLS at once, or HR_ETIMEDOUT.  With open_nonblocking the first ack
- * follows the first ring by a few milliseconds.
+ * HR_EEXIST (the id is another live client's: the message names its
+ * lease), HR_EPERM, HR_EAUTH, HR_ETLS at once, or HR_ETIMEDOUT.  With
+ * open_nonblocking, open returns at once and the first ack follows the
+ * first ring by a few milliseconds; hr_client_wait_synced() waits for it
+ * and fails as a blocking open would.  A non-blocking client that does not
+ * wait routes without being counted while its id is taken, and acks as
+ * soon as the id is free (the other client closed, or its lease expired).
  *
  * An ack's revision is the newest etcd revision at which the client knows
  * its ring to match the records: that of the last batch of changes it
@@ -52,7 +59,8 @@ typedef struct hr_ack {
 	const char *client_id;
 	uint64_t revision;       /* its ring matches etcd at this revision   */
 	uint64_t digest;         /* hr_ring_digest() of its ring             */
-	uint64_t lag;            /* ring_revision - revision; 0 at or past   */
+	uint64_t lag;            /* hr_acks_ring_revision() - revision; 0 at
+				    or past                                  */
 	int64_t lease;           /* the lease the ack is attached to         */
 	int64_t time_ms;         /* when it was written, wall clock, ms since
 				    the epoch (the client's clock)           */
@@ -69,10 +77,12 @@ typedef struct hr_acks hr_acks;
  * hr_client_config.ack_prefix: not overlapping etcd->prefix), in client id
  * order, with the newest revision of the records under etcd->prefix for
  * the lag (a deletion is not seen there: only hr_acks_wait() is exact).
- * A value under the prefix that is not an ack is left out and logged
- * (event=bad_ack).  Errors: HR_EINVAL (NULL out, bad settings or prefix,
- * naming it), the connection errors of hr_client_open, HR_ELIMIT (more than
- * HR_NODES_MAX acks), HR_ENOMEM.  *out is freed with hr_acks_free().
+ * A value under the prefix that is not an ack (docs/handoff.md; a revision
+ * above 2^53 is not) is left out and logged (event=bad_ack; a wait logs
+ * each such value once, not at each reading).  Errors: HR_EINVAL (NULL
+ * out, bad settings or prefix, naming it), the connection errors of
+ * hr_client_open, HR_ELIMIT (more than HR_NODES_MAX acks), HR_ENOMEM.
+ * *out is freed with hr_acks_free().
  * Thread safe.
  */
 HR_EXPORT int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,
@@ -82,7 +92,9 @@ HR_EXPORT int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,
 HR_EXPORT size_t hr_acks_count(const hr_acks *acks);
 HR_EXPORT const hr_ack *hr_acks_get(const hr_acks *acks, size_t i);
 /* The newest mod revision of the records under the ring prefix (0: no
- * record), against which each ack's lag is counted. */
+ * record), against which each ack's lag is counted: the newest record's
+ * revision, not a ring's (an ack's revision, or hr_ring_revision(), may
+ * be past it: a full sync matches etcd's revision at the time). */
 HR_EXPORT uint64_t hr_acks_ring_revision(const hr_acks *acks);
 /* Frees the list.  Accepts NULL. */
 HR_EXPORT void hr_acks_free(hr_acks *acks);

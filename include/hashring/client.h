@@ -202,16 +202,20 @@ HR_EXPORT int hr_client_open(const hr_etcd_config *etcd,
 
 /*
  * Waits up to `timeout_ms` (0: only checks) for the client's first full
- * sync to publish a ring, as hr_client_open() does without
- * `open_nonblocking`: a program can open with `open_nonblocking` and wait
- * in short slices, doing something else (watching for signals) between
- * them.  Returns 0 once the first ring is published (at once if it already
- * is); HR_ETIMEDOUT while there is none yet, the message saying how long
- * since hr_client_open() and the last failure (the watcher keeps trying);
- * or the error that makes waiting pointless, as hr_client_open() would
- * return it: HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first
- * ring could not be built; the watcher retries).  HR_EINVAL for a NULL
- * client or a negative timeout.  Thread safe.
+ * sync to publish a ring, and for a client that acknowledges its rings
+ * (ack_client_id) for its first ack to be in etcd, as hr_client_open()
+ * does without `open_nonblocking`: a program can open with
+ * `open_nonblocking` and wait in short slices, doing something else
+ * (watching for signals) between them.  Returns 0 once the first ring is
+ * published and acknowledged (at once if it already is); HR_ETIMEDOUT
+ * while not yet, the message saying how long since hr_client_open() and
+ * the last failure (the watcher and the ack thread keep trying); or the
+ * error that makes waiting pointless, as hr_client_open() would return it:
+ * HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first ring could
+ * not be built; the watcher retries), HR_EEXIST (the ack client id is
+ * another live client's, the message naming its lease; see "Acknowledged
+ * epochs").  HR_EINVAL for a NULL client or a negative timeout.  Thread
+ * safe.
  */
 HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
 				    hr_error *err);

@@ -80,8 +80,11 @@ typedef struct hr_registration {
 	 * max(1, round(weight * tokens)) tokens from hr_tokens_allocate()
 	 * against the ring of the records under the prefix, written by a
 	 * transaction that fails if any record was put since they were read;
-	 * then they are read and the tokens allocated again (at most 8 times:
-	 * HR_ECONFLICT).  docs/placement.md section 16. */
+	 * then they are read and the tokens allocated again after a random
+	 * wait (up to 20 ms, the bound doubling with each conflict up to 1 s),
+	 * for up to 30 s (then HR_ECONFLICT), the lease renewed meanwhile: a
+	 * burst of joiners spreads out and each gets through.
+	 * docs/placement.md section 16. */
 	size_t tokens;
 } hr_registration;
 

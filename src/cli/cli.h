@@ -86,6 +86,11 @@ int cli_sim_node_index(const hr_node *node, unsigned long nodes, unsigned long *
 void cli_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* "hashring: <cmd>: <message>", what a command that waits is waiting for
+ * (stdout stays the results'). */
+void cli_note(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* "hashring: <cmd>: warning: <message>": the command goes on. */
 void cli_warn(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -154,6 +159,9 @@ struct cli_option {
 	enum cli_type type;
 	void *dest;
 	unsigned long min, max;      /* CLI_UINT(S) bounds                 */
+	/* CLI_UINT: a rule beyond the bounds; NULL, or why `v` is refused
+	 * ("is not a prime"). */
+	const char *(*check)(unsigned long v);
 	const char *const *choices;  /* CLI_CHOICE, CLI_STATE: NULL-ended  */
 	const char *dflt;      /* the default as shown, when the value in
 				  `dest` does not say it ("no limit")        */
@@ -250,6 +258,9 @@ void cli_text_cell(FILE *out, const char *s, size_t width, int right);
 
 #define CLI_DEFAULT_PREFIX "/hashring/nodes/"
 #define CLI_DEFAULT_ACK_PREFIX "/hashring/acks/"
+/* Longest --prefix and --ack-prefix (hr_etcd_config.prefix,
+ * hr_client_config.ack_prefix). */
+#define CLI_PREFIX_MAX 4096
 #define CLI_TIMEOUT_DEFAULT 3       /* seconds: --timeout            */
 #define CLI_TIMEOUT_MAX 86400
 
@@ -280,6 +291,8 @@ struct cli_etcd {
 
 extern const char *const cli_log_levels[];
 extern const char *const cli_placements[];
+/* NULL if `m` is a Maglev table size, else why not (--maglev-size). */
+const char *cli_maglev_size_check(unsigned long m);
 int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 
 /*
@@ -339,7 +352,7 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 		  "records' allocated tokens" },                               \
 	{ .name = "maglev-size", .arg = "M", .type = CLI_UINT,                 \
 	  .dest = &(e)->maglev_size, .min = HR_MAGLEV_SIZE_MIN,               \
-	  .max = HR_MAGLEV_SIZE_MAX,                                           \
+	  .max = HR_MAGLEV_SIZE_MAX, .check = cli_maglev_size_check,           \
 	  .help = "slots of a maglev table, a prime; about 100 per node",     \
 	  .dflt = "65537" }
 
@@ -360,9 +373,15 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	  .help = "TTL of the ack lease: a client that dies leaves after it",  \
 	  .dflt = "10" }
 
-/* Checks that --ack-prefix and --ack-ttl come with --client-id; 0, or
- * CLI_EXIT_USAGE after the error line. */
+/* Checks that --ack-prefix and --ack-ttl come with --client-id, the id
+ * and (cli_ack_prefix_check) the ack prefix; 0, or CLI_EXIT_USAGE after
+ * the error line. */
 int cli_ack_options_check(const struct cli_etcd *e, const char *cmd);
+
+/* Checks an ack prefix against the ring's prefix in option terms
+ * ("--ack-prefix /x/ contains --prefix /x/nodes/"); NULL stands for the
+ * option's default.  0, or CLI_EXIT_USAGE after the error line. */
+int cli_ack_prefix_check(const char *cmd, const char *ack_prefix, const char *prefix);
 
 /* The acks the options ask for (--client-id...) into `cfg`; none without
  * --client-id. */

@@ -57,6 +57,15 @@ void cli_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 }
 
+void cli_note(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(cmd, NULL, NULL, fmt, ap);
+	va_end(ap);
+}
+
 void cli_warn(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

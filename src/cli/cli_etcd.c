@@ -4,7 +4,9 @@
  * waits for etcd (first sync, retries), which signals end at once.
  */
 #include "cli.h"
+#include "ack_record.h"
 #include "clock.h"
+#include "maglev.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,6 +34,12 @@ _Static_assert(HR_PLACEMENT_XXH3 == 0 && HR_PLACEMENT_KETAMA == 1 &&
 	       HR_PLACEMENT_TOKENS == 4,
 	       "cli_placements follows hr_placement");
 _Static_assert(HR_POINTS_MAX == 33554432u, "CLI_RING_OPTIONS names the limit");
+
+const char *cli_maglev_size_check(unsigned long m)
+{
+	/* The library's rule, said in the option's terms. */
+	return hr__maglev_size_check(m, NULL) ? "is not a prime (65537 is, the default)" : NULL;
+}
 
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level)
 {
@@ -204,6 +212,10 @@ int cli_etcd_config(struct cli_etcd *e, const char *cmd, hr_etcd_config *cfg)
 	cfg->endpoints = or_env(e->endpoints, "ETCDCTL_ENDPOINTS");
 	cfg->prefix = e->prefix ? e->prefix : CLI_DEFAULT_PREFIX;
 	plen = strlen(cfg->prefix);
+	if (plen > CLI_PREFIX_MAX) {
+		cli_usage(cmd, "--prefix: longer than %d bytes", CLI_PREFIX_MAX);
+		return -1;
+	}
 	/* Allowed (a prefix is any byte string), but almost always a slip
 	 * that hides every node: the ids would start with '/'. */
 	if (plen && cfg->prefix[plen - 1] != '/')
@@ -302,10 +314,48 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 
 int cli_ack_options_check(const struct cli_etcd *e, const char *cmd)
 {
+	hr_error why = { 0 };
+
 	if (!e->ack_client_id && (e->ack_prefix || e->ack_ttl_s))
 		return cli_usage(cmd, "--%s needs --client-id: the id the acks are written under",
 				 e->ack_prefix ? "ack-prefix" : "ack-ttl");
-	return 0;
+	if (!e->ack_client_id)
+		return 0;
+	if (hr__ack_client_id_check(e->ack_client_id, &why))
+		return cli_usage(cmd, "--client-id: %s", why.message);
+	return cli_ack_prefix_check(cmd, e->ack_prefix, e->prefix);
+}
+
+/* "--NAME VALUE", or with a NULL value "--NAME DEFAULT (the default)". */
+static void option_text(char *buf, size_t size, const char *name, const char *value,
+			const char *dflt)
+{
+	snprintf(buf, size, "--%s %.200s%s", name, value ? value : dflt,
+		 value ? "" : " (the default)");
+}
+
+int cli_ack_prefix_check(const char *cmd, const char *ack_prefix, const char *prefix)
+{
+	const char *acks = ack_prefix ? ack_prefix : CLI_DEFAULT_ACK_PREFIX;
+	char a[256], r[256];
+
+	if (strlen(acks) > CLI_PREFIX_MAX)
+		return cli_usage(cmd, "--ack-prefix: longer than %d bytes", CLI_PREFIX_MAX);
+	option_text(a, sizeof a, "ack-prefix", ack_prefix, CLI_DEFAULT_ACK_PREFIX);
+	option_text(r, sizeof r, "prefix", prefix, CLI_DEFAULT_PREFIX);
+	switch (hr__prefixes_overlap(acks, prefix ? prefix : CLI_DEFAULT_PREFIX)) {
+	case HR__APART:
+		return 0;
+	case HR__SAME:
+		return cli_usage(cmd, "%s is also %s: acks and node records would be read as"
+				 " each other; give the acks a prefix of their own", a, r);
+	case HR__ACKS_HOLD_RING:
+		return cli_usage(cmd, "%s contains %s: node records would be read as acks;"
+				 " give the acks a prefix of their own", a, r);
+	default:
+		return cli_usage(cmd, "%s contains %s: acks would be read as node records;"
+				 " give the acks a prefix of their own", r, a);
+	}
 }
 
 void cli_ack_config(const struct cli_etcd *e, hr_client_config *cfg)
@@ -326,9 +376,67 @@ void cli_etcd_follow_stop(void)
 	kill(getpid(), CLI_WAKE_SIGNAL);
 }
 
+/*
+ * The rings published before the open is over (its first ring, and with
+ * --client-id its first ack) are held back, so that a command that fails
+ * to open (an ack id another client holds) prints nothing; once it is over
+ * they are handed to the command in order, then each ring as it comes.
+ */
+struct follow_gate {
+	pthread_mutex_t mu;
+	int open;
+	hr_ring_change_fn fn;
+	void *userdata;
+	hr_ring *(*held)[2];     /* (old, new) pairs, retained */
+	size_t n, cap;
+};
+
+static void gated_change(void *ud, const hr_ring *old, const hr_ring *ring)
+{
+	struct follow_gate *g = ud;
+
+	pthread_mutex_lock(&g->mu);
+	if (g->open) {
+		g->fn(g->userdata, old, ring);
+	} else {
+		if (g->n == g->cap) {
+			size_t cap = g->cap ? g->cap * 2 : 4;
+			void *p = realloc(g->held, cap * sizeof *g->held);
+
+			if (p) {
+				g->held = p;
+				g->cap = cap;
+			}
+		}
+		/* Out of memory: that ring is not shown. */
+		if (g->n < g->cap) {
+			g->held[g->n][0] = hr_ring_retain((hr_ring *)old);
+			g->held[g->n][1] = hr_ring_retain((hr_ring *)ring);
+			g->n++;
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Hands the held rings over (`deliver`) or drops them, and opens. */
+static void gate_open(struct follow_gate *g, int deliver)
+{
+	pthread_mutex_lock(&g->mu);
+	for (size_t i = 0; i < g->n; i++) {
+		if (deliver)
+			g->fn(g->userdata, g->held[i][0], g->held[i][1]);
+		hr_ring_release(g->held[i][0]);
+		hr_ring_release(g->held[i][1]);
+	}
+	g->n = 0;
+	g->open = 1;
+	pthread_mutex_unlock(&g->mu);
+}
+
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata)
 {
+	struct follow_gate gate = { .fn = fn, .userdata = userdata };
 	hr_client_config cfg;
 	hr_client *client = NULL;
 	sigset_t set;
@@ -339,23 +447,27 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	sigaddset(&set, CLI_WAKE_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	__atomic_store_n(&follow_stopped, 0, __ATOMIC_RELEASE);
+	pthread_mutex_init(&gate.mu, NULL);
 	hr_client_config_init(&cfg);
-	cfg.on_change = fn;
-	cfg.on_change_userdata = userdata;
+	cfg.on_change = gated_change;
+	cfg.on_change_userdata = &gate;
 	cli_ack_config(e, &cfg);
 	rc = cli_etcd_open(e, cmd, &cfg, &client);
-	if (CLI_EXIT_IS_SIGNAL(rc))
-		return CLI_EXIT_OK; /* asked to stop before the first ring */
-	if (rc)
-		return rc;
-	while (!__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
-		int sig = signal_wait(&set, -1);
+	/* Closed on failure: no more calls. */
+	gate_open(&gate, rc == CLI_EXIT_OK);
+	if (rc == CLI_EXIT_OK) {
+		while (!__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
+			int sig = signal_wait(&set, -1);
 
-		if (sig == SIGINT || sig == SIGTERM)
-			break;
+			if (sig == SIGINT || sig == SIGTERM)
+				break;
+		}
+		hr_client_close(client);
 	}
-	hr_client_close(client);
-	return CLI_EXIT_OK;
+	free(gate.held);
+	pthread_mutex_destroy(&gate.mu);
+	/* Asked to stop before the first ring: a normal end. */
+	return CLI_EXIT_IS_SIGNAL(rc) ? CLI_EXIT_OK : rc;
 }
 
 int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,

@@ -208,8 +208,18 @@ static int read_value(const char *cmd, const struct cli_option *o,
 	case CLI_STRING:
 		*(const char **)o->dest = value;
 		return 0;
-	case CLI_UINT:
-		return read_uint(cmd, label, value, o->min, o->max, o->dest);
+	case CLI_UINT: {
+		const char *why;
+
+		if (read_uint(cmd, label, value, o->min, o->max, o->dest) < 0)
+			return -1;
+		why = o->check ? o->check(*(unsigned long *)o->dest) : NULL;
+		if (why) {
+			cli_usage(cmd, "%s: %s %s", label, value, why);
+			return -1;
+		}
+		return 0;
+	}
 	case CLI_UINTS:
 		return read_uints(cmd, label, value, o, o->dest);
 	case CLI_WEIGHT:

@@ -15,11 +15,14 @@ static const char description[] =
 	"Lists the live clients that acknowledge their ring under ACK_PREFIX\n"
 	"(clients run with `hashring watch --client-id ID`, or programs with\n"
 	"hr_client_config.ack_client_id), in client id order: the revision at\n"
-	"which each client's ring matches etcd, its digest, its lag behind the\n"
-	"newest record under PREFIX, a status (current, behind, or conflict: another\n"
-	"client reports the same revision with another digest), the client's\n"
-	"hashring version and the age of its last ack.  A client that dies leaves\n"
-	"the list when its lease expires.  With --json each line is\n"
+	"which each client's ring matches etcd (its ring's revision, the one\n"
+	"`hashring watch` prints), its digest, its lag behind the newest record\n"
+	"under PREFIX, a status (current, behind, or conflict: another client\n"
+	"reports the same revision with another digest), the client's hashring\n"
+	"version and the age of its last ack.  A last line gives the number of\n"
+	"clients and the newest record's revision (a ring's revision may be past\n"
+	"it: a full sync matches etcd's revision then).  A client that dies\n"
+	"leaves the list when its lease expires.  With --json each line is\n"
 	"  {\"client\":\"web-1\",\"revision\":42,\"digest\":\"9f3a0c1d2e4b5a69\",\"lag\":0,\n"
 	"   \"status\":\"current\",\"version\":\"1.0.0\",\"time_ms\":1796131200000,\n"
 	"   \"lease\":\"694d7c1e2a3b4c5d\"}\n"
@@ -107,7 +110,7 @@ static void print_table(FILE *out, const hr_acks *acks, uint64_t wait_revision)
 		}
 		fputc('\n', out);
 	}
-	fprintf(out, "# %zu clients, ring revision %" PRIu64 "\n", n,
+	fprintf(out, "# %zu clients, newest record revision %" PRIu64 "\n", n,
 		hr_acks_ring_revision(acks));
 }
 
@@ -131,7 +134,7 @@ int cmd_acks(int argc, char **argv)
 {
 	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX;
 	unsigned long wait_revision = 0;
-	int json = 0, wait_given = 0;
+	int json = 0, wait_given = 0, ack_prefix_given = 0;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
 	hr_error err = { 0 };
@@ -149,6 +152,7 @@ int cmd_acks(int argc, char **argv)
 		  .help = "print one JSON object per client" },
 		{ .name = "ack-prefix", .arg = "ACK_PREFIX", .type = CLI_STRING,
 		  .dest = &ack_prefix, .flags = CLI_ETCD | CLI_NONEMPTY,
+		  .given = &ack_prefix_given,
 		  .help = "key prefix of the acks; must not overlap --prefix" },
 		CLI_ETCD_OPTIONS(&conn, "seconds --wait-revision waits"),
 		{ .name = NULL }
@@ -169,6 +173,9 @@ int cmd_acks(int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
+	rc = cli_ack_prefix_check(CMD, ack_prefix_given ? ack_prefix : NULL, conn.prefix);
+	if (rc)
+		goto out;
 	if (wait_given) {
 		int timeout_ms = !conn.timeout_s || conn.timeout_s > INT_MAX / 1000 ?
 				 INT_MAX : (int)conn.timeout_s * 1000;

@@ -25,7 +25,9 @@ static const char description[] =
 	"ring as the baseline and prints the diff of the next ring against it\n"
 	"(of the next N rings, each against the one before, with --count N),\n"
 	"preceded in text by\n"
-	"  ring\tOLD_REVISION\tNEW_REVISION";
+	"  ring\tOLD_REVISION\tNEW_REVISION\n"
+	"Once it has the baseline it says so on stderr, and that it waits for\n"
+	"the next change.";
 
 struct diff_state {
 	hr_view view;
@@ -157,7 +159,14 @@ static void on_ring(void *ud, const hr_ring *old, const hr_ring *ring)
 	struct diff_state *s = ud;
 
 	if (!s->have_baseline) {
+		char next[48] = "the next change";
+
 		s->have_baseline = 1;
+		/* Nothing is printed until then: say why the wait. */
+		if (s->count > 1)
+			snprintf(next, sizeof next, "the next %lu changes", s->count);
+		cli_note(CMD, "baseline: the ring at revision %" PRIu64 " (%zu nodes); waiting for %s",
+			 hr_ring_revision(ring), hr_ring_node_count(ring), next);
 		return;
 	}
 	if (s->failed || s->printed >= s->count)

@@ -13,13 +13,15 @@ static const char description[] =
 	"(node), its owner in the read view (read_node) and the preference list\n"
 	"of R replicas in the write view, where writes go (every node of the view\n"
 	"when it has fewer than R).  A view with no node gives '-' (null in JSON).\n"
-	"Text lines are tab-separated, replicas comma-separated; with --json each\n"
-	"line is\n"
-	"  {\"key\":\"k\",\"node\":\"a\",\"read_node\":\"a\",\"replicas\":[\"a\",\"c\",\"b\"]}\n"
+	"Text lines are tab-separated, replicas comma-separated, after a header\n"
+	"line KEY NODE READ_NODE REPLICAS; with --json each line is\n"
+	"  {\"key\":\"k\",\"node\":\"a\",\"addr\":\"127.0.0.1:11211\",\"read_node\":\"a\",\n"
+	"   \"read_addr\":\"127.0.0.1:11211\",\"replicas\":[\"a\",\"c\",\"b\"]}\n"
+	"with the owners' addresses, without a header.\n"
 	"\n"
 	"The ring comes from FILE (--members, offline) or from the records under\n"
 	"PREFIX in etcd; then each line also carries the ring's revision (a last\n"
-	"tab-separated column, or \"revision\" in JSON).\n"
+	"tab-separated column REVISION, or \"revision\" in JSON).\n"
 	"\n"
 	"FILE maps node id to record, e.g.\n"
 	"  {\"a\":\"127.0.0.1:11211\",\n"
@@ -44,6 +46,15 @@ static void print_owner(FILE *out, const hr_node *node, int json)
 		fputs(node->id, out); /* ids are printable ASCII */
 }
 
+/* The owner's address in JSON, null for none (as serve's /lookup). */
+static void print_addr(FILE *out, const hr_node *node)
+{
+	if (node)
+		cli_json_string(out, node->addr, strlen(node->addr));
+	else
+		fputs("null", out);
+}
+
 static void print_answer(const struct lookup_args *a, const char *key,
 			 const hr_lookup *res, const hr_node **replicas,
 			 size_t k)
@@ -56,8 +67,12 @@ static void print_answer(const struct lookup_args *a, const char *key,
 		cli_json_string(out, key, klen);
 		fputs(",\"node\":", out);
 		print_owner(out, res->node, 1);
+		fputs(",\"addr\":", out);
+		print_addr(out, res->node);
 		fputs(",\"read_node\":", out);
 		print_owner(out, res->read_node, 1);
+		fputs(",\"read_addr\":", out);
+		print_addr(out, res->read_node);
 		fputs(",\"replicas\":[", out);
 		for (size_t i = 0; i < k; i++) {
 			if (i)
@@ -104,6 +119,8 @@ static int print_answers(const struct lookup_args *a, const hr_ring *ring)
 	replicas = calloc(r ? r : 1, sizeof *replicas);
 	if (!replicas)
 		return cli_fail(CMD, HR_ENOMEM, NULL);
+	if (!a->json)
+		fprintf(cli_out(), "KEY\tNODE\tREAD_NODE\tREPLICAS%s\n", a->etcd ? "\tREVISION" : "");
 
 	/* A reader that went away stops the work, not just the output. */
 	for (size_t i = 0; i < a->keys.n && !cli_out_error(); i++) {

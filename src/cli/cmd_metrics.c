@@ -1,6 +1,7 @@
 /* cmd_metrics.c - `hashring metrics`: the Prometheus exposition of a
  * client after its first sync, or of a members file's ring, once. */
 #include "cli.h"
+#include "metrics_text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +28,29 @@ static int discard(void *userdata, const char *data, size_t len)
 	return 0;
 }
 
-/* Bad options are a usage error, found before etcd is asked anything:
- * the library checks them before it writes a byte, here for an empty
- * ring. */
-static int check_options(const hr_metrics_options *opts)
+/* Bad options are a usage error, found before etcd is asked anything and
+ * named as options (the library's rules, the library's reasons); then
+ * the library checks them as it would before it writes a byte, here for
+ * an empty ring. */
+static int check_options(const hr_metrics_options *opts, const struct cli_list *given)
 {
 	hr_ring *empty = NULL;
 	hr_error err = { 0 };
 	int rc;
 
+	if (opts->name_prefix && hr__metrics_prefix_check(opts->name_prefix, &err))
+		return cli_usage(CMD, "--name-prefix: %s", err.message);
+	for (size_t i = 0; i < opts->label_count; i++) {
+		const hr_metrics_label *l = &opts->labels[i];
+
+		if (hr__metrics_label_check(l, &err))
+			return cli_usage(CMD, "--label %.140s: %s", given->items[i], err.message);
+		for (size_t k = 0; k < i; k++) {
+			if (!strcmp(l->name, opts->labels[k].name))
+				return cli_usage(CMD, "--label %.140s: the name \"%.200s\" is given"
+						 " twice", given->items[i], l->name);
+		}
+	}
 	rc = hr_ring_build(NULL, 0, NULL, 0, &empty, &err);
 	if (!rc)
 		rc = hr_ring_metrics_write(empty, discard, NULL, opts, &err);
@@ -108,7 +123,7 @@ int cmd_metrics(int argc, char **argv)
 	opts.labels = labels;
 	opts.label_count = label_list.n;
 	opts.omit = omit_nodes ? HR_METRICS_OMIT_NODES : 0;
-	rc = check_options(&opts);
+	rc = check_options(&opts, &label_list);
 	if (rc != CLI_EXIT_OK)
 		goto out;
 	if (members && spec.etcd_option) {

@@ -206,7 +206,35 @@ struct change {
 	hr_state state;
 	double weight;
 	int heirs;	/* state draining: hand the tokens to heirs */
+	int json;
 };
+
+/* The one line that says the change is made. */
+static void print_changed(const struct change *c)
+{
+	FILE *out = cli_out();
+	char w[32];
+
+	/* The fewest of 15 or 17 digits that read back as the weight. */
+	snprintf(w, sizeof w, "%.15g", c->weight);
+	if (strtod(w, NULL) != c->weight)
+		snprintf(w, sizeof w, "%.17g", c->weight);
+	if (c->json) {
+		fputs("{\"id\":", out);
+		cli_json_string(out, c->id, strlen(c->id));
+		if (c->is_state)
+			fprintf(out, ",\"state\":\"%s\"%s}\n", hr_state_name(c->state),
+				c->heirs ? ",\"heirs\":true" : "");
+		else
+			fprintf(out, ",\"weight\":%s}\n", w);
+	} else if (c->is_state) {
+		/* Ids are printable ASCII. */
+		fprintf(out, "updated %s state=%s%s\n", c->id, hr_state_name(c->state),
+			c->heirs ? ", tokens handed to heirs" : "");
+	} else {
+		fprintf(out, "updated %s weight=%s\n", c->id, w);
+	}
+}
 
 static int attempt_change(void *ud, const hr_etcd_config *etcd, hr_error *err)
 {
@@ -234,6 +262,8 @@ static int change(const char *cmd, int argc, char **argv)
 	const struct cli_option options[] = {
 		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &c.id,
 		  .help = "node id (required)" },
+		{ .name = "json", .type = CLI_FLAG, .dest = &c.json,
+		  .help = "print the confirmation as one JSON object" },
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_RETRY),
 		/* `state` only: the list ends here for `weight`. */
 		{ .name = c.is_state ? "heirs" : NULL, .type = CLI_FLAG, .dest = &c.heirs,
@@ -249,8 +279,8 @@ static int change(const char *cmd, int argc, char **argv)
 				     .dest = &c.weight, .help = "the new weight" };
 	struct cli_spec spec = {
 		.cmd = cmd,
-		.usage = c.is_state ? "state --id ID warming|active|draining [--heirs]" :
-				      "weight --id ID W",
+		.usage = c.is_state ? "state --id ID warming|active|draining [--heirs] [--json]" :
+				      "weight --id ID W [--json]",
 		.description = c.is_state ?
 			"Changes the state of a registered node in place: its other\n"
 			"fields and its lease are kept, so it still disappears when\n"
@@ -259,10 +289,16 @@ static int change(const char *cmd, int argc, char **argv)
 			"--heirs` also hands the node's allocated tokens to heirs, the\n"
 			"least loaded nodes with tokens, whose records list them as\n"
 			"well: reads stay with the node while it drains, writes go to\n"
-			"the heirs, which own its arcs once it is gone." :
+			"the heirs, which own its arcs once it is gone.  Once done it\n"
+			"prints one line:\n"
+			"  updated cache-7 state=active\n"
+			"or with --json {\"id\":\"cache-7\",\"state\":\"active\"}." :
 			"Changes the weight of a registered node in place: its other\n"
 			"fields and its lease are kept.  While etcd cannot be reached\n"
-			"the change is retried for --timeout seconds.",
+			"the change is retried for --timeout seconds.  Once done it\n"
+			"prints one line:\n"
+			"  updated cache-7 weight=2\n"
+			"or with --json {\"id\":\"cache-7\",\"weight\":2}.",
 		.options = options,
 		.positional = &value,
 	};
@@ -293,7 +329,10 @@ static int change(const char *cmd, int argc, char **argv)
 	/* Nothing to undo if interrupted: SIGINT and SIGTERM keep their
 	 * default action and end the command at once, even mid-request. */
 	rc = cli_etcd_retry(&conn, &etcd, NULL, attempt_change, &c, &err);
-	rc = rc ? cli_fail_input(cmd, rc, &err) : CLI_EXIT_OK;
+	if (rc)
+		rc = cli_fail_input(cmd, rc, &err);
+	else
+		print_changed(&c);
 out:
 	cli_etcd_free(&conn);
 	return rc;

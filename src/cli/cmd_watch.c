@@ -15,13 +15,17 @@ static const char description[] =
 	"With --json:\n"
 	"  {\"revision\":42,\"digest\":\"9f3a0c1d2e4b5a69\",\"nodes\":3,\"points\":600,\n"
 	"   \"moved_write\":0.33,\"moved_read\":0.33}\n"
-	"nodes counts every valid record, whatever its state; moved_* is the share\n"
+	"revision is the ring's: the etcd revision at which it matches the\n"
+	"records (after a full sync etcd's revision then, which may be past the\n"
+	"newest record's); `hashring acks` lists it for each client.  nodes\n"
+	"counts every valid record, whatever its state; moved_* is the share\n"
 	"of the key space whose owner changed in that view.  Runs until SIGINT or\n"
 	"SIGTERM (exit 0) or --count rings.  Library log lines (key=value, level\n"
 	"info by default) go to stderr.\n"
 	"With --client-id, each ring is also acknowledged for `hashring acks`: its\n"
 	"revision and digest at the key ACK_PREFIX followed by ID, under a lease\n"
-	"revoked on exit.";
+	"revoked on exit; the first ring is printed once its ack is in etcd, and\n"
+	"an ID that another live client holds is an error (exit 1).";
 
 struct watch_state {
 	int json;

@@ -26,9 +26,20 @@ typedef struct hr__ack_record {
  * printable ASCII, no '/').  HR_EINVAL or HR_ELIMIT naming it. */
 int hr__ack_client_id_check(const char *id, hr_error *err);
 
+/* How an ack prefix and a ring prefix overlap: not at all, or one starts
+ * with the other (holds the other's keys). */
+typedef enum hr__overlap {
+	HR__APART,
+	HR__SAME,
+	HR__ACKS_HOLD_RING,       /* the ack prefix starts the ring prefix */
+	HR__RING_HOLDS_ACKS       /* the ring prefix starts the ack prefix */
+} hr__overlap;
+
+hr__overlap hr__prefixes_overlap(const char *ack_prefix, const char *ring_prefix);
+
 /* Checks an ack prefix (1..4096 bytes) against the ring's prefix: neither
  * may start with the other, or acks would be read as node records (or
- * records as acks).  HR_EINVAL naming both. */
+ * records as acks).  HR_EINVAL saying which contains which. */
 int hr__ack_prefix_check(const char *ack_prefix, const char *ring_prefix,
 			 hr_error *err);
 
@@ -40,8 +51,9 @@ char *hr__ack_record_write(const char *id, uint64_t revision, uint64_t digest,
 
 /* Parses the record under the key of client `id` (`id_len` bytes).
  * HR_EPARSE with the reason: not JSON, a missing or mistyped field, a
- * revision not in 1..2^53, a digest not 16 lowercase hex digits, a client
- * that is not the key's.  Unknown fields are ignored. */
+ * revision not written as a whole number in 1..2^53 (read from its digits,
+ * exactly), a digest not 16 lowercase hex digits, a client that is not the
+ * key's.  Unknown fields are ignored. */
 int hr__ack_record_parse(const char *id, size_t id_len, const char *value,
 			 size_t len, hr__ack_record *out, hr_error *err);
 

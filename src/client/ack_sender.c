@@ -59,7 +59,10 @@ struct hr__acker {
 	uint64_t acked_rev, acked_digest;
 	int acked;                /* the key holds acked_* under our lease */
 	int64_t last_put_ms;      /* when the last put was sent */
-	int failures, unlogged;
+	/* Failed requests since the ack was last known in etcd under our
+	 * lease: a renewal of a lease that holds no ack (the id is taken)
+	 * does not end the run. */
+	int failures;
 	int64_t logged_ms;
 };
 
@@ -81,7 +84,7 @@ static int64_t retry_delay(const hr__acker *a)
 }
 
 /* A failed request: the first of a run is logged at once, then at most
- * one line every FAILURE_LOG_MS. */
+ * one line every FAILURE_LOG_MS, each with the run's count so far. */
 static void failed(hr__acker *a, const char *event, hr_log_level level,
 		   const hr_error *err)
 {
@@ -95,23 +98,21 @@ static void failed(hr__acker *a, const char *event, hr_log_level level,
 		pthread_cond_broadcast(&a->first_cv);
 	}
 	a->failures++;
-	a->unlogged++;
 	if (a->failures > 1 && now - a->logged_ms < FAILURE_LOG_MS)
 		return;
 	hr__log_emit(a->log, level, event, "client=%s key=%s failures=%d code=%d msg=%s",
-		     a->id, a->key, a->unlogged, err->code, err->message);
-	a->unlogged = 0;
+		     a->id, a->key, a->failures, err->code, err->message);
 	a->logged_ms = now;
 }
 
+/* Our ack is in etcd under our lease again (acked): the run is over. */
 static void recovered(hr__acker *a)
 {
-	if (!a->failures)
+	if (!a->failures || !a->acked)
 		return;
 	hr__log_emit(a->log, HR_LOG_INFO, "ack_recovered", "client=%s failures=%d", a->id,
 		     a->failures);
 	a->failures = 0;
-	a->unlogged = 0;
 }
 
 /*
@@ -305,25 +306,27 @@ void hr__acker_note(hr__acker *a, uint64_t revision, uint64_t digest)
 	pthread_mutex_unlock(&a->mu);
 }
 
-int hr__acker_wait_first(hr__acker *a, int timeout_ms, hr_error *err)
+int hr__acker_wait_first(hr__acker *a, int timeout_ms, int64_t since_ms, hr_error *err)
 {
 	struct timespec ts;
+	long long waited;
 	int rc = 0;
 
 	hr__deadline_in(&ts, timeout_ms);
 	pthread_mutex_lock(&a->mu);
 	while (!a->first_done && !a->first_fatal && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&a->first_cv, &a->mu, &ts);
+	waited = (long long)(hr__now_ms() - since_ms);
 	if (a->first_done)
 		rc = 0;
 	else if (a->first_fatal)
 		rc = hr__error_copy(err, &a->first_err);
 	else if (a->first_err.code)
-		rc = hr__error_set(err, HR_ETIMEDOUT, "no ack written at %s after %d ms: %s",
-				   a->key, timeout_ms, a->first_err.message);
+		rc = hr__error_set(err, HR_ETIMEDOUT, "no ack written at %s after %lld ms: %s",
+				   a->key, waited, a->first_err.message);
 	else
-		rc = hr__error_set(err, HR_ETIMEDOUT, "no ack written at %s after %d ms", a->key,
-				   timeout_ms);
+		rc = hr__error_set(err, HR_ETIMEDOUT, "no ack written at %s after %lld ms", a->key,
+				   waited);
 	pthread_mutex_unlock(&a->mu);
 	return rc;
 }

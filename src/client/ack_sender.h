@@ -35,11 +35,13 @@ int hr__acker_start(const hr__acker_opts *opts, hr__acker **out, hr_error *err);
  * announced.  Never blocks on I/O; from the watcher thread.  NULL: no-op. */
 void hr__acker_note(hr__acker *a, uint64_t revision, uint64_t digest);
 
-/* Waits up to `timeout_ms` for the first ack to be in etcd.  0; the error
- * retrying will not cure (HR_EPERM, HR_EAUTH, HR_ETLS, HR_EEXIST: the id
- * is another live client's) as soon as it happens; or HR_ETIMEDOUT with
- * the last failure. */
-int hr__acker_wait_first(hr__acker *a, int timeout_ms, hr_error *err);
+/* Waits up to `timeout_ms` (0: only checks) for the first ack to be in
+ * etcd.  0 (at once if it is); the error retrying will not cure (HR_EPERM,
+ * HR_EAUTH, HR_ETLS, HR_EEXIST: the id is another live client's, the
+ * message naming its lease) as soon as it happens, for as long as no ack
+ * was written; or HR_ETIMEDOUT with the last failure, its message counting
+ * the time since `since_ms` (hr__now_ms(): when the client opened). */
+int hr__acker_wait_first(hr__acker *a, int timeout_ms, int64_t since_ms, hr_error *err);
 
 /* Stops the thread, revokes the lease (the ack disappears at once) and
  * frees.  Waits for the request under way, if any, and for the revoke,

@@ -95,7 +95,8 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		 * count it.  What is left of the open timeout, 1 s at least. */
 		int64_t left = cc.open_timeout_ms - (hr__now_ms() - c->opened_ms);
 
-		rc = hr__acker_wait_first(c->acker, left > 1000 ? (int)left : 1000, err);
+		rc = hr__acker_wait_first(c->acker, left > 1000 ? (int)left : 1000,
+					  c->opened_ms, err);
 	}
 	if (rc) {
 		hr_client_close(c);
@@ -127,6 +128,7 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 {
 	hr_error last = { 0 };
 	const char *cause;
+	int64_t t0 = hr__now_ms(), left;
 	int rc;
 
 	if (!c || timeout_ms < 0)
@@ -135,7 +137,14 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 	rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), timeout_ms, &last);
 	switch (rc) {
 	case 0:
-		return 0;
+		if (!c->acker)
+			return 0;
+		/* As a blocking open: a client that acknowledges is synced
+		 * once waits count it, and an id that is another client's
+		 * fails here. */
+		left = timeout_ms - (hr__now_ms() - t0);
+		return hr__acker_wait_first(c->acker, left > 0 ? (int)left : 0, c->opened_ms,
+					    err);
 	case HR_EAUTH:
 	case HR_EPERM:
 	case HR_ETLS:

@@ -84,9 +84,12 @@ static int mark_conflicts(hr_acks *acks)
 	return 0;
 }
 
-/* Reads the acks under `ack_prefix` with `e`. */
+/* Reads the acks under `ack_prefix` with `e`.  A value that is not an ack
+ * is logged, unless `seen` (a wait's earlier readings) says it was read
+ * before: a value put at or below *seen was; *seen becomes this
+ * reading's revision. */
 static int read_acks(hr__etcd *e, const hr__conn *conn, const char *ack_prefix,
-		     hr_acks **out, hr_error *err)
+		     int64_t *seen, hr_acks **out, hr_error *err)
 {
 	size_t plen = strlen(ack_prefix), n = 0, bytes = 0, used = 0;
 	hr__kv *kvs = NULL;
@@ -133,6 +136,8 @@ static int read_acks(hr__etcd *e, const hr__conn *conn, const char *ack_prefix,
 							  &rec, &why);
 		}
 		if (rc) {
+			if (seen && kvs[i].mod_revision <= *seen)
+				continue;
 			hr__log_emit(&conn->log, HR_LOG_WARN, "bad_ack",
 				     "key=%.*s mod_revision=%" PRId64 " msg=%s",
 				     (int)(kvs[i].key_len < 300 ? kvs[i].key_len : 300), kvs[i].key,
@@ -152,6 +157,8 @@ static int read_acks(hr__etcd *e, const hr__conn *conn, const char *ack_prefix,
 		acks->n++;
 	}
 	hr__kvs_free(kvs, n);
+	if (seen)
+		*seen = rev;
 	if (mark_conflicts(acks)) {
 		hr_acks_free(acks);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
@@ -186,7 +193,7 @@ int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,
 	*out = NULL;
 	rc = setup(etcd, ack_prefix, &conn, &e, err);
 	if (!rc)
-		rc = read_acks(e, &conn, ack_prefix, out, err);
+		rc = read_acks(e, &conn, ack_prefix, NULL, out, err);
 	hr__etcd_free(e);
 	return rc;
 }
@@ -256,7 +263,7 @@ static int judge(const hr_acks *acks, uint64_t revision, int timeout_ms,
 int hr_acks_wait(const hr_etcd_config *etcd, const char *ack_prefix,
 		 uint64_t revision, int timeout_ms, hr_acks **last, hr_error *err)
 {
-	int64_t deadline;
+	int64_t deadline, seen = 0;
 	hr__conn conn;
 	hr__etcd *e;
 	hr_acks *acks = NULL;
@@ -281,7 +288,7 @@ int hr_acks_wait(const hr_etcd_config *etcd, const char *ack_prefix,
 		hr_error rerr = { 0 };
 		int64_t left;
 
-		rc = read_acks(e, &conn, ack_prefix, &now, &rerr);
+		rc = read_acks(e, &conn, ack_prefix, &seen, &now, &rerr);
 		if (!rc) {
 			hr_acks_free(acks);
 			acks = now;

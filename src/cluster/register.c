@@ -420,6 +420,7 @@ static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *n
 			   hr_error *err)
 {
 	double x = round(node->weight * (double)per_weight);
+	hr__tokens_join join;
 	char *value = NULL;
 	int attempts, rc;
 
@@ -430,8 +431,12 @@ static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *n
 		return hr__error_set(err, HR_ELIMIT,
 				     "node \"%s\": weight %g x %zu tokens exceed the limit of %d",
 				     node->id, node->weight, per_weight, HR_TOKENS_MAX);
-	rc = hr__register_tokens(r->etcd, prefix, r->key, node, x < 1 ? 1 : (size_t)x,
-				 opts, r->lease, NULL, NULL, &value, done, &attempts, err);
+	join = (hr__tokens_join){ .etcd = r->etcd, .prefix = prefix, .key = r->key,
+				  .node = node, .ntokens = x < 1 ? 1 : (size_t)x, .opts = opts,
+				  .lease = r->lease, .lease_ttl_s = r->ttl,
+				  .renewed_ms = r->expires_ms - r->ttl * 1000 };
+	rc = hr__register_tokens(&join, &value, done, &attempts, err);
+	r->expires_ms = join.renewed_ms + r->ttl * 1000;
 	if (rc)
 		return rc;
 	free(r->value);

@@ -7,18 +7,28 @@
  */
 #include "register_tokens.h"
 
+#include "clock.h"
 #include "error.h"
 #include "nodeset.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-/* Reads and allocates at most this often before giving up: each retry
- * means another record was put meanwhile. */
-#define ATTEMPTS_MAX 8
+/*
+ * A conflict (another record put since the read) is retried after a
+ * random wait of up to BACKOFF_FIRST_MS, the bound doubling with each
+ * conflict up to BACKOFF_MAX_MS, for up to RETRY_BUDGET_MS.  Joiners that
+ * start together thus spread out instead of meeting again at once: each
+ * attempt fails only when another record lands within its read and put.
+ */
+#define BACKOFF_FIRST_MS 20
+#define BACKOFF_MAX_MS 1000
+#define RETRY_BUDGET_MS 30000
 
 int hr__records_ring(hr__etcd *e, const char *prefix, const hr_ring_options *opts,
 		     hr_ring **ring, int64_t *revision, hr__kv **records,
@@ -80,56 +90,172 @@ static char *record_json(const hr_node *nd, const uint64_t *tokens, size_t n)
 	return s;
 }
 
-int hr__register_tokens(hr__etcd *e, const char *prefix, const char *key,
-			const hr_node *node, size_t ntokens,
-			const hr_ring_options *opts, int64_t lease,
-			hr__tokens_race_fn race, void *userdata, char **value,
-			int *done, int *attempts, hr_error *err)
+/* A xorshift64 draw in [0, n]. */
+static int64_t rand_upto(uint64_t *rng, int64_t n)
 {
-	uint64_t *tokens = malloc((ntokens ? ntokens : 1) * sizeof *tokens);
-	int rc = tokens ? HR_OK : hr__error_set(err, HR_ENOMEM, "out of memory");
-	int taken = 0;
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	return (int64_t)(*rng % (uint64_t)(n + 1));
+}
+
+/* A seed of its own for each joiner: the clock, the node id (processes
+ * started together) and an address (threads of one process). */
+static uint64_t seed(const hr_node *node, const void *mine)
+{
+	uint64_t h = (uint64_t)hr__now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)mine;
+
+	for (const char *c = node->id; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	while (ms > 0 && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* When the lease is due for renewal: a third of its TTL after it was
+ * granted or last renewed. */
+static int64_t renewal_due(const hr__tokens_join *j)
+{
+	return j->renewed_ms + j->lease_ttl_s * 1000 / 3;
+}
+
+/* Renews the lease if it is due: the registrar's renewals start once the
+ * record is written, and conflicts may be retried for longer than a TTL. */
+static int keep_lease(hr__tokens_join *j, hr_error *err)
+{
+	int64_t sent = hr__now_ms(), ttl = 0;
+	int rc;
+
+	if (!j->lease || sent < renewal_due(j))
+		return 0;
+	rc = hr__etcd_lease_keepalive(j->etcd, j->lease, &ttl, err);
+	if (!rc && ttl <= 0)
+		rc = hr__error_set(err, HR_ENOTFOUND,
+				   "lease %016" PRIx64 " expired while allocating tokens",
+				   (uint64_t)j->lease);
+	if (!rc)
+		j->renewed_ms = sent;
+	return rc;
+}
+
+/* Sleeps `ms`, renewing the lease when due. */
+static int wait_renewing(hr__tokens_join *j, int64_t ms, hr_error *err)
+{
+	int64_t end = hr__now_ms() + ms;
+	int rc = 0;
+
+	for (int64_t now = hr__now_ms(); !rc && now < end; now = hr__now_ms()) {
+		int64_t until = j->lease && renewal_due(j) < end ? renewal_due(j) : end;
+
+		sleep_ms(until - now);
+		rc = keep_lease(j, err);
+	}
+	return rc;
+}
+
+/* An etcd that could not answer now (overloaded, a leader election, a
+ * member down) may answer later: within the budget, such an attempt is
+ * retried as a conflict is. */
+static int transient(int rc)
+{
+	return rc == HR_ETIMEDOUT || rc == HR_ECONNECT || rc == HR_EETCD;
+}
+
+/*
+ * Attempt `n`: read, allocate, put if unchanged.  *done when written;
+ * *taken when the key exists under another lease (or none); neither on a
+ * conflict.  The key under our own lease is our record, written by an
+ * attempt whose answer was lost.
+ */
+static int attempt(hr__tokens_join *j, int n, uint64_t *tokens, char **value, int *done,
+		   int *taken, hr_error *err)
+{
+	hr_ring *ring = NULL;
+	hr__kv kv = { 0 };
+	int64_t revision = 0;
+	int found = 0;
+	int rc = hr__records_ring(j->etcd, j->prefix, j->opts, &ring, &revision, NULL, NULL,
+				  err);
+
+	if (!rc)
+		rc = hr_tokens_allocate(ring, j->node, j->ntokens, tokens, err);
+	hr_ring_release(ring);
+	if (rc)
+		return rc;
+	free(*value);
+	*value = record_json(j->node, tokens, j->ntokens);
+	if (!*value)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (j->race)
+		j->race(j->userdata, n);
+	/* A read or an allocation may take long on a loaded host. */
+	rc = keep_lease(j, err);
+	if (!rc)
+		rc = hr__etcd_put_if_prefix_unchanged(j->etcd, j->key, *value, j->lease, j->prefix,
+						      revision, done, err);
+	if (rc || *done)
+		return rc;
+	/* The key exists (the caller decides: taken, or replace), or another
+	 * record was put since the read. */
+	rc = hr__etcd_get(j->etcd, j->key, &kv, &found, err);
+	if (!rc && found && j->lease && kv.lease == j->lease) {
+		char *ours = strndup(kv.value, kv.value_len);
+
+		if (!ours) {
+			rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+		} else {
+			free(*value);
+			*value = ours;
+			*done = 1;
+		}
+	} else if (!rc) {
+		*taken = found;
+	}
+	hr__kv_clear(&kv);
+	return rc;
+}
+
+int hr__register_tokens(hr__tokens_join *j, char **value, int *done, int *attempts,
+			hr_error *err)
+{
+	uint64_t *tokens = malloc((j->ntokens ? j->ntokens : 1) * sizeof *tokens);
+	int64_t t0 = hr__now_ms();
+	int64_t budget = j->budget_ms ? j->budget_ms : RETRY_BUDGET_MS, bound = BACKOFF_FIRST_MS;
+	uint64_t rng = seed(j->node, tokens);
+	int taken = 0, rc = 0;
 
 	*value = NULL;
 	*done = 0;
 	*attempts = 0;
-	while (!rc && *attempts < ATTEMPTS_MAX) {
-		hr_ring *ring = NULL;
-		hr__kv kv = { 0 };
-		int64_t revision = 0;
-		int found = 0;
-
-		++*attempts;
-		rc = hr__records_ring(e, prefix, opts, &ring, &revision, NULL, NULL, err);
-		if (!rc)
-			rc = hr_tokens_allocate(ring, node, ntokens, tokens, err);
-		hr_ring_release(ring);
-		if (rc)
-			break;
-		free(*value);
-		*value = record_json(node, tokens, ntokens);
-		if (!*value) {
-			rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-			break;
+	if (!tokens)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (;;) {
+		if (*attempts) {
+			/* Another record was put since the read, or etcd could
+			 * not answer: later, at random. */
+			if (hr__now_ms() - t0 >= budget)
+				break;
+			rc = wait_renewing(j, rand_upto(&rng, bound), err);
+			if (rc)
+				break;
+			bound = bound * 2 < BACKOFF_MAX_MS ? bound * 2 : BACKOFF_MAX_MS;
 		}
-		if (race)
-			race(userdata, *attempts);
-		rc = hr__etcd_put_if_prefix_unchanged(e, key, *value, lease, prefix,
-						      revision, done, err);
-		if (rc || *done)
-			break;
-		/* The key exists (the caller decides: taken, or replace), or
-		 * another record was put since: allocate again. */
-		rc = hr__etcd_get(e, key, &kv, &found, err);
-		hr__kv_clear(&kv);
-		taken = found;
-		if (rc || taken)
+		++*attempts;
+		rc = attempt(j, *attempts, tokens, value, done, &taken, err);
+		if ((!rc && (*done || taken)) || (rc && !transient(rc)))
 			break;
 	}
 	if (!rc && !*done && !taken)
 		rc = hr__error_set(err, HR_ECONFLICT,
-				   "the records under %s changed at each of %d attempts to allocate tokens",
-				   prefix, ATTEMPTS_MAX);
+				   "the records under %s changed at each of %d attempts to allocate"
+				   " tokens, over %lld ms", j->prefix, *attempts,
+				   (long long)(hr__now_ms() - t0));
 	free(tokens);
 	if (rc) {
 		free(*value);

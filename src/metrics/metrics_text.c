@@ -39,42 +39,64 @@ int hr__expo_valid_name(const char *s)
 	return 1;
 }
 
-static int check_label(const hr_metrics_label *l, size_t i, const hr_metrics_label *all,
-		       hr_error *err)
+int hr__metrics_prefix_check(const char *prefix, hr_error *why)
+{
+	size_t len = strnlen(prefix, NAME_MAX_LEN + 1);
+	char shown[HR__SHOW_SIZE];
+
+	if (len && (len > NAME_MAX_LEN || !hr__expo_valid_name(prefix)))
+		return hr__error_set(why, HR_EINVAL,
+				     "\"%s\" is not [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes",
+				     hr__show(shown, sizeof shown, prefix, len), NAME_MAX_LEN);
+	return 0;
+}
+
+int hr__metrics_label_check(const hr_metrics_label *l, hr_error *why)
 {
 	char shown[HR__SHOW_SIZE];
 	size_t len;
 
 	if (!l->name || !l->value)
-		return hr__error_set(err, HR_EINVAL, "hr_metrics_options: labels[%zu]: %s is NULL",
-				     i, l->name ? "value" : "name");
+		return hr__error_set(why, HR_EINVAL, "%s is NULL", l->name ? "value" : "name");
 	len = strnlen(l->name, NAME_MAX_LEN + 1);
 	hr__show(shown, sizeof shown, l->name, len);
 	if (len > NAME_MAX_LEN || !hr__expo_valid_name(l->name))
-		return hr__error_set(err, HR_EINVAL,
-				     "hr_metrics_options: labels[%zu]: name \"%s\" is not"
-				     " [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes",
-				     i, shown, NAME_MAX_LEN);
+		return hr__error_set(why, HR_EINVAL,
+				     "name \"%s\" is not [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes",
+				     shown, NAME_MAX_LEN);
 	if (l->name[0] == '_' && l->name[1] == '_')
-		return hr__error_set(err, HR_EINVAL,
-				     "hr_metrics_options: labels[%zu]: name \"%s\" starts with"
-				     " \"__\", which Prometheus reserves", i, shown);
+		return hr__error_set(why, HR_EINVAL,
+				     "name \"%s\" starts with \"__\", which Prometheus reserves",
+				     shown);
 	for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++) {
 		if (!strcmp(l->name, reserved[k]))
-			return hr__error_set(err, HR_EINVAL,
-					     "hr_metrics_options: labels[%zu]: name \"%s\" is one"
-					     " the library's metrics use", i, shown);
+			return hr__error_set(why, HR_EINVAL,
+					     "name \"%s\" is one the library's metrics use", shown);
 	}
+	if (strnlen(l->value, VALUE_MAX_LEN + 1) > VALUE_MAX_LEN)
+		return hr__error_set(why, HR_EINVAL, "value of \"%s\" is longer than %d bytes",
+				     shown, VALUE_MAX_LEN);
+	return 0;
+}
+
+static int check_label(const hr_metrics_label *l, size_t i, const hr_metrics_label *all,
+		       hr_error *err)
+{
+	char shown[HR__SHOW_SIZE];
+	hr_error why = { 0 };
+	int rc = hr__metrics_label_check(l, &why);
+
+	if (rc)
+		return hr__error_set(err, rc, "hr_metrics_options: labels[%zu]: %s", i,
+				     why.message);
 	for (size_t k = 0; k < i; k++) {
 		if (!strcmp(l->name, all[k].name))
 			return hr__error_set(err, HR_EINVAL,
 					     "hr_metrics_options: labels[%zu]: name \"%s\" is given"
-					     " twice (also labels[%zu])", i, shown, k);
+					     " twice (also labels[%zu])", i,
+					     hr__show(shown, sizeof shown, l->name, strlen(l->name)),
+					     k);
 	}
-	if (strnlen(l->value, VALUE_MAX_LEN + 1) > VALUE_MAX_LEN)
-		return hr__error_set(err, HR_EINVAL,
-				     "hr_metrics_options: labels[%zu] (\"%s\"): value is longer"
-				     " than %d bytes", i, shown, VALUE_MAX_LEN);
 	return 0;
 }
 
@@ -82,16 +104,12 @@ int hr__expo_begin(hr__expo *e, const hr_metrics_options *opts,
 		   hr_metrics_write_fn write_fn, void *userdata, hr_error *err)
 {
 	const char *prefix = opts->name_prefix ? opts->name_prefix : "";
-	char shown[HR__SHOW_SIZE];
-	size_t len;
+	hr_error why = { 0 };
 	int rc;
 
-	len = strnlen(prefix, NAME_MAX_LEN + 1);
-	if (len && (len > NAME_MAX_LEN || !hr__expo_valid_name(prefix)))
-		return hr__error_set(err, HR_EINVAL,
-				     "hr_metrics_options: name_prefix \"%s\" is not"
-				     " [a-zA-Z_][a-zA-Z0-9_]* of at most %d bytes",
-				     hr__show(shown, sizeof shown, prefix, len), NAME_MAX_LEN);
+	rc = hr__metrics_prefix_check(prefix, &why);
+	if (rc)
+		return hr__error_set(err, rc, "hr_metrics_options: name_prefix %s", why.message);
 	if (opts->label_count && !opts->labels)
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_metrics_options: labels is NULL with label_count %zu",

@@ -41,6 +41,13 @@ typedef struct hr__expo {
 	char buf[HR__EXPO_CHUNK];
 } hr__expo;
 
+/* Why a name prefix or one constant label breaks the rules of hashring.h
+ * (the name shown escaped), without naming the struct, for a caller that
+ * names them otherwise (the CLI's options): HR_EINVAL, or 0.  Names given
+ * twice are the caller's to find. */
+int hr__metrics_prefix_check(const char *prefix, hr_error *why);
+int hr__metrics_label_check(const hr_metrics_label *label, hr_error *why);
+
 /*
  * Begins an exposition into `write_fn` with the options `opts` (read by
  * hr__metrics_options_read).  HR_EINVAL (the prefix or a constant label

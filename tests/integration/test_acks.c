@@ -11,6 +11,7 @@
 #include "hrt_ring.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,7 +371,8 @@ START_TEST(cli_lists_and_waits)
 	ck_assert_ptr_nonnull(strstr(run.out, "CLIENT"));
 	ck_assert_ptr_nonnull(strstr(run.out, "web-1"));
 	ck_assert_ptr_nonnull(strstr(run.out, "current"));
-	ck_assert_ptr_nonnull(strstr(run.out, "# 1 clients, ring revision"));
+	snprintf(want, sizeof want, "# 1 clients, newest record revision %" PRId64 "\n", rev);
+	ck_assert_msg(strstr(run.out, want), "%s", run.out);
 
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
 			PREFIX, "--ack-prefix", ACKS, "--json", NULL });
@@ -429,14 +431,14 @@ START_TEST(bad_input_is_refused)
 	cfg.ack_client_id = "web-1";
 	cfg.ack_prefix = PREFIX "acks/";
 	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "hr_client_config: ack prefix \"" PREFIX "acks/\" overlaps"
-			 " the ring prefix \"" PREFIX "\": acks would be read as node records;"
+	ck_assert_str_eq(err.message, "hr_client_config: the ring prefix \"" PREFIX "\" contains"
+			 " the ack prefix \"" PREFIX "acks/\": acks would be read as node records;"
 			 " use a prefix of its own");
 	cfg.ack_prefix = "/t/";
 	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_acks_list(&e, "/t/", &acks, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "ack prefix \"/t/\" overlaps the ring prefix \"" PREFIX "\":"
-			 " acks would be read as node records; use a prefix of its own");
+	ck_assert_str_eq(err.message, "the ack prefix \"/t/\" contains the ring prefix \"" PREFIX
+			 "\": node records would be read as acks; use a prefix of its own");
 	ck_assert_ptr_null(acks);
 	ck_assert_int_eq(hr_acks_list(&e, "", &acks, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "ack prefix must be set and not empty");
@@ -493,11 +495,14 @@ START_TEST(bad_input_is_refused)
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "watch", "--endpoints", eps, "--prefix",
 			PREFIX, "--client-id", "web-1", "--ack-prefix", PREFIX "acks/", NULL });
 	ck_assert_int_eq(run.status, 2);
-	ck_assert_ptr_nonnull(strstr(run.err, "hashring: watch: hr_client_config: ack prefix"));
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: watch: --prefix " PREFIX " contains"
+				     " --ack-prefix " PREFIX "acks/: acks would be read as node"
+				     " records"));
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
 			PREFIX, "--ack-prefix", PREFIX, NULL });
 	ck_assert_int_eq(run.status, 2);
-	ck_assert_ptr_nonnull(strstr(run.err, "overlaps the ring prefix"));
+	ck_assert_ptr_nonnull(strstr(run.err, "hashring: acks: --ack-prefix " PREFIX " is also"
+				     " --prefix " PREFIX ": "));
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps,
 			"--wait-revision", "0", NULL });
 	ck_assert_int_eq(run.status, 2);
@@ -506,6 +511,187 @@ START_TEST(bad_input_is_refused)
 			"--wait-revision", "12x", NULL });
 	ck_assert_int_eq(run.status, 2);
 	ck_assert_ptr_nonnull(strstr(run.err, "hashring: acks: --wait-revision: '12x' is not a whole number"));
+}
+END_TEST
+
+/* Occurrences of `needle` in `s`. */
+static int occurrences(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)); s++)
+		n++;
+	return n;
+}
+
+/* A value under the ack prefix that is not an ack is logged once per
+ * listing or wait, however often a wait reads it (library and CLI); one
+ * put again is news, logged again.  A revision above 2^53 is not an ack. */
+START_TEST(bad_ack_logged_once_per_wait)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hr_client *c;
+	hr_error err = { 0 };
+	hrt_cli_run run;
+	char future[32];
+	int64_t rev;
+
+	put_node("a", "127.0.0.1:1");
+	c = acking_client("behind", 0, 0);
+	rev = put_node("b", "127.0.0.1:2");
+	ck_assert_uint_eq(wait_ack("behind", (uint64_t)rev, 5000), (uint64_t)rev);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), ACKS "static",
+				 "{\"client\":\"static\"}"), 0);
+	snprintf(future, sizeof future, "%" PRId64, rev + 1000);
+	hrt_log_clear(&logbuf);
+	/* Every 100 ms: ten readings. */
+	ck_assert_int_eq(hr_acks_wait(&ecfg, ACKS, (uint64_t)rev + 1000, 1000, NULL, &err),
+			 HR_ETIMEDOUT);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", "key=" ACKS "static", NULL), 1);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
+			PREFIX, "--ack-prefix", ACKS, "--wait-revision", future, "--timeout", "1",
+			NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_msg(occurrences(run.err, "event=bad_ack") == 1, "%s", run.err);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
+			PREFIX, "--ack-prefix", ACKS, NULL });
+	ck_assert_int_eq(run.status, 0);
+	ck_assert_msg(occurrences(run.err, "event=bad_ack") == 1, "%s", run.err);
+
+	/* A value put during the wait is logged when it comes. */
+	hrt_log_clear(&logbuf);
+	{
+		hr_acks *acks = NULL;
+		char lease_put[512];
+		int64_t lease;
+
+		ck_assert_int_eq(hrt_etcdctl(etcd, lease_put, sizeof lease_put, "lease grant 30"), 0);
+		lease = (int64_t)strtoull(lease_put + strlen("lease "), NULL, 16);
+		ck_assert_int_gt(lease, 0);
+		ck_assert_int_eq(hrt_etcdctl(etcd, lease_put, sizeof lease_put,
+					     "put --lease=%" PRIx64 " " ACKS "huge '{\"client\":\"huge\","
+					     "\"revision\":9007199254740993,\"digest\":\"0000000000000001\","
+					     "\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}'",
+					     (uint64_t)lease), 0);
+		ck_assert_int_eq(hr_acks_wait(&ecfg, ACKS, (uint64_t)rev + 1000, 300, &acks, &err),
+				 HR_ETIMEDOUT);
+		ck_assert_uint_eq(hr_acks_count(acks), 1);
+		hr_acks_free(acks);
+		ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", "key=" ACKS "huge",
+					       "is above 2^53", NULL), 1);
+		ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", NULL), 2);
+	}
+	hr_client_close(c);
+}
+END_TEST
+
+/* The lease of `id`'s ack, in hex as messages write it. */
+static void ack_lease_hex(const char *id, char *hex, size_t len)
+{
+	hr_acks *acks = NULL;
+	hr_error err = { 0 };
+	const hr_ack *a;
+
+	ck_assert_msg(hr_acks_list(&ecfg, ACKS, &acks, &err) == 0, "%s", err.message);
+	a = find_ack(acks, id);
+	ck_assert_ptr_nonnull(a);
+	snprintf(hex, len, "%016" PRIx64, (uint64_t)a->lease);
+	hr_acks_free(acks);
+}
+
+/* The `failures=N` of the last line holding every needle. */
+static int last_failures(const char *needle)
+{
+	const char *p, *last = NULL;
+	int n = -1;
+
+	pthread_mutex_lock(&logbuf.mu);
+	for (p = logbuf.text; p && (p = strstr(p, needle)); p++)
+		last = p;
+	if (last) {
+		const char *eol = strchr(last, '\n'), *f = strstr(last, " failures=");
+
+		if (f && (!eol || f < eol))
+			n = atoi(f + 10);
+	}
+	pthread_mutex_unlock(&logbuf.mu);
+	return n;
+}
+
+/* An id another live client holds, opened without blocking: the wait for
+ * the first sync fails as a blocking open does, naming the holder's lease;
+ * the client keeps trying, each line counting the attempts so far (its
+ * lease renewals in between do not start the count again), and acks once
+ * the holder is gone. */
+START_TEST(taken_id_fails_the_wait_and_counts)
+{
+	hr_etcd_config e = ecfg;
+	hr_client_config cfg;
+	hr_client *holder, *c = NULL;
+	hr_error err = { 0 };
+	char lease[32];
+	int lines;
+
+	put_node("a", "127.0.0.1:1");
+	holder = acking_client("twin", 0, 0);
+	ack_lease_hex("twin", lease, sizeof lease);
+	hr_client_config_init(&cfg);
+	cfg.ack_client_id = "twin";
+	cfg.ack_prefix = ACKS;
+	cfg.ack_ttl_s = 3;
+	cfg.open_nonblocking = 1;
+	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), 0);
+	ck_assert_int_eq(hr_client_wait_synced(c, 10000, &err), HR_EEXIST);
+	ck_assert_msg(strstr(err.message, ACKS "twin is held by lease ") &&
+		      strstr(err.message, lease), "%s (lease %s)", err.message, lease);
+	/* It routes meanwhile. */
+	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
+
+	/* Attempts after 0.5, 1, 2 and 4 s: the second line, 5 s after the
+	 * first, counts all of them (renewals every second in between). */
+	lines = hrt_log_wait(&logbuf, 2, 15000, 50, "event=ack_id_taken", "client=twin", NULL);
+	ck_assert_int_ge(lines, 2);
+	ck_assert_msg(last_failures("event=ack_id_taken") >= 4, "failures=%d",
+		      last_failures("event=ack_id_taken"));
+
+	/* The holder leaves: the id is free, the client acks. */
+	hr_client_close(holder);
+	ck_assert_uint_ne(wait_ack("twin", 0, 10000), 0);
+	ck_assert_int_eq(hr_client_wait_synced(c, 0, &err), 0);
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=ack_recovered", "client=twin", NULL), 1);
+	hr_client_close(c);
+}
+END_TEST
+
+/* `watch` and `serve` with an id another live client holds: exit 1 naming
+ * the holder's lease, before printing any ring. */
+START_TEST(cli_refuses_a_taken_id)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	hr_client *holder;
+	hrt_cli_run run;
+	char lease[32];
+
+	put_node("a", "127.0.0.1:1");
+	holder = acking_client("twin", 0, 0);
+	ack_lease_hex("twin", lease, sizeof lease);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "watch", "--endpoints", eps, "--prefix",
+			PREFIX, "--client-id", "twin", "--ack-prefix", ACKS, "--log-level", "warn",
+			NULL });
+	ck_assert_msg(run.status == 1, "exit %d: %s", run.status, run.err);
+	ck_assert_str_eq(run.out, "");
+	ck_assert_msg(strstr(run.err, "hashring: watch: " ACKS "twin is held by lease ") &&
+		      strstr(run.err, lease), "%s", run.err);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "serve", "--listen", "127.0.0.1:0",
+			"--endpoints", eps, "--prefix", PREFIX, "--client-id", "twin",
+			"--ack-prefix", ACKS, "--log-level", "warn", NULL });
+	ck_assert_msg(run.status == 1, "exit %d: %s", run.status, run.err);
+	ck_assert_msg(strstr(run.err, "hashring: serve: " ACKS "twin is held by lease ") &&
+		      strstr(run.err, lease), "%s", run.err);
+	hr_client_close(holder);
 }
 END_TEST
 
@@ -522,6 +708,9 @@ int main(void)
 	tcase_add_test(tc, conflicting_digests_fail_the_wait);
 	tcase_add_test(tc, cli_lists_and_waits);
 	tcase_add_test(tc, bad_input_is_refused);
+	tcase_add_test(tc, bad_ack_logged_once_per_wait);
+	tcase_add_test(tc, taken_id_fails_the_wait_and_counts);
+	tcase_add_test(tc, cli_refuses_a_taken_id);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

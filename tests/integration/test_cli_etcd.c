@@ -288,6 +288,78 @@ START_TEST(allocated_tokens_put_with_etcdctl)
 }
 END_TEST
 
+/* What a newcomer reads: `state` and `weight` confirm the change in one
+ * line (or one JSON object); `diff` says on stderr that it has its
+ * baseline and waits; `lookup` gives a header line, and with --json the
+ * owners' addresses; `acks` names the newest record's revision for what
+ * it is, not a ring's. */
+START_TEST(commands_say_what_they_did)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	char note[4096] = "", want[256];
+	hrt_cli_run run;
+	hrt_child diff;
+	int64_t rev;
+
+	put("a", "{\"addr\":\"127.0.0.1:1\",\"state\":\"warming\"}");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "state", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "a", "active", NULL });
+	ck_assert_msg(run.status == 0, "state: %d %s", run.status, run.err);
+	ck_assert_str_eq(run.out, "updated a state=active\n");
+	ck_assert_str_eq(run.err, "");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "state", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "a", "draining", "--json", NULL });
+	ck_assert_str_eq(run.out, "{\"id\":\"a\",\"state\":\"draining\"}\n");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "weight", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "a", "2.5", NULL });
+	ck_assert_str_eq(run.out, "updated a weight=2.5\n");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "weight", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "a", "1", "--json", NULL });
+	ck_assert_str_eq(run.out, "{\"id\":\"a\",\"weight\":1}\n");
+	/* A failure prints no confirmation. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "weight", "--endpoints", eps, "--prefix",
+		PREFIX, "--id", "nobody", "1", NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_str_eq(run.out, "");
+
+	rev = hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "b", "127.0.0.2:1");
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "lookup", "--endpoints", eps, "--prefix",
+		PREFIX, "k", NULL });
+	ck_assert_msg(run.status == 0, "lookup: %d %s", run.status, run.err);
+	snprintf(want, sizeof want, "KEY\tNODE\tREAD_NODE\tREPLICAS\tREVISION\nk\tb\t");
+	ck_assert_msg(!strncmp(run.out, want, strlen(want)), "%s", run.out);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "lookup", "--endpoints", eps, "--prefix",
+		PREFIX, "--json", "k", NULL });
+	ck_assert_int_eq(run.status, 0);
+	/* a drains: b owns every write. */
+	snprintf(want, sizeof want, "{\"key\":\"k\",\"node\":\"b\",\"addr\":\"127.0.0.2:1\","
+		 "\"read_node\":");
+	ck_assert_msg(!strncmp(run.out, want, strlen(want)), "%s", run.out);
+	ck_assert_msg(strstr(run.out, ",\"read_addr\":\""), "%s", run.out);
+
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "acks", "--endpoints", eps, "--prefix",
+		PREFIX, NULL });
+	ck_assert_int_eq(run.status, 0);
+	snprintf(want, sizeof want, "# 0 clients, newest record revision %" PRId64 "\n", rev);
+	ck_assert_str_eq(run.out, want);
+
+	diff = hrt_cli_spawn((const char *const[]){ "diff", "--endpoints", eps, "--prefix", PREFIX,
+		NULL }, NULL);
+	for (int i = 0; i < 400 && !strstr(note, "waiting"); i++) {
+		hrt_sleep_ms(25);
+		hrt_cli_peek_err(&diff, note, sizeof note);
+	}
+	snprintf(want, sizeof want, "hashring: diff: baseline: the ring at revision %" PRId64
+		 " (2 nodes); waiting for the next change\n", rev);
+	ck_assert_str_eq(note, want);
+	put("c", "127.0.0.3:1");
+	hrt_cli_wait(&diff, &run);
+	ck_assert_msg(run.status == 0, "diff: %d %s", run.status, run.err);
+	ck_assert_str_eq(run.err, want);
+	ck_assert_msg(!strncmp(run.out, "ring\t", 5), "%s", run.out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli_etcd");
@@ -301,6 +373,7 @@ int main(void)
 	tcase_add_test(tc, metrics_of_a_client);
 	tcase_add_test(tc, register_and_state_wait_for_etcd);
 	tcase_add_test(tc, allocated_tokens_put_with_etcdctl);
+	tcase_add_test(tc, commands_say_what_they_did);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -188,6 +188,13 @@ size_t count_lines(const char *s)
 	return n;
 }
 
+/* `lookup`'s text output after its header line, which it must start with. */
+const char *lookup_lines(const char *out)
+{
+	ck_assert_msg(!strncmp(out, LOOKUP_HEADER, strlen(LOOKUP_HEADER)), "no header: %s", out);
+	return out + strlen(LOOKUP_HEADER);
+}
+
 void assert_one_error_line(const struct run *r, const char *cmd)
 {
 	char prefix[64];

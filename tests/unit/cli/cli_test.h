@@ -70,6 +70,11 @@ void run_free(struct run *r);
 /* The lines of `s`: its newlines. */
 size_t count_lines(const char *s);
 
+#define LOOKUP_HEADER "KEY\tNODE\tREAD_NODE\tREPLICAS\n"
+
+/* `lookup`'s text output after its header line, which it must start with. */
+const char *lookup_lines(const char *out);
+
 /* An error is exactly one line on stderr, "hashring: <cmd>: ...", and
  * nothing on stdout. */
 void assert_one_error_line(const struct run *r, const char *cmd);

@@ -90,8 +90,8 @@ static void check_text_lines(const char *members, const char *replicas,
 		ck_assert_msg(res.status == 0, "exit %d: %s", res.status,
 			      res.err);
 		ck_assert_str_eq(res.err, "");
-		ck_assert_uint_eq(count_lines(res.out), NKEYS / 2);
-		for (line = strtok_r(res.out, "\n", &save); line;
+		ck_assert_uint_eq(count_lines(lookup_lines(res.out)), NKEYS / 2);
+		for (line = strtok_r(res.out + strlen(LOOKUP_HEADER), "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save), i++) {
 			expected_text(ring, keys[i], r, expect, sizeof expect);
 			ck_assert_str_eq(line, expect);
@@ -161,6 +161,10 @@ START_TEST(test_lookup_json)
 		assert_same_node(cJSON_GetObjectItem(obj, "node"), res.node);
 		assert_same_node(cJSON_GetObjectItem(obj, "read_node"),
 				 res.read_node);
+		/* The owners' addresses, as serve's /lookup gives them. */
+		ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "addr")), res.node->addr);
+		ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "read_addr")),
+				 res.read_node->addr);
 		/* Writes never go to a draining node, reads never to a
 		 * warming one. */
 		ck_assert_str_ne(json_id(cJSON_GetObjectItem(obj, "node")), "d");
@@ -198,12 +202,12 @@ START_TEST(test_lookup_absent_owner)
 
 	r = RUN("lookup", "--members", warm, "k");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "k\tw\t-\tw\n");
+	ck_assert_str_eq(lookup_lines(r.out), "k\tw\t-\tw\n");
 	run_free(&r);
 
 	r = RUN("lookup", "--members", drain, "k");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "k\t-\td\t-\n");
+	ck_assert_str_eq(lookup_lines(r.out), "k\t-\td\t-\n");
 	run_free(&r);
 
 	r = RUN("lookup", "--members", warm, "--json", "k");
@@ -211,14 +215,17 @@ START_TEST(test_lookup_absent_owner)
 	obj = cJSON_Parse(r.out);
 	ck_assert_ptr_nonnull(obj);
 	ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "node")), "w");
+	ck_assert_str_eq(json_id(cJSON_GetObjectItem(obj, "addr")), "127.0.0.1:1");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(obj, "read_node")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(obj, "read_addr")));
 	cJSON_Delete(obj);
 	run_free(&r);
 
 	r = RUN("lookup", "--members", drain, "--json", "k");
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out,
-			 "{\"key\":\"k\",\"node\":null,\"read_node\":\"d\",\"replicas\":[]}\n");
+			 "{\"key\":\"k\",\"node\":null,\"addr\":null,\"read_node\":\"d\","
+			 "\"read_addr\":\"127.0.0.1:1\",\"replicas\":[]}\n");
 	run_free(&r);
 	free(warm);
 	free(drain);
@@ -255,7 +262,7 @@ START_TEST(test_lookup_escaping)
 
 	r = RUN("lookup", "--members", path, odd, "--", "--not-an-option");
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_uint_eq(count_lines(r.out), 2);
+	ck_assert_uint_eq(count_lines(lookup_lines(r.out)), 2);
 	ck_assert_ptr_nonnull(strstr(r.out, "a\"b\\\\c\\x01\\x1f\\t\\n\\x7f end\t"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\n--not-an-option\t"));
 	run_free(&r);
@@ -357,7 +364,7 @@ START_TEST(test_maglev_commands)
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	hr_ring_lookup(ring, "user:42", 7, &res);
 	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
-	ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+	ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 	run_free(&r);
 
 	r = RUN("nodes", "--json", "--placement", "maglev", "--maglev-size", "1009",
@@ -381,10 +388,9 @@ START_TEST(test_maglev_commands)
 	ck_assert_ptr_nonnull(strstr(r.out, "moved\t0.000000\t0\n"));
 	run_free(&r);
 
-	r = RUN("lookup", "--placement", "maglev", "--maglev-size", "1000", "--members", f1, "k");
-	ck_assert_int_eq(r.status, 1);
-	ck_assert_msg(strstr(r.err, "maglev_size 1000 is not a prime"), "%s", r.err);
-	run_free(&r);
+	assert_usage_error((const char *const[]){ "lookup", "--placement", "maglev",
+						  "--maglev-size", "1000", "--members", f1, "k", NULL },
+			   "lookup", "--maglev-size: 1000 is not a prime (65537 is, the default)");
 	assert_usage_error((const char *const[]){ "nodes", "--placement", "maglev",
 						  "--maglev-size", "100", "--members", f1, NULL },
 			   "nodes", NULL);
@@ -417,7 +423,7 @@ START_TEST(test_rendezvous_commands)
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
 	hr_ring_lookup(ring, "user:42", 7, &res);
 	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
-	ck_assert(strncmp(r.out, want, strlen(want)) == 0);
+	ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 	run_free(&r);
 
 	r = RUN("nodes", "--json", "--placement", "rendezvous", "--members", f1);

@@ -323,6 +323,62 @@ START_TEST(test_ring_options_where_rings_are_built)
 }
 END_TEST
 
+/* A value the library refuses is a usage error named by its option, never
+ * by a library struct or field: a Maglev size that is not a prime (from a
+ * file or from etcd alike), ack prefixes that overlap the ring's (saying
+ * which contains which), a bad client id, a prefix too long, metrics
+ * labels.  All found before etcd is asked anything. */
+START_TEST(test_options_named_not_structs)
+{
+	static const char *const closed = "127.0.0.1:1";
+	char long_prefix[4100];
+	const struct {
+		const char *args[12];
+		const char *msg;
+	} cases[] = {
+		{ { "nodes", "--endpoints", closed, "--placement", "maglev", "--maglev-size", "1000" },
+		  "--maglev-size: 1000 is not a prime (65537 is, the default)" },
+		{ { "watch", "--endpoints", closed, "--client-id", "w", "--prefix", "/x/nodes/",
+		    "--ack-prefix", "/x/" },
+		  "--ack-prefix /x/ contains --prefix /x/nodes/: node records would be read as acks" },
+		{ { "watch", "--endpoints", closed, "--client-id", "w", "--prefix", "/x/",
+		    "--ack-prefix", "/x/acks/" },
+		  "--prefix /x/ contains --ack-prefix /x/acks/: acks would be read as node records" },
+		{ { "watch", "--endpoints", closed, "--client-id", "w", "--prefix", "/hashring/" },
+		  "--prefix /hashring/ contains --ack-prefix /hashring/acks/ (the default)" },
+		{ { "serve", "--endpoints", closed, "--client-id", "w", "--ack-prefix",
+		    "/hashring/nodes/" },
+		  "--ack-prefix /hashring/nodes/ is also --prefix /hashring/nodes/ (the default)" },
+		{ { "acks", "--endpoints", closed, "--ack-prefix", "/hashring/" },
+		  "--ack-prefix /hashring/ contains --prefix /hashring/nodes/ (the default)" },
+		{ { "watch", "--endpoints", closed, "--client-id", "a b" },
+		  "--client-id: ack client id \"a\": must be printable ASCII" },
+		{ { "lookup", "--endpoints", closed, "--prefix", long_prefix, "k" },
+		  "--prefix: longer than 4096 bytes" },
+		{ { "metrics", "--endpoints", closed, "--label", "bad-name=x" },
+		  "--label bad-name=x: name \"bad-name\" is not [a-zA-Z_][a-zA-Z0-9_]*" },
+		{ { "metrics", "--endpoints", closed, "--label", "a=1", "--label", "a=2" },
+		  "--label a=2: the name \"a\" is given twice" },
+		{ { "metrics", "--endpoints", closed, "--name-prefix", "9x" },
+		  "--name-prefix: \"9x\" is not [a-zA-Z_][a-zA-Z0-9_]*" },
+	};
+
+	memset(long_prefix, 'p', sizeof long_prefix - 1);
+	long_prefix[0] = '/';
+	long_prefix[sizeof long_prefix - 2] = '/';
+	long_prefix[sizeof long_prefix - 1] = '\0';
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct run r = run_argv(cases[i].args);
+
+		ck_assert_msg(r.status == 2, "%s: exit %d, %s", cases[i].msg, r.status, r.err);
+		assert_one_error_line(&r, cases[i].args[0]);
+		ck_assert_msg(strstr(r.err, cases[i].msg), "'%s' not in '%s'", cases[i].msg, r.err);
+		ck_assert_msg(!strstr(r.err, "hr_"), "a library name in '%s'", r.err);
+		run_free(&r);
+	}
+}
+END_TEST
+
 static Suite *cli_main_suite(void)
 {
 	Suite *s = suite_create("cli_main");
@@ -341,6 +397,7 @@ static Suite *cli_main_suite(void)
 	tcase_add_test(tc, test_help_matches_man_page);
 	tcase_add_test(tc, test_help_matches_readme);
 	tcase_add_test(tc, test_ring_options_where_rings_are_built);
+	tcase_add_test(tc, test_options_named_not_structs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -86,7 +86,7 @@ START_TEST(test_metrics_members)
 	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--label", "node=a",
 						  NULL }, "metrics", "name \"node\" is one the library's");
 	assert_usage_error((const char *const[]){ "metrics", "--members", path, "--name-prefix",
-						  "my-app_", NULL }, "metrics", "name_prefix \"my-app_\"");
+						  "my-app_", NULL }, "metrics", "--name-prefix: \"my-app_\" is not");
 	/* Checked before etcd is asked: no wait for a closed port. */
 	assert_usage_error((const char *const[]){ "metrics", "--endpoints", "127.0.0.1:1",
 						  "--label", "__x=1", NULL }, "metrics", "\"__\"");

@@ -35,6 +35,16 @@ START_TEST(written_records_read_back)
 	    "\"time\":\"1970-01-01T00:00:01.000Z\",\"later\":[1,2]}";
 	ck_assert_int_eq(hr__ack_record_parse("a", 1, s, strlen(s), &rec, &err), 0);
 	ck_assert_int_eq(rec.time_ms, 1000);
+
+	/* The revision is read from its digits: 2^53 - 1 exactly, wherever
+	 * the member is, whatever comes before it (strings holding brackets,
+	 * nested values, blanks). */
+	s = " {\"later\" : {\"revision\":5,\"x\":[1,\"}\\\",\"]} , \"client\":\"a\",\"digest\":"
+	    "\"0000000000000001\",\"version\":\"9.0.0\",\"time\":\"1970-01-01T00:00:01.000Z\","
+	    " \"revision\" :\t9007199254740991 } ";
+	ck_assert_msg(hr__ack_record_parse("a", 1, s, strlen(s), &rec, &err) == 0, "%s",
+		      err.message);
+	ck_assert_uint_eq(rec.revision, HR__ACK_REVISION_MAX - 1);
 }
 END_TEST
 
@@ -48,14 +58,29 @@ START_TEST(what_is_not_an_ack_is_refused)
 		{ "{\"client\":\"b\",\"revision\":1,\"digest\":\"0000000000000001\",\"version\":\"1\","
 		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"client\" is not the client id of its key" },
 		{ "{\"client\":\"a\",\"revision\":0,\"digest\":\"0000000000000001\",\"version\":\"1\","
-		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" is not a whole number in 1..2^53" },
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" 0 is not a whole number in 1..2^53" },
 		{ "{\"client\":\"a\",\"revision\":1.5,\"digest\":\"0000000000000001\",\"version\":\"1\","
-		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" is not a whole number in 1..2^53" },
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" 1.5 is not a whole number in 1..2^53" },
+		/* Whole in value, not written as a whole number. */
+		{ "{\"client\":\"a\",\"revision\":4.2e1,\"digest\":\"0000000000000001\",\"version\":\"1\","
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" 4.2e1 is not a whole number in 1..2^53" },
+		{ "{\"client\":\"a\",\"revision\":-1,\"digest\":\"0000000000000001\",\"version\":\"1\","
+		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" -1 is not a whole number in 1..2^53" },
+		/* 2^53 + 1: a double rounds it to 2^53, which is in range. */
+		{ "{\"client\":\"a\",\"revision\":9007199254740993,\"digest\":\"0000000000000001\","
+		  "\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}",
+		  "\"revision\" 9007199254740993 is above 2^53 (9007199254740992), the largest a JSON"
+		  " number holds exactly" },
+		{ "{\"client\":\"a\",\"revision\":123456789012345678901234567890,\"digest\":"
+		  "\"0000000000000001\",\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}",
+		  "\"revision\" 123456789012345678901234567890 is above 2^53 (9007199254740992), the"
+		  " largest a JSON number holds exactly" },
 		{ "{\"client\":\"a\",\"revision\":\"1\",\"digest\":\"0000000000000001\",\"version\":\"1\","
 		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"revision\" is not a whole number in 1..2^53" },
 		{ "{\"client\":\"a\",\"revision\":18014398509481984,\"digest\":\"0000000000000001\","
 		  "\"version\":\"1\",\"time\":\"1970-01-01T00:00:01.000Z\"}",
-		  "\"revision\" is not a whole number in 1..2^53" },
+		  "\"revision\" 18014398509481984 is above 2^53 (9007199254740992), the largest a JSON"
+		  " number holds exactly" },
 		{ "{\"client\":\"a\",\"revision\":1,\"digest\":\"000000000000000G\",\"version\":\"1\","
 		  "\"time\":\"1970-01-01T00:00:01.000Z\"}", "\"digest\" is not 16 lowercase hex digits" },
 		{ "{\"client\":\"a\",\"revision\":1,\"digest\":\"00000000000000AB\",\"version\":\"1\","
@@ -99,14 +124,25 @@ START_TEST(ids_and_prefixes_follow_their_rules)
 	ck_assert_str_eq(err.message, "ack client id is longer than 255 bytes");
 
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/acks/", "/hashring/nodes/", &err), 0);
+	/* The message says which contains which, and what goes wrong then. */
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/nodes/acks/", "/hashring/nodes/", &err),
 			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "the ring prefix \"/hashring/nodes/\" contains the ack"
+			 " prefix \"/hashring/nodes/acks/\": acks would be read as node records;"
+			 " use a prefix of its own");
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/", "/hashring/nodes/", &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "the ack prefix \"/hashring/\" contains the ring prefix"
+			 " \"/hashring/nodes/\": node records would be read as acks; use a"
+			 " prefix of its own");
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/nodes/", "/hashring/nodes/", &err),
 			 HR_EINVAL);
-	ck_assert_str_eq(err.message, "ack prefix \"/hashring/nodes/\" overlaps the ring prefix"
-			 " \"/hashring/nodes/\": acks would be read as node records; use a"
-			 " prefix of its own");
+	ck_assert_str_eq(err.message, "the ack prefix is the ring prefix \"/hashring/nodes/\":"
+			 " acks and node records would be read as each other; use a prefix of"
+			 " its own");
+	ck_assert_int_eq(hr__prefixes_overlap("/a/", "/b/"), HR__APART);
+	ck_assert_int_eq(hr__prefixes_overlap("/a/", "/a/n/"), HR__ACKS_HOLD_RING);
+	ck_assert_int_eq(hr__prefixes_overlap("/a/n/", "/a/"), HR__RING_HOLDS_ACKS);
+	ck_assert_int_eq(hr__prefixes_overlap("/a/", "/a/"), HR__SAME);
 	/* "/hashring/nodes" (no slash) and "/hashring/nodes2/" overlap too. */
 	ck_assert_int_eq(hr__ack_prefix_check("/hashring/nodes2/", "/hashring/nodes", &err),
 			 HR_EINVAL);

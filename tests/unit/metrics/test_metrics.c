@@ -371,7 +371,7 @@ START_TEST(bad_options_are_refused_before_any_output)
 	memset(long_value, 'v', 4097);
 	long_value[4097] = '\0';
 	one[1].value = long_value;
-	expect_refused(ring, &o, "labels[1] (\"other\"): value is longer than 4096 bytes");
+	expect_refused(ring, &o, "labels[1]: value of \"other\" is longer than 4096 bytes");
 	long_value[4096] = '\0';
 	free(ring_text(ring, &o)); /* 4096 is fine */
 	long_name[128] = '\0';
