@@ -143,7 +143,8 @@ static int first_ring(struct cli_etcd *conn, hr_client *client, int64_t started,
 
 static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 		 unsigned long max_conn, unsigned long timeout_s,
-		 unsigned long request_timeout_s, unsigned long history)
+		 unsigned long request_timeout_s, unsigned long history,
+		 const hr_metrics_options *metrics)
 {
 	struct serve_state *state = serve_state_new(history);
 	struct serve_http_options hopts = { 0 };
@@ -179,6 +180,7 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	hopts.timeout_s = (unsigned)timeout_s;
 	hopts.request_timeout_s = (unsigned)request_timeout_s;
 	hopts.memory_limit = MEMORY_LIMIT;
+	hopts.metrics = metrics;
 	http = serve_http_start(&hopts, state, client, CMD);
 	if (!http) {
 		rc = CLI_EXIT_ERROR;
@@ -211,7 +213,9 @@ int cmd_serve(int argc, char **argv)
 	int allow_remote = 0, rc;
 	struct listen_addr l;
 	struct cli_etcd conn;
+	struct cli_metrics m;
 
+	cli_metrics_init(&m);
 	cli_etcd_init(&conn, HR_LOG_INFO);
 	const struct cli_option options[] = {
 		{ .name = "listen", .arg = "HOST:PORT", .type = CLI_STRING, .dest = &listen,
@@ -234,6 +238,7 @@ int cmd_serve(int argc, char **argv)
 			  " the connection's start or its previous answer" },
 		{ .name = "history", .arg = "N", .type = CLI_UINT, .dest = &history,
 		  .min = 1, .max = 1024, .help = "rings kept for the page's history" },
+		CLI_METRICS_OPTIONS(&m),
 		CLI_ACK_OPTIONS(&conn),
 		CLI_RING_OPTIONS(&conn),
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SERVE),
@@ -253,6 +258,8 @@ int cmd_serve(int argc, char **argv)
 	rc = cli_ack_options_check(&conn, CMD);
 	if (!rc)
 		rc = parse_listen(listen, &l);
+	if (!rc)
+		rc = cli_metrics_check(&m, CMD);
 	if (rc)
 		goto out;
 	if (!l.loopback && !allow_remote) {
@@ -263,8 +270,9 @@ int cmd_serve(int argc, char **argv)
 	if (!l.loopback)
 		cli_warn(CMD, "serving on %s, beyond this host, without authentication:"
 			 " anyone who reaches it sees the ring and the metrics", listen);
-	rc = serve(&conn, &l, max_conn, timeout_s, request_timeout_s, history);
+	rc = serve(&conn, &l, max_conn, timeout_s, request_timeout_s, history, &m.opts);
 out:
+	cli_metrics_free(&m);
 	cli_etcd_free(&conn);
 	return rc;
 }

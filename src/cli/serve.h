@@ -155,6 +155,7 @@ struct serve_http_options {
 				     arrive within this (serve_http_tick) */
 	size_t memory_limit;      /* per connection: request line and
 				     headers must fit (431 or 414 else)  */
+	const hr_metrics_options *metrics; /* /metrics; kept, NULL: defaults */
 };
 
 struct serve_http;

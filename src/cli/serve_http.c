@@ -52,6 +52,7 @@ struct serve_http {
 	struct MHD_Daemon *daemon;
 	struct serve_state *state;
 	hr_client *client;
+	const hr_metrics_options *metrics;
 	int loopback;
 	unsigned port;
 	int64_t request_timeout_ms;
@@ -406,7 +407,7 @@ static unsigned make_metrics(struct serve_http *h, struct MHD_Connection *c, FIL
 	/* An hr_error message is one line: so is the comment. */
 	if (no_ring_yet(h, why, sizeof why))
 		fprintf(f, "# %s\n", why);
-	if (hr_client_metrics_write(h->client, metrics_write, f, NULL, &err))
+	if (hr_client_metrics_write(h->client, metrics_write, f, h->metrics, &err))
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	return MHD_HTTP_OK;
 }
@@ -573,6 +574,7 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 	}
 	h->state = state;
 	h->client = client;
+	h->metrics = opts->metrics;
 	h->loopback = opts->loopback;
 	h->request_timeout_ms = (int64_t)opts->request_timeout_s * 1000;
 	pthread_mutex_init(&h->mu, NULL);

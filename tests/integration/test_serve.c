@@ -6,7 +6,8 @@
  * malformed, too many; a clean exit on SIGTERM with a client hanging; and
  * etcd down at the start, then up.  A ring of 10,000 nodes: /lookup is
  * answered while the ring is drawn, SIGTERM ends it at once, the page's
- * answers stay small, and its nodes are searched and paged.
+ * answers stay small, and its nodes are searched and paged.  The metrics'
+ * options.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -1081,6 +1082,63 @@ START_TEST(page_answers_at_10000_nodes)
 }
 END_TEST
 
+/* The metrics' options, as `hashring metrics` has them. */
+START_TEST(metrics_options)
+{
+	static const char *const trimmed[] = { "--name-prefix", "app_", "--label", "env=prod",
+					       "--label", "dc=x\"y", "--omit-nodes", NULL };
+	static const char *const no_lookups[] = { "--omit-lookups", NULL };
+	hrt_serve s;
+
+	three_nodes();
+	start(&s, trimmed);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 200);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "\napp_hashring_ring_revision{env=\"prod\",dc=\"x\\\"y\"} "));
+	ck_assert_ptr_nonnull(strstr(buf, "\napp_hashring_ring_nodes{env=\"prod\",dc=\"x\\\"y\","
+				     "state=\"warming\"} 1\n"));
+	ck_assert_ptr_null(strstr(buf, "hashring_node_info"));
+	ck_assert_ptr_null(strstr(buf, "hashring_node_share_ratio"));
+	ck_assert_ptr_nonnull(strstr(buf, "\napp_hashring_node_lookups_total{"));
+	ck_assert_ptr_null(strstr(buf, "\nhashring_"));
+	hrt_serve_stop(&s);
+
+	start(&s, no_lookups);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 200);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "\nhashring_node_info{node=\"cache-a\""));
+	ck_assert_ptr_null(strstr(buf, "hashring_node_lookups_total"));
+	ck_assert_ptr_nonnull(strstr(buf, "\nhashring_hot_key_share_ratio{rank=\"1\",key=\"a\""));
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Bad metrics' options: usage errors, before etcd is asked anything. */
+START_TEST(bad_metrics_options)
+{
+	static const struct { const char *opt, *value, *msg; } bad[] = {
+		{ "--label", "env", "--label wants NAME=VALUE" },
+		{ "--label", "=x", "--label wants NAME=VALUE" },
+		{ "--label", "node=x", "is one the library's metrics use" },
+		{ "--label", "__x=1", "starts with \"__\"" },
+		{ "--name-prefix", "1app_", "name_prefix" },
+	};
+	hrt_cli_run run;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *argv[] = { "serve", "--endpoints", "127.0.0.1:1", bad[i].opt,
+				       bad[i].value, NULL };
+
+		hrt_cli_run_cmd(&run, NULL, argv);
+		ck_assert_msg(run.status == 2, "%s %s: exit %d", bad[i].opt, bad[i].value,
+			      run.status);
+		ck_assert_msg(strstr(run.err, bad[i].msg), "%s %s: %s", bad[i].opt, bad[i].value,
+			      run.err);
+		ck_assert_ptr_null(strstr(run.out, "serving"));
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("serve");
@@ -1103,8 +1161,10 @@ int main(void)
 	tcase_add_test(tc, lookup_while_drawing);
 	tcase_add_test(tc, sigterm_while_drawing);
 	tcase_add_test(tc, page_answers_at_10000_nodes);
+	tcase_add_test(tc, metrics_options);
 	suite_add_tcase(s, tc);
 	tcase_add_test(offline, listen_options);
+	tcase_add_test(offline, bad_metrics_options);
 	suite_add_tcase(s, offline);
 	return hrt_run(s);
 }
