@@ -468,4 +468,39 @@ int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,
 		   const sigset_t *sigs, cli_attempt_fn fn, void *userdata,
 		   hr_error *err);
 
+/* ---- the metrics' options (cli_metrics.c) ----------------------------------------- */
+
+#define CLI_LABELS_MAX 64
+
+/* What --name-prefix, --label, --omit-nodes and --omit-lookups give; the
+ * commands that write the Prometheus exposition (metrics, serve). */
+struct cli_metrics {
+	hr_metrics_options opts;     /* after cli_metrics_check()   */
+	const char *label_items[CLI_LABELS_MAX];
+	struct cli_list label_list;
+	hr_metrics_label labels[CLI_LABELS_MAX];
+	char *names[CLI_LABELS_MAX]; /* the labels' names, malloc'd */
+	int omit_nodes, omit_lookups;
+};
+
+void cli_metrics_init(struct cli_metrics *m);
+void cli_metrics_free(struct cli_metrics *m);
+/* The options given into m->opts, checked as the library checks them: 0,
+ * or an exit status after the error line. */
+int cli_metrics_check(struct cli_metrics *m, const char *cmd);
+
+#define CLI_METRICS_OPTIONS(m)                                                 \
+	{ .name = "name-prefix", .arg = "P", .type = CLI_STRING,               \
+	  .dest = &(m)->opts.name_prefix,                                      \
+	  .help = "put P before every metric name (myapp_ gives"              \
+		  " myapp_hashring_ring_revision)" },                          \
+	{ .name = "label", .arg = "NAME=VALUE", .type = CLI_LIST,              \
+	  .dest = &(m)->label_list,                                            \
+	  .help = "a label every sample carries; may repeat" },               \
+	{ .name = "omit-nodes", .type = CLI_FLAG, .dest = &(m)->omit_nodes,    \
+	  .help = "leave out the per-node metrics (hashring_node_*)" },       \
+	{ .name = "omit-lookups", .type = CLI_FLAG, .dest = &(m)->omit_lookups, \
+	  .help = "leave out the lookup counts of the client"                 \
+		  " (hashring_node_lookups_total)" }
+
 #endif

@@ -71,11 +71,9 @@ size_t cli_ring_arcs(const hr_ring *ring, hr_view view, struct cli_arc **out)
 	for (size_t i = 0; i < nodes; i++)
 		order[i] = i;
 	n = hr_diff_arc_count(diff);
-	if (n == 0 && hr_diff_total_count(diff))
+	if (n == 0 && hr_diff_total_count(diff)) {
 		n = arcs_of_shares(ring, diff, order, out);
-	else
-		*out = malloc((n ? n : 1) * sizeof **out);
-	if (!*out) {
+	} else if (!(*out = malloc((n ? n : 1) * sizeof **out))) {
 		n = 0;
 	} else if (n == 0) {
 		(*out)[n++] = (struct cli_arc){ 0, 0, CLI_NO_NODE };

@@ -22,18 +22,23 @@ static const char description[] =
 	"Follows the records under PREFIX and serves, over HTTP, until SIGINT or\n"
 	"SIGTERM (exit 0):\n"
 	"  /           a live page: the ring as a circle (arcs coloured by node,\n"
-	"              the arcs warming nodes take over marked), each node's share\n"
-	"              against its fair share by weight, the revision, digest and\n"
-	"              staleness, the last rings with what moved, and the lookup\n"
-	"              rates and hot keys of /lookup; it polls /ring.json every\n"
-	"              second and loads nothing from elsewhere\n"
-	"  /ring.json  what the page shows, as JSON\n"
+	"              the arcs warming nodes take over marked), the nodes per\n"
+	"              state and zone, the most and least loaded, a page of nodes\n"
+	"              (searched, sorted) with each one's share against its fair\n"
+	"              share by weight, the revision, digest and staleness, the\n"
+	"              last rings with what moved, and the lookup rates and hot\n"
+	"              keys of /lookup; it polls /status.json every second and\n"
+	"              loads nothing from elsewhere\n"
+	"  /status.json, /overview.json, /nodes.json\n"
+	"              what the page shows, as JSON\n"
+	"  /ring.json  all of it, every node, as JSON\n"
 	"  /metrics    the Prometheus metrics of the client (hashring metrics)\n"
 	"  /lookup?key=K[&replicas=R]\n"
 	"              K's owners and preference list of R (default 3), as JSON\n"
-	"GET and HEAD only (others: 405).  It listens at once, before etcd\n"
-	"answers: until the first ring the page, /ring.json and /lookup say why\n"
-	"there is none (503).  It listens on loopback unless\n"
+	"GET and HEAD only (others: 405).  Each ring is drawn once, on a thread\n"
+	"of its own: until then the answers show the ring before.  It listens\n"
+	"at once, before etcd answers: until the first ring the page and the\n"
+	"JSON paths say why there is none (503).  It listens on loopback unless\n"
 	"--allow-remote is given; port 0 takes a free one.  Once listening it\n"
 	"prints `serving http://ADDRESS:PORT/` on stdout.  With --client-id, each\n"
 	"ring is also acknowledged for `hashring acks`, as by `hashring watch`.";
@@ -138,7 +143,8 @@ static int first_ring(struct cli_etcd *conn, hr_client *client, int64_t started,
 
 static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 		 unsigned long max_conn, unsigned long timeout_s,
-		 unsigned long request_timeout_s, unsigned long history)
+		 unsigned long request_timeout_s, unsigned long history,
+		 const hr_metrics_options *metrics)
 {
 	struct serve_state *state = serve_state_new(history);
 	struct serve_http_options hopts = { 0 };
@@ -174,6 +180,7 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	hopts.timeout_s = (unsigned)timeout_s;
 	hopts.request_timeout_s = (unsigned)request_timeout_s;
 	hopts.memory_limit = MEMORY_LIMIT;
+	hopts.metrics = metrics;
 	http = serve_http_start(&hopts, state, client, CMD);
 	if (!http) {
 		rc = CLI_EXIT_ERROR;
@@ -206,7 +213,9 @@ int cmd_serve(int argc, char **argv)
 	int allow_remote = 0, rc;
 	struct listen_addr l;
 	struct cli_etcd conn;
+	struct cli_metrics m;
 
+	cli_metrics_init(&m);
 	cli_etcd_init(&conn, HR_LOG_INFO);
 	const struct cli_option options[] = {
 		{ .name = "listen", .arg = "HOST:PORT", .type = CLI_STRING, .dest = &listen,
@@ -229,6 +238,7 @@ int cmd_serve(int argc, char **argv)
 			  " the connection's start or its previous answer" },
 		{ .name = "history", .arg = "N", .type = CLI_UINT, .dest = &history,
 		  .min = 1, .max = 1024, .help = "rings kept for the page's history" },
+		CLI_METRICS_OPTIONS(&m),
 		CLI_ACK_OPTIONS(&conn),
 		CLI_RING_OPTIONS(&conn),
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SERVE),
@@ -248,6 +258,8 @@ int cmd_serve(int argc, char **argv)
 	rc = cli_ack_options_check(&conn, CMD);
 	if (!rc)
 		rc = parse_listen(listen, &l);
+	if (!rc)
+		rc = cli_metrics_check(&m, CMD);
 	if (rc)
 		goto out;
 	if (!l.loopback && !allow_remote) {
@@ -258,8 +270,9 @@ int cmd_serve(int argc, char **argv)
 	if (!l.loopback)
 		cli_warn(CMD, "serving on %s, beyond this host, without authentication:"
 			 " anyone who reaches it sees the ring and the metrics", listen);
-	rc = serve(&conn, &l, max_conn, timeout_s, request_timeout_s, history);
+	rc = serve(&conn, &l, max_conn, timeout_s, request_timeout_s, history, &m.opts);
 out:
+	cli_metrics_free(&m);
 	cli_etcd_free(&conn);
 	return rc;
 }

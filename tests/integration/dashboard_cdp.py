@@ -6,7 +6,15 @@ Drives Debian's chromium over the DevTools protocol on a pipe
 watched as it updates: the page must render and list every node, then
 show the lookups made through /lookup (rates, the hot key and its owner); after
 `etcdctl put` of a new node it must show the new ring without a reload.
-Screenshots and the DOM of both moments are written to --out.
+Screenshots and the DOM of both moments are written to --out.  In a window
+of --window (1280x900 by default) no table may be cut off: neither the
+page nor any of its sections scrolls sideways.
+
+With --big N the ring has N nodes (node-000000...): the page must stay
+small (a page of rows, not every node), cost a few hundred bytes a second
+while the ring does not change, keep updating once a second, find a node
+by its id, and show the ring after the put; the figures measured are
+printed as one JSON line.
 
 Chromium runs as root in CI, hence --no-sandbox, with a temporary profile,
 and may reach nothing but loopback: every name but 127.0.0.1 resolves to
@@ -15,8 +23,8 @@ off.  Traced with strace, its only other connect() is its IPv6
 reachability probe: a UDP socket connected to a public address to learn
 the route, on which nothing is ever sent.
 
-    dashboard_cdp.py --chromium PATH --url URL --out DIR
-                     --nodes a,b,c --etcdctl PATH --endpoints EPS
+    dashboard_cdp.py --chromium PATH --url URL --out DIR [--window W,H]
+                     (--nodes a,b,c | --big N) --etcdctl PATH --endpoints EPS
                      --put KEY VALUE --new-node ID
 Exit status 0 when every check held; 1 with the reason on stderr.
 """
@@ -41,13 +49,12 @@ FLAGS = [
     "--no-pings", "--disable-features=Translate,MediaRouter,OptimizationHints,"
     "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-    "--proxy-server=direct://", "--window-size=1400,900", "--disable-dev-shm-usage",
-    "--remote-debugging-pipe",
+    "--proxy-server=direct://", "--disable-dev-shm-usage", "--remote-debugging-pipe",
 ]
 
 
 class Browser:
-    def __init__(self, chromium, log_path):
+    def __init__(self, chromium, log_path, window="1280,900"):
         self.profile = tempfile.mkdtemp(prefix="hrt-chromium-")
         r1, w1 = os.pipe()  # we write, chromium reads on fd 3
         r2, w2 = os.pipe()  # chromium writes on fd 4, we read
@@ -58,7 +65,8 @@ class Browser:
 
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
-            [chromium] + FLAGS + ["--user-data-dir=" + self.profile, "about:blank"],
+            [chromium] + FLAGS + ["--window-size=" + window, "--user-data-dir=" + self.profile,
+                                  "about:blank"],
             pass_fds=(3, 4), preexec_fn=fds, stdin=subprocess.DEVNULL,
             stdout=self.log, stderr=self.log)
         os.close(r1)
@@ -138,10 +146,46 @@ STATE = """(() => {
     conn: document.getElementById('conn').textContent,
     state: document.body.getAttribute('data-state'),
     stale: document.getElementById('stale').textContent,
+    nodecount: document.getElementById('nodecount').textContent,
     loaded: window.__hrtLoaded || null,
     navigations: performance.getEntriesByType('navigation').length,
   };
 })()"""
+
+
+# How far the page and each section scroll sideways (0: all fits), and
+# the window's width.
+OVERFLOW = """(() => {
+  const d = document.documentElement;
+  return {
+    width: window.innerWidth,
+    page: d.scrollWidth - d.clientWidth,
+    sections: [...document.querySelectorAll('section')].map(s =>
+      [s.querySelector('h2').textContent, s.scrollWidth - s.clientWidth]),
+  };
+})()"""
+
+
+def check_fits(browser, out, name):
+    """No horizontal overflow of the page or a section; a screenshot."""
+    browser.screenshot(os.path.join(out, name))
+    o = browser.eval(OVERFLOW)
+    cut = [s for s in o["sections"] if s[1] > 0]
+    if o["page"] > 0 or cut:
+        raise RuntimeError("at %d px the page overflows by %d px, sections %s (see %s)" %
+                           (o["width"], o["page"], cut, name))
+    return o
+
+
+# What the page costs: its DOM, and the bytes it fetched so far.
+COST = """(() => ({
+  elements: document.getElementsByTagName('*').length,
+  html: document.documentElement.outerHTML.length,
+  fetched: performance.getEntriesByType('resource').reduce((n, e) =>
+    n + (e.transferSize || e.encodedBodySize || 0), 0),
+  fetches: performance.getEntriesByType('resource').length,
+  updates: +(document.body.getAttribute('data-updates') || 0),
+}))()"""
 
 
 def wait_for(browser, what, pred, timeout=30):
@@ -155,12 +199,128 @@ def wait_for(browser, what, pred, timeout=30):
     raise RuntimeError("timed out waiting for %s; the page shows %s" % (what, state))
 
 
+def small(b, a):
+    """Three nodes, one warming: lookups, a put, etcd down at first."""
+    nodes = a.nodes.split(",")
+    if a.no_ring_file:
+        down = wait_for(b, "no ring yet", lambda s: s["state"] == "no-ring" and
+                        s["stale"].startswith("no ring yet") and s["conn"] == "live")
+        b.eval("window.__hrtLoaded = 'no ring'")
+        b.screenshot(os.path.join(a.out, "dashboard-no-ring.png"))
+        print("etcd down: %s" % json.dumps(down))
+        open(a.no_ring_file, "w").close()
+    first = wait_for(b, "every node", lambda s: s["updates"] >= 1 and
+                     all(n in s["nodes"] for n in nodes), timeout=60)
+    if a.no_ring_file and first["loaded"] != "no ring":
+        raise RuntimeError("the page was reloaded to show the ring: %s" % first)
+    if "warming" not in first["states"] or first["takeover"] == 0:
+        raise RuntimeError("no warming node or takeover arcs shown: %s" % first)
+    # Lookups through the server: its page shows their rates and the
+    # hot key, with the owner /lookup answered.
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    for i in range(30):
+        key = "hot" if i % 3 else "cold-%d" % i
+        with direct.open(a.url + "lookup?key=" + key, timeout=10) as r:
+            answer = json.load(r)
+        if key == "hot":
+            owner = answer["node"]
+    first = wait_for(b, "the lookups", lambda s: s["hot"][:1] == [["hot", owner]] and
+                     any(r not in ("-", "\u2026") for r in s["rates"]))
+    # A mark that a reload would wipe out.
+    b.eval("window.__hrtLoaded = 'first'")
+    b.screenshot(os.path.join(a.out, "dashboard-warming.png"))
+    with open(os.path.join(a.out, "dashboard-warming.html"), "w") as f:
+        f.write(b.eval("document.documentElement.outerHTML"))
+
+    put(a)
+    second = wait_for(b, "the new ring", lambda s: a.new_node in s["nodes"] and
+                      s["revision"] != first["revision"])
+    if second["loaded"] != "first" or second["navigations"] != 1:
+        raise RuntimeError("the page was reloaded: %s" % second)
+    if second["history"] < 2 or second["updates"] <= first["updates"]:
+        raise RuntimeError("no history of the new ring: %s" % second)
+    b.screenshot(os.path.join(a.out, "dashboard-joined.png"))
+    fits = check_fits(b, a.out, "dashboard-%s.png" % a.window.split(",")[0])
+    with open(os.path.join(a.out, "dashboard-joined.html"), "w") as f:
+        f.write(b.eval("document.documentElement.outerHTML"))
+    print("first: %s" % json.dumps(first))
+    print("after the put: %s" % json.dumps(second))
+    print("fits: %s" % json.dumps(fits))
+
+
+def put(a):
+    env = dict(os.environ, ETCDCTL_API="3")
+    subprocess.run([a.etcdctl, "--endpoints", a.endpoints, "put", a.put[0], a.put[1]],
+                   env=env, check=True, stdout=subprocess.DEVNULL, timeout=20)
+
+
+def nodecount(s):
+    return s["nodecount"].replace(",", "")
+
+
+def big(b, a):
+    """A ring of --big nodes: small, cheap, alive, searchable."""
+    b.eval("performance.setResourceTimingBufferSize(100000)")
+    b.call("Performance.enable")
+    first = wait_for(b, "the ring", lambda s: s["updates"] >= 2 and
+                     nodecount(s) == str(a.big), timeout=90)
+    # The first page of rows: the most loaded.
+    if not 0 < len(first["nodes"]) <= 100:
+        raise RuntimeError("%d rows shown of %d nodes" % (len(first["nodes"]), a.big))
+    # An unchanged ring, a while.
+    before, busy0, t0 = b.eval(COST), renderer_s(b), time.monotonic()
+    time.sleep(8)
+    after, busy1, t1 = b.eval(COST), renderer_s(b), time.monotonic()
+    cost = {
+        "nodes": a.big,
+        "elements": after["elements"],
+        "html_bytes": after["html"],
+        "bytes_per_s": round((after["fetched"] - before["fetched"]) / (t1 - t0)),
+        "fetches_per_s": round((after["fetches"] - before["fetches"]) / (t1 - t0), 2),
+        "updates_in_8s": after["updates"] - before["updates"],
+        "renderer_busy_s_in_8s": round(busy1 - busy0, 2),
+    }
+    print("cost: %s" % json.dumps(cost))
+    if after["elements"] > 20000 or after["html"] > 2000000:
+        raise RuntimeError("the page is too big: %s" % cost)
+    if cost["bytes_per_s"] > 20000:
+        raise RuntimeError("an unchanged ring costs too much: %s" % cost)
+    # Generous: a second each, on a loaded machine.
+    if cost["updates_in_8s"] < 4:
+        raise RuntimeError("the page does not keep up: %s" % cost)
+    check_fits(b, a.out, "dashboard-big-%s.png" % a.window.split(",")[0])
+    with open(os.path.join(a.out, "dashboard-big.html"), "w") as f:
+        f.write(b.eval("document.documentElement.outerHTML"))
+    # A search by id.
+    want = "node-%06d" % (a.big // 2)
+    b.eval("(() => { const q = document.getElementById('q'); q.value = '%s';"
+           " q.dispatchEvent(new Event('input')); })()" % want)
+    wait_for(b, "the search", lambda s: s["nodes"] == [want])
+    # A node joins: found once the page has the new ring.
+    b.eval("(() => { const q = document.getElementById('q'); q.value = '%s';"
+           " q.dispatchEvent(new Event('input')); })()" % a.new_node)
+    t0 = time.monotonic()
+    put(a)
+    joined = wait_for(b, "the new node", lambda s: s["nodes"] == [a.new_node] and
+                      nodecount(s) == str(a.big + 1), timeout=60)
+    print("joined after %.2f s: %s" % (time.monotonic() - t0, json.dumps(joined)[:300]))
+    b.screenshot(os.path.join(a.out, "dashboard-big-joined.png"))
+
+
+def renderer_s(b):
+    """The page's renderer's time on its tasks so far, in seconds."""
+    m = b.call("Performance.getMetrics")["metrics"]
+    return next((x["value"] for x in m if x["name"] == "TaskDuration"), 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--chromium", required=True)
     ap.add_argument("--url", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--nodes", required=True)
+    ap.add_argument("--window", default="1280,900")
+    ap.add_argument("--nodes")
+    ap.add_argument("--big", type=int)
     ap.add_argument("--etcdctl", required=True)
     ap.add_argument("--endpoints", required=True)
     ap.add_argument("--put", nargs=2, required=True)
@@ -169,56 +329,16 @@ def main():
     # this file is made, for the test to start etcd.
     ap.add_argument("--no-ring-file")
     a = ap.parse_args()
-    nodes = a.nodes.split(",")
     os.makedirs(a.out, exist_ok=True)
 
-    b = Browser(a.chromium, os.path.join(a.out, "chromium.log"))
+    b = Browser(a.chromium, os.path.join(a.out, "chromium%s.log" % ("-big" if a.big else "")),
+                a.window)
     try:
         b.open(a.url)
-        if a.no_ring_file:
-            down = wait_for(b, "no ring yet", lambda s: s["state"] == "no-ring" and
-                            s["stale"].startswith("no ring yet") and s["conn"] == "live")
-            b.eval("window.__hrtLoaded = 'no ring'")
-            b.screenshot(os.path.join(a.out, "dashboard-no-ring.png"))
-            print("etcd down: %s" % json.dumps(down))
-            open(a.no_ring_file, "w").close()
-        first = wait_for(b, "every node", lambda s: s["updates"] >= 1 and
-                         all(n in s["nodes"] for n in nodes), timeout=60)
-        if a.no_ring_file and first["loaded"] != "no ring":
-            raise RuntimeError("the page was reloaded to show the ring: %s" % first)
-        if "warming" not in first["states"] or first["takeover"] == 0:
-            raise RuntimeError("no warming node or takeover arcs shown: %s" % first)
-        # Lookups through the server: its page shows their rates and the
-        # hot key, with the owner /lookup answered.
-        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        for i in range(30):
-            key = "hot" if i % 3 else "cold-%d" % i
-            with direct.open(a.url + "lookup?key=" + key, timeout=10) as r:
-                answer = json.load(r)
-            if key == "hot":
-                owner = answer["node"]
-        first = wait_for(b, "the lookups", lambda s: s["hot"][:1] == [["hot", owner]] and
-                         any(r not in ("-", "\u2026") for r in s["rates"]))
-        # A mark that a reload would wipe out.
-        b.eval("window.__hrtLoaded = 'first'")
-        b.screenshot(os.path.join(a.out, "dashboard-warming.png"))
-        with open(os.path.join(a.out, "dashboard-warming.html"), "w") as f:
-            f.write(b.eval("document.documentElement.outerHTML"))
-
-        env = dict(os.environ, ETCDCTL_API="3")
-        subprocess.run([a.etcdctl, "--endpoints", a.endpoints, "put", a.put[0], a.put[1]],
-                       env=env, check=True, stdout=subprocess.DEVNULL, timeout=20)
-        second = wait_for(b, "the new ring", lambda s: a.new_node in s["nodes"] and
-                          s["revision"] != first["revision"])
-        if second["loaded"] != "first" or second["navigations"] != 1:
-            raise RuntimeError("the page was reloaded: %s" % second)
-        if second["history"] < 2 or second["updates"] <= first["updates"]:
-            raise RuntimeError("no history of the new ring: %s" % second)
-        b.screenshot(os.path.join(a.out, "dashboard-joined.png"))
-        with open(os.path.join(a.out, "dashboard-joined.html"), "w") as f:
-            f.write(b.eval("document.documentElement.outerHTML"))
-        print("first: %s" % json.dumps(first))
-        print("after the put: %s" % json.dumps(second))
+        if a.big:
+            big(b, a)
+        else:
+            small(b, a)
     except Exception as e:
         print("dashboard_cdp: %s" % e, file=sys.stderr)
         return 1

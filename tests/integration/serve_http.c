@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "serve_http.h"
 #include "hrt_ring.h"
+#include "base64.h"
+#include "etcd_fixture.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -60,6 +62,47 @@ void hrt_serve_stop(hrt_serve *s)
 		      run.signal, run.err);
 	ck_assert_msg(!strstr(run.err, "Sanitizer") && !strstr(run.err, "runtime error"),
 		      "serve's stderr: %s", run.err);
+}
+
+/* `text` as base64, at `out` (room for hr__base64_encoded_size()). */
+static void b64(const char *text, char *out)
+{
+	hr__base64_encode(text, strlen(text), out);
+}
+
+#define PUTS_PER_TXN 128
+
+void hrt_serve_put_nodes(const char *url, const char *prefix, int n, int warming)
+{
+	char txn_url[256];
+	size_t cap = PUTS_PER_TXN * 512 + 64;
+	char *body = malloc(cap);
+
+	ck_assert_ptr_nonnull(body);
+	snprintf(txn_url, sizeof txn_url, "%s/v3/kv/txn", url);
+	for (int lo = 0; lo < n; lo += PUTS_PER_TXN) {
+		size_t len = (size_t)snprintf(body, cap, "{\"success\":[");
+		long status = 0;
+
+		for (int i = lo; i < n && i < lo + PUTS_PER_TXN; i++) {
+			char key[160], value[160], k64[256], v64[256];
+
+			snprintf(key, sizeof key, "%snode-%06d", prefix, i);
+			snprintf(value, sizeof value,
+				 "{\"addr\":\"10.%d.%d.%d:11211\",\"zone\":\"z%d\"%s}",
+				 (i >> 16) & 255, (i >> 8) & 255, i & 255, i % 4,
+				 i == warming ? ",\"state\":\"warming\"" : "");
+			b64(key, k64);
+			b64(value, v64);
+			len += (size_t)snprintf(body + len, cap - len,
+						"%s{\"requestPut\":{\"key\":\"%s\",\"value\":\"%s\"}}",
+						i > lo ? "," : "", k64, v64);
+		}
+		snprintf(body + len, cap - len, "]}");
+		ck_assert_msg(hrt_http_post(txn_url, body, NULL, 0, &status) == 0 && status == 200,
+			      "txn of nodes %d.. under %s: HTTP %ld", lo, prefix, status);
+	}
+	free(body);
 }
 
 int hrt_http_connect(int port)

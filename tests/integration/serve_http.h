@@ -23,6 +23,15 @@ void hrt_serve_start(hrt_serve *s, const char *endpoints, const char *prefix,
  * but log lines (a sanitizer's report fails it). */
 void hrt_serve_stop(hrt_serve *s);
 
+/*
+ * Puts `n` node records under `prefix` through member `url`'s gateway, in
+ * transactions of 128 puts (etcd's default limit), some ten thousand a
+ * second: PREFIX node-000000, node-000001... with addresses
+ * 10.x.y.z:11211, zones z0 to z3, and node number `warming` (-1: none)
+ * warming.
+ */
+void hrt_serve_put_nodes(const char *url, const char *prefix, int n, int warming);
+
 /* A connected loopback socket to `port`, with 10 s send and receive
  * timeouts. */
 int hrt_http_connect(int port);

@@ -7,8 +7,10 @@
  * every node with the warming one's takeover arcs, and after an `etcdctl
  * put` of a fourth node it shows the new ring without a reload.  etcd is
  * down when serve starts: the page first says there is no ring yet, and
- * draws it once etcd is up, without a reload.  The screenshots and DOMs
- * stay in HR_TEST_OUTPUT_DIR (build/tests/dashboard/).
+ * draws it once etcd is up, without a reload.  Then a ring of 10,000
+ * nodes: the page stays small and cheap and finds a node by its id.  Both
+ * in a 1280x900 window, where every column must fit.  The screenshots and
+ * DOMs stay in HR_TEST_OUTPUT_DIR (build/tests/dashboard/).
  *
  * The suite runs in a network namespace of its own with only loopback up
  * (where it may: as root), so that nothing the browser does can reach
@@ -99,6 +101,42 @@ START_TEST(page_in_chromium)
 }
 END_TEST
 
+/* A ring of 10,000 nodes, one warming. */
+START_TEST(big_ring_in_chromium)
+{
+	char url[64];
+	hrt_serve s;
+	pid_t pid;
+	int status;
+
+	ck_assert_msg(access(HR_CHROMIUM, X_OK) == 0,
+		      "%s not found: apt-get install chromium (deploy/install-deps.sh --tests)",
+		      HR_CHROMIUM);
+	etcd = hrt_etcd_start(1, NULL);
+	ck_assert_msg(etcd != NULL, "etcd did not start");
+	hrt_serve_put_nodes(hrt_etcd_client_url(etcd, 0), PREFIX, 10000, 5);
+	hrt_serve_start(&s, hrt_etcd_endpoints(etcd), PREFIX, NULL);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/", s.port);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl("/usr/bin/python3", "python3", HR_TEST_DATA_DIR "/integration/dashboard_cdp.py",
+		      "--chromium", HR_CHROMIUM, "--url", url, "--out", HR_TEST_OUTPUT_DIR,
+		      "--big", "10000", "--etcdctl", "/usr/bin/etcdctl",
+		      "--endpoints", hrt_etcd_endpoints(etcd),
+		      "--put", PREFIX "node-new", "{\"addr\":\"127.0.0.1:11299\"}",
+		      "--new-node", "node-new", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the page of 10,000 nodes failed in chromium (status %d); see %s", status,
+		      HR_TEST_OUTPUT_DIR);
+	hrt_serve_stop(&s);
+	hrt_etcd_destroy(etcd);
+}
+END_TEST
+
 /* A new network namespace has lo down and nothing else: bring lo up. */
 static void loopback_only(void)
 {
@@ -129,6 +167,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, page_in_chromium);
+	tcase_add_test(tc, big_ring_in_chromium);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

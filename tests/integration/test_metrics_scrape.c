@@ -7,11 +7,13 @@
  * the ring's revision, the target up, and label values exactly as the
  * library meant them: quotes, backslashes and newlines unescaped, invalid
  * UTF-8 as U+FFFD.  Prometheus is stopped by PID, and dies with the test
- * (PR_SET_PDEATHSIG) if the test dies first. */
+ * (PR_SET_PDEATHSIG) if the test dies first.  `hashring serve`'s /metrics,
+ * with each of its options, passes `promtool check metrics`. */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
 #include "hrt_ring.h"
 #include "hrt_check.h"
+#include "serve_http.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -32,6 +34,9 @@
 
 #ifndef HR_PROMETHEUS
 #define HR_PROMETHEUS "prometheus"
+#endif
+#ifndef HR_PROMTOOL
+#define HR_PROMTOOL "promtool"
 #endif
 
 #define PREFIX "/scrape/nodes/"
@@ -389,6 +394,124 @@ START_TEST(prometheus_scrapes_a_client)
 }
 END_TEST
 
+/* ---- hashring serve's /metrics, by promtool ----------------------------- */
+
+#define SERVE_PREFIX "/scrape/serve/"
+#define SERVE_NODES 200
+#define EXPOSITION_MAX (4 << 20)
+
+/* `promtool check metrics` of `expo`: its exit status, its complaints in
+ * `out`. */
+static int promtool_check(const char *expo, char *out, size_t outlen)
+{
+	char path[64], cmd[256];
+	FILE *f, *p;
+	size_t got;
+	int fd, status;
+
+	snprintf(path, sizeof path, "%s/hrt-expo-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(expo, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(cmd, sizeof cmd, "%s check metrics < %s 2>&1", HR_PROMTOOL, path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	got = fread(out, 1, outlen - 1, p);
+	out[got] = '\0';
+	status = pclose(p);
+	unlink(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Sample lines of `expo` (not comments) that start with `name`. */
+static int samples_of(const char *expo, const char *name)
+{
+	int n = 0;
+
+	for (const char *p = expo; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		n += !strncmp(p, name, strlen(name));
+	return n;
+}
+
+/* serve's /metrics after a few lookups, with `extra` options, checked by
+ * promtool; the body in buf. */
+static void serve_scrape(hrt_etcd_cluster *etcd, const char *const *extra, char *buf)
+{
+	char out[4096];
+	const char *body;
+	hrt_serve s;
+	int64_t deadline = now_ms() + 60000;
+	int rc;
+
+	hrt_serve_start(&s, hrt_etcd_endpoints(etcd), SERVE_PREFIX, extra);
+	while (hrt_http_request(s.port, "GET", "/lookup?key=k", buf, EXPOSITION_MAX) != 200) {
+		ck_assert_msg(now_ms() < deadline, "serve has no ring after 60 s");
+		usleep(50 * 1000);
+	}
+	for (int i = 0; i < 20; i++) {
+		char path[64];
+
+		snprintf(path, sizeof path, "/lookup?key=%s-%d", i % 2 ? "hot" : "cold", i % 2 ? 0 : i);
+		ck_assert_int_eq(hrt_http_request(s.port, "GET", path, buf, EXPOSITION_MAX), 200);
+	}
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, EXPOSITION_MAX), 200);
+	hrt_serve_stop(&s);
+	body = hrt_http_body(buf);
+	ck_assert_ptr_nonnull(body);
+	memmove(buf, body, strlen(body) + 1);
+	rc = promtool_check(buf, out, sizeof out);
+	ck_assert_msg(rc == 0, "promtool check metrics: exit %d: %s", rc, out);
+}
+
+START_TEST(promtool_checks_serve_metrics)
+{
+	static const char *const omit_nodes[] = { "--omit-nodes", NULL };
+	static const char *const omit_lookups[] = { "--omit-lookups", NULL };
+	static const char *const omit_both[] = { "--omit-nodes", "--omit-lookups", NULL };
+	static const char *const named[] = { "--name-prefix", "app_", "--label", "instance=d\"1",
+					     "--label", "env=", NULL };
+	hrt_etcd_cluster *etcd = hrt_etcd_start(1, NULL);
+	char *buf = malloc(EXPOSITION_MAX);
+
+	ck_assert_msg(access(HR_PROMTOOL, X_OK) == 0,
+		      "promtool not found at %s: install Debian's prometheus package"
+		      " (deploy/install-deps.sh --tests)", HR_PROMTOOL);
+	ck_assert_ptr_nonnull(etcd);
+	ck_assert_ptr_nonnull(buf);
+	hrt_serve_put_nodes(hrt_etcd_client_url(etcd, 0), SERVE_PREFIX, SERVE_NODES, 5);
+
+	serve_scrape(etcd, NULL, buf);
+	ck_assert_int_eq(samples_of(buf, "hashring_node_state{"), 3 * SERVE_NODES);
+	ck_assert_int_eq(samples_of(buf, "hashring_node_lookups_total{"), 2 * SERVE_NODES);
+	ck_assert_int_gt(samples_of(buf, "hashring_hot_key_share_ratio{"), 0);
+
+	serve_scrape(etcd, omit_lookups, buf);
+	ck_assert_int_eq(samples_of(buf, "hashring_node_info{"), SERVE_NODES);
+	ck_assert_int_eq(samples_of(buf, "hashring_node_lookups_total"), 0);
+
+	serve_scrape(etcd, omit_nodes, buf);
+	ck_assert_int_eq(samples_of(buf, "hashring_node_"), 2 * SERVE_NODES); /* lookups */
+	ck_assert_int_eq(samples_of(buf, "hashring_node_info"), 0);
+
+	serve_scrape(etcd, omit_both, buf);
+	ck_assert_int_eq(samples_of(buf, "hashring_node_"), 0);
+	ck_assert_int_gt(samples_of(buf, "hashring_ring_revision "), 0);
+
+	serve_scrape(etcd, named, buf);
+	ck_assert_int_eq(samples_of(buf, "hashring_"), 0);
+	ck_assert_int_eq(samples_of(buf, "app_hashring_ring_revision{instance=\"d\\\"1\",env=\"\"} "), 1);
+	ck_assert_int_eq(samples_of(buf, "app_hashring_node_state{instance=\"d\\\"1\",env=\"\",node="),
+			 3 * SERVE_NODES);
+
+	free(buf);
+	hrt_etcd_destroy(etcd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics_scrape");
@@ -396,6 +519,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, prometheus_scrapes_a_client);
+	tcase_add_test(tc, promtool_checks_serve_metrics);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

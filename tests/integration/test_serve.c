@@ -1,10 +1,13 @@
 /*
  * test_serve.c - `hashring serve` against a real etcd, over raw loopback
- * sockets: the four paths and their answers, an update after a put,
+ * sockets: the paths and their answers, an update after a put,
  * read-only methods, the Host check, /lookup and the lookup rates and hot
  * keys it makes, and bad clients: oversized, slow, trickling,
  * malformed, too many; a clean exit on SIGTERM with a client hanging; and
- * etcd down at the start, then up.
+ * etcd down at the start, then up.  A ring of 10,000 nodes: /lookup is
+ * answered while the ring is drawn, SIGTERM ends it at once, the page's
+ * answers stay small, and its nodes are searched and paged.  The metrics'
+ * options.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -23,6 +26,10 @@
 
 #define PREFIX "/serve/nodes/"
 #define ANSWER_MAX (1 << 20)
+/* A ring of 10,000 nodes, node-000005 warming, put once for the suite. */
+#define BIG_PREFIX "/serve/big/"
+#define BIG_NODES 10000
+#define BIG_ANSWER_MAX (64 << 20)
 
 static hrt_etcd_cluster *etcd;
 static char *buf;
@@ -33,6 +40,7 @@ static void up(void)
 	ck_assert_msg(etcd != NULL, "etcd did not start");
 	buf = malloc(ANSWER_MAX);
 	ck_assert_ptr_nonnull(buf);
+	hrt_serve_put_nodes(hrt_etcd_client_url(etcd, 0), BIG_PREFIX, BIG_NODES, 5);
 }
 
 static void down(void)
@@ -100,6 +108,8 @@ static const cJSON *node_named(const cJSON *ring, const char *id)
 	return NULL;
 }
 
+static int get_json(int port, const char *path, cJSON **out);
+
 /* A good server still answers a good request. */
 static void still_serves(int port)
 {
@@ -150,6 +160,30 @@ START_TEST(paths_and_update)
 	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
 	ck_assert_ptr_nonnull(strstr(buf, "hashring_ring_revision "));
 	ck_assert_ptr_nonnull(strstr(buf, "node=\"cache-c\""));
+
+	/* What the page polls: the status, which ring is drawn... */
+	ck_assert_int_eq(get_json(s.port, "/status.json", &j), 200);
+	ring = cJSON_GetObjectItem(j, "ring");
+	ck_assert_int_eq(cJSON_GetObjectItem(ring, "nodes")->valueint, 3);
+	ck_assert_int_eq(cJSON_GetObjectItem(ring, "seq")->valueint, 1);
+	ck_assert(cJSON_IsObject(cJSON_GetObjectItem(j, "lookups")));
+	ck_assert(cJSON_IsArray(cJSON_GetObjectItem(j, "hot_keys")));
+	cJSON_Delete(j);
+	/* ...the drawing of that ring, with its owners and the takeover... */
+	ck_assert_int_eq(get_json(s.port, "/overview.json", &j), 200);
+	ring = cJSON_GetObjectItem(j, "ring");
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(ring, "states"),
+					     "warming")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "owners")), 3);
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "takeover")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "history")), 1);
+	cJSON_Delete(j);
+	/* ...and its nodes. */
+	ck_assert_int_eq(get_json(s.port, "/nodes.json?state=warming", &j), 200);
+	ck_assert_int_eq(cJSON_GetObjectItem(j, "matched")->valueint, 1);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), 0),
+					     "id")->valuestring, "cache-c");
+	cJSON_Delete(j);
 
 	/* Read-only, four paths, loopback names only. */
 	ck_assert_int_eq(hrt_http_request(s.port, "POST", "/", buf, ANSWER_MAX), 405);
@@ -206,6 +240,10 @@ START_TEST(paths_and_update)
 	ck_assert_double_gt(cJSON_GetObjectItem(first, "moved_write")->valuedouble, 0.1);
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(first, "moves"), 0),
 					     "to")->valuestring, "cache-d");
+	cJSON_Delete(j);
+	ck_assert_int_eq(get_json(s.port, "/overview.json", &j), 200);
+	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "ring"), "nodes")->valueint, 4);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "history")), 2);
 	cJSON_Delete(j);
 	hrt_serve_stop(&s);
 }
@@ -765,6 +803,342 @@ START_TEST(etcd_down_at_start)
 }
 END_TEST
 
+/* ---- a ring of 10,000 nodes --------------------------------------------------- */
+
+/* The revision of the ring serve looks keys up in. */
+static uint64_t lookup_revision(int port)
+{
+	cJSON *j;
+	uint64_t rev;
+
+	ck_assert_int_eq(get_json(port, "/lookup?key=probe", &j), 200);
+	rev = (uint64_t)cJSON_GetObjectItem(j, "revision")->valuedouble;
+	cJSON_Delete(j);
+	return rev;
+}
+
+/* Puts one more node, `name`-k, into the big ring and waits until serve
+ * looks keys up in the new ring, which it has then to draw. */
+static void big_change(int port, const char *name, int k)
+{
+	char key[64];
+	uint64_t rev = lookup_revision(port);
+	int64_t deadline = hrt_now_ms() + 30000;
+
+	snprintf(key, sizeof key, BIG_PREFIX "%s-%d", name, k);
+	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), key,
+				 "{\"addr\":\"127.0.0.1:11299\"}"), 0);
+	while (lookup_revision(port) == rev) {
+		ck_assert_msg(hrt_now_ms() < deadline, "serve never saw %s", key);
+		hrt_sleep_ms(5);
+	}
+}
+
+/* Deletes what big_change() put (a failed run's too). */
+static void big_extras_del(const char *name, int n)
+{
+	char key[64];
+
+	for (int k = 0; k < n; k++) {
+		snprintf(key, sizeof key, BIG_PREFIX "%s-%d", name, k);
+		hrt_del(hrt_etcd_client_url(etcd, 0), key);
+	}
+}
+
+/* serve following the big ring, once it has answered a /ring.json of it
+ * (drawn or made, seconds before the fixes). */
+static void start_big(hrt_serve *s)
+{
+	int64_t deadline = hrt_now_ms() + 90000;
+	int st;
+
+	hrt_serve_start(s, hrt_etcd_endpoints(etcd), BIG_PREFIX, NULL);
+	while ((st = hrt_http_request(s->port, "GET", "/ring.json", buf, ANSWER_MAX)) != 200) {
+		ck_assert_msg(hrt_now_ms() < deadline, "no ring of %d nodes after 90 s: %d",
+			      BIG_NODES, st);
+		hrt_sleep_ms(20);
+	}
+}
+
+/* GET `path` sent on a connection of its own, its answer left unread. */
+static int send_get(int port, const char *path)
+{
+	char req[256];
+	int fd = hrt_http_connect(port);
+	int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+			   "Connection: close\r\n\r\n", path, port);
+
+	ck_assert_int_eq(send(fd, req, (size_t)len, MSG_NOSIGNAL), len);
+	return fd;
+}
+
+/* After each change of a ring of 10,000 nodes, the first /ring.json asks
+ * for what has to be drawn again, which took seconds on the server's only
+ * HTTP thread: a /lookup meanwhile is still answered at once.  /ring.json
+ * gives the ring it drew with the history up to that ring. */
+START_TEST(lookup_while_drawing)
+{
+	char *big = malloc(BIG_ANSWER_MAX);
+	hrt_serve s;
+
+	ck_assert_ptr_nonnull(big);
+	big_extras_del("during", 3);
+	start_big(&s);
+	for (int k = 0; k < 3; k++) {
+		int fd, st;
+		int64_t t0, lookup_ms;
+		cJSON *j, *ring;
+
+		big_change(s.port, "during", k);
+		fd = send_get(s.port, "/ring.json");
+		hrt_sleep_ms(50); /* on its way */
+		t0 = hrt_now_ms();
+		st = hrt_http_request(s.port, "GET", "/lookup?key=during", buf, ANSWER_MAX);
+		lookup_ms = hrt_now_ms() - t0;
+		/* Generous for a loaded machine: it used to wait for seconds. */
+		ck_assert_msg(lookup_ms < 1000, "/lookup took %lld ms while /ring.json was made",
+			      (long long)lookup_ms);
+		ck_assert_int_eq(st, 200);
+		hrt_http_read_all(fd, big, BIG_ANSWER_MAX);
+		close(fd);
+		ck_assert_msg(!strncmp(big, "HTTP/1.1 200", 12), "/ring.json: %.200s", big);
+		j = cJSON_Parse(hrt_http_body(big));
+		ck_assert_ptr_nonnull(j);
+		ring = cJSON_GetObjectItem(j, "ring");
+		ck_assert_int_ge(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "nodes")), BIG_NODES);
+		ck_assert_double_eq(cJSON_GetObjectItem(ring, "revision")->valuedouble,
+				    cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "history"), 0),
+							"revision")->valuedouble);
+		cJSON_Delete(j);
+	}
+	hrt_serve_stop(&s);
+	big_extras_del("during", 3);
+	free(big);
+}
+END_TEST
+
+/* SIGTERM while a ring of 10,000 nodes is drawn (its first /ring.json
+ * asked for): a clean exit, at once rather than once the drawing is
+ * done. */
+START_TEST(sigterm_while_drawing)
+{
+	hrt_serve s;
+	int64_t t0, took;
+	int fd;
+
+	big_extras_del("sigterm", 1);
+	start_big(&s);
+	big_change(s.port, "sigterm", 0);
+	fd = send_get(s.port, "/ring.json");
+	hrt_sleep_ms(100);
+	t0 = hrt_now_ms();
+	hrt_serve_stop(&s); /* exit status 0, nothing on stderr but log lines */
+	took = hrt_now_ms() - t0;
+	close(fd);
+	/* Generous for a loaded machine: it took as long as the drawing. */
+	ck_assert_msg(took < 2000, "serve took %lld ms to exit after SIGTERM", (long long)took);
+	big_extras_del("sigterm", 1);
+}
+END_TEST
+
+static size_t body_len(void)
+{
+	const char *b = hrt_http_body(buf);
+
+	return b ? strlen(b) : 0;
+}
+
+/* /nodes.json?query: 200, parsed; its rows' ids in *rows. */
+static cJSON *nodes_page(int port, const char *query, const cJSON **rows)
+{
+	char path[512];
+	cJSON *j;
+
+	snprintf(path, sizeof path, "/nodes.json%s", query);
+	ck_assert_int_eq(get_json(port, path, &j), 200);
+	*rows = cJSON_GetObjectItem(j, "rows");
+	ck_assert_ptr_nonnull(*rows);
+	return j;
+}
+
+static double num_of(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, name);
+
+	ck_assert_msg(cJSON_IsNumber(v), "no number %s", name);
+	return v->valuedouble;
+}
+
+static double load_of(const cJSON *row)
+{
+	double fair = num_of(row, "fair_write");
+
+	return fair > 0 ? num_of(row, "share_write") / fair : 0;
+}
+
+/* What the page polls stays small at 10,000 nodes: /status.json each
+ * second, /overview.json (the ring drawn for a page, the summary) for
+ * each ring, and /nodes.json a page of nodes at a time: the most loaded
+ * first, or searched, filtered by state, sorted by share or id, paged. */
+START_TEST(page_answers_at_10000_nodes)
+{
+	const cJSON *rows, *row, *ring;
+	hrt_serve s;
+	cJSON *j;
+	double prev;
+	char want[32];
+	int64_t deadline;
+
+	big_extras_del("during", 3); /* a failed run's */
+	big_extras_del("sigterm", 1);
+	start_big(&s);
+	deadline = hrt_now_ms() + 30000;
+	while (get_json(s.port, "/status.json", &j) != 200) {
+		ck_assert_msg(hrt_now_ms() < deadline, "the ring is never drawn");
+		hrt_sleep_ms(20);
+	}
+	ck_assert_uint_lt(body_len(), 2048);
+	ring = cJSON_GetObjectItem(j, "ring");
+	ck_assert_int_eq(num_of(ring, "nodes"), BIG_NODES);
+	ck_assert_int_eq(num_of(ring, "points"), 200 * BIG_NODES);
+	cJSON_Delete(j);
+
+	ck_assert_int_eq(get_json(s.port, "/overview.json", &j), 200);
+	ck_assert_uint_lt(body_len(), 256 * 1024);
+	ring = cJSON_GetObjectItem(j, "ring");
+	ck_assert_int_eq(num_of(cJSON_GetObjectItem(ring, "states"), "warming"), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "zones")), 4);
+	ck_assert_int_le(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(ring, "arcs"),
+								"write")), 1024);
+	ck_assert_int_gt(cJSON_GetArraySize(cJSON_GetObjectItem(ring, "takeover")), 0);
+	ck_assert_double_gt(num_of(cJSON_GetObjectItem(ring, "load"), "max"), 1.0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "history")), 1);
+	cJSON_Delete(j);
+
+	/* The most loaded first, 50 of them. */
+	j = nodes_page(s.port, "", &rows);
+	ck_assert_uint_lt(body_len(), 32 * 1024);
+	ck_assert_int_eq(num_of(j, "total"), BIG_NODES);
+	ck_assert_int_eq(num_of(j, "matched"), BIG_NODES);
+	ck_assert_int_eq(cJSON_GetArraySize(rows), 50);
+	prev = 1e9;
+	cJSON_ArrayForEach(row, rows) {
+		ck_assert_double_le(load_of(row), prev);
+		prev = load_of(row);
+	}
+	cJSON_Delete(j);
+	/* The next page goes on where it ended. */
+	j = nodes_page(s.port, "?offset=50&limit=10", &rows);
+	ck_assert_int_eq(cJSON_GetArraySize(rows), 10);
+	ck_assert_double_le(load_of(cJSON_GetArrayItem(rows, 0)), prev);
+	cJSON_Delete(j);
+	/* A search: by id (any case), address or zone. */
+	j = nodes_page(s.port, "?q=NODE-004242", &rows);
+	ck_assert_int_eq(num_of(j, "matched"), 1);
+	ck_assert_str_eq(str_of(cJSON_GetArrayItem(rows, 0), "id"), "node-004242");
+	ck_assert_str_eq(str_of(cJSON_GetArrayItem(rows, 0), "addr"), "10.0.16.146:11211");
+	cJSON_Delete(j);
+	j = nodes_page(s.port, "?q=z3&sort=id&limit=3", &rows);
+	ck_assert_int_eq(num_of(j, "matched"), BIG_NODES / 4);
+	ck_assert_str_eq(str_of(cJSON_GetArrayItem(rows, 0), "id"), "node-000003");
+	ck_assert_str_eq(str_of(cJSON_GetArrayItem(rows, 1), "id"), "node-000007");
+	cJSON_Delete(j);
+	j = nodes_page(s.port, "?state=warming", &rows);
+	ck_assert_int_eq(num_of(j, "matched"), 1);
+	ck_assert_str_eq(str_of(cJSON_GetArrayItem(rows, 0), "id"), "node-000005");
+	cJSON_Delete(j);
+	j = nodes_page(s.port, "?sort=share&limit=20", &rows);
+	prev = 1;
+	cJSON_ArrayForEach(row, rows) {
+		ck_assert_double_le(num_of(row, "share_write"), prev);
+		prev = num_of(row, "share_write");
+	}
+	cJSON_Delete(j);
+	j = nodes_page(s.port, "?q=nothing-like-it", &rows);
+	ck_assert_int_eq(num_of(j, "matched"), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(rows), 0);
+	cJSON_Delete(j);
+	/* The node a key was looked up on comes first by lookups. */
+	ck_assert_int_eq(get_json(s.port, "/lookup?key=hot", &j), 200);
+	snprintf(want, sizeof want, "%s", str_of(j, "node"));
+	cJSON_Delete(j);
+	hrt_sleep_ms(1100); /* a second sample of the counts, for a rate */
+	j = nodes_page(s.port, "?sort=lookups&limit=1", &rows);
+	cJSON_Delete(j);
+	j = nodes_page(s.port, "?sort=lookups&limit=1", &rows);
+	ck_assert_str_eq(str_of(cJSON_GetArrayItem(rows, 0), "id"), want);
+	ck_assert_double_eq(num_of(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "lookups"),
+				   "write"), 1);
+	cJSON_Delete(j);
+
+	/* Bad queries: 400 naming what is wrong. */
+	bad_lookup(s.port, "/nodes.json?sort=weight", "sort=weight: load, share, id or lookups");
+	bad_lookup(s.port, "/nodes.json?limit=0", "limit=0: a number of 1 to 1000");
+	bad_lookup(s.port, "/nodes.json?limit=1001", "limit=1001");
+	bad_lookup(s.port, "/nodes.json?offset=-1", "offset=-1");
+	bad_lookup(s.port, "/nodes.json?state=gone", "state=gone: active, warming or draining");
+	bad_lookup(s.port, "/nodes.json?page=2", "unknown parameter page");
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* The metrics' options, as `hashring metrics` has them. */
+START_TEST(metrics_options)
+{
+	static const char *const trimmed[] = { "--name-prefix", "app_", "--label", "env=prod",
+					       "--label", "dc=x\"y", "--omit-nodes", NULL };
+	static const char *const no_lookups[] = { "--omit-lookups", NULL };
+	hrt_serve s;
+
+	three_nodes();
+	start(&s, trimmed);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 200);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "\napp_hashring_ring_revision{env=\"prod\",dc=\"x\\\"y\"} "));
+	ck_assert_ptr_nonnull(strstr(buf, "\napp_hashring_ring_nodes{env=\"prod\",dc=\"x\\\"y\","
+				     "state=\"warming\"} 1\n"));
+	ck_assert_ptr_null(strstr(buf, "hashring_node_info"));
+	ck_assert_ptr_null(strstr(buf, "hashring_node_share_ratio"));
+	ck_assert_ptr_nonnull(strstr(buf, "\napp_hashring_node_lookups_total{"));
+	ck_assert_ptr_null(strstr(buf, "\nhashring_"));
+	hrt_serve_stop(&s);
+
+	start(&s, no_lookups);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/lookup?key=a", buf, ANSWER_MAX), 200);
+	ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", buf, ANSWER_MAX), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "\nhashring_node_info{node=\"cache-a\""));
+	ck_assert_ptr_null(strstr(buf, "hashring_node_lookups_total"));
+	ck_assert_ptr_nonnull(strstr(buf, "\nhashring_hot_key_share_ratio{rank=\"1\",key=\"a\""));
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Bad metrics' options: usage errors, before etcd is asked anything. */
+START_TEST(bad_metrics_options)
+{
+	static const struct { const char *opt, *value, *msg; } bad[] = {
+		{ "--label", "env", "--label wants NAME=VALUE" },
+		{ "--label", "=x", "--label wants NAME=VALUE" },
+		{ "--label", "node=x", "is one the library's metrics use" },
+		{ "--label", "__x=1", "starts with \"__\"" },
+		{ "--name-prefix", "1app_", "name_prefix" },
+	};
+	hrt_cli_run run;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *argv[] = { "serve", "--endpoints", "127.0.0.1:1", bad[i].opt,
+				       bad[i].value, NULL };
+
+		hrt_cli_run_cmd(&run, NULL, argv);
+		ck_assert_msg(run.status == 2, "%s %s: exit %d", bad[i].opt, bad[i].value,
+			      run.status);
+		ck_assert_msg(strstr(run.err, bad[i].msg), "%s %s: %s", bad[i].opt, bad[i].value,
+			      run.err);
+		ck_assert_ptr_null(strstr(run.out, "serving"));
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("serve");
@@ -784,8 +1158,13 @@ int main(void)
 	tcase_add_test(tc, port_in_use);
 	tcase_add_test(tc, trickling_client);
 	tcase_add_test(tc, etcd_down_at_start);
+	tcase_add_test(tc, lookup_while_drawing);
+	tcase_add_test(tc, sigterm_while_drawing);
+	tcase_add_test(tc, page_answers_at_10000_nodes);
+	tcase_add_test(tc, metrics_options);
 	suite_add_tcase(s, tc);
 	tcase_add_test(offline, listen_options);
+	tcase_add_test(offline, bad_metrics_options);
 	suite_add_tcase(s, offline);
 	return hrt_run(s);
 }

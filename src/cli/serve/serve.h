@@ -1,5 +1,6 @@
 /*
- * serve.h - `hashring serve`: what the dashboard shows (serve_state.c) and
+ * serve.h - `hashring serve`: what the dashboard shows (serve_state.c), the
+ * drawings of each ring made on a thread of their own (serve_draw.c), and
  * how it is served over HTTP (serve_http.c), apart from the command itself
  * (cmd_serve.c).
  */
@@ -7,10 +8,82 @@
 #define HR_CLI_SERVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
 #include "hashring.h"
+
+/* ---- drawings (serve_draw.c) --------------------------------------------- */
+
+/*
+ * What is made once per ring, off the HTTP thread: the ring's arcs, the
+ * stretches where its views differ, each node's shares and the orders the
+ * page lists nodes in, and the JSON of /overview.json's and /ring.json's
+ * "ring" members.  Immutable once made; counted references.
+ */
+struct serve_drawing;
+struct serve_drawer;
+
+/* Starts the drawing thread; NULL without memory or a thread. */
+struct serve_drawer *serve_drawer_start(void);
+/* Stops it (at once: a drawing under way is dropped) and frees
+ * everything.  Accepts NULL. */
+void serve_drawer_stop(struct serve_drawer *dr);
+/* Hands over the ring to draw next (retained), the `seq`th ring seen: a
+ * ring waiting to be drawn is replaced. */
+void serve_drawer_submit(struct serve_drawer *dr, const hr_ring *ring, uint64_t seq);
+/* The newest drawing made (a reference), or NULL before the first.  With
+ * `full`, the newest whose /ring.json member is made too, which may be an
+ * older one while the newest is still being written. */
+struct serve_drawing *serve_drawer_get(struct serve_drawer *dr, int full);
+/* Whether the thread has a ring still to draw. */
+int serve_drawer_busy(struct serve_drawer *dr);
+void serve_drawing_release(struct serve_drawing *d);
+
+const hr_ring *serve_drawing_ring(const struct serve_drawing *d);
+uint64_t serve_drawing_seq(const struct serve_drawing *d);
+/* /overview.json's "ring" member, and /ring.json's (only from a drawing
+ * serve_drawer_get() gave with `full`). */
+void serve_drawing_write_overview(const struct serve_drawing *d, FILE *out);
+void serve_drawing_write_full(const struct serve_drawing *d, FILE *out);
+
+/* How /nodes.json orders the nodes. */
+enum serve_sort {
+	SERVE_SORT_LOAD,    /* write share over fair share, most first */
+	SERVE_SORT_SHARE,   /* write share, largest first             */
+	SERVE_SORT_ID,      /* id                                    */
+	SERVE_SORT_LOOKUPS, /* lookups per second, most first        */
+	SERVE_SORT_COUNT
+};
+extern const char *const serve_sort_names[SERVE_SORT_COUNT];
+
+#define SERVE_QUERY_MAX 256     /* bytes of q                  */
+#define SERVE_NODES_LIMIT 50    /* rows of a page, by default  */
+#define SERVE_NODES_LIMIT_MAX 1000
+
+/* A /nodes.json query: the nodes whose id, addr or zone holds `q` (any
+ * case; "" all), in `state` (-1: any), in `sort` order, rows offset to
+ * offset + limit. */
+struct serve_node_query {
+	char q[SERVE_QUERY_MAX + 1];
+	int state;
+	enum serve_sort sort;
+	size_t offset, limit;
+};
+
+/* The lookups a row shows: counts and rates per second (negative: no
+ * rate yet).  Returns 0 for a node never looked up. */
+typedef int (*serve_lookups_fn)(void *userdata, const char *id, uint64_t *write,
+				uint64_t *read, double *write_per_s, double *read_per_s);
+
+/*
+ * Writes the members of /nodes.json after "{": the drawing's ring, the
+ * nodes that match and the page of rows asked for, each with its lookups
+ * (from `fn`, which SERVE_SORT_LOOKUPS sorts by).  Returns 0 or HR_ENOMEM.
+ */
+int serve_drawing_write_nodes(const struct serve_drawing *d, const struct serve_node_query *q,
+			      serve_lookups_fn fn, void *userdata, FILE *out);
 
 /* ---- the state (serve_state.c) ------------------------------------------- */
 
@@ -18,11 +91,13 @@
  * The rings seen so far, newest last, at most `history_max` of them: each
  * with its revision, digest, time, moved shares and the node pairs that
  * moved the most (write view).  Filled on the watcher thread by
- * serve_on_change(), read by the HTTP thread: one mutex.  Also the last
- * sample of the client's lookup counts, from which the rates come.
+ * serve_on_change(), which hands each ring to the drawer, read by the HTTP
+ * thread: one mutex.  Also the last sample of the client's lookup counts,
+ * from which the rates come.
  */
 struct serve_state;
 
+/* NULL without memory or a thread for the drawer. */
 struct serve_state *serve_state_new(size_t history_max);
 void serve_state_free(struct serve_state *s);
 
@@ -30,13 +105,24 @@ void serve_state_free(struct serve_state *s);
 void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring);
 
 /*
- * Writes /ring.json for the ring `client` has now, its status, the
- * history, and the client's lookup counts, rates and hot keys to `out`.  The format is in docs/hashring.1 (serve).  Returns 0,
- * or HR_ENOMEM.
+ * The JSON answers (the formats are in docs/hashring.1, serve), from the
+ * newest drawing and `client`'s status, lookups and hot keys.  Each
+ * returns 200; 503 with the "no ring yet" object of serve_no_ring_json()
+ * before the first ring is drawn; or 500 (HR_ENOMEM).
+ *   /ring.json      everything, every node
+ *   /status.json    what changes each second: status, lookups, hot keys,
+ *                   and which ring is drawn
+ *   /overview.json  the drawn ring as the page shows it, and the history
+ *   /nodes.json     a page of nodes
  */
 int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out);
-/* What /ring.json and /lookup answer (503) before the client's first ring:
- * version, time_ms and status as above, "ring": null and "error". */
+int serve_status_json(struct serve_state *s, hr_client *client, FILE *out);
+int serve_overview_json(struct serve_state *s, hr_client *client, FILE *out);
+int serve_nodes_json(struct serve_state *s, hr_client *client,
+		     const struct serve_node_query *q, FILE *out);
+/* What the answers above give (503) before the client's first ring, or
+ * before it is drawn: version, time_ms and status, "ring": null and
+ * "error". */
 void serve_no_ring_json(hr_client *client, const char *error, FILE *out);
 
 /* ---- /lookup (serve_lookup.c) -------------------------------------------- */
@@ -69,15 +155,16 @@ struct serve_http_options {
 				     arrive within this (serve_http_tick) */
 	size_t memory_limit;      /* per connection: request line and
 				     headers must fit (431 or 414 else)  */
+	const hr_metrics_options *metrics; /* /metrics; kept, NULL: defaults */
 };
 
 struct serve_http;
 
 /*
- * Starts serving GET and HEAD of "/", "/ring.json", "/metrics" and
- * "/lookup" on one
- * thread of libmicrohttpd's (other methods: 405).  Returns NULL after an
- * error line naming the address.
+ * Starts serving GET and HEAD of "/", "/status.json", "/overview.json",
+ * "/nodes.json", "/ring.json", "/metrics" and "/lookup" on one thread of
+ * libmicrohttpd's (other methods: 405).  Returns NULL after an error line
+ * naming the address.
  */
 struct serve_http *serve_http_start(const struct serve_http_options *opts,
 				    struct serve_state *state, hr_client *client,

@@ -1,13 +1,14 @@
 /*
  * serve_http.c - the dashboard's HTTP side, on libmicrohttpd: GET and HEAD
- * of four paths, read-only, with the limits that keep one bad client from
+ * of a few paths, read-only, with the limits that keep one bad client from
  * hurting the others.
  *
  * One internal polling thread (epoll) serves every connection: a request
  * is answered from memory in one pass once it is complete (keeping the
- * connection alive for the page's next poll), so nothing blocks, and a slow
- * client (slowloris) only holds its own connection, which the timeout
- * closes.  The connection limit bounds what many of them can hold; the
+ * connection alive for the page's next poll), from what the drawer made
+ * on its own thread (serve_draw.c), so nothing blocks, and a slow client
+ * (slowloris) only holds its own connection, which the timeout closes.
+ * The connection limit bounds what many of them can hold; the
  * per-connection memory limit bounds the request line and headers, which
  * libmicrohttpd answers with 414 or 431 when they do not fit.
  *
@@ -51,6 +52,7 @@ struct serve_http {
 	struct MHD_Daemon *daemon;
 	struct serve_state *state;
 	hr_client *client;
+	const hr_metrics_options *metrics;
 	int loopback;
 	unsigned port;
 	int64_t request_timeout_ms;
@@ -178,41 +180,153 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
 			   strlen(text), MHD_RESPMEM_PERSISTENT, 0);
 }
 
+/* What a path answers, into `f`: an HTTP status (500: nothing sent). */
+typedef unsigned (*make_fn)(struct serve_http *h, struct MHD_Connection *c, FILE *f);
+
 /* A body made by `fn` into memory; 500 if it failed. */
-static enum MHD_Result send_made(struct MHD_Connection *c, const char *type,
-				 int (*fn)(struct serve_http *, FILE *),
+static enum MHD_Result send_made(struct MHD_Connection *c, const char *type, make_fn fn,
 				 struct serve_http *h)
 {
 	char *data = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&data, &len);
-	int rc;
+	unsigned status;
 
 	if (!f)
 		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	rc = fn(h, f);
-	if (fclose(f) || rc) {
+	status = fn(h, c, f);
+	if (fclose(f) || status == MHD_HTTP_INTERNAL_SERVER_ERROR) {
 		free(data);
 		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make the answer\n");
 	}
-	return send_buffer(c, MHD_HTTP_OK, type, data, len, MHD_RESPMEM_MUST_FREE, 0);
+	/* A bad query's 400 is a line of text. */
+	if (status == MHD_HTTP_BAD_REQUEST)
+		type = "text/plain; charset=utf-8";
+	return send_buffer(c, status, type, data, len, MHD_RESPMEM_MUST_FREE, 0);
 }
 
-static int make_ring_json(struct serve_http *h, FILE *f)
+static unsigned make_ring_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
 {
-	return serve_ring_json(h->state, h->client, f);
+	(void)c;
+	return (unsigned)serve_ring_json(h->state, h->client, f);
+}
+
+static unsigned make_status_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+{
+	(void)c;
+	return (unsigned)serve_status_json(h->state, h->client, f);
+}
+
+static unsigned make_overview_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+{
+	(void)c;
+	return (unsigned)serve_overview_json(h->state, h->client, f);
+}
+
+/* ---- /nodes.json's query --------------------------------------------------- */
+
+struct nodes_args {
+	struct serve_node_query q;
+	char bad[160]; /* why the query is bad; "" if it is not */
+};
+
+/* Up to 32 bytes of `s` for a message, each byte that is not printable
+ * ASCII as '?'. */
+static const char *shown(const char *s, char buf[33])
+{
+	size_t n = 0;
+
+	for (; s[n] && n < 32; n++)
+		buf[n] = s[n] > ' ' && s[n] < 0x7f ? s[n] : '?';
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Digits only, at most `max`; 0 and sets *ok to 0 if bad. */
+static size_t parse_count(const char *s, size_t max, int *ok)
+{
+	size_t v = 0;
+
+	if (!s || !*s)
+		*ok = 0;
+	for (; s && *s && *ok; s++) {
+		if (*s < '0' || *s > '9' || (v = v * 10 + (size_t)(*s - '0')) > max)
+			*ok = 0;
+	}
+	return *ok ? v : 0;
+}
+
+static enum MHD_Result take_nodes_arg(void *cls, enum MHD_ValueKind kind, const char *name,
+				      size_t name_len, const char *value, size_t value_len)
+{
+	struct nodes_args *a = cls;
+	struct serve_node_query *q = &a->q;
+	char b[33];
+	int ok = 1;
+
+	(void)kind;
+	if (a->bad[0])
+		return MHD_YES;
+	if (!value)
+		value = "";
+	if (!strcmp(name, "q")) {
+		if (value_len > SERVE_QUERY_MAX || memchr(value, '\0', value_len))
+			snprintf(a->bad, sizeof a->bad, "q: at most %d bytes, no NUL",
+				 SERVE_QUERY_MAX);
+		else
+			memcpy(q->q, value, value_len + 1);
+	} else if (!strcmp(name, "state")) {
+		q->state = -1;
+		for (int st = HR_STATE_ACTIVE; st <= HR_STATE_DRAINING; st++)
+			if (!strcmp(value, hr_state_name((hr_state)st)))
+				q->state = st;
+		if (q->state < 0 && *value)
+			snprintf(a->bad, sizeof a->bad, "state=%s: active, warming or draining",
+				 shown(value, b));
+	} else if (!strcmp(name, "sort")) {
+		int found = 0;
+
+		for (int k = 0; k < SERVE_SORT_COUNT; k++)
+			if (!strcmp(value, serve_sort_names[k])) {
+				q->sort = (enum serve_sort)k;
+				found = 1;
+			}
+		if (!found)
+			snprintf(a->bad, sizeof a->bad, "sort=%s: load, share, id or lookups",
+				 shown(value, b));
+	} else if (!strcmp(name, "offset")) {
+		q->offset = parse_count(value, HR_NODES_MAX, &ok);
+		if (!ok)
+			snprintf(a->bad, sizeof a->bad, "offset=%s: a number of 0 to %d",
+				 shown(value, b), HR_NODES_MAX);
+	} else if (!strcmp(name, "limit")) {
+		q->limit = parse_count(value, SERVE_NODES_LIMIT_MAX, &ok);
+		if (!ok || !q->limit)
+			snprintf(a->bad, sizeof a->bad, "limit=%s: a number of 1 to %d",
+				 shown(value, b), SERVE_NODES_LIMIT_MAX);
+	} else {
+		snprintf(a->bad, sizeof a->bad, "unknown parameter %s: /nodes.json takes q,"
+			 " state, sort, offset and limit", name_len ? shown(name, b) : "?");
+	}
+	return MHD_YES;
+}
+
+static unsigned make_nodes_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+{
+	struct nodes_args a = { .q = { .state = -1, .sort = SERVE_SORT_LOAD,
+				       .limit = SERVE_NODES_LIMIT } };
+
+	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, take_nodes_arg, &a);
+	if (a.bad[0]) {
+		fprintf(f, "%s\n", a.bad);
+		return MHD_HTTP_BAD_REQUEST;
+	}
+	return (unsigned)serve_nodes_json(h->state, h->client, &a.q, f);
 }
 
 static int metrics_write(void *userdata, const char *data, size_t len)
 {
 	return fwrite(data, 1, len, userdata) == len ? 0 : 1;
-}
-
-static int make_metrics(struct serve_http *h, FILE *f)
-{
-	hr_error err = { 0 };
-
-	return hr_client_metrics_write(h->client, metrics_write, f, NULL, &err);
 }
 
 static enum MHD_Result send_lookup(struct MHD_Connection *c, struct serve_http *h)
@@ -284,14 +398,18 @@ static enum MHD_Result send_no_ring(struct MHD_Connection *c, struct serve_http 
 
 /* The metrics, after a comment line saying why there is no ring yet if
  * there is none (a scrape still gets the client's gauges). */
-static int make_metrics_or_why(struct serve_http *h, FILE *f)
+static unsigned make_metrics(struct serve_http *h, struct MHD_Connection *c, FILE *f)
 {
 	char why[HR_ERROR_MSG_MAX + 64];
+	hr_error err = { 0 };
 
+	(void)c;
 	/* An hr_error message is one line: so is the comment. */
 	if (no_ring_yet(h, why, sizeof why))
 		fprintf(f, "# %s\n", why);
-	return make_metrics(h, f);
+	if (hr_client_metrics_write(h->client, metrics_write, f, h->metrics, &err))
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	return MHD_HTTP_OK;
 }
 
 /*
@@ -332,6 +450,18 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
 		++*(int *)cls;
 	return MHD_YES;
 }
+
+/* The paths that need a ring: 503 with why until there is one. */
+static const struct {
+	const char *path;
+	make_fn make; /* NULL: /lookup */
+} json_paths[] = {
+	{ "/status.json", make_status_json },
+	{ "/overview.json", make_overview_json },
+	{ "/nodes.json", make_nodes_json },
+	{ "/ring.json", make_ring_json },
+	{ "/lookup", NULL },
+};
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version,
@@ -377,16 +507,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 				   (void *)serve_page, serve_page_len,
 				   MHD_RESPMEM_PERSISTENT, 1);
 	if (strcmp(url, "/metrics") == 0)
-		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics_or_why, h);
-	if (strcmp(url, "/ring.json") == 0 || strcmp(url, "/lookup") == 0) {
+		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics, h);
+	for (size_t i = 0; i < sizeof json_paths / sizeof json_paths[0]; i++) {
 		char why[HR_ERROR_MSG_MAX + 64];
 
+		if (strcmp(url, json_paths[i].path))
+			continue;
 		if (no_ring_yet(h, why, sizeof why))
 			return send_no_ring(c, h, why);
-		return strcmp(url, "/lookup") == 0 ? send_lookup(c, h) :
-			send_made(c, "application/json", make_ring_json, h);
+		if (!json_paths[i].make)
+			return send_lookup(c, h);
+		return send_made(c, "application/json", json_paths[i].make, h);
 	}
-	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /ring.json, /metrics, /lookup\n");
+	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /status.json, /overview.json,"
+			 " /nodes.json, /ring.json, /metrics, /lookup\n");
 }
 
 /* The listening socket, bound here rather than by libmicrohttpd: its port
@@ -440,6 +574,7 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 	}
 	h->state = state;
 	h->client = client;
+	h->metrics = opts->metrics;
 	h->loopback = opts->loopback;
 	h->request_timeout_ms = (int64_t)opts->request_timeout_s * 1000;
 	pthread_mutex_init(&h->mu, NULL);

@@ -1,15 +1,17 @@
 /*
  * serve_state.c - what `hashring serve` shows: the history of the rings a
- * client published, and /ring.json, which the page polls, with the
- * client's lookup rates and hot keys.
+ * client published, each handed to the drawer (serve_draw.c), and the
+ * JSON answers made of the newest drawing, the status and the client's
+ * lookup rates and hot keys.
  *
- * The page draws the ring from the arcs of both views (cli_ring_arcs) and
- * marks the arcs a warming node takes over, or a draining one hands over:
- * where the write view's owner differs from the read view's.
+ * The page polls /status.json, which is small, once a second, and fetches
+ * /overview.json (the drawing and the history) only when another ring is
+ * drawn, and /nodes.json when it shows other nodes or the rates changed:
+ * an unchanged ring costs a page a few hundred bytes a second, whatever
+ * its size.  /ring.json has it all, every node, for scripts.
  */
 #include "serve.h"
 #include "cli.h"
-#include "cli_svg.h"
 #include "clock.h"
 
 #include <inttypes.h>
@@ -28,6 +30,7 @@ struct move {
 };
 
 struct entry {
+	uint64_t seq; /* the ring's number: 1 for the first seen */
 	uint64_t revision, digest;
 	int64_t time_ms; /* Unix time */
 	size_t nodes;
@@ -40,14 +43,9 @@ struct serve_state {
 	pthread_mutex_t lock;
 	struct entry *entries; /* a circular buffer of history_max */
 	size_t max, count, next;
-	/* The "ring" member of /ring.json for the ring held here, made once
-	 * per ring: O(points), some 70 ms for 100 nodes at 200 points,
-	 * while the ring changes far less often than the page polls.  A lock
-	 * of its own: the watcher's callback never waits for it. */
-	pthread_mutex_t made_lock;
-	hr_ring *made_for;
-	char *made;
-	size_t made_len;
+	uint64_t seq;          /* rings seen */
+	/* Each ring is drawn once, on the drawer's thread. */
+	struct serve_drawer *drawer;
 	/* Lookup rates: the counts at `base_ms` (monotonic), and the rates
 	 * between the sample before it and it, in the same id order. */
 	pthread_mutex_t rate_lock;
@@ -57,6 +55,10 @@ struct serve_state {
 	struct node_rate *rates;
 	size_t nrates;
 	double interval_s; /* 0: no rate yet */
+	uint64_t samples;  /* bases taken */
+	/* The sums of the base's counts and of the rates. */
+	uint64_t total_write, total_read;
+	double total_write_per_s, total_read_per_s;
 };
 
 struct node_rate {
@@ -81,9 +83,14 @@ struct serve_state *serve_state_new(size_t history_max)
 		free(s);
 		return NULL;
 	}
+	s->drawer = serve_drawer_start();
+	if (!s->drawer) {
+		free(s->entries);
+		free(s);
+		return NULL;
+	}
 	s->max = history_max;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->made_lock, NULL);
 	pthread_mutex_init(&s->rate_lock, NULL);
 	return s;
 }
@@ -101,15 +108,13 @@ void serve_state_free(struct serve_state *s)
 {
 	if (!s)
 		return;
+	serve_drawer_stop(s->drawer);
 	for (size_t i = 0; i < s->max; i++)
 		entry_clear(&s->entries[i]);
 	pthread_mutex_destroy(&s->lock);
-	pthread_mutex_destroy(&s->made_lock);
 	pthread_mutex_destroy(&s->rate_lock);
 	free(s->base);
 	free(s->rates);
-	hr_ring_release(s->made_for);
-	free(s->made);
 	free(s->entries);
 	free(s);
 }
@@ -134,6 +139,42 @@ static int by_share_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* From a ring without a node (the first ring seen), each node's write
+ * share moved to it: the largest, from the shares, without a diff that
+ * lists every arc of the ring.  Without memory, no moves. */
+static void moves_from_none(struct entry *e, const hr_ring *ring)
+{
+	size_t n = hr_ring_node_count(ring), top[MOVES_MAX], k = 0;
+	double *shares = malloc((n ? n : 1) * sizeof *shares);
+
+	if (!shares)
+		return;
+	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
+	/* The MOVES_MAX largest, largest first, in one pass. */
+	for (size_t i = 0; i < n; i++) {
+		size_t at = k;
+
+		if (shares[i] <= 0)
+			continue;
+		while (at > 0 && shares[top[at - 1]] < shares[i])
+			at--;
+		if (at == MOVES_MAX)
+			continue;
+		if (k < MOVES_MAX)
+			k++;
+		memmove(&top[at + 1], &top[at], (k - 1 - at) * sizeof *top);
+		top[at] = i;
+	}
+	for (size_t i = 0; i < k; i++) {
+		struct move *m = &e->moves[e->nmoves++];
+
+		m->from = NULL;
+		m->to = dup_id(hr_ring_node(ring, top[i]));
+		m->share = shares[top[i]];
+	}
+	free(shares);
+}
+
 /* The largest moves of the write view between `old` and `ring`.  Without
  * memory the entry just has fewer moves: the history is a view. */
 static void entry_moves(struct entry *e, const hr_ring *old, const hr_ring *ring)
@@ -143,6 +184,10 @@ static void entry_moves(struct entry *e, const hr_ring *old, const hr_ring *ring
 	hr_arc_total *totals;
 	size_t n;
 
+	if (!hr_ring_node_count(old)) {
+		moves_from_none(e, ring);
+		return;
+	}
 	if (hr_ring_diff(old, ring, HR_VIEW_WRITE, &diff, &err))
 		return;
 	n = hr_diff_total_count(diff);
@@ -166,6 +211,7 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring)
 {
 	struct serve_state *s = userdata;
 	struct entry e = { 0 };
+	uint64_t seq;
 
 	e.revision = hr_ring_revision(ring);
 	e.digest = hr_ring_digest(ring);
@@ -176,54 +222,17 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring)
 	entry_moves(&e, old, ring);
 
 	pthread_mutex_lock(&s->lock);
+	seq = e.seq = ++s->seq;
 	entry_clear(&s->entries[s->next]);
 	s->entries[s->next] = e;
 	s->next = (s->next + 1) % s->max;
 	if (s->count < s->max)
 		s->count++;
 	pthread_mutex_unlock(&s->lock);
+	serve_drawer_submit(s->drawer, ring, seq);
 }
 
-/* ---- arcs ------------------------------------------------------------------- */
-
-static void write_view(FILE *out, const struct cli_arc *arcs, size_t n)
-{
-	int coarse = n > CLI_ARCS_DRAWN_MAX;
-
-	fputc('[', out);
-	for (size_t i = 0; i < n; i++) {
-		/* A short arc joins the previous one once there are many (end
-		 * 0 is 2^64: the difference is the length, mod 2^64). */
-		if (coarse && i && arcs[i].end - arcs[i].start < CLI_ARC_MIN_LEN)
-			continue;
-		fprintf(out, "%s[%.7f,%" PRId64 "]", i ? "," : "", cli_arc_share(arcs[i].start),
-			arcs[i].node == CLI_NO_NODE ? (int64_t)-1 : (int64_t)arcs[i].node);
-	}
-	fputc(']', out);
-}
-
-struct take_ctx {
-	FILE *out;
-	int first;
-};
-
-static int64_t number(uint32_t node)
-{
-	return node == CLI_NO_NODE ? -1 : (int64_t)node;
-}
-
-/* One arc whose write owner differs from the read owner: [start, end,
- * read owner, write owner]. */
-static void write_take(void *ud, double a, double b, uint32_t read_node, uint32_t write_node)
-{
-	struct take_ctx *t = ud;
-
-	fprintf(t->out, "%s[%.7f,%.7f,%" PRId64 ",%" PRId64 "]", t->first ? "" : ",", a, b,
-		number(read_node), number(write_node));
-	t->first = 0;
-}
-
-/* ---- /ring.json ------------------------------------------------------------- */
+/* ---- JSON ------------------------------------------------------------------- */
 
 static void json_str(FILE *out, const char *s)
 {
@@ -233,115 +242,25 @@ static void json_str(FILE *out, const char *s)
 		fputs("null", out);
 }
 
-/* shares: the write, then the read view's real shares, then their fair ones,
- * n each. */
-static void write_nodes(FILE *out, const hr_ring *ring, const double *shares, size_t n)
+/* The rings up to the `seq`th, newest first: those of the drawing
+ * served with them. */
+static void write_history(FILE *out, struct serve_state *s, uint64_t seq)
 {
-	fputs("\"nodes\":[", out);
-	for (size_t i = 0; i < n; i++) {
-		const hr_node *node = hr_ring_node(ring, i);
+	int first = 1;
 
-		fputs(i ? ",{\"id\":" : "{\"id\":", out);
-		json_str(out, node->id);
-		fputs(",\"addr\":", out);
-		json_str(out, node->addr);
-		fputs(",\"zone\":", out);
-		json_str(out, node->zone);
-		fprintf(out, ",\"state\":\"%s\",\"hue\":%u,\"weight\":%.17g,\"vnodes\":%u,"
-			"\"share_write\":%.6f,\"share_read\":%.6f,"
-			"\"fair_write\":%.6f,\"fair_read\":%.6f}",
-			hr_state_name(node->state), cli_node_hue(node->id), node->weight,
-			hr_ring_node_vnodes(ring, node), shares[i], shares[n + i],
-			shares[2 * n + i], shares[3 * n + i]);
-	}
-	fputc(']', out);
-}
-
-static int write_ring(FILE *out, const hr_ring *ring)
-{
-	size_t n = hr_ring_node_count(ring), nw, nr;
-	double *shares = calloc(4 * (n ? n : 1), sizeof *shares);
-	struct cli_arc *w = NULL, *r = NULL;
-	struct take_ctx take = { out, 1 };
-	int rc = HR_ENOMEM;
-	double taken;
-
-	if (!shares)
-		goto out;
-	nw = cli_ring_arcs(ring, HR_VIEW_WRITE, &w);
-	nr = cli_ring_arcs(ring, HR_VIEW_READ, &r);
-	if (!nw || !nr)
-		goto out;
-	hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, n);
-	hr_ring_node_shares(ring, HR_VIEW_READ, shares + n, n);
-	cli_fair_shares(ring, HR_VIEW_WRITE, shares + 2 * n, n);
-	cli_fair_shares(ring, HR_VIEW_READ, shares + 3 * n, n);
-	fprintf(out, "\"ring\":{\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
-		"\"points\":%zu,",
-		hr_ring_revision(ring), hr_ring_digest(ring), hr_ring_point_count(ring));
-	write_nodes(out, ring, shares, n);
-	fputs(",\"arcs\":{\"write\":", out);
-	write_view(out, w, nw);
-	fputs(",\"read\":", out);
-	write_view(out, r, nr);
-	fprintf(out, ",\"coarse\":%s},\"takeover\":",
-		nw > CLI_ARCS_DRAWN_MAX || nr > CLI_ARCS_DRAWN_MAX ? "true" : "false");
-	fputc('[', out);
-	taken = cli_takeover(w, nw, r, nr, write_take, &take);
-	fputc(']', out);
-	fprintf(out, ",\"takeover_share\":%.6f}", taken);
-	rc = 0;
-out:
-	free(w);
-	free(r);
-	free(shares);
-	return rc;
-}
-
-/* The ring's part, made again only for a new ring.  Only the HTTP thread
- * calls it, but the lock costs nothing and keeps that a detail. */
-static int ring_part(struct serve_state *s, hr_ring *ring, FILE *out)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&s->made_lock);
-	if (ring != s->made_for) {
-		char *made = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&made, &len);
-
-		rc = f ? write_ring(f, ring) : HR_ENOMEM;
-		if (f && fclose(f) && !rc)
-			rc = HR_ENOMEM;
-		if (rc) {
-			free(made);
-		} else {
-			free(s->made);
-			hr_ring_release(s->made_for);
-			s->made = made;
-			s->made_len = len;
-			s->made_for = hr_ring_retain(ring);
-		}
-	}
-	if (!rc)
-		fwrite(s->made, 1, s->made_len, out);
-	pthread_mutex_unlock(&s->made_lock);
-	return rc;
-}
-
-static void write_history(FILE *out, struct serve_state *s)
-{
 	fputs("\"history\":[", out);
 	pthread_mutex_lock(&s->lock);
-	/* Newest first. */
 	for (size_t k = 0; k < s->count; k++) {
 		const struct entry *e = &s->entries[(s->next + s->max - 1 - k) % s->max];
 
+		if (e->seq > seq)
+			continue;
 		fprintf(out, "%s{\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
 			"\"time_ms\":%" PRId64 ",\"nodes\":%zu,\"moved_write\":%.6f,"
 			"\"moved_read\":%.6f,\"moves\":[",
-			k ? "," : "", e->revision, e->digest, e->time_ms, e->nodes,
+			first ? "" : ",", e->revision, e->digest, e->time_ms, e->nodes,
 			e->moved_write, e->moved_read);
+		first = 0;
 		for (size_t i = 0; i < e->nmoves; i++) {
 			fputs(i ? ",{\"from\":" : "{\"from\":", out);
 			json_str(out, e->moves[i].from);
@@ -433,6 +352,32 @@ static void rates_update(struct serve_state *s, const hr_node_lookups *cur, size
 	s->base = base;
 	s->nbase = n;
 	s->base_ms = now;
+	s->samples++;
+	s->total_write = s->total_read = 0;
+	s->total_write_per_s = s->total_read_per_s = 0;
+	for (size_t i = 0; i < n; i++) {
+		s->total_write += base[i].write;
+		s->total_read += base[i].read;
+	}
+	for (size_t i = 0; i < s->nrates; i++) {
+		s->total_write_per_s += s->rates[i].write;
+		s->total_read_per_s += s->rates[i].read;
+	}
+}
+
+/* A new base once the last is RATE_INTERVAL_MS old: the counts are read
+ * only then.  Under rate_lock. */
+static void rates_tick(struct serve_state *s, hr_client *client)
+{
+	int64_t now = hr__now_ms();
+	hr_node_lookups *cur;
+	size_t n;
+
+	if (s->base && now - s->base_ms < RATE_INTERVAL_MS)
+		return;
+	cur = counts_now(client, &n);
+	rates_update(s, cur, n, now);
+	free(cur);
 }
 
 /*
@@ -524,23 +469,133 @@ void serve_no_ring_json(hr_client *client, const char *error, FILE *out)
 	fputs("}\n", out);
 }
 
+/* The newest drawing (with its /ring.json member: `full`), or NULL after
+ * the 503 answer saying the client's ring is not drawn yet. */
+static struct serve_drawing *drawing_or_why(struct serve_state *s, hr_client *client,
+					    int full, FILE *out)
+{
+	struct serve_drawing *d = serve_drawer_get(s->drawer, full);
+	char why[128];
+	hr_ring *ring;
+
+	if (d)
+		return d;
+	ring = hr_client_acquire(client);
+	snprintf(why, sizeof why, "no ring yet: drawing the ring of revision %" PRIu64
+		 " (%zu nodes)", hr_ring_revision(ring), hr_ring_node_count(ring));
+	hr_ring_release(ring);
+	serve_no_ring_json(client, why, out);
+	return NULL;
+}
+
 int serve_ring_json(struct serve_state *s, hr_client *client, FILE *out)
 {
-	hr_ring *ring;
-	int rc;
+	struct serve_drawing *d = drawing_or_why(s, client, 1, out);
 
+	if (!d)
+		return 503;
 	write_head(out, client);
-	ring = hr_client_acquire(client);
-	rc = ring_part(s, ring, out);
-	hr_ring_release(ring);
-	if (rc)
-		return rc;
+	serve_drawing_write_full(d, out);
 	fputc(',', out);
-	write_history(out, s);
+	write_history(out, s, serve_drawing_seq(d));
 	fputc(',', out);
 	write_lookups(out, s, client);
 	fputc(',', out);
 	write_hot_keys(out, client);
 	fputs("}\n", out);
-	return 0;
+	serve_drawing_release(d);
+	return 200;
+}
+
+int serve_status_json(struct serve_state *s, hr_client *client, FILE *out)
+{
+	struct serve_drawing *d = drawing_or_why(s, client, 0, out);
+	const hr_ring *ring;
+
+	if (!d)
+		return 503;
+	ring = serve_drawing_ring(d);
+	write_head(out, client);
+	fprintf(out, "\"ring\":{\"seq\":%" PRIu64 ",\"revision\":%" PRIu64 ","
+		"\"digest\":\"%016" PRIx64 "\",\"nodes\":%zu,\"points\":%zu,"
+		"\"drawing\":%s},",
+		serve_drawing_seq(d), hr_ring_revision(ring), hr_ring_digest(ring),
+		hr_ring_node_count(ring), hr_ring_point_count(ring),
+		serve_drawer_busy(s->drawer) ? "true" : "false");
+	serve_drawing_release(d);
+	pthread_mutex_lock(&s->rate_lock);
+	rates_tick(s, client);
+	fprintf(out, "\"lookups\":{\"sample\":%" PRIu64 ",\"nodes\":%zu,\"write\":%" PRIu64
+		",\"read\":%" PRIu64 ",", s->samples, s->nbase, s->total_write, s->total_read);
+	if (s->interval_s > 0)
+		fprintf(out, "\"interval_s\":%.3f,\"write_per_s\":%.3f,\"read_per_s\":%.3f},",
+			s->interval_s, s->total_write_per_s, s->total_read_per_s);
+	else
+		fputs("\"interval_s\":null,\"write_per_s\":null,\"read_per_s\":null},", out);
+	pthread_mutex_unlock(&s->rate_lock);
+	write_hot_keys(out, client);
+	fputs("}\n", out);
+	return 200;
+}
+
+int serve_overview_json(struct serve_state *s, hr_client *client, FILE *out)
+{
+	struct serve_drawing *d = drawing_or_why(s, client, 0, out);
+
+	if (!d)
+		return 503;
+	write_head(out, client);
+	serve_drawing_write_overview(d, out);
+	fputc(',', out);
+	write_history(out, s, serve_drawing_seq(d));
+	fputs("}\n", out);
+	serve_drawing_release(d);
+	return 200;
+}
+
+static int by_node(const void *key, const void *elem)
+{
+	return strcmp(key, ((const hr_node_lookups *)elem)->node);
+}
+
+static int by_rate_node(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct node_rate *)elem)->node);
+}
+
+/* A serve_lookups_fn of the last sample: its counts, and the rates up to
+ * it.  Under rate_lock. */
+static int lookups_of(void *userdata, const char *id, uint64_t *write, uint64_t *read,
+		      double *write_per_s, double *read_per_s)
+{
+	struct serve_state *s = userdata;
+	const hr_node_lookups *c = bsearch(id, s->base, s->nbase, sizeof *s->base, by_node);
+	const struct node_rate *r = s->rates ? bsearch(id, s->rates, s->nrates,
+						       sizeof *s->rates, by_rate_node) : NULL;
+
+	if (!c || (!c->write && !c->read))
+		return 0;
+	*write = c->write;
+	*read = c->read;
+	*write_per_s = r ? r->write : -1;
+	*read_per_s = r ? r->read : -1;
+	return 1;
+}
+
+int serve_nodes_json(struct serve_state *s, hr_client *client,
+		     const struct serve_node_query *q, FILE *out)
+{
+	struct serve_drawing *d = drawing_or_why(s, client, 0, out);
+	int rc;
+
+	if (!d)
+		return 503;
+	write_head(out, client);
+	pthread_mutex_lock(&s->rate_lock);
+	rates_tick(s, client);
+	rc = serve_drawing_write_nodes(d, q, lookups_of, s, out);
+	pthread_mutex_unlock(&s->rate_lock);
+	fputs("}\n", out);
+	serve_drawing_release(d);
+	return rc ? 500 : 200;
 }

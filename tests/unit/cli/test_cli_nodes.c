@@ -162,6 +162,12 @@ START_TEST(test_nodes_svg)
 	free(svg);
 	run_free(&r);
 
+	/* Rendezvous: no arcs in its diffs, each node's share drawn as one. */
+	r = RUN("nodes", "--members", path, "--placement", "rendezvous", "--svg", svg_path);
+	ck_assert_msg(r.status == 0, "rendezvous: exit %d: %s", r.status, r.err);
+	ck_assert(svg_well_formed(svg_path));
+	run_free(&r);
+
 	/* An id with XML's special characters: escaped, still well-formed. */
 	odd = write_file("odd.json", "{\"a&<b>\\\"x'\":{\"addr\":\"127.0.0.1:1\"},\"q\":\"127.0.0.1:2\"}");
 	r = RUN("nodes", "--members", odd, "--svg", svg_path);
