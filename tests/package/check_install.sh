@@ -73,8 +73,9 @@ out=$("$prefix/$bindir/hashring" --version)
 cat >"$work/members.json" <<'JSON'
 {"a":"127.0.0.1:11211","b":"127.0.0.2:11211","c":"127.0.0.3:11211"}
 JSON
+# (lookup's text starts with a header line: the answer is the second.)
 owner=$("$prefix/$bindir/hashring" lookup --members "$work/members.json" \
-	user:42 | cut -f2)
+	user:42 | awk -F'\t' 'NR == 2 { print $2 }')
 expect="hashring $version: user:42 -> $owner"
 
 # ---- find_package ------------------------------------------------------------
