@@ -1121,7 +1121,7 @@ START_TEST(bad_metrics_options)
 		{ "--label", "=x", "--label wants NAME=VALUE" },
 		{ "--label", "node=x", "is one the library's metrics use" },
 		{ "--label", "__x=1", "starts with \"__\"" },
-		{ "--name-prefix", "1app_", "name_prefix" },
+		{ "--name-prefix", "1app_", "--name-prefix: \"1app_\" is not" },
 	};
 	hrt_cli_run run;
 
