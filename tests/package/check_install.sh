@@ -64,8 +64,9 @@ fi
 cat >"$work/members.json" <<'JSON'
 {"a":"127.0.0.1:11211","b":"127.0.0.2:11211","c":"127.0.0.3:11211"}
 JSON
+# (The row of user:42, after the header line.)
 owner=$("$prefix/$bindir/hashring" lookup --members "$work/members.json" \
-	user:42 | cut -f2)
+	user:42 | awk -F'\t' '$1 == "user:42" { print $2 }')
 expect="hashring $version: user:42 -> $owner"
 
 # ---- find_package ------------------------------------------------------------

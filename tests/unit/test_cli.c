@@ -2,8 +2,8 @@
  * test_cli.c - the `hashring` command line, run as a program: exit codes,
  * one-line errors, `sim` figures, `lookup --members` answers, output of any
  * bytes, closed pipes, signals and time limits against an etcd that is not
- * there (a closed loopback port), and --help against the man page and the
- * README.
+ * there (a closed loopback port), and --help against the man page and
+ * docs/cli.md.
  *
  * Expected lookups come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the
@@ -1926,7 +1926,7 @@ START_TEST(test_weights_and_ids)
 }
 END_TEST
 
-/* ---- help, man page and README agree --------------------------------------------- */
+/* ---- help, man page and docs/cli.md agree ---------------------------------------- */
 
 static const char *const all_commands[] = {
 	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "metrics", "sim", "acks",
@@ -2056,12 +2056,13 @@ START_TEST(test_help_matches_man_page)
 }
 END_TEST
 
-START_TEST(test_help_matches_readme)
+/* The command table of docs/cli.md has every command's usage line. */
+START_TEST(test_help_matches_cli_doc)
 {
-	char *readme = read_source("README.md"), *w = readme;
+	char *doc = read_source("docs/cli.md"), *w = doc;
 
 	/* The command table escapes '|' inside code. */
-	for (const char *p = readme; *p; p++) {
+	for (const char *p = doc; *p; p++) {
 		if (p[0] == '\\' && p[1] == '|')
 			continue;
 		*w++ = *p;
@@ -2073,10 +2074,10 @@ START_TEST(test_help_matches_readme)
 
 		ck_assert_int_eq(strncmp(r.out, "Usage: ", 7), 0);
 		snprintf(usage, sizeof usage, "`%.*s`", (int)strcspn(r.out + 7, "\n"), r.out + 7);
-		ck_assert_msg(strstr(readme, usage), "README.md lacks %s", usage);
+		ck_assert_msg(strstr(doc, usage), "docs/cli.md lacks %s", usage);
 		run_free(&r);
 	}
-	free(readme);
+	free(doc);
 }
 END_TEST
 
@@ -2433,7 +2434,7 @@ static Suite *cli_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_weights_and_ids);
 	tcase_add_test(tc, test_help_matches_man_page);
-	tcase_add_test(tc, test_help_matches_readme);
+	tcase_add_test(tc, test_help_matches_cli_doc);
 	tcase_add_test(tc, test_ring_options_where_rings_are_built);
 	tcase_add_test(tc, test_options_named_not_structs);
 	suite_add_tcase(s, tc);
