@@ -594,7 +594,7 @@ static double best(const double *v, size_t n)
 
 /* hr_client_lookup() with counting on and off, next to each other in each
  * of many short rounds, in alternating order, so that a neighbour's load
- * falls on both alike: the figure the README gives for counting. */
+ * falls on both alike: the figure docs/performance.md gives for counting. */
 static void measure_counting(hrb_lookup_config *cf, hr_client *c,
 			     const struct keypool *kp, uint64_t *sink)
 {

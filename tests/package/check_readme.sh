@@ -9,7 +9,9 @@
 #   paths then hold in every build directory, and nothing is written into
 #   the sources;
 # - the packages it says each command installs are deploy/install-deps.sh's
-#   lists.
+#   lists: deploy/demo.sh's are PACKAGES and PYTHON_PACKAGES (what
+#   install-deps.sh installs without --tests), tests/run.sh's adds
+#   TEST_PACKAGES and PYTHON_TEST_PACKAGES ("the same, and ...").
 #
 #   check_readme.sh SOURCE_DIR HASHRING_BINARY
 set -euo pipefail
@@ -45,11 +47,15 @@ while IFS= read -r line; do
 	echo "ok: $line"
 done <<<"$block"
 
-# One package name a line, sorted: install-deps.sh's list $1 (a quoted
-# assignment over one or more lines) ...
+# One package name a line, sorted: install-deps.sh's lists $@ (each a
+# quoted assignment over one or more lines) ...
 deps_list() {
-	sed -n "/^$1=\"/,/\"/p" "$src/deploy/install-deps.sh" |
-		sed "s/^$1=//; s/\"//g" | tr -s ' \n' '\n' | grep . | sort
+	local list
+	for list; do
+		awk -v start="$list=\"" 'index($0, start) == 1 { on = 1; $0 = substr($0, length(start) + 1) }
+					 on { done = sub(/".*/, ""); print; if (done) exit }' \
+			"$src/deploy/install-deps.sh" | tr -s ' \n' '\n' | grep .
+	done | sort
 }
 # ... and the README's bullet for command $1 ("- `CMD`: a, b, c;" over one
 # or more lines), without the words joining the names.
@@ -59,8 +65,12 @@ readme_list() {
 				 on { print }' "$src/README.md" |
 		tr -s ',;. \n' '\n' | grep -vxE 'the|same|and|' | sort
 }
-[ "$(readme_list deploy/demo.sh)" = "$(deps_list PACKAGES)" ] ||
-	fail "the README's packages for deploy/demo.sh are not install-deps.sh's PACKAGES"
-[ "$(readme_list tests/run.sh)" = "$(deps_list TEST_PACKAGES)" ] ||
-	fail "the README's packages for tests/run.sh are not install-deps.sh's TEST_PACKAGES"
+[ "$(readme_list deploy/demo.sh)" = "$(deps_list PACKAGES PYTHON_PACKAGES)" ] ||
+	fail "the README's packages for deploy/demo.sh are not install-deps.sh's PACKAGES and PYTHON_PACKAGES"
+[ "$(readme_list tests/run.sh)" = "$(deps_list TEST_PACKAGES PYTHON_TEST_PACKAGES)" ] ||
+	fail "the README's packages for tests/run.sh are not install-deps.sh's TEST_PACKAGES and PYTHON_TEST_PACKAGES"
+# Each list must hold something: a renamed list would compare as empty.
+for list in PACKAGES PYTHON_PACKAGES TEST_PACKAGES PYTHON_TEST_PACKAGES; do
+	[ -n "$(deps_list "$list")" ] || fail "install-deps.sh has no $list list"
+done
 echo "ok: the Quick start's package lists are install-deps.sh's"

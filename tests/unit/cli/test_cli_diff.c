@@ -1,5 +1,6 @@
 /*
- * test_cli_diff.c - the `hashring` command, run as a program: `hashring diff`: the arcs and totals of the library's diff.
+ * test_cli_diff.c - the `hashring` command, run as a program: `hashring
+ * diff`: the arcs and totals of the library's diff.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the

@@ -1,5 +1,7 @@
 /*
- * test_cli_lookup.c - the `hashring` command, run as a program: `hashring lookup --members`: text and JSON answers, absent owners, escaping, errors; the Maglev and rendezvous options of the ring-building commands.
+ * test_cli_lookup.c - the `hashring` command, run as a program: `hashring
+ * lookup --members`: text and JSON answers, absent owners, escaping,
+ * errors; the Maglev and rendezvous options of the ring-building commands.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the

@@ -1,5 +1,7 @@
 /*
- * test_cli_main.c - the `hashring` command, run as a program: dispatch, help and version; the options every command shares; --help against the man page and the README.
+ * test_cli_main.c - the `hashring` command, run as a program: dispatch,
+ * help and version; the options every command shares; --help against the
+ * man page and docs/cli.md.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the
@@ -269,12 +271,13 @@ START_TEST(test_help_matches_man_page)
 }
 END_TEST
 
-START_TEST(test_help_matches_readme)
+/* The command table of docs/cli.md has every command's usage line. */
+START_TEST(test_help_matches_cli_doc)
 {
-	char *readme = read_source("README.md"), *w = readme;
+	char *doc = read_source("docs/cli.md"), *w = doc;
 
 	/* The command table escapes '|' inside code. */
-	for (const char *p = readme; *p; p++) {
+	for (const char *p = doc; *p; p++) {
 		if (p[0] == '\\' && p[1] == '|')
 			continue;
 		*w++ = *p;
@@ -286,10 +289,10 @@ START_TEST(test_help_matches_readme)
 
 		ck_assert_int_eq(strncmp(r.out, "Usage: ", 7), 0);
 		snprintf(usage, sizeof usage, "`%.*s`", (int)strcspn(r.out + 7, "\n"), r.out + 7);
-		ck_assert_msg(strstr(readme, usage), "README.md lacks %s", usage);
+		ck_assert_msg(strstr(doc, usage), "docs/cli.md lacks %s", usage);
 		run_free(&r);
 	}
-	free(readme);
+	free(doc);
 }
 END_TEST
 
@@ -395,7 +398,7 @@ static Suite *cli_main_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_weights_and_ids);
 	tcase_add_test(tc, test_help_matches_man_page);
-	tcase_add_test(tc, test_help_matches_readme);
+	tcase_add_test(tc, test_help_matches_cli_doc);
 	tcase_add_test(tc, test_ring_options_where_rings_are_built);
 	tcase_add_test(tc, test_options_named_not_structs);
 	suite_add_tcase(s, tc);

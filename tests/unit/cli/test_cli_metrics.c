@@ -1,5 +1,6 @@
 /*
- * test_cli_metrics.c - the `hashring` command, run as a program: `hashring metrics --members`, and members files' errors named once.
+ * test_cli_metrics.c - the `hashring` command, run as a program: `hashring
+ * metrics --members`, and members files' errors named once.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the

@@ -1,5 +1,6 @@
 /*
- * test_cli_nodes.c - the `hashring` command, run as a program: `hashring nodes --members`: the table, its columns and its SVG plot.
+ * test_cli_nodes.c - the `hashring` command, run as a program: `hashring
+ * nodes --members`: the table, its columns and its SVG plot.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the

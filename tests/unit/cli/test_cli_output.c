@@ -1,5 +1,6 @@
 /*
- * test_cli_output.c - the `hashring` command, run as a program: output of any bytes as JSON and text; closed pipes and write errors.
+ * test_cli_output.c - the `hashring` command, run as a program: output of
+ * any bytes as JSON and text; closed pipes and write errors.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the

@@ -1,5 +1,7 @@
 /*
- * test_cli_sim.c - the `hashring` command, run as a program: `hashring sim`: its figures against the library and the seed articles, text, SVG plots, and --compare.
+ * test_cli_sim.c - the `hashring` command, run as a program: `hashring
+ * sim`: its figures against the library and the seed articles, text, SVG
+ * plots, and --compare.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the

@@ -1,5 +1,7 @@
 /*
- * test_cli_unreachable.c - the `hashring` command, run as a program: commands against an etcd that is not there (a closed loopback port): signals end the wait, time limits, no password shown, prefixes.
+ * test_cli_unreachable.c - the `hashring` command, run as a program:
+ * commands against an etcd that is not there (a closed loopback port):
+ * signals end the wait, time limits, no password shown, prefixes.
  *
  * Expected answers come from the library itself (the same members file
  * loaded in-process), so these tests check what the CLI prints, not the
