@@ -3,10 +3,11 @@
 #   cmake --build build --target package     (or: cd build && cpack)
 #
 # gives three .deb files in the build directory, split the Debian way:
-#   libhashring1     the shared library (what programs need at run time),
-#                    named after its SONAME, libhashring.so.1
-#   libhashring-dev  headers, libhashring.so link, static library,
-#                    hashring.pc and the CMake package
+#   libhashring1     the shared libraries (what programs need at run time),
+#                    named after the SONAME, libhashring.so.1, with
+#                    libhashring-rebalance.so.1 beside it
+#   libhashring-dev  headers, the .so links, the static libraries,
+#                    hashring.pc, hashring-rebalance.pc and the CMake package
 #   hashring         the command-line tool and its man page
 # Dependencies are written out, not guessed by dpkg-shlibdeps, so the
 # packages build on any machine; tests/package checks them against what
@@ -35,9 +36,11 @@ set(HR_DEB_RUNTIME_DEPENDS
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libhashring${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}")
 set(CPACK_COMPONENT_LIB_DESCRIPTION
-    "The shared library: a client-side consistent-hash ring whose membership
-lives in etcd, with lookups that neither lock nor allocate, warming and
-draining nodes, and lease-backed self-registration.")
+    "The shared libraries: a client-side consistent-hash ring whose
+membership lives in etcd, with lookups that neither lock nor allocate,
+warming and draining nodes, and lease-backed self-registration; and
+libhashring-rebalance, which copies a cache's keys between nodes as the
+ring changes.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libhashring-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
@@ -46,9 +49,10 @@ set(CPACK_COMPONENT_DEV_DEPENDS lib)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "libcurl4-openssl-dev | libcurl-dev, libcjson-dev, libxxhash-dev, liburcu-dev, libssl-dev, pkgconf | pkg-config")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "Development files: headers, the static library, hashring.pc for
-pkg-config and the CMake package (find_package(hashring) gives the
-imported target hashring::hashring).")
+    "Development files: headers, the static libraries, hashring.pc and
+hashring-rebalance.pc for pkg-config and the CMake package
+(find_package(hashring) gives the imported targets hashring::hashring
+and hashring::rebalance).")
 
 # The tool links the library statically, so it depends on what the library
 # depends on (libcrypto included: ketama's MD5 and the gateway's base64).

@@ -15,7 +15,7 @@
 #define HASHRING_VERSION_H
 
 #define HR_VERSION_MAJOR 1
-#define HR_VERSION_MINOR 1
+#define HR_VERSION_MINOR 2
 #define HR_VERSION_PATCH 0
 
 /*

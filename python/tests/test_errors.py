@@ -212,7 +212,7 @@ def test_client_bad_settings(etcd, prefix):
         ({"prefix": prefix, "ack_client_id": "c/1", "ack_prefix": "/acks/"},
          hashring.InvalidArgumentError, "byte 0x2f at offset 1"),
         ({"prefix": prefix, "ack_client_id": "c1", "ack_prefix": prefix},
-         hashring.InvalidArgumentError, "overlap"),
+         hashring.InvalidArgumentError, "is the ring prefix"),
         ({"prefix": prefix, "ca_file": 5}, TypeError, "ca_file must be a path"),
         ({"prefix": prefix, "ca_file": "a\x00b"}, ValueError, "NUL"),
         ({"prefix": prefix, "colour": "red"}, TypeError, "unexpected keyword argument 'colour'"),

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
+#include "hashring/rebalance.h"
+
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>

@@ -23,6 +23,7 @@
 #include "hrt_ring.h"
 #include "memcached_fixture.h"
 
+#include "hashring/rebalance.h"
 #include "memcache.h"
 
 #include <inttypes.h>

@@ -50,7 +50,11 @@ lib=$(find "$root/usr" -name "libhashring.so.$major" | head -n1)
 [ -n "$lib" ] || fail "no libhashring.so.$major in the packages"
 libdir=$(dirname "$lib")
 for f in "$root/usr/include/hashring.h" "$root/usr/include/hashring/version.h" \
+	 "$root/usr/include/hashring/rebalance.h" \
 	 "$libdir/libhashring.a" "$libdir/libhashring.so" \
+	 "$libdir/libhashring-rebalance.so.$major" "$libdir/libhashring-rebalance.so" \
+	 "$libdir/libhashring-rebalance.a" "$libdir/pkgconfig/hashring-rebalance.pc" \
+	 "$libdir/cmake/hashring/hashring-rebalance-targets.cmake" \
 	 "$libdir/pkgconfig/hashring.pc" "$libdir/cmake/hashring/hashring-config.cmake" \
 	 "$root/usr/bin/hashring" "$root/usr/share/man/man1/hashring.1"; do
 	[ -e "$f" ] || fail "not packaged: ${f#"$root"}"
@@ -85,6 +89,7 @@ check_loads() {
 		*) fail "$pkg: ${elf#"$root"} cannot find $so" ;;
 		esac
 		[ -n "$from" ] || fail "$pkg: no package owns $path"
+		[ "$from" = "$pkg" ] && continue # libhashring-rebalance's libhashring
 		depends "$pkg" | tr ',|' '\n' | awk '{ print $1 }' | grep -qxF "$from" ||
 			fail "$pkg: loads $so from $from, not in Depends: $(depends "$pkg")"
 	done < <(LD_LIBRARY_PATH=$libdir ldd "$elf" | awk -v needed="$(needed "$elf")" '
@@ -92,6 +97,7 @@ check_loads() {
 		 $2 == "=>" && ($1 in want) { print $1, $3 }')
 }
 check_loads "libhashring$major" "$lib"
+check_loads "libhashring$major" "$libdir/libhashring-rebalance.so.$major"
 check_loads hashring "$root/usr/bin/hashring"
 
 echo "ok: $(cd "$work/out" && echo *.deb)"

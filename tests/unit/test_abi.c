@@ -5,7 +5,9 @@
  * the struct, and hr_client_status is written only up to the caller's
  * size.  Nothing here reaches etcd: endpoints are closed loopback ports. */
 #include "client.h"
-#include "config.h"
+#include "client_config.h"
+#include "cluster_config.h"
+#include "hashring/rebalance.h"
 #include "hrt_check.h"
 
 #include <math.h>

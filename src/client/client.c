@@ -1,0 +1,486 @@
+/* client.c - the public client: open/close, and the lookup entry points
+ * over the published ring. */
+#include "client.h"
+#include "ack_record.h"
+#include "ack_sender.h"
+#include "client_config.h"
+#include "clock.h"
+#include "counters.h"
+#include "error.h"
+#include "log.h"
+#include "owner.h"
+#include "publish.h"
+#include "ring.h"
+#include "share.h"
+#include "thread_cache.h"
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct hr_client {
+	hr__log log;
+	hr__publisher pub;	/* the rings the client's lookups read */
+	hr__counters counters;	/* the lookups' per-node counts */
+	hr__subscriber sub;	/* how the watcher reaches pub, callbacks, acker */
+	hr__feed *feed;		/* the watcher followed, NULL until joined */
+	hr__acker *acker;	/* NULL without acks; stopped after leaving */
+	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
+};
+
+int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
+		   hr_client **out, hr_error *err)
+{
+	hr_client_config cc;
+	hr__conn conn;
+	hr_client *c;
+	int rc;
+
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
+	*out = NULL;
+	rc = hr__conn_read(etcd, &conn, err);
+	if (!rc)
+		rc = hr__client_config_read(cfg, &cc, err);
+	if (rc)
+		return rc;
+	if (cc.ack_prefix) {
+		hr_error why;
+
+		rc = hr__ack_prefix_check(cc.ack_prefix, conn.prefix, &why);
+		if (rc)
+			return hr__error_set(err, rc, "hr_client_config: %s", why.message);
+	}
+	/* Thread safe since libcurl 7.84 and reference counted. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
+	c = calloc(1, sizeof *c);
+	if (!c) {
+		curl_global_cleanup();
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	}
+	c->opened_ms = hr__now_ms();
+	c->log = conn.log;
+	hr__counters_init(&c->counters, cc.hot_key_sample, cc.hot_key_spread,
+			  cc.hot_key_replicas);
+
+	if (cc.ack_client_id) {
+		hr__acker_opts ao = { conn.etcd, cc.ack_prefix, cc.ack_client_id, cc.ack_ttl_s,
+				      cc.ack_interval_ms, &c->log };
+
+		rc = hr__acker_start(&ao, &c->acker, err);
+		if (rc) {
+			hr_client_close(c);
+			return rc;
+		}
+	}
+	c->sub.pub = &c->pub;
+	c->sub.listener = (hr__listener){ cc.on_change, cc.on_change_userdata,
+					  cc.on_diff, cc.on_diff_userdata };
+	c->sub.acker = c->acker;
+	/* Sets up pub: the feed's ring, or an empty one before its first. */
+	rc = hr__feed_join(cc.share, &conn, &cc, &c->sub, &c->feed, err);
+	if (rc) {
+		hr_client_close(c);
+		return rc;
+	}
+	/* Read by lookups only, none of which runs before open returns. */
+	c->pub.counters = &c->counters;
+	if (!cc.open_nonblocking)
+		rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), cc.open_timeout_ms, err);
+	if (!rc && !cc.open_nonblocking && c->acker) {
+		/* Once open returns the client routes: from then on waits must
+		 * count it.  What is left of the open timeout, 1 s at least. */
+		int64_t left = cc.open_timeout_ms - (hr__now_ms() - c->opened_ms);
+
+		rc = hr__acker_wait_first(c->acker, left > 1000 ? (int)left : 1000,
+					  c->opened_ms, err);
+	}
+	if (rc) {
+		hr_client_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/* The watcher's "no ring after N ms: CAUSE" without its first part, which
+ * names the length of one wait, not the time since open. */
+static const char *failure_cause(const char *msg)
+{
+	static const char head[] = "no ring after ";
+	const char *p = msg;
+
+	if (strncmp(p, head, sizeof head - 1))
+		return msg;
+	p += sizeof head - 1;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (strncmp(p, " ms", 3))
+		return msg;
+	p += 3;
+	return *p == ':' && p[1] == ' ' ? p + 2 : p;
+}
+
+int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
+{
+	hr_error last = { 0 };
+	const char *cause;
+	int64_t t0 = hr__now_ms(), left;
+	int rc;
+
+	if (!c || timeout_ms < 0)
+		return hr__error_set(err, HR_EINVAL,
+				     "wait_synced: NULL client or negative timeout");
+	rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), timeout_ms, &last);
+	switch (rc) {
+	case 0:
+		if (!c->acker)
+			return 0;
+		/* As a blocking open: a client that acknowledges is synced
+		 * once waits count it, and an id that is another client's
+		 * fails here. */
+		left = timeout_ms - (hr__now_ms() - t0);
+		return hr__acker_wait_first(c->acker, left > 0 ? (int)left : 0, c->opened_ms,
+					    err);
+	case HR_EAUTH:
+	case HR_EPERM:
+	case HR_ETLS:
+	case HR_ELIMIT:
+	case HR_ENOMEM:
+		/* Fatal for the first sync: the watcher says so at once. */
+		return hr__error_copy(err, &last);
+	}
+	cause = failure_cause(last.message);
+	if (*cause)
+		return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms: %s",
+				     (long long)(hr__now_ms() - c->opened_ms), cause);
+	return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms",
+			     (long long)(hr__now_ms() - c->opened_ms));
+}
+
+void hr_client_close(hr_client *c)
+{
+	if (!c)
+		return;
+	/* Joined: pub is set up, and the watcher may reach it until left. */
+	if (c->feed) {
+		hr__feed_leave(c->feed, &c->sub);
+		hr__thread_cache_forget(&c->pub);
+		hr__publish_destroy(&c->pub);
+	}
+	hr__acker_stop(c->acker);
+	hr__counters_destroy(&c->counters);
+	free(c);
+	curl_global_cleanup();
+}
+
+/* hr_client_lookup() on a new ring, another client's way or no thread
+ * cache: out of line, so that the fast path saves no register. */
+static __attribute__((noinline)) int lookup_miss(hr_client *c, const void *key,
+						 size_t len, hr_owner *out)
+{
+	const hr_ring *ring = hr__thread_cache_miss(&c->pub);
+	int rc;
+
+	if (ring)
+		return hr__ring_lookup_owner_counted(ring, key, len, out,
+						     hr__thread_cache_counts());
+	/* No per-thread state: not counted. */
+	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
+	hr__publish_read_end(&c->pub);
+	return rc;
+}
+
+int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
+{
+	const hr_ring *ring;
+
+	if (!c || !out || (!key && len))
+		return HR_EINVAL;
+	ring = hr__thread_cache_hit(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return hr__ring_lookup_owner_counted(ring, key, len, out,
+						     hr__thread_cache_counts());
+	return lookup_miss(c, key, len, out);
+}
+
+/* A batch's owners, counted as single lookups count them (owner.c; not
+ * sampled: a batch's keys are the caller's, kept only during the call). */
+static void count_batch(hr__count_seg *cnt, const hr_batch_owner *out,
+			size_t n)
+{
+	if (!(cnt->flags & HR__SEG_READS)) {
+		for (size_t i = 0; i < n; i++)
+			hr__count_fix(cnt, 2 * (size_t)out[i].node + HR_VIEW_WRITE,
+				      hr__count(cnt, out[i].node, HR_VIEW_WRITE));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t ws = out[i].node == HR_NO_NODE ? cnt->nodes : out[i].node;
+		size_t rs = out[i].read_node == HR_NO_NODE ? cnt->nodes :
+			    out[i].read_node;
+
+		hr__count_fix(cnt, 2 * ws + HR_VIEW_WRITE,
+			      hr__count(cnt, ws, HR_VIEW_WRITE));
+		hr__count_fix(cnt, 2 * rs + HR_VIEW_READ,
+			      hr__count(cnt, rs, HR_VIEW_READ));
+	}
+}
+
+/* A batch on one ring, with the epoch it answered from; counted in `cnt`
+ * unless it is NULL. */
+static int batch_on(const hr_ring *ring, const void *const *keys,
+		    const size_t *lens, size_t n, hr_batch_owner *out,
+		    hr_epoch *epoch, hr__count_seg *cnt, hr_error *err)
+{
+	int rc = hr_ring_lookup_batch(ring, keys, lens, n, out, err);
+
+	if (epoch && rc != HR_EINVAL) {
+		epoch->revision = hr_ring_revision(ring);
+		epoch->digest = hr_ring_digest(ring);
+	}
+	if (cnt && rc == HR_OK)
+		count_batch(cnt, out, n);
+	return rc;
+}
+
+int hr_client_lookup_batch(hr_client *c, const void *const *keys,
+			   const size_t *lens, size_t n, hr_batch_owner *out,
+			   hr_epoch *epoch, hr_error *err)
+{
+	const hr_ring *ring;
+	int rc;
+
+	if (!c)
+		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL client");
+	ring = hr__thread_cache_ring(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return batch_on(ring, keys, lens, n, out, epoch,
+				hr__thread_cache_counts(), err);
+	/* No per-thread state: not counted. */
+	rc = batch_on(hr__publish_read_begin(&c->pub), keys, lens, n, out, epoch,
+		      NULL, err);
+	hr__publish_read_end(&c->pub);
+	return rc;
+}
+
+struct hr_reader {
+	hr_client *client;
+	hr_ring *held;		/* followed reference (hr__publish_follow) */
+	hr__count_seg *cnt;	/* the handle's counts on `held`, or NULL */
+};
+
+/* The handle's ring, its counts moved with it as the thread cache moves a
+ * thread's (the handle is the counts' owner: one thread at a time). */
+static const hr_ring *reader_ring(hr_reader *r)
+{
+	hr_ring *prev = r->held;
+	const hr_ring *ring = hr__publish_follow(&r->client->pub, &r->held);
+
+	if (__builtin_expect(ring != prev, 0))
+		r->cnt = hr__counters_switch(&r->client->counters, ring, r);
+	return ring;
+}
+
+int hr_reader_open(hr_client *c, hr_reader **out)
+{
+	hr_reader *r;
+
+	if (!out)
+		return HR_EINVAL;
+	*out = NULL;
+	if (!c)
+		return HR_EINVAL;
+	r = malloc(sizeof *r);
+	if (!r)
+		return HR_ENOMEM;
+	r->client = c;
+	r->held = NULL;
+	r->cnt = NULL;
+	*out = r;
+	return 0;
+}
+
+void hr_reader_close(hr_reader *r)
+{
+	if (!r)
+		return;
+	hr_ring_release(r->held);
+	free(r);
+}
+
+int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
+{
+	const hr_ring *ring;
+
+	if (!r || !out || (!key && len))
+		return HR_EINVAL;
+	ring = reader_ring(r);
+	return hr__ring_lookup_owner_counted(ring, key, len, out, r->cnt);
+}
+
+int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
+			   const size_t *lens, size_t n, hr_batch_owner *out,
+			   hr_epoch *epoch, hr_error *err)
+{
+	const hr_ring *ring;
+
+	if (!r)
+		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
+	ring = reader_ring(r);
+	return batch_on(ring, keys, lens, n, out, epoch, r->cnt, err);
+}
+
+int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
+		       hr_replica *out, size_t r, uint64_t *revision)
+{
+	const hr_ring *ring;
+	int k;
+
+	if (!c || (!out && r) || (!key && len) || r > HR__REPLICAS_MAX ||
+	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
+		return HR_EINVAL;
+	ring = hr__thread_cache_ring(&c->pub);
+	if (__builtin_expect(ring != NULL, 1))
+		return hr__ring_replicas(ring, key, len, view, out, r, revision);
+	k = hr__ring_replicas(hr__publish_read_begin(&c->pub), key, len, view,
+			      out, r, revision);
+	hr__publish_read_end(&c->pub);
+	return k;
+}
+
+hr__publisher *hr__client_publisher(hr_client *c)
+{
+	return &c->pub;
+}
+
+void hr__client_count_lookups(hr_client *c, bool on)
+{
+	hr__counters_enable(&c->counters, on);
+}
+
+int hr_client_lookup_counts(hr_client *c, hr_node_lookups *out, size_t n,
+			    size_t *total, hr_error *err)
+{
+	hr__tally t;
+	hr_ring *ring;
+	size_t k;
+	int rc;
+
+	if (!c || (!out && n))
+		return hr__error_set(err, HR_EINVAL, "lookup_counts: %s",
+				     c ? "out is NULL with n > 0" : "NULL client");
+	ring = hr__publish_acquire(&c->pub);
+	rc = hr__counters_read(&c->counters, ring, &t);
+	if (rc) {
+		hr_ring_release(ring);
+		return hr__error_set(err, rc, "lookup_counts: out of memory");
+	}
+	k = t.n < n ? t.n : n;
+	for (size_t i = 0; i < k; i++) {
+		/* Ids fit: at most HR_ID_MAX bytes. */
+		strcpy(out[i].node, t.e[i].id);
+		out[i].write = t.e[i].n[HR_VIEW_WRITE];
+		out[i].read = t.e[i].n[HR_VIEW_READ];
+	}
+	if (total)
+		*total = t.n;
+	hr__counters_read_end(&c->counters, &t);
+	hr_ring_release(ring);
+	return (int)k;
+}
+
+/* The most hot keys one call reports: more than the sketches keep of any
+ * key worth the name. */
+#define HOT_KEYS_MAX 1024
+
+int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
+			    size_t size, hr_error *err)
+{
+	hr_hot_key *all;
+	uint64_t *ids;
+	hr_ring *ring;
+	int k;
+
+	if (!c || (!out && n))
+		return hr__error_set(err, HR_EINVAL, "hot_keys: %s",
+				     c ? "out is NULL with n > 0" : "NULL client");
+	if (size < offsetof(hr_hot_key, len) + sizeof out->len)
+		return hr__error_set(err, HR_EINVAL, "hot_keys: size %zu is below the"
+				     " first fields (pass sizeof *out)", size);
+	if (n > HOT_KEYS_MAX)
+		n = HOT_KEYS_MAX;
+	all = calloc(n ? n : 1, sizeof *all);
+	ids = calloc(n ? n : 1, sizeof *ids);
+	if (!all || !ids) {
+		free(all);
+		free(ids);
+		return hr__error_set(err, HR_ENOMEM, "hot_keys: out of memory");
+	}
+	k = hr__counters_hot_keys(&c->counters, all, ids, n);
+	if (k < 0) {
+		free(all);
+		free(ids);
+		return hr__error_set(err, k, "hot_keys: out of memory");
+	}
+	ring = hr__publish_acquire(&c->pub);
+	for (int i = 0; i < k; i++) {
+		const hr_node *wn, *rn;
+
+		if (hr__ring_owners_pos(ring, ids[i], &wn, &rn) == HR_OK) {
+			/* Ids fit: at most HR_ID_MAX bytes. */
+			strcpy(all[i].node, wn ? wn->id : "");
+			strcpy(all[i].read_node, rn ? rn->id : "");
+		}
+		/* An older program's smaller struct gets its own fields. */
+		memcpy((char *)out + (size_t)i * size, &all[i],
+		       size < sizeof *all ? size : sizeof *all);
+		if (size > sizeof *all)
+			memset((char *)out + (size_t)i * size + sizeof *all, 0,
+			       size - sizeof *all);
+	}
+	hr_ring_release(ring);
+	free(all);
+	free(ids);
+	return k;
+}
+
+const hr_ring *hr_client_read_begin(hr_client *c)
+{
+	return c ? hr__publish_read_begin(&c->pub) : NULL;
+}
+
+void hr_client_read_end(hr_client *c)
+{
+	if (c)
+		hr__publish_read_end(&c->pub);
+}
+
+hr_ring *hr_client_acquire(hr_client *c)
+{
+	return c ? hr__publish_acquire(&c->pub) : NULL;
+}
+
+int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size)
+{
+	hr_client_status st;
+	hr_ring *ring;
+
+	if (!c || !out || !size)
+		return HR_EINVAL;
+	memset(&st, 0, sizeof st);
+	ring = hr__publish_acquire(&c->pub);
+	st.revision = hr_ring_revision(ring);
+	st.digest = hr_ring_digest(ring);
+	hr_ring_release(ring);
+	hr__watcher_status(hr__feed_watcher(c->feed), &st);
+	st.watcher_clients = hr__feed_clients(c->feed);
+	/* The caller's struct, however old or new, and not a byte more. */
+	memcpy(out, &st, size < sizeof st ? size : sizeof st);
+	if (size > sizeof st)
+		memset((char *)out + sizeof st, 0, size - sizeof st);
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* update.h - in-place edits of a node's record in etcd, shared by a
+ * registrar changing its own record and an operator's hr_node_update()
+ * (internal). */
+#ifndef HR_UPDATE_H
+#define HR_UPDATE_H
+
+#include "etcd.h"
+#include "hashring.h"
+#include "register_tokens.h"
+
+/* Who writes an edited record. */
+typedef struct hr__record_writer {
+	/* The lease the put attaches; 0 keeps the key's own (an operator). */
+	int64_t lease;
+	/* Called with the key as read before each put: 0 to go on, else the
+	 * error that ends the edit (the key is another registrar's).  NULL:
+	 * anyone's key may be edited. */
+	int (*claim)(void *userdata, const hr__kv *kv, hr_error *err);
+	void *userdata;
+} hr__record_writer;
+
+/*
+ * Applies `upd` (already read and checked) to the record of node `id` at
+ * `key`: reads it, changes the fields named, keeps every other, checks
+ * the result with the clients' ring options `opts` (hr_node_check), and
+ * puts it on condition that the key is still as read, retrying a few times
+ * if it changed.  On success *written (if not NULL) gets the value put,
+ * malloc'd.  Errors: HR_ENOTFOUND (no key), HR_EPARSE (not a record),
+ * HR_EINVAL and HR_ELIMIT (a record the clients would refuse: nothing is
+ * written), the claim's error, the etcd errors, HR_EETCD when the record
+ * keeps changing.
+ */
+int hr__record_update(hr__etcd *e, const char *key, const char *id,
+		      const hr_ring_options *opts, const hr_record_update *upd,
+		      const hr__record_writer *w, char **written, hr_error *err);
+
+/*
+ * hr__record_update() of an `upd` with HR_UPDATE_HEIRS (update_heirs.c,
+ * docs/placement.md section 16, "Leaving"): the records under the prefix
+ * (`key` less `id`) read at one revision, heirs chosen in their ring
+ * (hr_tokens_heirs), and in one transaction the node's record edited and
+ * each heir's listing the tokens it takes, on condition that no record
+ * changed since; else read and choose again (up to 8 times, then
+ * HR_ECONFLICT).  Errors as for hr__record_update, plus HR_EINVAL (not the
+ * tokens placement, a node without tokens, no heir: from
+ * hr_tokens_heirs), HR_ELIMIT (more heirs than one transaction takes),
+ * HR_ECONFLICT.  `race` (NULL: none) is called with `userdata` between the
+ * read and the transaction of each attempt (tests).
+ */
+int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
+			 const hr_ring_options *opts, const hr_record_update *upd,
+			 const hr__record_writer *w, hr__tokens_race_fn race,
+			 void *userdata, char **written, hr_error *err);
+
+#endif
