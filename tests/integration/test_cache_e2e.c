@@ -384,7 +384,10 @@ static void check_cap(const struct points *p, double cap)
 	printf("cap %.0f keys/s: the fullest 1 s window held %.0f keys (%.1f%% of the cap), "
 	       "%zu progress points\n",
 	       cap, most, 100 * most / cap, p->count);
-	ck_assert_uint_ge(p->count, 4);
+	/* ~4,300 moving keys give a point at 1000, 2000, 3000 and 4000 done;
+	 * the last can fall between two polls when the copy ends first
+	 * (seen under TSan), so three points, 2 s apart, are the floor. */
+	ck_assert_uint_ge(p->count, 3);
 	ck_assert_msg(most <= 1.1 * cap, "a 1 s window held %.0f keys, above %.0f + 10%%", most,
 		      cap);
 }
