@@ -363,6 +363,11 @@ int cmd_rebalance(int argc, char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
+	/* Before etcd is asked anything: an overlap is a usage error. */
+	rc = cli_ack_prefix_check(CMD, strcmp(ack_prefix, CLI_DEFAULT_ACK_PREFIX) ? ack_prefix : NULL,
+				  conn.prefix);
+	if (rc)
+		goto out;
 	timeout_ms = !conn.timeout_s || conn.timeout_s > INT_MAX / 1000 ?
 		     INT_MAX : (int)conn.timeout_s * 1000;
 	hr_rebalance_backend_init(&be);
