@@ -10,9 +10,11 @@
 #   bash deploy/demo-cache.sh
 #   bash tests/run.sh
 #
-# It fails if any fails.  A machine that has built hashring before holds
-# most of what those commands install, which hides a package missing from
-# deploy/install-deps.sh; a fresh root hides nothing.  Everything it makes
+# and then the README's Python install (cmake ... -DHR_BUILD_PYTHON=ON,
+# cmake --install), `python3 -c "import hashring"` and docs/python.md's
+# example service.  It fails if any fails.  A machine that has built
+# hashring before holds most of what those commands install, which hides a
+# package missing from deploy/install-deps.sh; a fresh root hides nothing.  Everything it makes
 # is removed at the end, whatever happens.
 #
 # Needs root, unshare (util-linux) and the network (a Debian mirror) on the
@@ -168,6 +170,17 @@ inside() {
 		'cd /root/hashring && exec bash deploy/demo-cache.sh' || failed=1
 	phase "bash tests/run.sh" in_root bash -c \
 		'cd /root/hashring && exec bash tests/run.sh' || failed=1
+	# Last, so that nothing installed under /usr/local can stand in for a
+	# build tree in the suites: the README's Python install as written,
+	# then the package imported from elsewhere by Debian's python3, and
+	# docs/python.md's example service run against a real etcd.
+	phase "README Python install" in_root bash -c \
+		'cd /root/hashring &&
+		 install=$(grep -m1 "^cmake -S \. -B build -DHR_BUILD_PYTHON=ON" README.md) &&
+		 echo "$install" && eval "$install" >/dev/null &&
+		 cd / && /usr/bin/python3 -P -c "import hashring; print(hashring.__file__)" &&
+		 cd /root/hashring/python/tests &&
+		 /usr/bin/python3 -m pytest -q -p no:cacheprovider test_example.py' || failed=1
 	# (-x: the root's own files, not the /proc, /sys and /dev mounted on it.)
 	say "the root takes $(du -shx "$root" 2>/dev/null | cut -f1 || true)"
 
