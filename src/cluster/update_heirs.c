@@ -58,10 +58,20 @@ static char *with_tokens(const hr__kv *kv, const hr_node *heir, const hr_node **
 	return s;
 }
 
+/* Whether node j of `ring` could have taken tokens of `self`: another
+ * node of the write view.  A draining node still lists the tokens it
+ * handed over, among them any it had taken itself. */
+static int takes_over(const hr_ring *ring, const hr_node *self, size_t j)
+{
+	const hr_node *nd = hr_ring_node(ring, j);
+
+	return nd != self && nd->state != HR_STATE_DRAINING;
+}
+
 /*
- * Marks with NULL in heirs[] the tokens of `self` that another node
- * already lists: handed over before (a retry whose first transaction went
- * through unanswered), they are not handed again.
+ * Marks with NULL in heirs[] the tokens of `self` that another node of
+ * the write view already lists: handed over before (a retry whose first
+ * transaction went through unanswered), they are not handed again.
  */
 static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t *tokens,
 		       size_t ntokens, const hr_node **heirs, hr_error *err)
@@ -70,7 +80,7 @@ static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t 
 	uint64_t *all;
 
 	for (size_t j = 0; j < count; j++)
-		if (hr_ring_node(ring, j) != self)
+		if (takes_over(ring, self, j))
 			total += hr_ring_node_tokens(ring, hr_ring_node(ring, j), NULL);
 	all = malloc((total ? total : 1) * sizeof *all);
 	if (!all)
@@ -79,7 +89,7 @@ static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t 
 		const uint64_t *t;
 		size_t n;
 
-		if (hr_ring_node(ring, j) == self)
+		if (!takes_over(ring, self, j))
 			continue;
 		n = hr_ring_node_tokens(ring, hr_ring_node(ring, j), &t);
 		memcpy(all + k, t, n * sizeof *t);

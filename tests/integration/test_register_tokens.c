@@ -594,6 +594,68 @@ START_TEST(a_leaver_hands_its_tokens_to_heirs)
 }
 END_TEST
 
+/* An heir that leaves in turn hands on what it took as well: the tokens
+ * it took are still listed by the first leaver, draining, and must not
+ * read as handed over already.  Every token ends up listed by exactly one
+ * node of the write view. */
+START_TEST(an_heir_that_leaves_hands_on_what_it_took)
+{
+	hr__etcd_opts o = { .endpoints = hrt_etcd_endpoints(etcd) };
+	hr_registrar *r[4] = { reg_tokens("a", 1, 8), reg_tokens("b", 1, 8),
+			       reg_tokens("c", 1, 8), reg_tokens("d", 1, 8) };
+	hr_record_update upd = draining_with_heirs();
+	hr__etcd *e = NULL;
+	hr_error err = { 0 };
+	const hr_node *heir = NULL;
+	hr_ring *ring;
+	int heir_at = -1, listed = 0;
+
+	ck_assert_int_eq(hr__etcd_new(&o, &e, &err), 0);
+	ck_assert_msg(hr_registrar_update(r[0], &upd, &err) == 0, "%s", err.message);
+	ring = ring_now(e);
+	for (int i = 1; i < 4 && !heir; i++)
+		if (hr_ring_node_tokens(ring, hr_ring_node(ring, (size_t)i), NULL) > 8)
+			heir = hr_ring_node(ring, (size_t)(heir_at = i));
+	ck_assert_ptr_nonnull(heir);
+	hr_ring_release(ring);
+	ck_assert_msg(hr_registrar_update(r[heir_at], &upd, &err) == 0, "%s", err.message);
+
+	ring = ring_now(e);
+	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
+		const hr_node *nd = hr_ring_node(ring, i);
+
+		if (nd->state == HR_STATE_DRAINING)
+			continue;
+		listed += (int)hr_ring_node_tokens(ring, nd, NULL);
+	}
+	ck_assert_int_eq(listed, 4 * 8);
+	for (int i = 0; i < 4; i++) {
+		const hr_node *nd = hr_ring_node(ring, (size_t)i);
+		const uint64_t *t;
+		size_t k = hr_ring_node_tokens(ring, nd, &t);
+
+		for (size_t j = 0; nd->state == HR_STATE_DRAINING && j < k; j++) {
+			int in_write = 0;
+
+			for (size_t m = 0; m < hr_ring_node_count(ring); m++) {
+				const hr_node *other = hr_ring_node(ring, m);
+				const uint64_t *v;
+				size_t kv = hr_ring_node_tokens(ring, other, &v);
+
+				for (size_t x = 0; other->state != HR_STATE_DRAINING && x < kv; x++)
+					in_write += v[x] == t[j];
+			}
+			ck_assert_msg(in_write == 1, "%s's token %" PRIu64 ": %d nodes of the write"
+				      " view list it", nd->id, t[j], in_write);
+		}
+	}
+	hr_ring_release(ring);
+	for (int i = 0; i < 4; i++)
+		hr_registrar_close(r[i]);
+	hr__etcd_free(e);
+}
+END_TEST
+
 struct hand_race {
 	const char *url;
 	int calls;
@@ -747,6 +809,7 @@ int main(void)
 	tcase_add_test(tc, put_all_if_holds_only_unchanged_records);
 	tcase_add_test(tc, a_leaver_hands_its_tokens_to_heirs);
 	tcase_add_test(tc, a_concurrent_put_forces_new_heirs);
+	tcase_add_test(tc, an_heir_that_leaves_hands_on_what_it_took);
 	tcase_add_test(tc, heirs_refuse_bad_input);
 	tcase_add_test(tc, sidecar_hands_tokens_over);
 	tcase_add_test(tc, conflicts_are_retried_for_the_budget);
