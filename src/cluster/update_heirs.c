@@ -7,6 +7,7 @@
  */
 #include "update.h"
 
+#include "backoff.h"
 #include "error.h"
 #include "record.h"
 #include "register_tokens.h"
@@ -16,10 +17,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Reads and chooses at most this often: each retry means a record changed
- * meanwhile. */
-#define ATTEMPTS_MAX 8
 
 /* Compares (one more than the puts) in one transaction: etcd's default
  * --max-txn-ops. */
@@ -177,8 +174,9 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 			 void *userdata, char **written, hr_error *err)
 {
 	hr__txn_put puts[TXN_OPS_MAX];
+	hr__backoff b;
 	char *prefix;
-	int rc = HR_OK, done = 0;
+	int rc = HR_OK, done = 0, attempts = 0;
 
 	if (opts->placement != HR_PLACEMENT_TOKENS)
 		return hr__error_set(err, HR_EINVAL,
@@ -186,13 +184,30 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 	prefix = strndup(key, strlen(key) - strlen(id));
 	if (!prefix)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	for (int attempt = 0; !rc && !done && attempt < ATTEMPTS_MAX; attempt++) {
+	hr__backoff_init(&b, w->budget_ms, id);
+	for (int attempt = 0; !rc && !done; attempt++) {
 		hr_ring *ring = NULL;
 		hr__kv *kvs = NULL;
 		const hr__kv *self_kv;
 		size_t nkvs = 0, n = 0;
 		int64_t revision = 0;
 
+		if (attempt) {
+			/* A record changed since the read: another leaver or
+			 * joiner, most likely of the same burst; later, at
+			 * random, so that they spread out. */
+			int64_t wait = hr__backoff_next(&b);
+
+			if (wait < 0)
+				break;
+			if (w->wait)
+				rc = w->wait(w->userdata, wait, err);
+			else
+				hr__sleep_ms(wait);
+			if (rc)
+				break;
+		}
+		attempts = attempt + 1;
 		rc = hr__records_ring(e, prefix, opts, &ring, &revision, &kvs, &nkvs, err);
 		self_kv = rc ? NULL : find_kv(kvs, nkvs, key);
 		if (!rc && !self_kv)
@@ -217,7 +232,11 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 	free(prefix);
 	if (!rc && !done)
 		rc = hr__error_set(err, HR_ECONFLICT,
-				   "node \"%s\": the records changed at each of %d attempts to hand its tokens over",
-				   id, ATTEMPTS_MAX);
+				   "node \"%s\": the records changed at each of %d attempts to hand its"
+				   " tokens over, over %lld ms", id, attempts,
+				   (long long)hr__backoff_elapsed_ms(&b));
+	else if (!rc && attempts > 1)
+		hr__log_emit(w->log, HR_LOG_INFO, "heirs_rechosen", "id=%s attempts=%d", id,
+			     attempts);
 	return rc;
 }
