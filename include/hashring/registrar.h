@@ -160,7 +160,10 @@ HR_EXPORT void hr_record_update_init_size(hr_record_update *upd, size_t size);
  * (HR_EINVAL, HR_ELIMIT: the new record would be refused by the clients;
  * nothing is written), HR_ENOTFOUND (the key was deleted; the renewal puts
  * it back), HR_EEXIST once the id was taken over (the message of
- * hr_registrar_status), HR_ECLOSED after deregistration.
+ * hr_registrar_status), HR_ECLOSED after deregistration; with
+ * HR_UPDATE_HEIRS, HR_ECONFLICT when the records under the prefix kept
+ * changing for 30 s (each change is retried after a random wait, the
+ * lease renewed meanwhile).
  */
 HR_EXPORT int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 				  hr_error *err);
@@ -200,7 +203,8 @@ HR_EXPORT void hr_registrar_close(hr_registrar *r);
  * that leaves) the heirs' records are written in the same transaction.
  * Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is not
  * valid), HR_EINVAL and HR_ELIMIT (as for hr_register, and those of
- * HR_UPDATE_HEIRS), HR_ECONFLICT (HR_UPDATE_HEIRS), and the connection
+ * HR_UPDATE_HEIRS), HR_ECONFLICT (HR_UPDATE_HEIRS: the records kept
+ * changing for 30 s), and the connection
  * errors of hr_register.  Thread safe.
  */
 HR_EXPORT int hr_node_update(const hr_etcd_config *etcd, const char *id,

@@ -548,6 +548,19 @@ static int claim_key(void *userdata, const hr__kv *kv, hr_error *err)
 	return rc == 1 ? lose(r, kv->lease, err) : rc;
 }
 
+/* A hand-over's wait between attempts, mu held: the renewal thread
+ * waits for mu, so the lease is renewed here when due, as a join's is. */
+static int wait_renewing(void *userdata, int64_t ms, hr_error *err)
+{
+	hr_registrar *r = userdata;
+	hr__tokens_join j = { .etcd = r->etcd, .lease = r->lease, .lease_ttl_s = r->ttl,
+			      .renewed_ms = r->expires_ms - r->ttl * 1000 };
+	int rc = hr__tokens_wait(&j, ms, err);
+
+	r->expires_ms = j.renewed_ms + r->ttl * 1000;
+	return rc;
+}
+
 int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 			hr_error *err)
 {
@@ -564,7 +577,7 @@ int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 	rc = status_error(r, err);
 	if (!rc) {
 		/* The put attaches our lease, should the key have lost it. */
-		hr__record_writer w = { r->lease, claim_key, r };
+		hr__record_writer w = { r->lease, claim_key, r, &r->log, 0, wait_renewing };
 
 		rc = hr__record_update(r->etcd, r->key, r->id, &r->ring, &u, &w, &value, err);
 	}

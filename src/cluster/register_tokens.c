@@ -7,28 +7,16 @@
  */
 #include "register_tokens.h"
 
+#include "backoff.h"
 #include "clock.h"
 #include "error.h"
 #include "nodeset.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/*
- * A conflict (another record put since the read) is retried after a
- * random wait of up to BACKOFF_FIRST_MS, the bound doubling with each
- * conflict up to BACKOFF_MAX_MS, for up to RETRY_BUDGET_MS.  Joiners that
- * start together thus spread out instead of meeting again at once: each
- * attempt fails only when another record lands within its read and put.
- */
-#define BACKOFF_FIRST_MS 20
-#define BACKOFF_MAX_MS 1000
-#define RETRY_BUDGET_MS 30000
 
 int hr__records_ring(hr__etcd *e, const char *prefix, const hr_ring_options *opts,
 		     hr_ring **ring, int64_t *revision, hr__kv **records,
@@ -90,34 +78,6 @@ static char *record_json(const hr_node *nd, const uint64_t *tokens, size_t n)
 	return s;
 }
 
-/* A xorshift64 draw in [0, n]. */
-static int64_t rand_upto(uint64_t *rng, int64_t n)
-{
-	*rng ^= *rng << 13;
-	*rng ^= *rng >> 7;
-	*rng ^= *rng << 17;
-	return (int64_t)(*rng % (uint64_t)(n + 1));
-}
-
-/* A seed of its own for each joiner: the clock, the node id (processes
- * started together) and an address (threads of one process). */
-static uint64_t seed(const hr_node *node, const void *mine)
-{
-	uint64_t h = (uint64_t)hr__now_ms() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)mine;
-
-	for (const char *c = node->id; *c; c++)
-		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-	return h ? h : 1;
-}
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	while (ms > 0 && nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* When the lease is due for renewal: a third of its TTL after it was
  * granted or last renewed. */
 static int64_t renewal_due(const hr__tokens_join *j)
@@ -137,15 +97,14 @@ static int keep_lease(hr__tokens_join *j, hr_error *err)
 	rc = hr__etcd_lease_keepalive(j->etcd, j->lease, &ttl, err);
 	if (!rc && ttl <= 0)
 		rc = hr__error_set(err, HR_ENOTFOUND,
-				   "lease %016" PRIx64 " expired while allocating tokens",
+				   "lease %016" PRIx64 " expired while retrying a conflict",
 				   (uint64_t)j->lease);
 	if (!rc)
 		j->renewed_ms = sent;
 	return rc;
 }
 
-/* Sleeps `ms`, renewing the lease when due. */
-static int wait_renewing(hr__tokens_join *j, int64_t ms, hr_error *err)
+int hr__tokens_wait(hr__tokens_join *j, int64_t ms, hr_error *err)
 {
 	int64_t end = hr__now_ms() + ms;
 	int rc = 0;
@@ -153,7 +112,7 @@ static int wait_renewing(hr__tokens_join *j, int64_t ms, hr_error *err)
 	for (int64_t now = hr__now_ms(); !rc && now < end; now = hr__now_ms()) {
 		int64_t until = j->lease && renewal_due(j) < end ? renewal_due(j) : end;
 
-		sleep_ms(until - now);
+		hr__sleep_ms(until - now);
 		rc = keep_lease(j, err);
 	}
 	return rc;
@@ -225,9 +184,7 @@ int hr__register_tokens(hr__tokens_join *j, char **value, int *done, int *attemp
 			hr_error *err)
 {
 	uint64_t *tokens = malloc((j->ntokens ? j->ntokens : 1) * sizeof *tokens);
-	int64_t t0 = hr__now_ms();
-	int64_t budget = j->budget_ms ? j->budget_ms : RETRY_BUDGET_MS, bound = BACKOFF_FIRST_MS;
-	uint64_t rng = seed(j->node, tokens);
+	hr__backoff b;
 	int taken = 0, rc = 0;
 
 	*value = NULL;
@@ -235,16 +192,18 @@ int hr__register_tokens(hr__tokens_join *j, char **value, int *done, int *attemp
 	*attempts = 0;
 	if (!tokens)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	hr__backoff_init(&b, j->budget_ms, j->node->id);
 	for (;;) {
 		if (*attempts) {
 			/* Another record was put since the read, or etcd could
 			 * not answer: later, at random. */
-			if (hr__now_ms() - t0 >= budget)
+			int64_t wait = hr__backoff_next(&b);
+
+			if (wait < 0)
 				break;
-			rc = wait_renewing(j, rand_upto(&rng, bound), err);
+			rc = hr__tokens_wait(j, wait, err);
 			if (rc)
 				break;
-			bound = bound * 2 < BACKOFF_MAX_MS ? bound * 2 : BACKOFF_MAX_MS;
 		}
 		++*attempts;
 		rc = attempt(j, *attempts, tokens, value, done, &taken, err);
@@ -255,7 +214,7 @@ int hr__register_tokens(hr__tokens_join *j, char **value, int *done, int *attemp
 		rc = hr__error_set(err, HR_ECONFLICT,
 				   "the records under %s changed at each of %d attempts to allocate"
 				   " tokens, over %lld ms", j->prefix, *attempts,
-				   (long long)(hr__now_ms() - t0));
+				   (long long)hr__backoff_elapsed_ms(&b));
 	free(tokens);
 	if (rc) {
 		free(*value);

@@ -57,4 +57,10 @@ typedef struct hr__tokens_join {
 int hr__register_tokens(hr__tokens_join *join, char **value, int *done,
 			int *attempts, hr_error *err);
 
+/* Sleeps `ms`, renewing join->lease (if any) when due, as between the
+ * attempts of hr__register_tokens(): also a registrar's hand-over, whose
+ * renewal thread waits meanwhile.  Errors: those of etcd, HR_ENOTFOUND
+ * (the lease expired). */
+int hr__tokens_wait(hr__tokens_join *join, int64_t ms, hr_error *err);
+
 #endif

@@ -60,7 +60,7 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
 int hr_node_update(const hr_etcd_config *etcd, const char *id,
 		   const hr_record_update *upd, hr_error *err)
 {
-	static const hr__record_writer by_operator = { 0, NULL, NULL };
+	hr__record_writer by_operator = { 0 };
 	hr_record_update u;
 	hr__conn conn;
 	hr__etcd *e = NULL;
@@ -83,6 +83,7 @@ int hr_node_update(const hr_etcd_config *etcd, const char *id,
 		free(key);
 		return hr__error_set(err, HR_ENOMEM, "libcurl initialisation failed");
 	}
+	by_operator.log = &conn.log;
 	rc = hr__etcd_new(&conn.etcd, &e, err);
 	if (!rc)
 		rc = hr__record_update(e, key, id, &conn.ring, &u, &by_operator, NULL, err);

@@ -6,6 +6,7 @@
 
 #include "etcd.h"
 #include "hashring.h"
+#include "log.h"
 #include "register_tokens.h"
 
 /* Who writes an edited record. */
@@ -17,6 +18,13 @@ typedef struct hr__record_writer {
 	 * anyone's key may be edited. */
 	int (*claim)(void *userdata, const hr__kv *kv, hr_error *err);
 	void *userdata;
+	/* Where a hand-over that took more than one attempt says so. */
+	const hr__log *log;
+	/* How long a hand-over's conflicts are retried; 0: 30 s. */
+	int64_t budget_ms;
+	/* Waits `ms` between a hand-over's attempts, with userdata; NULL:
+	 * sleeps.  An error ends the hand-over. */
+	int (*wait)(void *userdata, int64_t ms, hr_error *err);
 } hr__record_writer;
 
 /*
@@ -40,12 +48,14 @@ int hr__record_update(hr__etcd *e, const char *key, const char *id,
  * (`key` less `id`) read at one revision, heirs chosen in their ring
  * (hr_tokens_heirs), and in one transaction the node's record edited and
  * each heir's listing the tokens it takes, on condition that no record
- * changed since; else read and choose again (up to 8 times, then
- * HR_ECONFLICT).  Errors as for hr__record_update, plus HR_EINVAL (not the
- * tokens placement, a node without tokens, no heir: from
- * hr_tokens_heirs), HR_ELIMIT (more heirs than one transaction takes),
- * HR_ECONFLICT.  `race` (NULL: none) is called with `userdata` between the
- * read and the transaction of each attempt (tests).
+ * changed since; else read and choose again after w->wait's random wait
+ * (backoff.h) for up to w->budget_ms, then HR_ECONFLICT; more than one
+ * attempt is logged (event=heirs_rechosen) to w->log.  Errors as for
+ * hr__record_update, plus HR_EINVAL (not the tokens placement, a node
+ * without tokens, no heir: from hr_tokens_heirs), HR_ELIMIT (more heirs
+ * than one transaction takes), HR_ECONFLICT, w->wait's.  `race` (NULL:
+ * none) is called with `userdata` between the read and the transaction of
+ * each attempt (tests).
  */
 int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 			 const hr_ring_options *opts, const hr_record_update *upd,

@@ -7,6 +7,7 @@
  */
 #include "update.h"
 
+#include "backoff.h"
 #include "error.h"
 #include "record.h"
 #include "register_tokens.h"
@@ -16,10 +17,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Reads and chooses at most this often: each retry means a record changed
- * meanwhile. */
-#define ATTEMPTS_MAX 8
 
 /* Compares (one more than the puts) in one transaction: etcd's default
  * --max-txn-ops. */
@@ -58,10 +55,20 @@ static char *with_tokens(const hr__kv *kv, const hr_node *heir, const hr_node **
 	return s;
 }
 
+/* Whether node j of `ring` could have taken tokens of `self`: another
+ * node of the write view.  A draining node still lists the tokens it
+ * handed over, among them any it had taken itself. */
+static int takes_over(const hr_ring *ring, const hr_node *self, size_t j)
+{
+	const hr_node *nd = hr_ring_node(ring, j);
+
+	return nd != self && nd->state != HR_STATE_DRAINING;
+}
+
 /*
- * Marks with NULL in heirs[] the tokens of `self` that another node
- * already lists: handed over before (a retry whose first transaction went
- * through unanswered), they are not handed again.
+ * Marks with NULL in heirs[] the tokens of `self` that another node of
+ * the write view already lists: handed over before (a retry whose first
+ * transaction went through unanswered), they are not handed again.
  */
 static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t *tokens,
 		       size_t ntokens, const hr_node **heirs, hr_error *err)
@@ -70,7 +77,7 @@ static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t 
 	uint64_t *all;
 
 	for (size_t j = 0; j < count; j++)
-		if (hr_ring_node(ring, j) != self)
+		if (takes_over(ring, self, j))
 			total += hr_ring_node_tokens(ring, hr_ring_node(ring, j), NULL);
 	all = malloc((total ? total : 1) * sizeof *all);
 	if (!all)
@@ -79,7 +86,7 @@ static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t 
 		const uint64_t *t;
 		size_t n;
 
-		if (hr_ring_node(ring, j) == self)
+		if (!takes_over(ring, self, j))
 			continue;
 		n = hr_ring_node_tokens(ring, hr_ring_node(ring, j), &t);
 		memcpy(all + k, t, n * sizeof *t);
@@ -167,8 +174,9 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 			 void *userdata, char **written, hr_error *err)
 {
 	hr__txn_put puts[TXN_OPS_MAX];
+	hr__backoff b;
 	char *prefix;
-	int rc = HR_OK, done = 0;
+	int rc = HR_OK, done = 0, attempts = 0;
 
 	if (opts->placement != HR_PLACEMENT_TOKENS)
 		return hr__error_set(err, HR_EINVAL,
@@ -176,13 +184,30 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 	prefix = strndup(key, strlen(key) - strlen(id));
 	if (!prefix)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	for (int attempt = 0; !rc && !done && attempt < ATTEMPTS_MAX; attempt++) {
+	hr__backoff_init(&b, w->budget_ms, id);
+	for (int attempt = 0; !rc && !done; attempt++) {
 		hr_ring *ring = NULL;
 		hr__kv *kvs = NULL;
 		const hr__kv *self_kv;
 		size_t nkvs = 0, n = 0;
 		int64_t revision = 0;
 
+		if (attempt) {
+			/* A record changed since the read: another leaver or
+			 * joiner, most likely of the same burst; later, at
+			 * random, so that they spread out. */
+			int64_t wait = hr__backoff_next(&b);
+
+			if (wait < 0)
+				break;
+			if (w->wait)
+				rc = w->wait(w->userdata, wait, err);
+			else
+				hr__sleep_ms(wait);
+			if (rc)
+				break;
+		}
+		attempts = attempt + 1;
 		rc = hr__records_ring(e, prefix, opts, &ring, &revision, &kvs, &nkvs, err);
 		self_kv = rc ? NULL : find_kv(kvs, nkvs, key);
 		if (!rc && !self_kv)
@@ -207,7 +232,11 @@ int hr__record_hand_over(hr__etcd *e, const char *key, const char *id,
 	free(prefix);
 	if (!rc && !done)
 		rc = hr__error_set(err, HR_ECONFLICT,
-				   "node \"%s\": the records changed at each of %d attempts to hand its tokens over",
-				   id, ATTEMPTS_MAX);
+				   "node \"%s\": the records changed at each of %d attempts to hand its"
+				   " tokens over, over %lld ms", id, attempts,
+				   (long long)hr__backoff_elapsed_ms(&b));
+	else if (!rc && attempts > 1)
+		hr__log_emit(w->log, HR_LOG_INFO, "heirs_rechosen", "id=%s attempts=%d", id,
+			     attempts);
 	return rc;
 }
