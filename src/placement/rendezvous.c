@@ -325,7 +325,7 @@ static int cmp_id(const hr_node *x, const hr_node *y)
 	return strcmp(x->id, y->id);
 }
 
-static int cmp_total(const void *x, const void *y)
+int hr__rdv_total_cmp(const void *x, const void *y)
 {
 	const hr_arc_total *p = x, *q = y;
 	int c = cmp_id(p->old_node, q->old_node);
@@ -393,7 +393,7 @@ int hr__rdv_totals(struct rdv_pair *u, size_t nu, double wa, double wb,
 	}
 	order_free(&o);
 	if (*n)
-		qsort(t, *n, sizeof *t, cmp_total);
+		qsort(t, *n, sizeof *t, hr__rdv_total_cmp);
 	*out = t;
 	return HR_OK;
 nomem:

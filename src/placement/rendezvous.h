@@ -63,6 +63,10 @@ struct rdv_pair {
  * formula of section 15; NAN when out of memory. */
 double hr__rdv_moved(struct rdv_pair *u, size_t n, double wa, double wb);
 
+/* qsort() order of hr_arc_total: by the old node's id, then the new
+ * node's (NULL first). */
+int hr__rdv_total_cmp(const void *x, const void *y);
+
 /* The per-pair totals (old node, new node, share) of a diff between the
  * same two views: *out (malloc'ed, NULL if none), sorted by ids, and *nout.
  * HR_ENOMEM. */

@@ -91,21 +91,6 @@ static bool same_id(const hr_node *x, const hr_node *y)
 	return x == y || (x && y && strcmp(x->id, y->id) == 0);
 }
 
-static int cmp_id(const hr_node *x, const hr_node *y)
-{
-	if (!x || !y)
-		return !y - !x;
-	return strcmp(x->id, y->id);
-}
-
-static int cmp_total(const void *x, const void *y)
-{
-	const hr_arc_total *p = x, *q = y;
-	int c = cmp_id(p->old_node, q->old_node);
-
-	return c ? c : cmp_id(p->new_node, q->new_node);
-}
-
 /* Totals of the sample: its moved positions as (old, new) pairs. */
 static int sample_totals(const hr_ring *a, const hr_ring *b, hr_view view,
 			 hr_arc_total **out, size_t *n)
@@ -123,11 +108,11 @@ static int sample_totals(const hr_ring *a, const hr_ring *b, hr_view view,
 		if (!same_id(x, y))
 			t[m++] = (hr_arc_total){ x, y, 0, 1 };
 	}
-	qsort(t, m, sizeof *t, cmp_total);
+	qsort(t, m, sizeof *t, hr__rdv_total_cmp);
 	for (size_t i = 0; i < m;) {
 		size_t j = i;
 
-		while (j < m && cmp_total(&t[i], &t[j]) == 0)
+		while (j < m && hr__rdv_total_cmp(&t[i], &t[j]) == 0)
 			j++;
 		t[*n] = (hr_arc_total){ t[i].old_node, t[i].new_node, 0,
 					ldexp((double)(j - i), -SAMPLE_BITS) };
