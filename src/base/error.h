@@ -4,6 +4,9 @@
 
 #include "hashring.h"
 
+/* Bytes of a valid id shown in a message about its node. */
+#define HR__ID_SHOWN 80
+
 /* Fills `err` (may be NULL) with `code` and a printf-style message, and
  * returns `code`, so callers can write `return hr__error_set(err, ...)`. */
 int hr__error_set(hr_error *err, int code, const char *fmt, ...)

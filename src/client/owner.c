@@ -68,7 +68,7 @@ static inline const struct ring_node *view_owner_slot(const hr_ring *ring,
 		*slot = ring->nnodes;
 		return NULL;
 	}
-	*slot = view_find_slot(ring, v, pos);
+	*slot = view_find_slot(v, pos);
 	return &ring->nodes[*slot];
 }
 

@@ -1,5 +1,10 @@
-/* watch.c - the watcher thread: list, watch, apply, publish, recover. */
-#include "watch_state.h"
+/*
+ * watch.c - the watcher thread: the watch stream (its messages, and the
+ * probes and progress notifications that prove it alive) and the loop that
+ * syncs, streams and reconnects with backoff.  What a message changes, the
+ * set and the ring, is watch_sync.c's.
+ */
+#include "watch_sync.h"
 
 #include "clock.h"
 #include "error.h"
@@ -26,73 +31,6 @@ static int stopping(const hr__watcher *w)
 	return __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
 }
 
-static const char *endpoint(const hr__watcher *w)
-{
-	return hr__etcd_endpoint(w->etcd);
-}
-
-/* ---- confirmation and staleness ------------------------------------------ */
-
-/* The ring is known to match etcd at `revision` (0: only liveness). */
-static void confirm(hr__watcher *w, uint64_t revision)
-{
-	int64_t now = hr__now_ms(), since;
-
-	pthread_mutex_lock(&w->mu);
-	since = now - w->last_confirm_ms;
-	w->last_confirm_ms = now;
-	if (revision > w->confirmed_revision)
-		w->confirmed_revision = revision;
-	revision = w->confirmed_revision;
-	pthread_mutex_unlock(&w->mu);
-	if (w->stale_warned) {
-		w->stale_warned = 0;
-		hr__log_emit(w->o.log, HR_LOG_INFO, "stale_recovered",
-			     "unconfirmed_ms=%" PRId64 " revision=%" PRIu64 " endpoint=%s",
-			     since, revision, endpoint(w));
-	}
-}
-
-/* Runs often (loop iterations, transfer progress): warns while the ring
- * cannot be confirmed current. */
-static void check_stale(hr__watcher *w)
-{
-	int64_t now = hr__now_ms(), since;
-	uint64_t rev;
-
-	pthread_mutex_lock(&w->mu);
-	since = now - w->last_confirm_ms;
-	rev = w->confirmed_revision;
-	pthread_mutex_unlock(&w->mu);
-	if (since < w->o.stale_warn_ms)
-		return;
-	if (w->stale_warned && now - w->last_stale_log_ms < w->o.stale_warn_ms)
-		return;
-	w->stale_warned = 1;
-	w->last_stale_log_ms = now;
-	hr__log_emit(w->o.log, HR_LOG_WARN, "stale",
-		     "unconfirmed_ms=%" PRId64 " revision=%" PRIu64 " endpoint=%s"
-		     " msg=\"ring cannot be confirmed current\"",
-		     since, rev, endpoint(w));
-}
-
-void hr__watch_tick(void *arg)
-{
-	check_stale(arg);
-}
-
-static void set_error(hr__watcher *w, const hr_error *err)
-{
-	pthread_mutex_lock(&w->mu);
-	w->last_err = *err;
-	if (!w->first_done && (err->code == HR_EAUTH || err->code == HR_EPERM ||
-			       err->code == HR_ETLS || err->code == HR_ELIMIT)) {
-		w->first_fatal = err->code;
-		pthread_cond_broadcast(&w->cv);
-	}
-	pthread_mutex_unlock(&w->mu);
-}
-
 /* Sleeps `ms` unless stopped, keeping the stale timer running. */
 static void sleep_ms(hr__watcher *w, int ms)
 {
@@ -107,7 +45,7 @@ static void sleep_ms(hr__watcher *w, int ms)
 		hr__deadline_in(&ts, left < POLL_SLICE_MS ? left : POLL_SLICE_MS);
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 		pthread_mutex_unlock(&w->mu);
-		check_stale(w);
+		hr__watch_check_stale(w);
 		hr__subs_flush(w->o.subs);
 		pthread_mutex_lock(&w->mu);
 	}
@@ -133,294 +71,6 @@ static void backoff(hr__watcher *w)
 	hr__log_emit(w->o.log, HR_LOG_DEBUG, "backoff", "delay_ms=%d", ms);
 	sleep_ms(w, ms);
 	w->backoff_ms = d * 2 > w->o.backoff_max_ms ? w->o.backoff_max_ms : d * 2;
-}
-
-/* ---- building and publishing rings -------------------------------------- */
-
-/* A record the ring cannot hold (a limit): a bad record while it lasts. */
-static void log_left_out(void *ud, const hr__member *m, const hr_error *why)
-{
-	hr__watcher *w = ud;
-
-	hr__log_emit(w->o.log, HR_LOG_WARN, "bad_record",
-		     "key=%s%s mod_revision=%" PRId64 " msg=%s", w->prefix,
-		     m->rec.id, m->mod_revision, why->message);
-}
-
-/* Builds the ring of the current set at `revision`, confirms the revision
- * (before publishing: whoever sees the new ring sees a confirmed revision
- * at least as new) and publishes the ring unless nothing that affects
- * placement changed: the first ring after etcd's data was replaced is
- * published whatever its digest, for its new epoch.  On failure the
- * previous ring stays and the revision is not confirmed, so the lag shows
- * as staleness; the error is returned.  *build_us (may be NULL) gets the
- * time from the build's start to the publication (or to the decision not
- * to publish): the ring work, what the log's build_ms reports. */
-static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
-		   hr_error *err)
-{
-	int64_t t0 = hr__now_us(), spent;
-	hr_ring *ring = NULL, *old = hr__subs_current(w->o.subs), *prev;
-	bool unchanged = false;
-	/* Derived from the ring in use: only what changed is hashed again. */
-	int rc = hr__nodeset_derive(&w->set, old, &w->o.ring, revision,
-				    log_left_out, w, &ring, err);
-
-	if (!rc) {
-		unchanged = w->synced_once && !w->replaced &&
-			    hr_ring_digest(old) == hr_ring_digest(ring);
-		/* On success the lock is held until the announcement. */
-		if (!unchanged && hr__subs_prepare(w->o.subs, ring))
-			rc = hr__error_set(err, HR_ENOMEM, "out of memory publishing the ring");
-	}
-	if (rc) {
-		/* Keep serving the previous ring; say loudly that it lags. */
-		hr__log_emit(w->o.log, HR_LOG_ERROR, "build_failed",
-			     "revision=%" PRIu64 " code=%d msg=%s", revision, rc,
-			     err->message);
-		hr_ring_release(old);
-		return rc;
-	}
-	confirm(w, revision);
-	if (unchanged) {
-		/* The ring in use is current at this revision too. */
-		hr__subs_confirmed(w->o.subs, revision);
-		hr_ring_release(ring);
-		hr_ring_release(old);
-		spent = hr__now_us() - t0;
-		if (build_us)
-			*build_us = spent;
-		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
-			     "revision=%" PRIu64 " build_ms=%.3f", revision,
-			     (double)spent / 1000.0);
-		return 0;
-	}
-	w->replaced = 0;
-	/* Counted before any client can see it: a status that shows the new
-	 * ring shows it counted (the swap's grace period can be long). */
-	pthread_mutex_lock(&w->mu);
-	w->rings_published++;
-	pthread_mutex_unlock(&w->mu);
-	prev = hr__subs_swap(w->o.subs);
-	spent = hr__now_us() - t0;
-	if (build_us)
-		*build_us = spent;
-	hr__subs_announce(w->o.subs, prev, (double)spent / 1000.0);
-	hr_ring_release(old);
-	return 0;
-}
-
-/* Applies one key's new value (or deletion) to the set. */
-static void apply_kv(hr__watcher *w, const hr__kv *kv)
-{
-	const char *id = kv->key + w->prefix_len;
-	size_t id_len = kv->key_len - w->prefix_len;
-
-	if (kv->key_len < w->prefix_len || memcmp(kv->key, w->prefix, w->prefix_len))
-		return; /* not ours (cannot happen with a prefix range) */
-	if (kv->deleted) {
-		if (memchr(id, '\0', id_len) == NULL)
-			hr__nodeset_remove(&w->set, id);
-		return;
-	}
-
-	hr__record rec;
-	hr__tokens tokens;
-	hr_error err = { 0 };
-	/* Only the tokens placement reads a record's tokens. */
-	int rc = hr__record_parse_tokens(id, id_len, kv->value, kv->value_len, &rec,
-					 w->o.ring.placement == HR_PLACEMENT_TOKENS ?
-					 &tokens : NULL, &err);
-
-	if (w->o.ring.placement != HR_PLACEMENT_TOKENS)
-		tokens = (hr__tokens){ 0 };
-	if (!rc && hr__nodeset_put_tokens(&w->set, &rec, &tokens, kv->create_revision,
-					  kv->mod_revision))
-		rc = hr__error_set(&err, HR_ENOMEM, "out of memory");
-	if (rc) {
-		/* The ring follows etcd's records alone: a key whose value
-		 * turned bad leaves the ring. */
-		if (memchr(id, '\0', id_len) == NULL)
-			hr__nodeset_remove(&w->set, id);
-		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_record",
-			     "key=%.*s mod_revision=%" PRId64 " msg=%s",
-			     (int)(kv->key_len < 300 ? kv->key_len : 300), kv->key,
-			     kv->mod_revision, err.message);
-		hr__record_clear(&rec);
-		hr__tokens_clear(&tokens);
-	}
-}
-
-/*
- * etcd holds other data than the ring followed: wiped and rebuilt, or
- * restored from a backup.  Seen as another cluster id (its revision may even
- * be ahead of ours, so revisions alone cannot tell) or, when the cluster id
- * stayed (a data dir wiped under the same configuration), as a linearizable
- * read below the revision the ring reflects.  Logged once, whoever sees it
- * first; the full sync that follows publishes the new data's ring even if
- * its membership is the same, so that everyone sees the new epoch.
- */
-static void data_replaced(hr__watcher *w, int by_cluster_id,
-			  uint64_t cluster_id, int64_t revision)
-{
-	uint64_t known, confirmed;
-
-	if (w->replaced)
-		return;
-	w->replaced = 1;
-	pthread_mutex_lock(&w->mu);
-	known = w->cluster_id;
-	confirmed = w->confirmed_revision;
-	pthread_mutex_unlock(&w->mu);
-	hr__log_emit(w->o.log, HR_LOG_ERROR, "cluster_replaced",
-		     "detected_by=%s cluster_id=%016" PRIx64
-		     " previous_cluster_id=%016" PRIx64 " revision=%" PRId64
-		     " confirmed_revision=%" PRIu64 " endpoint=%s msg=%s",
-		     by_cluster_id ? "cluster_id" : "revision", cluster_id, known,
-		     revision, confirmed, endpoint(w),
-		     by_cluster_id ?
-		     "etcd answers with another cluster id: its data was wiped"
-		     " and rebuilt or restored; resyncing" :
-		     "etcd's revision went below the ring's: its data was wiped"
-		     " or restored; resyncing");
-}
-
-/* Whether a reply's cluster id shows another cluster than the last full
- * sync's (0: unknown, no evidence either way). */
-static int other_cluster(hr__watcher *w, uint64_t id)
-{
-	uint64_t known;
-
-	pthread_mutex_lock(&w->mu);
-	known = w->cluster_id;
-	pthread_mutex_unlock(&w->mu);
-	return id && known && id != known;
-}
-
-/* Whether a linearizable read at `revision` is below what the ring
- * reflects. */
-static int revision_backwards(hr__watcher *w, int64_t revision)
-{
-	uint64_t confirmed;
-
-	pthread_mutex_lock(&w->mu);
-	confirmed = w->confirmed_revision;
-	pthread_mutex_unlock(&w->mu);
-	return (uint64_t)revision < confirmed;
-}
-
-/* ---- full sync ------------------------------------------------------------ */
-
-/* A full sync's range, page by page: the records go into the new set as
- * they come, and with them, on the stream's thread, their points. */
-struct sync_pages {
-	hr__watcher *w;
-	bool first;		/* no page yet */
-	size_t keys;
-	int64_t records_us;
-};
-
-static int take_page(void *userdata, hr__kv *kvs, size_t n, size_t total, hr_error *err)
-{
-	struct sync_pages *sp = userdata;
-	hr__watcher *w = sp->w;
-	int64_t t0 = hr__now_us();
-
-	(void)err;
-	if (sp->first) {
-		hr_ring *cur = hr__subs_current(w->o.subs);
-
-		sp->first = false;
-		/* Only a ring built from nothing places every point: a ring
-		 * that follows another with nodes derives what changed. */
-		if (!hr_ring_node_count(cur))
-			w->set.stream = hr__ring_stream_open(cur, &w->o.ring, total);
-		hr_ring_release(cur);
-	}
-	for (size_t i = 0; i < n; i++)
-		apply_kv(w, &kvs[i]);
-	hr__kvs_free(kvs, n);
-	sp->keys += n;
-	sp->records_us += hr__now_us() - t0;
-	return 0;
-}
-
-static int full_sync(hr__watcher *w)
-{
-	struct sync_pages sp = { .w = w, .first = true };
-	int64_t rev = 0;
-	hr_error err = { 0 };
-	hr__nodeset old;
-	int64_t t_list = hr__now_us(), build_us = 0;
-	int rc;
-
-	/* The new set is built off to the side, then replaces the old one
-	 * whole: this also drops nodes deleted while we were away. */
-	old = w->set;
-	memset(&w->set, 0, sizeof w->set);
-	rc = hr__etcd_list_pages(w->etcd, w->prefix, w->o.page_size, HR_NODES_MAX,
-				 take_page, &sp, &rev, &err);
-	/* The range's pages: etcd's time, the replies' parsing and the
-	 * records (records_ms of it). */
-	t_list = hr__now_us() - t_list;
-	if (rc) {
-		hr__nodeset_clear(&w->set);
-		w->set = old;
-		if (rc != HR_ECLOSED) {
-			hr__log_emit(w->o.log, HR_LOG_WARN, "sync_failed",
-				     "endpoint=%s code=%d msg=%s", endpoint(w), rc,
-				     err.message);
-			set_error(w, &err);
-		}
-		return rc;
-	}
-	hr__nodeset_clear(&old);
-	uint64_t id = hr__etcd_cluster_id(w->etcd);
-	if (other_cluster(w, id))
-		data_replaced(w, 1, id, rev);
-	else if (revision_backwards(w, rev))
-		data_replaced(w, 0, id, rev);
-	/* From now on this is the cluster, and this its newest revision. */
-	pthread_mutex_lock(&w->mu);
-	if (w->replaced)
-		w->confirmed_revision = 0;
-	w->cluster_id = id;
-	pthread_mutex_unlock(&w->mu);
-
-	w->next_rev = rev + 1;
-	rc = rebuild(w, (uint64_t)rev, &build_us, &err);
-	if (rc && !w->synced_once) {
-		/* No ring to open with: hr_client_open() returns the error
-		 * rather than an empty ring (a blocking open gives up; with
-		 * open_nonblocking the watcher retries). */
-		pthread_mutex_lock(&w->mu);
-		w->last_err = err;
-		if (!w->first_done) {
-			w->first_fatal = rc;
-			pthread_cond_broadcast(&w->cv);
-		}
-		pthread_mutex_unlock(&w->mu);
-		return rc;
-	}
-	if (w->synced_once) {
-		pthread_mutex_lock(&w->mu);
-		w->resyncs++;
-		pthread_mutex_unlock(&w->mu);
-	}
-	w->synced_once = 1;
-	hr__log_emit(w->o.log, HR_LOG_INFO, "synced",
-		     "revision=%" PRId64 " keys=%zu nodes=%zu endpoint=%s"
-		     " list_ms=%.3f records_ms=%.3f build_ms=%.3f", rev, sp.keys,
-		     w->set.n, endpoint(w), (double)t_list / 1000.0,
-		     (double)sp.records_us / 1000.0, (double)build_us / 1000.0);
-	pthread_mutex_lock(&w->mu);
-	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
-	if (!w->first_done) {
-		w->first_done = 1;
-		pthread_cond_broadcast(&w->cv);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return 0;
 }
 
 /* ---- liveness: probes and progress notifications -------------------------- */
@@ -480,24 +130,6 @@ static int64_t probe_due_ms(const hr__watcher *w)
 
 /* ---- the watch stream ----------------------------------------------------- */
 
-static void apply_batch(hr__watcher *w, const hr__kv *events, size_t n)
-{
-	hr_error err = { 0 };
-	int64_t last = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		/* Replays and duplicate deliveries: never apply twice. */
-		if (events[i].mod_revision < w->next_rev)
-			continue;
-		apply_kv(w, &events[i]);
-		last = events[i].mod_revision;
-	}
-	if (!last)
-		return;
-	w->next_rev = last + 1;
-	rebuild(w, (uint64_t)last, NULL, &err);
-}
-
 static int take_fragment(hr__watcher *w, hr__wmsg *m)
 {
 	hr__kv *t = realloc(w->frag, (w->n_frag + m->n_events) * sizeof *t);
@@ -533,11 +165,11 @@ static int on_line(void *ud, const char *line, size_t len)
 	rc = hr__wmsg_parse(line, len, &m, &err);
 	if (rc) {
 		hr__log_emit(w->o.log, HR_LOG_WARN, "bad_message",
-			     "endpoint=%s bytes=%zu msg=%s", endpoint(w), len, err.message);
+			     "endpoint=%s bytes=%zu msg=%s", hr__watch_endpoint(w), len, err.message);
 		return end_stream(w, HR__END_RECONNECT);
 	}
-	if (other_cluster(w, m.cluster_id)) {
-		data_replaced(w, 1, m.cluster_id, m.header_revision);
+	if (hr__watch_other_cluster(w, m.cluster_id)) {
+		hr__watch_data_replaced(w, 1, m.cluster_id, m.header_revision);
 		hr__wmsg_clear(&m);
 		return end_stream(w, HR__END_RESYNC);
 	}
@@ -551,8 +183,8 @@ static int on_line(void *ud, const char *line, size_t len)
 		 * a shorter gap corrects it. */
 		w->progress_last_ms = w->last_activity_ms;
 		hr__log_emit(w->o.log, HR_LOG_INFO, "watching",
-			     "start_revision=%" PRId64 " endpoint=%s", w->next_rev, endpoint(w));
-		confirm(w, 0);
+			     "start_revision=%" PRId64 " endpoint=%s", w->next_rev, hr__watch_endpoint(w));
+		hr__watch_confirm(w, 0);
 		break;
 	case HR__WMSG_EVENTS:
 		if (take_fragment(w, &m)) {
@@ -560,7 +192,7 @@ static int on_line(void *ud, const char *line, size_t len)
 			break;
 		}
 		if (!m.fragment) {
-			apply_batch(w, w->frag, w->n_frag);
+			hr__watch_apply_batch(w, w->frag, w->n_frag);
 			hr__kvs_free(w->frag, w->n_frag);
 			w->frag = NULL;
 			w->n_frag = 0;
@@ -570,30 +202,30 @@ static int on_line(void *ud, const char *line, size_t len)
 		/* Everything up to header.revision has been delivered. */
 		if (m.header_revision + 1 > w->next_rev)
 			w->next_rev = m.header_revision + 1;
-		confirm(w, (uint64_t)m.header_revision);
+		hr__watch_confirm(w, (uint64_t)m.header_revision);
 		note_progress(w);
 		break;
 	case HR__WMSG_COMPACTED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "compacted",
 			     "compact_revision=%" PRId64 " next_revision=%" PRId64
 			     " endpoint=%s msg=\"resyncing\"",
-			     m.compact_revision, w->next_rev, endpoint(w));
+			     m.compact_revision, w->next_rev, hr__watch_endpoint(w));
 		rc = end_stream(w, HR__END_RESYNC);
 		break;
 	case HR__WMSG_CANCELED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "watch_canceled",
-			     "endpoint=%s reason=%s", endpoint(w), m.reason);
+			     "endpoint=%s reason=%s", hr__watch_endpoint(w), m.reason);
 		if (m.cancel == HR__WCANCEL_DENIED || m.cancel == HR__WCANCEL_UNAUTHENTICATED) {
 			hr_error e2;
 			hr__error_set(&e2, m.cancel == HR__WCANCEL_DENIED ? HR_EPERM : HR_EAUTH,
-				      "%s: watch refused: %s", endpoint(w), m.reason);
-			set_error(w, &e2);
+				      "%s: watch refused: %s", hr__watch_endpoint(w), m.reason);
+			hr__watch_set_error(w, &e2);
 		}
 		rc = end_stream(w, HR__END_RESYNC);
 		break;
 	case HR__WMSG_ERROR:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "stream_error",
-			     "endpoint=%s code=%d msg=%s", endpoint(w), m.code, m.reason);
+			     "endpoint=%s code=%d msg=%s", hr__watch_endpoint(w), m.code, m.reason);
 		rc = end_stream(w, HR__END_RECONNECT);
 		break;
 	}
@@ -610,25 +242,25 @@ static int on_probe(void *ud, const hr__probe_result *r)
 	switch (r->outcome) {
 	case HR__PROBE_REAUTHENTICATED:
 		hr__log_emit(w->o.log, HR_LOG_INFO, "reauthenticated",
-			     "endpoint=%s reason=\"token rejected by a probe\"", endpoint(w));
+			     "endpoint=%s reason=\"token rejected by a probe\"", hr__watch_endpoint(w));
 		return 0;
 	case HR__PROBE_FAILED:
 		hr__log_emit(w->o.log, HR_LOG_WARN, "probe_failed",
-			     "endpoint=%s after_ms=%" PRId64 " msg=%s", endpoint(w),
+			     "endpoint=%s after_ms=%" PRId64 " msg=%s", hr__watch_endpoint(w),
 			     r->elapsed_ms, r->err.message);
 		return end_stream(w, HR__END_RECONNECT);
 	case HR__PROBE_ANSWERED:
 		break;
 	}
 	w->last_activity_ms = hr__now_ms();
-	other = other_cluster(w, r->cluster_id);
+	other = hr__watch_other_cluster(w, r->cluster_id);
 	/* Another cluster, or a linearizable read below what we applied: a
 	 * watch at our next revision would wait forever. */
 	if (other || (uint64_t)r->revision < w->probe_floor) {
-		data_replaced(w, other, r->cluster_id, r->revision);
+		hr__watch_data_replaced(w, other, r->cluster_id, r->revision);
 		return end_stream(w, HR__END_RESYNC);
 	}
-	confirm(w, 0);
+	hr__watch_confirm(w, 0);
 	return 0;
 }
 
@@ -640,7 +272,7 @@ static void on_ended(void *ud, const hr_error *why)
 
 	if (why && (why->code == HR_ELIMIT || why->code == HR_ENOMEM)) {
 		hr__log_emit(w->o.log, HR_LOG_ERROR, "message_too_large",
-			     "endpoint=%s limit=%u", endpoint(w), MAX_LINE_BYTES);
+			     "endpoint=%s limit=%u", hr__watch_endpoint(w), MAX_LINE_BYTES);
 		end_stream(w, HR__END_RECONNECT);
 		return;
 	}
@@ -649,11 +281,11 @@ static void on_ended(void *ud, const hr_error *why)
 		return;
 	}
 	if (why)
-		set_error(w, why);
+		hr__watch_set_error(w, why);
 	else
-		hr__error_set(&err, HR_ECONNECT, "%s: stream closed", endpoint(w));
+		hr__error_set(&err, HR_ECONNECT, "%s: stream closed", hr__watch_endpoint(w));
 	hr__log_emit(w->o.log, HR_LOG_WARN, "stream_ended",
-		     "endpoint=%s msg=%s", endpoint(w), why ? why->message : err.message);
+		     "endpoint=%s msg=%s", hr__watch_endpoint(w), why ? why->message : err.message);
 	end_stream(w, HR__END_RECONNECT);
 }
 
@@ -700,7 +332,7 @@ static hr__stream_end run_stream(hr__watcher *w)
 		return HR__END_RECONNECT;
 	pthread_mutex_lock(&w->mu);
 	w->stream = s;
-	snprintf(w->endpoint, sizeof w->endpoint, "%s", endpoint(w));
+	snprintf(w->endpoint, sizeof w->endpoint, "%s", hr__watch_endpoint(w));
 	pthread_mutex_unlock(&w->mu);
 
 	while (w->end == HR__END_NONE) {
@@ -712,7 +344,7 @@ static hr__stream_end run_stream(hr__watcher *w)
 			end_stream(w, HR__END_RECONNECT);
 		if (w->end != HR__END_NONE)
 			break;
-		check_stale(w);
+		hr__watch_check_stale(w);
 		/* Lookups move to a new ring lazily; free what they left. */
 		hr__subs_reclaim(w->o.subs);
 		/* Clients that joined with a ring hear of it. */
@@ -724,7 +356,7 @@ static hr__stream_end run_stream(hr__watcher *w)
 			w->probe_floor = w->confirmed_revision;
 			pthread_mutex_unlock(&w->mu);
 			hr__log_emit(w->o.log, HR_LOG_DEBUG, "probe",
-				     "endpoint=%s silent_ms=%" PRId64, endpoint(w),
+				     "endpoint=%s silent_ms=%" PRId64, hr__watch_endpoint(w),
 				     hr__now_ms() - w->last_activity_ms);
 			hr__etcd_stream_probe(s, w->probe_timeout_ms, &err);
 			draw_probe_jitter(w);
@@ -757,7 +389,7 @@ void *hr__watch_thread(void *arg)
 		hr__stream_end how;
 
 		if (w->need_sync) {
-			int rc = full_sync(w);
+			int rc = hr__watch_full_sync(w);
 			if (rc == HR_ECLOSED || stopping(w))
 				break;
 			if (rc) {
@@ -776,8 +408,8 @@ void *hr__watch_thread(void *arg)
 			if (rc) {
 				if (rc != HR_ECLOSED) {
 					hr__log_emit(w->o.log, HR_LOG_WARN, "auth_failed",
-						     "endpoint=%s msg=%s", endpoint(w), err.message);
-					set_error(w, &err);
+						     "endpoint=%s msg=%s", hr__watch_endpoint(w), err.message);
+					hr__watch_set_error(w, &err);
 					backoff(w);
 					hr__etcd_next_endpoint(w->etcd);
 				}

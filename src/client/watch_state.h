@@ -1,6 +1,7 @@
 /* watch_state.h - the watcher's state (internal to the watcher): watch.c
- * runs its thread, watch_control.c serves the other threads (start, the
- * wait for the first ring, status, stop).  The fields under `mu` are the
+ * runs its thread (watch_sync.c its records and ring), watch_control.c
+ * serves the other threads (start, the wait for the first ring, status,
+ * stop).  The fields under `mu` are the
  * only ones both sides touch while the thread runs. */
 #ifndef HR_WATCH_STATE_H
 #define HR_WATCH_STATE_H
@@ -82,7 +83,7 @@ struct hr__watcher {
 void *hr__watch_thread(void *arg);
 
 /* The etcd client's tick while the thread waits on a transfer: keeps the
- * staleness warnings running (watch.c). */
+ * staleness warnings running (watch_sync.c). */
 void hr__watch_tick(void *arg);
 
 #endif

@@ -2,196 +2,46 @@
  * arcs.c - measuring the circle (docs/placement.md sections 6 and 12): the
  * share of each node of one view, and the one walk over two views that
  * finds the arcs whose owner differs, which hr_ring_moved_share() sums and
- * hr_ring_diff() (diff.c) lists.
+ * hr_ring_diff() (diff.c) lists.  Points are named as view.h names them,
+ * VIEW_END past the last one (no wrap): the same code walks every layout
+ * of points.
  */
 #include "arcs.h"
 
+#include "arc_sum.h"
+#include "ring.h"
 #include "ring_impl.h"
 #include "ring_match.h"
-#include "ring_view.h"
+#include "scores_moved.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- walking a view ------------------------------------------------------
- * Points named as view_find() names them, and END past the last one (no
- * wrap): the same code walks flat and paged views. */
-
-#define END PAGED_END
-
-/* The first point at or after `pos`, or END. */
-static size_t at_lower(const struct view *v, uint64_t pos)
-{
-	size_t i;
-
-	if (v->pages)
-		return paged_lower(v, pos);
-	i = view_lower_bound(v, pos);
-	return i == v->npoints ? END : i;
-}
-
-/* The point after `at` (not END), or END. */
-static size_t at_next(const struct view *v, size_t at)
-{
-	if (v->pages)
-		return paged_after(v, at);
-	return at + 1 == v->npoints ? END : at + 1;
-}
-
-/* The last position of a view (not empty). */
-static uint64_t last_pos(const struct view *v)
-{
-	if (!v->pages)
-		return v->pos[v->npoints - 1];
-	for (size_t p = v->npages; p-- > 0;)
-		if (v->pages[p]->n)
-			return v->pages[p]->pos[v->pages[p]->n - 1];
-	return 0;	/* not reached: the view has a point */
-}
-
-/* The position of the last point below `pos`; false when none is (the
- * view is not empty). */
-static bool pos_before(const struct view *v, uint64_t pos, uint64_t *out)
-{
-	size_t p, i;
-
-	if (!v->pages) {
-		i = view_lower_bound(v, pos);
-		if (i)
-			*out = v->pos[i - 1];
-		return i != 0;
-	}
-	p = paged_page(v, pos);
-	i = paged_scan(v, v->pages[p], pos);
-	if (i) {
-		*out = v->pages[p]->pos[i - 1];
-		return true;
-	}
-	while (p-- > 0) {
-		if (v->pages[p]->n) {
-			*out = v->pages[p]->pos[v->pages[p]->n - 1];
-			return true;
-		}
-	}
-	return false;
-}
-
 /* ---- one view's shares --------------------------------------------------- */
 
-/* A 128-bit sum of arc lengths, as a share of 2^64. */
 double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
 			  hr_view view)
 {
 	size_t slot = ring_slot(ring, node);
-	const struct view *v;
-	hr__arc_sum sum = { 0, 0 };
 
-	if (slot == SIZE_MAX || !hr__valid_view(view))
+	if (slot == SIZE_MAX || !hr__valid_view(view) || !ring->views[view].npoints)
 		return 0;
-	v = &ring->views[view];
-	if (!v->npoints)
-		return 0;
-	if (v->rdv)
-		return hr__in_view(node->state, view) ? hr__rdv_share(v, node->weight) : 0;
-	/* All points at one position: the first owns the whole circle. */
-	if (view_pos(v, view_first(v)) == last_pos(v))
-		return view_slot(ring, v, view_first(v)) == slot ? 1.0 : 0.0;
-	if (v->pages) {
-		uint32_t h = ring->nodes[slot].handle;
-		uint64_t prev = last_pos(v);
-
-		for (size_t p = 0; p < v->npages; p++) {
-			const struct vpage *pg = v->pages[p];
-
-			for (size_t i = 0; i < pg->n; i++) {
-				if (pg->node[i] == h)
-					hr__arc_add(&sum, pg->pos[i] - prev);
-				prev = pg->pos[i];
-			}
-		}
-		return hr__arc_share(&sum);
-	}
-	/* Point i owns the arc (pos[i - 1], pos[i]]; point 0 wraps. */
-	for (size_t i = 0; i < v->npoints; i++) {
-		uint64_t prev = v->pos[i ? i - 1 : v->npoints - 1];
-
-		if (view_node(v, i) == slot)
-			hr__arc_add(&sum, v->pos[i] - prev);
-	}
-	return hr__arc_share(&sum);
+	return hr__view_share(&ring->views[view], slot);
 }
-
-/*
- * The arcs of every node summed in one pass, in `out` itself (a sum is as
- * wide as a double) modulo 2^64: no node's sum reaches 2^64 unless it owns
- * the whole circle, which leaves every sum 0, so the sums are exact.
- */
-static inline void add_arc_at(double *out, uint32_t node, uint64_t len)
-{
-	uint64_t s;
-
-	memcpy(&s, &out[node], sizeof s);
-	s += len;
-	memcpy(&out[node], &s, sizeof s);
-}
-
-#define SUM_ARCS(type) do {						\
-		const type *nd = v->node;					\
-									\
-		for (size_t i = 0; i < v->npoints; i++) {			\
-			add_arc_at(out, nd[i], v->pos[i] - prev);		\
-			prev = v->pos[i];					\
-		}							\
-	} while (0)
 
 size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
 			   size_t n)
 {
 	size_t count = hr_ring_node_count(ring);
-	const struct view *v;
-	bool any = false;
-	uint64_t prev;
 
 	if (!count || !out || n < count)
 		return count;
-	memset(out, 0, count * sizeof *out);	/* 0.0 and sums of 0 alike */
 	if (!hr__valid_view(view) || !ring->views[view].npoints)
-		return count;
-	v = &ring->views[view];
-	if (v->rdv) {
-		hr__rdv_shares(ring, view, out);
-		return count;
-	}
-	prev = last_pos(v);
-	if (v->pages) {
-		for (size_t p = 0; p < v->npages; p++) {
-			const struct vpage *pg = v->pages[p];
-
-			for (size_t i = 0; i < pg->n; i++) {
-				add_arc_at(out, ring->handle_slot[pg->node[i]], pg->pos[i] - prev);
-				prev = pg->pos[i];
-			}
-		}
-	} else if (v->wide) {
-		SUM_ARCS(uint32_t);
-	} else {
-		SUM_ARCS(uint16_t);
-	}
-	for (size_t j = 0; j < count; j++) {
-		uint64_t s;
-
-		memcpy(&s, &out[j], sizeof s);
-		any = any || s;
-		out[j] = ldexp((double)s, -64);	/* rounded once */
-	}
-	/* One node owns everything (all points at one position, or every
-	 * other arc empty): the node of point 0, whose arc is the circle. */
-	if (!any)
-		out[view_slot(ring, v, view_first(v))] = 1.0;
+		memset(out, 0, count * sizeof *out);
+	else
+		hr__view_shares(&ring->views[view], out, count);
 	return count;
 }
-
-#undef SUM_ARCS
 
 /* ---- two views: where owners differ -------------------------------------- */
 
@@ -210,15 +60,15 @@ struct walk {
 	uint32_t wrap_a, wrap_b;
 };
 
-/* The owners at points ia of a and ib of b (END: the wrap). */
+/* The owners at points ia of a and ib of b (VIEW_END: the wrap). */
 static inline uint32_t owner_a(const struct walk *w, size_t ia)
 {
-	return ia == END ? w->wrap_a : (uint32_t)view_slot(w->a, w->va, ia);
+	return ia == VIEW_END ? w->wrap_a : (uint32_t)view_slot(w->va, ia);
 }
 
 static inline uint32_t owner_b(const struct walk *w, size_t ib)
 {
-	return ib == END ? w->wrap_b : (uint32_t)view_slot(w->b, w->vb, ib);
+	return ib == VIEW_END ? w->wrap_b : (uint32_t)view_slot(w->vb, ib);
 }
 
 static inline bool same_owner(const struct walk *w, uint32_t na, uint32_t nb)
@@ -247,34 +97,6 @@ static void moved(struct walk *w, uint64_t x, uint64_t e, uint32_t na,
 }
 
 /*
- * From points ia of a and ib of b on, how many pairs in a row sit at one
- * position below `hi`, with one owner, and each alone at its position
- * (the padding ends both arrays, so looking one past is safe): the arcs up
- * to them have not moved.  Two-byte node numbers and a slot map only, the
- * rings of up to 65,536 nodes, where this loop is most of a walk.
- */
-static size_t same_run(const struct walk *w, size_t ia, size_t ib, uint64_t hi)
-{
-	const struct view *va = w->va, *vb = w->vb;
-	const uint64_t *pa, *pb;
-	const uint16_t *da, *db;
-	size_t n, k = 0;
-
-	/* Paged views are wide. */
-	if (va->wide || vb->wide || !w->map || ia == END || ib == END)
-		return 0;
-	pa = va->pos + ia;
-	pb = vb->pos + ib;
-	da = (const uint16_t *)va->node + ia;
-	db = (const uint16_t *)vb->node + ib;
-	n = va->npoints - ia < vb->npoints - ib ? va->npoints - ia : vb->npoints - ib;
-	while (k < n && pa[k] == pb[k] && pa[k] < hi && w->map[da[k]] == db[k] &&
-	       pa[k + 1] != pa[k] && pb[k + 1] != pb[k])
-		k++;
-	return k;
-}
-
-/*
  * The moved positions in [lo, hi], both views not empty.  Inside one
  * interval [x, e] between consecutive positions of both views each has one
  * owner, the node of its first point at or after x.
@@ -282,51 +104,53 @@ static size_t same_run(const struct walk *w, size_t ia, size_t ib, uint64_t hi)
 static void walk_span(struct walk *w, uint64_t lo, uint64_t hi)
 {
 	const struct view *va = w->va, *vb = w->vb;
-	size_t ia = at_lower(va, lo), ib = at_lower(vb, lo);
+	size_t ia = view_lower(va, lo), ib = view_lower(vb, lo);
 	uint64_t x = lo;
 
 	for (;;) {
-		size_t run = same_run(w, ia, ib, hi);
+		size_t run = w->map && ia != VIEW_END && ib != VIEW_END ?
+			view_same_run(va, ia, vb, ib, hi, w->map) : 0;
 		uint32_t na, nb;
 		uint64_t e = hi;
 
+		/* Points are indices where view_same_run() runs. */
 		if (run) {
 			ia += run;
 			ib += run;
-			x = va->pos[ia - 1] + 1;
-			ia = ia == va->npoints ? END : ia;
-			ib = ib == vb->npoints ? END : ib;
+			x = view_pos(va, ia - 1) + 1;
+			ia = ia == va->npoints ? VIEW_END : ia;
+			ib = ib == vb->npoints ? VIEW_END : ib;
 		}
 		na = owner_a(w, ia);
 		nb = owner_b(w, ib);
 
 		/* Long runs of equal points in rings a few changes apart: the
 		 * interval up to a shared point has not moved. */
-		while (ia != END && ib != END &&
+		while (ia != VIEW_END && ib != VIEW_END &&
 		       view_pos(va, ia) == view_pos(vb, ib) && view_pos(va, ia) < hi &&
 		       same_owner(w, na, nb)) {
 			x = view_pos(va, ia) + 1;
 			do
-				ia = at_next(va, ia);
-			while (ia != END && view_pos(va, ia) < x);
-			while (ib != END && view_pos(vb, ib) < x)
-				ib = at_next(vb, ib);
+				ia = view_after(va, ia);
+			while (ia != VIEW_END && view_pos(va, ia) < x);
+			while (ib != VIEW_END && view_pos(vb, ib) < x)
+				ib = view_after(vb, ib);
 			na = owner_a(w, ia);
 			nb = owner_b(w, ib);
 		}
-		if (ia != END && view_pos(va, ia) < e)
+		if (ia != VIEW_END && view_pos(va, ia) < e)
 			e = view_pos(va, ia);
-		if (ib != END && view_pos(vb, ib) < e)
+		if (ib != VIEW_END && view_pos(vb, ib) < e)
 			e = view_pos(vb, ib);
 		if (!same_owner(w, na, nb))
 			moved(w, x, e, na, nb);
 		if (e == hi)
 			return;
 		x = e + 1;
-		while (ia != END && view_pos(va, ia) < x)
-			ia = at_next(va, ia);
-		while (ib != END && view_pos(vb, ib) < x)
-			ib = at_next(vb, ib);
+		while (ia != VIEW_END && view_pos(va, ia) < x)
+			ia = view_after(va, ia);
+		while (ib != VIEW_END && view_pos(vb, ib) < x)
+			ib = view_after(vb, ib);
 	}
 }
 
@@ -334,21 +158,21 @@ static void walk_span(struct walk *w, uint64_t lo, uint64_t hi)
 static void walk_one(struct walk *w, const hr_ring *r, const struct view *v,
 		     bool from_v)
 {
-	uint32_t wrap = (uint32_t)view_slot(r, v, view_first(v));
+	uint32_t wrap = (uint32_t)view_slot(v, view_first(v));
 	uint64_t x = 0;
-	size_t i = at_lower(v, 0);
+	size_t i = view_lower(v, 0);
 
 	for (;;) {
-		uint32_t nd = i == END ? wrap : (uint32_t)view_slot(r, v, i);
-		uint64_t e = i == END ? UINT64_MAX : view_pos(v, i);
+		uint32_t nd = i == VIEW_END ? wrap : (uint32_t)view_slot(v, i);
+		uint64_t e = i == VIEW_END ? UINT64_MAX : view_pos(v, i);
 
 		moved(w, x, e, from_v ? nd : HR__NO_OWNER,
 		      from_v ? HR__NO_OWNER : nd);
 		if (e == UINT64_MAX)
 			return;
 		x = e + 1;
-		while (i != END && view_pos(v, i) < x)
-			i = at_next(v, i);
+		while (i != VIEW_END && view_pos(v, i) < x)
+			i = view_after(v, i);
 	}
 }
 
@@ -415,18 +239,17 @@ static bool moved_spans(const hr_ring *a, const hr_ring *b, hr_view view,
 				unsigned to = from + 64 < rn->vnodes ? from + 64 :
 					rn->vnodes;
 
-				rs[r]->pl->point_positions(rs[r], (uint32_t)i, from,
-							   to, p);
+				ring_points_of(rs[r], (uint32_t)i, from, to, p);
 				for (size_t q = 0; q < to - from; q++) {
 					uint64_t before, last;
 
-					if (pos_before(v, p[q].pos, &before)) {
+					if (view_pos_before(v, p[q].pos, &before)) {
 						sp[k++] = (struct span){ before + 1, p[q].pos };
 						continue;
 					}
 					/* The first point also owns the wrap. */
 					sp[k++] = (struct span){ 0, p[q].pos };
-					last = last_pos(v);
+					last = view_last_pos(v);
 					if (last < UINT64_MAX)
 						sp[k++] = (struct span){ last + 1, UINT64_MAX };
 				}
@@ -466,12 +289,12 @@ void hr__arcs_moved(const hr_ring *a, const hr_ring *b, hr_view view,
 	} else if (!vb || !vb->npoints) {
 		walk_one(&w, a, va, true);
 	} else {
-		w.wrap_a = (uint32_t)view_slot(a, va, view_first(va));
-		w.wrap_b = (uint32_t)view_slot(b, vb, view_first(vb));
+		w.wrap_a = (uint32_t)view_slot(va, view_first(va));
+		w.wrap_b = (uint32_t)view_slot(vb, view_first(vb));
 		w.map = map = hr__ring_slot_map(a, b);
 		/* Placed the same way: look only where points differ. */
-		if (map && a->pl == b->pl && a->pl->point_positions &&
-		    a->hash == b->hash && moved_spans(a, b, view, map, &sp, &n)) {
+		if (map && a->pl == b->pl && a->pl->by_index &&
+		    a->place.hash == b->place.hash && moved_spans(a, b, view, map, &sp, &n)) {
 			for (size_t i = 0; i < n; i++)
 				walk_span(&w, sp[i].lo, sp[i].hi);
 		} else {
@@ -505,7 +328,7 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 		return 1.0;
 	/* Rendezvous keys are not on arcs (docs/placement.md section 15). */
 	if (hr__ring_rendezvous(a) || hr__ring_rendezvous(b))
-		return hr__rdv_moved_share(a, b, view);
+		return hr__scores_moved_share(a, b, view);
 	hr__arcs_moved(a, b, view, sum_moved, &sum);
 	return hr__arc_share(&sum);
 }

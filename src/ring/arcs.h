@@ -1,39 +1,11 @@
-/* arcs.h - measuring the circle: arc lengths summed exactly, and the arcs
- * where two rings' owners differ (internal). */
+/* arcs.h - measuring the circle: the arcs where two rings' owners differ,
+ * and the share that moved (internal). */
 #ifndef HR_ARCS_H
 #define HR_ARCS_H
 
 #include "hashring.h"
 
-#include <math.h>
 #include <stdint.h>
-
-/* A sum of arc lengths on the 64-bit circle, in 128 bits (a whole circle
- * is 2^64), and its share of the circle. */
-typedef struct hr__arc_sum {
-	uint64_t hi, lo;
-} hr__arc_sum;
-
-static inline void hr__arc_add(hr__arc_sum *s, uint64_t len)
-{
-	s->lo += len;
-	if (s->lo < len)
-		s->hi++;
-}
-
-/* Adds the positions first .. last (inclusive, first <= last): up to the
- * whole circle. */
-static inline void hr__arc_add_span(hr__arc_sum *s, uint64_t first,
-				    uint64_t last)
-{
-	hr__arc_add(s, last - first);
-	hr__arc_add(s, 1);
-}
-
-static inline double hr__arc_share(const hr__arc_sum *s)
-{
-	return s->hi ? 1.0 : ldexp((double)s->lo, -64);
-}
 
 /* No owner: the view is empty. */
 #define HR__NO_OWNER UINT32_MAX

@@ -5,10 +5,11 @@
  */
 #include "diff.h"
 
+#include "arc_sum.h"
 #include "arcs.h"
 #include "error.h"
-#include "rendezvous.h"
 #include "ring.h"
+#include "scores_moved.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +114,8 @@ int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
 	/* Rendezvous keys are not on arcs: totals alone (docs/placement.md
 	 * section 15). */
 	if (hr__ring_rendezvous(old_ring) || hr__ring_rendezvous(new_ring)) {
-		rc = hr__rdv_totals(old_ring, new_ring, view, &d->totals,
-				    &d->ntotals);
+		rc = hr__scores_totals(old_ring, new_ring, view, &d->totals,
+				       &d->ntotals);
 		d->moved = hr_ring_moved_share(old_ring, new_ring, view);
 		if (rc) {
 			hr_diff_free(d);

@@ -7,7 +7,7 @@
 #include "node.h"
 
 #include "error.h"
-#include "placement.h"
+#include "placements.h"
 #include "ring_options.h"
 
 #include <math.h>

@@ -8,9 +8,6 @@
 
 #include <stdbool.h>
 
-/* Bytes of a valid id shown in a message about its node. */
-#define HR__ID_SHOWN 80
-
 /* Room for hr__show() of any string. */
 #define HR__SHOW_SIZE (64 * 4 + 8)
 

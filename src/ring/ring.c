@@ -1,11 +1,11 @@
 /*
  * ring.c - a built ring: references, accessors, lookups and preference
  * lists (docs/placement.md sections 4 and 5).  The hot path: nothing here
- * allocates or locks, and the search itself is inline in ring_impl.h.
+ * allocates or locks, and the search itself is inline in view.h.
  */
+#include "ring.h"
+
 #include "ring_impl.h"
-#include "ring_pages.h"
-#include "ring_view.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -31,14 +31,10 @@ void hr_ring_release(hr_ring *ring)
 		free(ring);
 		return;
 	}
-	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
-		if (ring->views[v].pages)
-			hr__pages_release(&ring->views[v]);
-		else
-			free(ring->views[v].mem);
-	}
-	hr__pages_release(&ring->all);
-	hr__pages_slab_drop(ring->slab);
+	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++)
+		hr__view_release(&ring->views[v]);
+	hr__view_release(&ring->all);
+	hr__slab_drop(ring->slab);
 	free(ring->handle_slot);
 	free(ring->shared);
 	free(ring->strings);
@@ -94,7 +90,7 @@ size_t hr__ring_bytes(const hr_ring *ring)
 		/* ring_build.c's copy_tokens(): all tokens in one block. */
 		bytes += rn->ntokens * sizeof *rn->tokens;
 	}
-	if (ring->all.pages) {
+	if (view_paged(&ring->all)) {
 		/* Paged: every page once in all, the views' own tables and
 		 * filtered pages besides (shared pages count in every ring
 		 * that has them). */
@@ -137,12 +133,12 @@ bool hr__ring_derived(const hr_ring *ring)
 
 bool hr__ring_paged(const hr_ring *ring)
 {
-	return ring && ring->all.pages;
+	return ring && view_paged(&ring->all);
 }
 
 bool hr__ring_rendezvous(const hr_ring *ring)
 {
-	return ring && ring->pl == &hr__placement_rendezvous;
+	return ring && ring->pl->kind == HR__PLACE_SCORES;
 }
 
 bool hr__ring_views_shared(const hr_ring *ring)
@@ -152,7 +148,7 @@ bool hr__ring_views_shared(const hr_ring *ring)
 
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring)
 {
-	return ring ? ring->vnodes_per_weight : 0;
+	return ring ? ring->place.vnodes_per_weight : 0;
 }
 
 size_t hr__ring_view_nodes(const hr_ring *ring, hr_view view)
@@ -200,6 +196,22 @@ unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node)
 	return i == SIZE_MAX ? 0 : ring->nodes[i].vnodes;
 }
 
+size_t hr_ring_node_tokens(const hr_ring *ring, const hr_node *node,
+			   const uint64_t **tokens)
+{
+	size_t slot = ring_slot(ring, node);
+	const struct ring_node *rn;
+
+	if (tokens)
+		*tokens = NULL;
+	if (slot == SIZE_MAX)
+		return 0;
+	rn = &ring->nodes[slot];
+	if (tokens)
+		*tokens = rn->tokens;
+	return rn->ntokens;
+}
+
 uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len)
 {
 	return ring_key_pos(ring, key, len);
@@ -218,12 +230,10 @@ int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 	if (!ring || !hr__valid_view(view))
 		return HR_EINVAL;
 	v = &ring->views[view];
-	if (v->pages ? PAGED_PAGE(i) >= v->npages ||
-		       PAGED_OFF(i) >= v->pages[PAGED_PAGE(i)]->n :
-		       i >= v->npoints)
+	if (!view_has_point(v, i))
 		return HR_EINVAL;
 	*pos = view_pos(v, i);
-	*node = view_slot(ring, v, i);
+	*node = view_slot(v, i);
 	return HR_OK;
 }
 
@@ -231,7 +241,7 @@ int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
 
 uint64_t hr_hash_key(const void *key, size_t len)
 {
-	return xxh3_key(key, len);
+	return hr__xxh3_key(key, len);
 }
 
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out)
@@ -257,15 +267,6 @@ int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
 }
 
 /* ---- preference lists ---------------------------------------------------- */
-
-/* The point after `i` in the walk for `pos`: clockwise, or for rendezvous
- * the next lower score. */
-static inline size_t view_next(const struct view *v, uint64_t pos, size_t i)
-{
-	if (__builtin_expect(v->rdv != NULL, 0))
-		return hr__rdv_next(v, pos, i);
-	return view_succ(v, i);
-}
 
 size_t hr__ring_view_next(const hr_ring *ring, hr_view view, uint64_t pos,
 			  size_t i)
@@ -310,7 +311,7 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 		r = v->nnodes;
 	i = view_find(v, pos);
 	for (size_t step = 0; step < v->npoints; step++) {
-		const struct ring_node *rn = &ring->nodes[view_slot(ring, v, i)];
+		const struct ring_node *rn = &ring->nodes[view_slot(v, i)];
 		const hr_node *nd = &rn->pub;
 
 		i = view_next(v, pos, i);

@@ -4,17 +4,10 @@
 #define HR_RING_H
 
 #include "hashring.h"
+#include "state.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* How a ring of a placement with point_positions keeps its points: flat
- * arrays, or pages (ring_pages.c); by default by their number. */
-typedef enum hr__layout {
-	HR__LAYOUT_AUTO = 0,
-	HR__LAYOUT_FLAT,
-	HR__LAYOUT_PAGED,
-} hr__layout;
 
 /* Whether the ring keeps its points in pages (for tests). */
 bool hr__ring_paged(const hr_ring *ring);
@@ -37,19 +30,6 @@ bool hr__ring_views_shared(const hr_ring *ring);
 
 /* True for a ring of rendezvous placement, whose keys are not on arcs. */
 bool hr__ring_rendezvous(const hr_ring *ring);
-
-/* Whether a node in `state` has points in `view`: the write view leaves
- * draining nodes out, the read view warming ones. */
-static inline bool hr__in_view(hr_state state, hr_view view)
-{
-	return view == HR_VIEW_WRITE ? state != HR_STATE_DRAINING :
-				       state != HR_STATE_WARMING;
-}
-
-static inline bool hr__valid_view(hr_view view)
-{
-	return view == HR_VIEW_WRITE || view == HR_VIEW_READ;
-}
 
 /* Releases `ring` and returns true if the caller holds its only reference;
  * otherwise returns false and changes nothing.  Sound only when nobody can

@@ -5,9 +5,7 @@
 #define HR_RING_BATCH_H
 
 #include "hashring.h"
-
-/* The largest pipeline distance hr__ring_lookup_batch_dist() takes. */
-#define HR__BATCH_DIST_MAX 32
+#include "view_batch.h"	/* HR__BATCH_DIST_MAX */
 
 /*
  * hr_ring_lookup_batch() with the pipeline distance given: key j is hashed

@@ -9,10 +9,12 @@
 
 #include "error.h"
 #include "node.h"
-#include "ring_impl.h"
+#include "pages.h"
+#include "placements.h"
 #include "ring_options.h"
-#include "ring_pages.h"
+#include "ring_points.h"
 #include "ring_stream.h"
+#include "ring_views.h"
 #include "settings.h"
 #include "tokens.h"
 
@@ -139,7 +141,7 @@ static int count_points(hr_ring *ring, hr_error *err)
 		if (rn->ntokens)
 			rn->vnodes = rn->ntokens;
 		else
-			rc = ring->pl->node_points(&rn->pub, ring->vnodes_per_weight,
+			rc = ring->pl->node_points(&rn->pub, ring->place.vnodes_per_weight,
 						   &rn->vnodes, err);
 		if (rc)
 			return rc;
@@ -282,7 +284,7 @@ static void compute_digest(hr_ring *ring)
 	unsigned char buf[DIGEST_CHUNK], *p = buf;
 
 	XXH3_64bits_reset(&st);
-	p += ring->pl->digest_opening(ring, p);
+	p += ring->pl->digest_opening(&ring->place, p);
 	put_u32(&p, (uint32_t)ring->nnodes);
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
@@ -357,12 +359,12 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 	atomic_init(&ring->refs, 1);
 	ring->revision = revision;
 	ring->nnodes = n;
-	ring->vnodes_per_weight = hr__vnodes_per_weight(opts);
-	ring->maglev_size = opts && opts->maglev_size ? opts->maglev_size :
+	ring->place.vnodes_per_weight = hr__vnodes_per_weight(opts);
+	ring->place.maglev_size = opts && opts->maglev_size ? opts->maglev_size :
 		HR_MAGLEV_SIZE_DEFAULT;
+	ring->place.hash = hash;
 	ring->pl = pl;
 	ring->key_pos = pl->key_pos;
-	ring->hash = hash;
 	/* A derived ring is laid out as the one it follows. */
 	ring->layout = layout == HR__LAYOUT_AUTO && prev ? prev->layout : layout;
 
@@ -376,9 +378,12 @@ static int assemble(const hr_ring *prev, const hr_node *const *nodes,
 		rc = number_zones(ring, err);
 	if (!rc)
 		compute_digest(ring);
+	if (!rc)
+		rc = pl->check ? pl->check(&ring->place, err) : HR_OK;
 	if (!rc) {
 		ring->pre = hr__ring_stream_take(stream, ring);
-		rc = pl->fill_views(ring, prev, err);
+		rc = pl->kind == HR__PLACE_POINTS ? hr__points_fill(ring, prev, err) :
+			hr__ring_views_each(ring, err);
 		/* Not taken: the ring was derived, or it failed. */
 		hr__pages_pre_free(ring->pre);
 		ring->pre = NULL;
@@ -447,7 +452,7 @@ int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
 		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
 	*out = NULL;
 	return assemble(prev, nodes, tokens, n, in_order, opts, revision,
-			prev ? prev->hash : xxh3_hash, HR__LAYOUT_AUTO, stream, out, err);
+			prev ? prev->place.hash : xxh3_hash, HR__LAYOUT_AUTO, stream, out, err);
 }
 
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
@@ -471,7 +476,7 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 		    hr_ring **out, hr_error *err)
 {
 	return build_checked(prev, nodes, n, opts, revision,
-			     prev ? prev->hash : xxh3_hash, HR__LAYOUT_AUTO, out, err);
+			     prev ? prev->place.hash : xxh3_hash, HR__LAYOUT_AUTO, out, err);
 }
 
 void hr__ring_options_of(const hr_ring *ring, hr_ring_options *out)
@@ -479,8 +484,8 @@ void hr__ring_options_of(const hr_ring *ring, hr_ring_options *out)
 	const hr__placement *pl;
 
 	hr_ring_options_init(out);
-	out->vnodes_per_weight = ring->vnodes_per_weight;
-	out->maglev_size = ring->maglev_size;
+	out->vnodes_per_weight = ring->place.vnodes_per_weight;
+	out->maglev_size = ring->place.maglev_size;
 	for (out->placement = 0; hr__placement_get(out, &pl, NULL) == 0; out->placement++)
 		if (pl == ring->pl)
 			return;

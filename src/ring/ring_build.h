@@ -5,8 +5,8 @@
 #define HR_RING_BUILD_H
 
 #include "hashring.h"
-#include "placement.h"
 #include "ring.h"
+#include "ring_impl.h"	/* hr__layout, hr__point_hash_fn */
 
 #include <stdbool.h>
 
@@ -18,7 +18,7 @@ int hr__ring_build_hashed(const hr_node *nodes, size_t n,
 			  const hr_ring_options *opts, uint64_t revision,
 			  hr__point_hash_fn hash, hr_ring **out, hr_error *err);
 
-/* hr__ring_build_hashed() with its points' layout chosen (ring_impl.h);
+/* hr__ring_build_hashed() with its points' layout chosen (hr__layout);
  * the rings derived from it keep it.  Tests compare the two layouts on the
  * same rings. */
 int hr__ring_build_layout(const hr_node *nodes, size_t n,

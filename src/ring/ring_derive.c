@@ -12,7 +12,7 @@
 
 #include "error.h"
 #include "ring_match.h"
-#include "ring_view.h"
+#include "ring_views.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +28,7 @@ static int union_points(const hr_ring *ring, struct view *u)
 	const struct view *b = &ring->views[HR_VIEW_READ];
 	size_t i = 0, j = 0, k = 0;
 
-	if (hr__view_alloc(ring, u, ring->npoints) != HR_OK)
+	if (hr__view_alloc(u, ring->npoints, ring_wide(ring)) != HR_OK)
 		return HR_ENOMEM;
 	while (i < a->npoints || j < b->npoints) {
 		struct point pa = { UINT64_MAX, UINT32_MAX }, pb = pa;
@@ -128,8 +128,8 @@ int hr__points_derive(hr_ring *ring, const hr_ring *prev, struct view *all,
 
 	*done = false;
 	/* The big block first, while the block of the ring freed last is
-	 * still whole (see block_size in ring_view.c). */
-	if (hr__view_alloc(ring, all, ring->npoints))
+	 * still whole (see block_size in view.c). */
+	if (hr__view_alloc(all, ring->npoints, ring_wide(ring)))
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	map = hr__ring_slot_map(prev, ring);
 	kept = calloc(ring->nnodes ? ring->nnodes : 1, sizeof *kept);
@@ -163,7 +163,7 @@ int hr__points_derive(hr_ring *ring, const hr_ring *prev, struct view *all,
 	for (uint32_t n = 0; n < ring->nnodes; n++) {
 		unsigned vnodes = ring->nodes[n].vnodes;
 
-		ring->pl->point_positions(ring, n, kept[n], vnodes, fresh + f);
+		ring_points_of(ring, n, kept[n], vnodes, fresh + f);
 		f += vnodes - kept[n];
 	}
 	/* Stable: equal positions stay in node order, as placed. */

@@ -6,8 +6,8 @@
 
 /*
  * Fills `all` with every point of `ring` (its nodes and vnodes set) from
- * the points of `prev`, placed the same way (same placement, with
- * point_positions, vnodes_per_weight and point hash), and the positions of
+ * the points of `prev`, placed the same way (same placement, of points by
+ * index, vnodes_per_weight and point hash; flat), and the positions of
  * the new vnodes merged in: the points a full placement would give, in the
  * same order.  Sets *done to false, leaving `all` empty, when placing
  * everything is the cheaper way (over a quarter of the points are new, as

@@ -1,6 +1,6 @@
 /*
  * ring_match.c - the nodes of two rings matched by id: what a derived ring
- * keeps of the previous one (ring_derive.c, ring_pages.c) and whose arcs
+ * keeps of the previous one (ring_derive.c, pages_derive.c) and whose arcs
  * moved between two rings (arcs.c).
  */
 #include "ring_match.h"

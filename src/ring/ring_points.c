@@ -1,15 +1,17 @@
 /*
- * ring_points.c - the views of a placement whose points depend on their
- * node alone (placement.h, point_positions; XXH3 today): every point
- * placed and sorted, or derived from the previous ring when that is
- * cheaper, then the write and read views taken from them.
+ * ring_points.c - the views of a placement of points (placement.h,
+ * HR__PLACE_POINTS: XXH3, tokens): every point placed and sorted, or, for
+ * a placement whose points depend on their node's id and index alone,
+ * derived from the previous ring when that is cheaper; big rings of those
+ * in pages (pages.h).  Then the write and read views taken from them.
  */
 #include "ring_points.h"
 
 #include "error.h"
+#include "pages.h"
 #include "ring_derive.h"
-#include "ring_pages.h"
-#include "ring_view.h"
+#include "ring_views.h"
+#include "state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,8 +95,7 @@ static void sort_into(struct view *v, size_t base, struct point *in, size_t m,
  * cost (a page fault and a zeroed page per page first touched), so
  * nothing as large as the ring is allocated besides the view.  HR_ENOMEM.
  */
-static int sort_grouped(hr_ring *ring, struct view *all,
-			hr__point_positions_fn positions)
+static int sort_grouped(hr_ring *ring, struct view *all)
 {
 	enum { PARTS = 1 << PART_BITS, SHIFT = 64 - PART_BITS };
 	/* A big ring has at least 2^16 buckets: sub > 0. */
@@ -115,7 +116,7 @@ static int sort_grouped(hr_ring *ring, struct view *all,
 				unsigned to = vnodes - from > PLACE_CHUNK ?
 					      from + PLACE_CHUNK : vnodes;
 
-				positions(ring, j, from, to, chunk);
+				ring_points_of(ring, j, from, to, chunk);
 				for (unsigned i = 0; i < to - from; i++) {
 					size_t g = chunk[i].pos >> SHIFT, at;
 
@@ -158,8 +159,7 @@ out:
 
 /* A small ring's points: placed as they come into one scratch array,
  * then sorted straight into the view.  HR_ENOMEM. */
-static int sort_placed(hr_ring *ring, struct view *all,
-		       hr__point_positions_fn positions)
+static int sort_placed(hr_ring *ring, struct view *all)
 {
 	size_t n = ring->npoints, buckets = (size_t)1 << (64 - all->shift), p = 0;
 	struct point *raw = malloc((n ? n : 1) * sizeof *raw);
@@ -173,7 +173,7 @@ static int sort_placed(hr_ring *ring, struct view *all,
 	for (uint32_t j = 0; j < ring->nnodes; j++) {
 		unsigned vnodes = ring->nodes[j].vnodes;
 
-		positions(ring, j, 0, vnodes, raw + p);
+		ring_points_of(ring, j, 0, vnodes, raw + p);
 		p += vnodes;
 	}
 	sort_into(all, 0, raw, n, all->index, count, buckets);
@@ -184,29 +184,29 @@ static int sort_placed(hr_ring *ring, struct view *all,
 
 /* Places every point into `all` and sorts it (positions are uniform, so
  * counting sorts on the top bits do most of it). */
-static int build_points(hr_ring *ring, struct view *all,
-			hr__point_positions_fn positions, hr_error *err)
+static int build_points(hr_ring *ring, struct view *all, hr_error *err)
 {
 	int rc;
 
-	if (hr__view_alloc(ring, all, ring->npoints) != HR_OK)
+	if (hr__view_alloc(all, ring->npoints, ring_wide(ring)) != HR_OK)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	all->nnodes = ring->nnodes;
 	if (ring->npoints * sizeof(struct point) >= HR__BIG_BLOCK)
-		rc = sort_grouped(ring, all, positions);
+		rc = sort_grouped(ring, all);
 	else
-		rc = sort_placed(ring, all, positions);
+		rc = sort_placed(ring, all);
 	if (rc)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	return HR_OK;
 }
 
-/* Whether `prev` (may be NULL) has points placed as `ring` places them. */
+/* Whether `prev` (may be NULL) has points placed as `ring` places them,
+ * by their node's id and index. */
 static bool placed_alike(const hr_ring *ring, const hr_ring *prev)
 {
-	return prev && prev->nnodes && prev->pl == ring->pl &&
-	       prev->vnodes_per_weight == ring->vnodes_per_weight &&
-	       prev->hash == ring->hash;
+	return prev && prev->nnodes && prev->pl == ring->pl && ring->pl->by_index &&
+	       prev->place.vnodes_per_weight == ring->place.vnodes_per_weight &&
+	       prev->place.hash == ring->place.hash;
 }
 
 /* Derived from `prev` when it was placed the same way and that is
@@ -217,13 +217,13 @@ static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
 	bool done = false;
 	int rc;
 
-	if (placed_alike(ring, prev) && !prev->all.pages) {
+	if (placed_alike(ring, prev) && !view_paged(&prev->all)) {
 		rc = hr__points_derive(ring, prev, all, &done, err);
 		ring->derived = done;
 		if (rc || done)
 			return rc;
 	}
-	return build_points(ring, all, ring->pl->point_positions, err);
+	return build_points(ring, all, err);
 }
 
 /* Both views from `all`, every point placed: `all` itself when a view
@@ -231,9 +231,9 @@ static int place_points(hr_ring *ring, const hr_ring *prev, struct view *all,
 static int take_views(hr_ring *ring, struct view all, int rc, hr_error *err)
 {
 	if (!rc)
-		rc = hr__view_subset(ring, &all, HR_VIEW_WRITE, err);
+		rc = hr__ring_view_subset(ring, &all, HR_VIEW_WRITE, err);
 	if (!rc)
-		rc = hr__view_subset(ring, &all, HR_VIEW_READ, err);
+		rc = hr__ring_view_subset(ring, &all, HR_VIEW_READ, err);
 	if (rc || (ring->views[HR_VIEW_WRITE].mem && ring->views[HR_VIEW_READ].mem))
 		free(all.mem);
 	else
@@ -256,22 +256,57 @@ static int fill_paged(hr_ring *ring, const hr_ring *prev, hr_error *err)
 	return rc ? rc : hr__pages_views(ring, err);
 }
 
+static bool draining(const hr_ring *ring, const struct view *v, size_t i)
+{
+	return ring->nodes[view_node(v, i)].pub.state == HR_STATE_DRAINING;
+}
+
+/*
+ * Points at one position in flat view `v`: a draining node's first, then
+ * by id (placement.h, draining_first), so that a leaver keeps the reads of
+ * a token it has handed to an heir, whose point at it takes the writes
+ * (the write view has no draining node).  Such runs are short and rare:
+ * insertion, moving only node numbers.
+ */
+static void draining_first(const hr_ring *ring, struct view *v)
+{
+	for (size_t i = 1; i < v->npoints; i++) {
+		size_t b = i - 1;
+
+		if (v->pos[i] != v->pos[b])
+			continue;
+		for (; i < v->npoints && v->pos[i] == v->pos[b]; i++) {
+			uint32_t node = view_node(v, i);
+			size_t k = i;
+
+			if (!draining(ring, v, i))
+				continue;
+			for (; k > b && !draining(ring, v, k - 1); k--)
+				view_set_node(v, k, view_node(v, k - 1));
+			view_set_node(v, k, node);
+		}
+	}
+}
+
 int hr__points_fill(hr_ring *ring, const hr_ring *prev, hr_error *err)
 {
 	struct view all = { 0 };
 	int rc;
 
-	if (hr__pages_wanted(ring))
+	if (ring->pl->by_index && hr__pages_wanted(ring))
 		return fill_paged(ring, prev, err);
-	rc = place_points(ring, prev, &all, err);
-	return take_views(ring, all, rc, err);
-}
-
-int hr__points_fill_fresh(hr_ring *ring, hr__point_positions_fn positions,
-			  hr_error *err)
-{
-	struct view all = { 0 };
-	int rc = build_points(ring, &all, positions, err);
-
-	return take_views(ring, all, rc, err);
+	/* Points that follow more than their node's id and index (tokens)
+	 * are placed afresh. */
+	rc = ring->pl->by_index ? place_points(ring, prev, &all, err) :
+		build_points(ring, &all, err);
+	rc = take_views(ring, all, rc, err);
+	if (!rc && ring->pl->draining_first) {
+		for (size_t j = 0; j < ring->nnodes; j++) {
+			if (ring->nodes[j].pub.state == HR_STATE_DRAINING) {
+				draining_first(ring, &ring->views[HR_VIEW_READ]);
+				break;
+			}
+		}
+	}
+	return rc;
 }

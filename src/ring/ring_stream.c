@@ -5,12 +5,13 @@
  * a second thread, page by page of the nodes as etcd hands them over, the
  * points are ready soon after the last page; the build checks that its
  * nodes are the ones placed and only sorts their points into pages
- * (ring_pages.c, hr__pages_pre).
+ * (pages_build.c, hr__pages_pre).
  */
 #include "ring_stream.h"
 
 #include "node.h"
-#include "ring_pages.h"
+#include "pages.h"
+#include "placements.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -70,25 +71,22 @@ static void spoil(hr__ring_stream *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* Places the points of nodes[0 .. n), which take slots from `slot` on:
- * through a ring of the one node at a time, as a placement with
- * point_positions places a node's points from its id alone. */
+/* Places the points of nodes[0 .. n), which take slots from `slot` on, as
+ * a placement of points by index places a node's points from its id
+ * alone. */
 static bool place(hr__ring_stream *s, const struct entry *nodes, size_t n, uint32_t slot)
 {
-	struct ring_node one = { 0 };
-	hr_ring shell = { .pl = s->pl, .hash = s->hash, .nnodes = 1, .nodes = &one };
+	const hr__place_opts opts = { s->vnodes_per_weight, 0, s->hash };
 	struct point chunk[CHUNK];
 
 	for (size_t i = 0; i < n; i++, slot++) {
-		one.pub.id = nodes[i].id;
-		one.id_len = (uint16_t)nodes[i].len;
+		const hr__place_node node = { nodes[i].id, nodes[i].len, NULL, 0 };
+
 		for (unsigned from = 0; from < nodes[i].vnodes; from += CHUNK) {
 			unsigned to = nodes[i].vnodes - from > CHUNK ? from + CHUNK :
 								     nodes[i].vnodes;
 
-			s->pl->point_positions(&shell, 0, from, to, chunk);
-			for (unsigned k = 0; k < to - from; k++)
-				chunk[k].node = slot;
+			s->pl->point_positions(&opts, &node, slot, from, to, chunk);
 			if (!hr__pages_pre_place(s->pre, chunk, to - from))
 				return false;
 		}
@@ -147,13 +145,13 @@ hr__ring_stream *hr__ring_stream_open(const hr_ring *prev, const hr_ring_options
 	hr__ring_stream *s;
 
 	if (!prev || !expect_nodes || hr__placement_get(opts, &pl, NULL) ||
-	    !pl->point_positions)
+	    pl->kind != HR__PLACE_POINTS || !pl->by_index)
 		return NULL;
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return NULL;
 	s->pl = pl;
-	s->hash = prev->hash;
+	s->hash = prev->place.hash;
 	s->vnodes_per_weight = hr__vnodes_per_weight(opts);
 	s->expect_nodes = expect_nodes;
 	pthread_mutex_init(&s->mu, NULL);
@@ -247,7 +245,7 @@ hr__pages_pre *hr__ring_stream_take(hr__ring_stream *s, const hr_ring *ring)
 	finish(s);
 	pre = s->pre;
 	s->pre = NULL;
-	same = pre && !s->spoiled && ring->pl == s->pl && ring->hash == s->hash &&
+	same = pre && !s->spoiled && ring->pl == s->pl && ring->place.hash == s->hash &&
 	       ring->nnodes == s->n;
 	for (size_t j = 0; same && j < ring->nnodes; j++) {
 		const struct ring_node *rn = &ring->nodes[j];

@@ -1,7 +1,6 @@
 /* state.c - the node states by name, as records, the CLI and the settings
- * readers (config.c) write and read them.  Not in node.c: node.c reads
- * ring options through config.c, which would then depend on it in turn. */
-#include "hashring.h"
+ * readers write and read them; state.h says which views each state is in. */
+#include "state.h"
 
 #include <string.h>
 

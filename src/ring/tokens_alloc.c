@@ -27,6 +27,7 @@
 #include "error.h"
 #include "node.h"
 #include "ring_impl.h"
+#include "state.h"
 #include "tokens.h"
 
 #include <math.h>
@@ -138,13 +139,13 @@ static size_t view_arcs(const hr_ring *ring, uint32_t skip, struct arc *arcs)
 	size_t n = 0, last = SIZE_MAX, i = view_first(v);
 
 	for (size_t k = 0; k < v->npoints; k++, i = view_succ(v, i))
-		if (view_slot(ring, v, i) != skip)
+		if (view_slot(v, i) != skip)
 			last = i;
 	if (last == SIZE_MAX)
 		return 0;
 	i = view_first(v);
 	for (size_t k = 0, prev = last; k < v->npoints; k++, i = view_succ(v, i)) {
-		uint32_t node = (uint32_t)view_slot(ring, v, i);
+		uint32_t node = (uint32_t)view_slot(v, i);
 		uint64_t pos = view_pos(v, i), prev_pos = view_pos(v, prev);
 
 		if (node == skip)

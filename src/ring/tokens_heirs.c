@@ -14,8 +14,8 @@
  * it leads to are).
  */
 #include "error.h"
-#include "node.h"
 #include "ring_impl.h"
+#include "state.h"
 
 #include <stdlib.h>
 
@@ -50,31 +50,35 @@ static void measure(const hr_ring *ring, uint32_t slot, struct lot *lots,
 	const struct view *v = &ring->views[HR_VIEW_WRITE];
 	const struct ring_node *rn = &ring->nodes[slot];
 	bool first = rn->pub.state == HR_STATE_DRAINING;
-	size_t i = 0, k = 0, total = v->npoints + rn->ntokens, seen = 0;
+	/* The view's point `at`, the i-th in ring order; the leaver's k-th
+	 * token. */
+	size_t at = view_first(v), i = 0, k = 0, total = v->npoints + rn->ntokens, seen = 0;
 	uint64_t prev = 0, first_pos = 0;
 	double *first_len = NULL;
 
 	while (seen < total) {
-		uint32_t node;
 		uint64_t pos;
 		double *len;
 
-		while (i < v->npoints && view_node(v, i) == slot) {
+		while (i < v->npoints && view_slot(v, at) == slot) {
+			at = view_succ(v, at);
 			i++;
 			total--;
 		}
 		if (seen == total)
 			break;
 		if (k < rn->ntokens &&
-		    (i == v->npoints || rn->tokens[k] < v->pos[i] ||
-		     (rn->tokens[k] == v->pos[i] && (first || slot < view_node(v, i))))) {
+		    (i == v->npoints || rn->tokens[k] < view_pos(v, at) ||
+		     (rn->tokens[k] == view_pos(v, at) &&
+		      (first || slot < view_slot(v, at))))) {
 			pos = rn->tokens[k];
 			lots[k] = (struct lot){ pos, 0, (uint32_t)k };
 			len = &lots[k++].len;
 		} else {
-			pos = v->pos[i];
-			node = view_node(v, i++);
-			len = &load[node];
+			pos = view_pos(v, at);
+			len = &load[view_slot(v, at)];
+			at = view_succ(v, at);
+			i++;
 		}
 		if (!seen++) {
 			first_pos = pos;

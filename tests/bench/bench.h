@@ -62,6 +62,7 @@ typedef struct hrb_report {
 typedef struct hrb_args {
 	int json;
 	int lookups_only;	/* no etcd: skips propagation and idle */
+	int placement;		/* an hr_placement: the lookups' rings */
 	int puts;
 	int nodes;
 	int idle_ms;

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PREFIX "/bench/big/"
@@ -244,6 +245,82 @@ out:
 	return ms;
 }
 
+/* ---- lookups on the big ring ------------------------------------------------ */
+
+#define KEY_LEN 16
+#define LOOKUP_KEYS (1u << 20)	/* 16 MiB of keys, far more than the caches */
+#define LOOKUP_ROUNDS 7
+#define LOOKUP_OPS 200000
+#define BATCH_KEYS 128
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* hr_ring_lookup() and hr_ring_lookup_batch() (BATCH_KEYS keys a call) on
+ * `ring`, random keys in turn from a pool far larger than the caches: ns
+ * of thread CPU time per key, the median of LOOKUP_ROUNDS rounds with
+ * the two in turn. */
+static void measure_lookups(const hr_ring *ring, hrb_big_report *b)
+{
+	unsigned char *keys = malloc((size_t)LOOKUP_KEYS * KEY_LEN);
+	double one[LOOKUP_ROUNDS], batch[LOOKUP_ROUNDS];
+	const void *ptrs[BATCH_KEYS];
+	size_t lens[BATCH_KEYS];
+	hr_batch_owner out[BATCH_KEYS];
+	uint64_t x = 0x9e3779b97f4a7c15u, answers = 0;
+	size_t at = 0;
+
+	if (!keys)
+		return;
+	for (size_t i = 0; i < (size_t)LOOKUP_KEYS * KEY_LEN / 8; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(keys + i * 8, &x, 8);
+	}
+	for (size_t k = 0; k < BATCH_KEYS; k++)
+		lens[k] = KEY_LEN;
+	for (int r = 0; r < LOOKUP_ROUNDS; r++) {
+		int64_t t0 = thread_cpu_ns();
+
+		for (size_t i = 0; i < LOOKUP_OPS; i++, at = (at + 1) % LOOKUP_KEYS) {
+			hr_lookup l;
+
+			hr_ring_lookup(ring, keys + at * KEY_LEN, KEY_LEN, &l);
+			answers += (uintptr_t)l.node;
+		}
+		one[r] = (double)(thread_cpu_ns() - t0) / LOOKUP_OPS;
+		t0 = thread_cpu_ns();
+		for (size_t i = 0; i < LOOKUP_OPS / BATCH_KEYS; i++) {
+			for (size_t k = 0; k < BATCH_KEYS; k++, at = (at + 1) % LOOKUP_KEYS)
+				ptrs[k] = keys + at * KEY_LEN;
+			hr_ring_lookup_batch(ring, ptrs, lens, BATCH_KEYS, out, NULL);
+			answers += out[0].node;
+		}
+		batch[r] = (double)(thread_cpu_ns() - t0) /
+			   (double)(LOOKUP_OPS / BATCH_KEYS * BATCH_KEYS);
+	}
+	qsort(one, LOOKUP_ROUNDS, sizeof *one, cmp_double);
+	qsort(batch, LOOKUP_ROUNDS, sizeof *batch, cmp_double);
+	b->lookup_ns = one[LOOKUP_ROUNDS / 2];
+	b->lookup_batch_ns = batch[LOOKUP_ROUNDS / 2];
+	if (answers == 42)
+		fprintf(stderr, " ");	/* keeps the answers alive */
+	free(keys);
+}
+
 /* ---- the CLI --------------------------------------------------------------- */
 
 /* Runs argv (the hashring binary) with stdout on /dev/null; the wall time
@@ -329,6 +406,7 @@ static void measure_diff(hrb_report *r, hrb_big_report *b)
 		goto out;
 	}
 	b->ring_mb = (heap_bytes() - heap0) / 1048576.0;
+	measure_lookups(ra, b);
 	if (hr_ring_load_file(new, NULL, &rb, &err)) {
 		hrb_note(r, "big: %s", err.message);
 		goto out;
@@ -477,6 +555,7 @@ static void init_report(hrb_big_report *b, const hrb_args *a)
 	init_change(&b->weight);
 	init_change(&b->del);
 	b->cli_nodes_ms = b->cli_diff_ms = b->diff_load_ms = b->diff_ms = NAN;
+	b->lookup_ns = b->lookup_batch_ns = NAN;
 	b->rss_before_mb = b->rss_synced_mb = b->rss_changes_mb = NAN;
 	b->heap_synced_mb = b->bytes_per_node = b->ring_mb = NAN;
 }
@@ -617,6 +696,8 @@ void hrb_big_print_text(const hrb_big_report *b)
 	printf("  hashring nodes                %10.1f ms\n", b->cli_nodes_ms);
 	printf("  hashring diff OLD NEW         %10.1f ms  (in process: load and build"
 	       " %.1f ms, diff %.1f ms)\n", b->cli_diff_ms, b->diff_load_ms, b->diff_ms);
+	printf("Lookups on the ring built offline: hr_ring_lookup %.1f ns, hr_ring_lookup_batch"
+	       " %.1f ns per key\n", b->lookup_ns, b->lookup_batch_ns);
 	printf("Memory: RSS %.1f MiB before open, %.1f MiB after the sync, %.1f MiB after"
 	       " the changes\n", b->rss_before_mb, b->rss_synced_mb, b->rss_changes_mb);
 	printf("  heap held after the sync %.1f MiB (%.0f bytes per node); one ring %.1f MiB\n",
@@ -668,6 +749,9 @@ void hrb_big_print_json(const hrb_big_report *b)
 	num("diff_ms", b->cli_diff_ms, 0);
 	num("diff_load_in_process_ms", b->diff_load_ms, 0);
 	num("diff_in_process_ms", b->diff_ms, 0);
+	printf("},\"lookups\":{");
+	num("ring_ns", b->lookup_ns, 1);
+	num("batch_ring_ns", b->lookup_batch_ns, 0);
 	printf("},\"memory\":{");
 	num("rss_before_mb", b->rss_before_mb, 1);
 	num("rss_synced_mb", b->rss_synced_mb, 0);

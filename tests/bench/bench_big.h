@@ -40,6 +40,9 @@ typedef struct hrb_big_report {
 	double cli_diff_ms;       /* hashring diff OLD NEW (members files)  */
 	double diff_load_ms;      /* in process: both files parsed and built */
 	double diff_ms;           /* in process: hr_ring_diff, write view   */
+	/* On the first of those rings (paged from 262,144 points on): ns per
+	 * key of hr_ring_lookup() and of hr_ring_lookup_batch(). */
+	double lookup_ns, lookup_batch_ns;
 	/* Memory of this process (the watcher's), in MiB. */
 	double rss_before_mb, rss_synced_mb;
 	double rss_changes_mb;    /* 1 s after the last change              */

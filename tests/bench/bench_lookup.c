@@ -23,6 +23,11 @@
  *              (HRB_SAMPLE in the environment sets the client's
  *              hot_key_sample, to time the sampling too).
  *
+ * The rings are of one placement (--placement; XXH3 by default): the
+ * textbook search and libmemcached are measured beside XXH3 rings only,
+ * and placements whose lookups cost more (ketama's MD5, rendezvous'
+ * scores of every node) run fewer lookups per round.
+ *
  * Keys are 16 random bytes taken in turn from a pool far larger than the
  * caches.  "Throughput" runs independent lookups; the "dependent chain"
  * picks each key from the previous answer, so it measures latency.
@@ -234,16 +239,24 @@ static int mc_try(int servers)
  * them warm (the keys stay cold: they come from the 32 MiB pool).
  */
 #define WARM_OPS 50000
+
+/* Rounds of fewer lookups than WARM_OPS warm up with as many. */
+static size_t warm_ops(size_t ops)
+{
+	return ops < WARM_OPS ? ops : WARM_OPS;
+}
+
 #define TIMED_LOOPS(name, ctx_t, CALL, TOKEN)                                 \
 	static __attribute__((unused)) double thru_##name(ctx_t ctx, const struct keypool *kp,       \
 				  size_t ops, uint64_t *sink)                  \
 	{                                                                     \
 		int64_t t0 = 0;                                               \
 		uint64_t s = 0;                                               \
-		for (size_t i = 0; i < WARM_OPS + ops; i++) {                 \
+		size_t warm = warm_ops(ops);                                  \
+		for (size_t i = 0; i < warm + ops; i++) {                     \
 			const unsigned char *key =                            \
 				kp->keys + (i & kp->mask) * KEY_LEN;          \
-			if (i == WARM_OPS)                                    \
+			if (i == warm)                                        \
 				t0 = cpu_now_ns();                            \
 			CALL;                                                 \
 			s += (TOKEN);                                         \
@@ -255,10 +268,10 @@ static int mc_try(int servers)
 				 size_t ops, uint64_t *sink)                   \
 	{                                                                     \
 		int64_t t0 = 0;                                               \
-		size_t at = 0;                                                \
-		for (size_t i = 0; i < WARM_OPS + ops; i++) {                 \
+		size_t at = 0, warm = warm_ops(ops);                          \
+		for (size_t i = 0; i < warm + ops; i++) {                     \
 			const unsigned char *key = kp->keys + at * KEY_LEN;   \
-			if (i == WARM_OPS)                                    \
+			if (i == warm)                                        \
 				t0 = cpu_now_ns();                            \
 			CALL;                                                 \
 			at = (at + 1 + ((TOKEN) & 1)) & kp->mask;             \
@@ -303,7 +316,7 @@ static double thru_batch(const struct batch_ctx *b, const struct keypool *kp,
 	const void *ptrs[HRB_BATCH_KEYS];
 	size_t lens[HRB_BATCH_KEYS];
 	hr_batch_owner out[HRB_BATCH_KEYS];
-	size_t warm = WARM_OPS / HRB_BATCH_KEYS, calls = ops / HRB_BATCH_KEYS;
+	size_t warm = warm_ops(ops) / HRB_BATCH_KEYS, calls = ops / HRB_BATCH_KEYS;
 	int64_t t0 = 0;
 	uint64_t s = 0;
 
@@ -470,14 +483,26 @@ static double two_threads(hr_client *c, hr_ring *a, hr_ring *b,
 
 /* ---- rings ---------------------------------------------------------------- */
 
+/* The nodes of a ring, and the placement and vnodes they are placed with:
+ * with HR_PLACEMENT_TOKENS, `vnodes` random tokens each. */
 struct nodes {
 	hr_node *v;
 	char (*ids)[32];
 	char (*addrs)[32];
+	hr_placement placement;
+	int vnodes;
+	uint64_t *tokens;
+	const uint64_t **token_of;
+	size_t *ntokens;
 };
 
-static int nodes_make(struct nodes *ns, int n)
+static int nodes_make(struct nodes *ns, int n, hr_placement placement, int vnodes)
 {
+	uint64_t x = 0x2545f4914f6cdd1du;
+
+	memset(ns, 0, sizeof *ns);
+	ns->placement = placement;
+	ns->vnodes = vnodes;
 	ns->v = calloc((size_t)n, sizeof *ns->v);
 	ns->ids = calloc((size_t)n, sizeof *ns->ids);
 	ns->addrs = calloc((size_t)n, sizeof *ns->addrs);
@@ -490,6 +515,24 @@ static int nodes_make(struct nodes *ns, int n)
 		ns->v[i] = (hr_node){ ns->ids[i], ns->addrs[i], NULL, 1.0,
 				      HR_STATE_ACTIVE };
 	}
+	if (placement != HR_PLACEMENT_TOKENS)
+		return 0;
+	ns->tokens = malloc((size_t)n * (size_t)vnodes * sizeof *ns->tokens);
+	ns->token_of = malloc((size_t)n * sizeof *ns->token_of);
+	ns->ntokens = malloc((size_t)n * sizeof *ns->ntokens);
+	if (!ns->tokens || !ns->token_of || !ns->ntokens)
+		return -1;
+	/* xorshift64: distinct tokens, spread like hashed points */
+	for (size_t k = 0; k < (size_t)n * (size_t)vnodes; k++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		ns->tokens[k] = x;
+	}
+	for (int i = 0; i < n; i++) {
+		ns->token_of[i] = ns->tokens + (size_t)i * (size_t)vnodes;
+		ns->ntokens[i] = (size_t)vnodes;
+	}
 	return 0;
 }
 
@@ -498,6 +541,34 @@ static void nodes_free(struct nodes *ns)
 	free(ns->v);
 	free(ns->ids);
 	free(ns->addrs);
+	free(ns->tokens);
+	free(ns->token_of);
+	free(ns->ntokens);
+}
+
+/* The ring of the first `n` nodes of `ns`, at `revision`; 0 or -1. */
+static int ring_make(const struct nodes *ns, int n, uint64_t revision, hr_ring **out)
+{
+	hr_ring_options opts;
+
+	hr_ring_options_init(&opts);
+	opts.vnodes_per_weight = (unsigned)ns->vnodes;
+	opts.placement = ns->placement;
+	if (ns->placement == HR_PLACEMENT_TOKENS)
+		return hr_ring_build_tokens(ns->v, ns->token_of, ns->ntokens, (size_t)n,
+					    &opts, revision, out, NULL) ? -1 : 0;
+	return hr_ring_build(ns->v, (size_t)n, &opts, revision, out, NULL) ? -1 : 0;
+}
+
+/* How many times an XXH3 ring's lookup one of `placement` costs, about:
+ * its rounds run that many times fewer lookups. */
+static size_t lookup_cost(hr_placement placement, int nodes)
+{
+	if (placement == HR_PLACEMENT_KETAMA)
+		return 8;		/* MD5 of the key */
+	if (placement == HR_PLACEMENT_RENDEZVOUS)
+		return nodes > 2 ? (size_t)nodes : 2;	/* a score per node */
+	return 1;
 }
 
 static size_t heap_in_use(void)
@@ -509,10 +580,8 @@ static size_t heap_in_use(void)
 
 /* Median build time in ms; *bytes gets the heap one ring holds, malloc's
  * own overhead included. */
-static double build_time(const struct nodes *ns, int n, int vnodes, int reps,
-			 size_t *bytes)
+static double build_time(const struct nodes *ns, int n, int reps, size_t *bytes)
 {
-	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = (unsigned)vnodes };
 	double t[9];
 
 	for (int i = 0; i < reps; i++) {
@@ -520,7 +589,7 @@ static double build_time(const struct nodes *ns, int n, int vnodes, int reps,
 		hr_ring *ring = NULL;
 		int64_t t0 = cpu_now_ns();
 
-		if (hr_ring_build(ns->v, (size_t)n, &opts, 1, &ring, NULL))
+		if (ring_make(ns, n, 1, &ring))
 			return -1;
 		t[i] = (double)(cpu_now_ns() - t0) / 1e6;
 		if (bytes)
@@ -596,7 +665,7 @@ static double best(const double *v, size_t n)
  * of many short rounds, in alternating order, so that a neighbour's load
  * falls on both alike: the figure docs/performance.md gives for counting. */
 static void measure_counting(hrb_lookup_config *cf, hr_client *c,
-			     const struct keypool *kp, uint64_t *sink)
+			     const struct keypool *kp, size_t ops, uint64_t *sink)
 {
 	double on[HRB_COUNT_ROUNDS], off[HRB_COUNT_ROUNDS], d[HRB_COUNT_ROUNDS];
 
@@ -606,7 +675,7 @@ static void measure_counting(hrb_lookup_config *cf, hr_client *c,
 
 			counting(c, counted);
 			*(counted ? &on[i] : &off[i]) =
-				thru_api(c, kp, OPS_PER_ROUND / 2, sink);
+				thru_api(c, kp, ops / 2, sink);
 		}
 		d[i] = on[i] - off[i];
 	}
@@ -618,10 +687,11 @@ static void measure_counting(hrb_lookup_config *cf, hr_client *c,
 	cf->count_cost_med_ns = median(d, HRB_COUNT_ROUNDS);
 }
 
-static int measure_config(hrb_lookup_config *cf, hr_client *c,
+static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_client *c,
 			  const struct keypool *kp, hrb_report *r)
 {
-	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = (unsigned)cf->vnodes };
+	size_t ops = OPS_PER_ROUND / lookup_cost(placement, cf->nodes);
+	bool xxh3 = placement == HR_PLACEMENT_XXH3;
 	double api[ROUNDS], ring[ROUNDS], mc[ROUNDS], bs[ROUNDS], pref[ROUNDS];
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
 	double rdr[ROUNDS], rdrd[ROUNDS];
@@ -637,18 +707,17 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	uint64_t sink = 0;
 	int rc = -1;
 
-	if (nodes_make(&ns, cf->nodes))
+	if (nodes_make(&ns, cf->nodes, placement, cf->vnodes))
 		goto out;
-	cf->build_ms = build_time(&ns, cf->nodes, cf->vnodes, cf->nodes > 100 ? 5 : 9,
-				  &bytes);
-	if (hr_ring_build(ns.v, (size_t)cf->nodes, &opts, 1, &a, NULL) ||
-	    hr_ring_build(ns.v, (size_t)cf->nodes, &opts, 2, &b, NULL))
+	cf->build_ms = build_time(&ns, cf->nodes, cf->nodes > 100 ? 5 : 9, &bytes);
+	if (ring_make(&ns, cf->nodes, 1, &a) || ring_make(&ns, cf->nodes, 2, &b))
 		goto out;
 	cf->points = hr_ring_point_count(a);
 	cf->bytes_per_point = (double)bytes / (double)cf->points;
-	if (bs_build(&bsr, a))
+	/* The textbook search knows XXH3's points only. */
+	if (xxh3 && bs_build(&bsr, a))
 		goto out;
-	if (check_agree(a, &bsr, kp)) {
+	if (xxh3 && check_agree(a, &bsr, kp)) {
 		fprintf(stderr, "bench: ring and binary search disagree\n");
 		goto out;
 	}
@@ -658,7 +727,7 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	}
 	batch_api = (struct batch_ctx){ c, NULL, -1 };
 	batch_ring = (struct batch_ctx){ NULL, a, -1 };
-	if (cf->nodes <= MC_SERVERS_MAX)
+	if (xxh3 && cf->nodes <= MC_SERVERS_MAX)
 		mcs = mc_create(cf->nodes, NULL);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
 	if (hr_reader_open(c, &reader))
@@ -669,43 +738,43 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		 * its place in the round. */
 		if (i & 1) {
 			counting(c, false);
-			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+			apiu[i] = thru_api(c, kp, ops, &sink);
 			counting(c, true);
 		}
-		api[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+		api[i] = thru_api(c, kp, ops, &sink);
 		if (!(i & 1)) {
 			counting(c, false);
-			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
+			apiu[i] = thru_api(c, kp, ops, &sink);
 			counting(c, true);
 		}
-		rdr[i] = thru_reader(reader, kp, OPS_PER_ROUND, &sink);
-		ring[i] = thru_ring(a, kp, OPS_PER_ROUND, &sink);
+		rdr[i] = thru_reader(reader, kp, ops, &sink);
+		ring[i] = thru_ring(a, kp, ops, &sink);
 		if (i & 1) {
 			counting(c, false);
-			bapiu[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+			bapiu[i] = thru_batch(&batch_api, kp, ops, &sink);
 			counting(c, true);
 		}
-		bapi[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+		bapi[i] = thru_batch(&batch_api, kp, ops, &sink);
 		if (!(i & 1)) {
 			counting(c, false);
-			bapiu[i] = thru_batch(&batch_api, kp, OPS_PER_ROUND, &sink);
+			bapiu[i] = thru_batch(&batch_api, kp, ops, &sink);
 			counting(c, true);
 		}
-		bring[i] = thru_batch(&batch_ring, kp, OPS_PER_ROUND, &sink);
+		bring[i] = thru_batch(&batch_ring, kp, ops, &sink);
 		for (int d = 0; d < HRB_BATCH_DISTANCES; d++) {
 			struct batch_ctx at = { NULL, a, (int)hrb_batch_distances[d] };
 
-			bdist[d][i] = thru_batch(&at, kp, OPS_PER_ROUND / 2, &sink);
+			bdist[d][i] = thru_batch(&at, kp, ops / 2, &sink);
 		}
-		bs[i] = thru_bs(&bsr, kp, OPS_PER_ROUND, &sink);
-		pref[i] = thru_pref(a, kp, OPS_PER_ROUND, &sink);
-		apid[i] = dep_api(c, kp, OPS_PER_ROUND, &sink);
-		rdrd[i] = dep_reader(reader, kp, OPS_PER_ROUND, &sink);
-		ringd[i] = dep_ring(a, kp, OPS_PER_ROUND, &sink);
-		bsd[i] = dep_bs(&bsr, kp, OPS_PER_ROUND, &sink);
+		bs[i] = xxh3 ? thru_bs(&bsr, kp, ops, &sink) : -1;
+		pref[i] = thru_pref(a, kp, ops, &sink);
+		apid[i] = dep_api(c, kp, ops, &sink);
+		rdrd[i] = dep_reader(reader, kp, ops, &sink);
+		ringd[i] = dep_ring(a, kp, ops, &sink);
+		bsd[i] = xxh3 ? dep_bs(&bsr, kp, ops, &sink) : -1;
 		if (mcs) {
-			mc[i] = thru_mc(mcs, kp, OPS_PER_ROUND / 4, &sink);
-			mcd[i] = dep_mc(mcs, kp, OPS_PER_ROUND / 4, &sink);
+			mc[i] = thru_mc(mcs, kp, ops / 4, &sink);
+			mcd[i] = dep_mc(mcs, kp, ops / 4, &sink);
 		}
 	}
 	cf->api_ns = median(api, ROUNDS);
@@ -718,14 +787,14 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	cf->batch_api_uncounted_ns = median(bapiu, ROUNDS);
 	for (int d = 0; d < HRB_BATCH_DISTANCES; d++)
 		cf->batch_dist_ns[d] = median(bdist[d], ROUNDS);
-	cf->bsearch_ns = median(bs, ROUNDS);
+	cf->bsearch_ns = xxh3 ? median(bs, ROUNDS) : -1;
 	cf->preflist3_ns = median(pref, ROUNDS);
 	cf->api_dep_ns = median(apid, ROUNDS);
 	cf->ring_dep_ns = median(ringd, ROUNDS);
-	cf->bsearch_dep_ns = median(bsd, ROUNDS);
+	cf->bsearch_dep_ns = xxh3 ? median(bsd, ROUNDS) : -1;
 	cf->libmemcached_ns = mcs ? median(mc, ROUNDS) : -1;
 	cf->libmemcached_dep_ns = mcs ? median(mcd, ROUNDS) : -1;
-	measure_counting(cf, c, kp, &sink);
+	measure_counting(cf, c, kp, ops, &sink);
 	cf->two_thread_speedup = two_threads(c, a, b, kp, &cf->republish_per_s);
 	if (sink == 42)
 		fprintf(stderr, " ");	/* keeps the answers alive */
@@ -741,7 +810,7 @@ out:
 	return rc;
 }
 
-int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r)
+int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, hrb_report *r)
 {
 	static const int sizes[][2] = { { 10, 200 }, { 100, 200 }, { 1000, 200 },
 					{ 1000, 256 } };
@@ -753,6 +822,7 @@ int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r)
 	int sig;
 
 	memset(lr, 0, sizeof *lr);
+	lr->placement = placement;
 	if (!kp.keys)
 		return -1;
 	/* splitmix64: cheap, and every byte of every key is random */
@@ -774,7 +844,7 @@ int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r)
 
 		cf->nodes = sizes[i][0];
 		cf->vnodes = sizes[i][1];
-		if (measure_config(cf, c, &kp, r)) {
+		if (measure_config(cf, placement, c, &kp, r)) {
 			hr_client_close(c);
 			free(kp.keys);
 			return -1;
@@ -809,6 +879,14 @@ int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r)
 
 /* ---- printing ----------------------------------------------------------- */
 
+const char *hrb_placement_names[HRB_PLACEMENTS] = {
+	[HR_PLACEMENT_XXH3] = "xxh3",
+	[HR_PLACEMENT_KETAMA] = "ketama",
+	[HR_PLACEMENT_MAGLEV] = "maglev",
+	[HR_PLACEMENT_RENDEZVOUS] = "rendezvous",
+	[HR_PLACEMENT_TOKENS] = "tokens",
+};
+
 static double ratio(double a, double b)
 {
 	return a > 0 && b > 0 ? a / b : -1;
@@ -824,8 +902,8 @@ static void print_ns(double v)
 
 void hrb_lookup_print_text(const hrb_lookup_report *lr)
 {
-	printf("Lookups, 16-byte random keys (ns of thread CPU time per lookup; median "
-	       "of %d rounds)\n", ROUNDS);
+	printf("Lookups, 16-byte random keys, %s placement (ns of thread CPU time per "
+	       "lookup; median of %d rounds)\n", hrb_placement_names[lr->placement], ROUNDS);
 	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
 	       "api", "reader", "ring", "ketama", "bsearch", "pref R=3", "api dep",
 	       "rdr dep", "ring dep", "ket dep", "bs dep");
@@ -960,7 +1038,7 @@ static void json_num(const char *name, double v, int last)
 
 void hrb_lookup_print_json(const hrb_lookup_report *lr)
 {
-	printf("\"configs\":[");
+	printf("\"placement\":\"%s\",\"configs\":[", hrb_placement_names[lr->placement]);
 	for (int i = 0; i < lr->n; i++) {
 		const hrb_lookup_config *c = &lr->cfg[i];
 

@@ -1,6 +1,6 @@
 /*
  * bench_lookup.h - hashring-bench, the lookup side: our lookup through the
- * public client API and on a raw ring, beside libmemcached's ketama and a
+ * public client API and on a raw ring of one placement, beside libmemcached's ketama and a
  * plain binary search over the same points; batch lookups beside single
  * ones; preference lists, two reader threads under republication, build
  * times and bytes per point.
@@ -9,6 +9,8 @@
 #define HRB_BENCH_LOOKUP_H
 
 #include "bench.h"
+
+#include "hashring.h"
 
 #define HRB_LOOKUP_CONFIGS_MAX 4
 #define HRB_BATCH_KEYS 128
@@ -48,15 +50,20 @@ typedef struct hrb_lookup_config {
 	double bytes_per_point;
 } hrb_lookup_config;
 
+/* The placements, by hr_placement value, as --placement names them. */
+#define HRB_PLACEMENTS 5
+extern const char *hrb_placement_names[HRB_PLACEMENTS];
+
 typedef struct hrb_lookup_report {
+	hr_placement placement;	/* of every ring measured */
 	int n;
 	hrb_lookup_config cfg[HRB_LOOKUP_CONFIGS_MAX];
 	double libmemcached_build_ms_100;	/* continuum of 100 servers */
 } hrb_lookup_report;
 
-/* Runs every lookup measurement; notes go to `r`.  0, or -1 after
- * printing why. */
-int hrb_measure_lookup(hrb_lookup_report *lr, hrb_report *r);
+/* Runs every lookup measurement on rings of `placement`; notes go to
+ * `r`.  0, or -1 after printing why. */
+int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, hrb_report *r);
 
 /* The readable table with ratios, and the JSON members "configs" and
  * "libmemcached_build_ms" (no braces around them). */

@@ -2,7 +2,8 @@
  * bench_main.c - hashring-bench: runs every measurement once and prints the
  * report, readable or as one JSON object (--json).
  *
- *   hashring-bench [--json] [--lookups-only] [--puts N] [--nodes N] [--idle-ms N]
+ *   hashring-bench [--json] [--lookups-only] [--placement NAME] [--puts N]
+ *                  [--nodes N] [--idle-ms N]
  *   hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]
  *                  [--fanout-from N] [--levers L,L] [--share [on|off|both]]
  *                  [--json]
@@ -25,10 +26,13 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hashring-bench [--json] [--lookups-only] [--puts N] [--nodes N]\n"
-		"                      [--idle-ms N]\n"
+		"usage: hashring-bench [--json] [--lookups-only] [--placement NAME] [--puts N]\n"
+		"                      [--nodes N] [--idle-ms N]\n"
 		"  --lookups-only  the lookup figures only: no etcd, no propagation or idle\n"
 		"               figures (null in --json)\n"
+		"  --placement NAME  the lookups' rings: xxh3 (default), ketama, maglev,\n"
+		"               rendezvous or tokens (vnodes random tokens per node); the\n"
+		"               binary search and libmemcached are measured with xxh3 only\n"
 		"  --puts N     measured puts for the propagation latency (1..100000, default 300)\n"
 		"  --nodes N    node records under the prefix (1..10000, default 100)\n"
 		"  --idle-ms N  quiet window for the watcher's idle CPU (0..60000, default 10000;\n"
@@ -75,6 +79,17 @@ static int parse_int(const char *opt, const char *s, long lo, long hi, int *out)
 	}
 	*out = (int)v;
 	return 0;
+}
+
+/* The hr_placement `s` names; -1 with a message if none. */
+static int parse_placement(const char *s)
+{
+	for (int i = 0; s && i < HRB_PLACEMENTS; i++)
+		if (hrb_placement_names[i] && !strcmp(s, hrb_placement_names[i]))
+			return i;
+	fprintf(stderr, "hashring-bench: --placement: '%s' is not xxh3, ketama, maglev,"
+		" rendezvous or tokens\n", s ? s : "");
+	return -1;
 }
 
 /* Splits a comma list of counts (ascending) into a->clients. */
@@ -144,6 +159,7 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 {
 	a->json = 0;
 	a->lookups_only = 0;
+	a->placement = HR_PLACEMENT_XXH3;
 	a->puts = 300;
 	a->nodes = 100;
 	a->idle_ms = 10000;
@@ -168,6 +184,9 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 			a->json = 1;
 		} else if (!strcmp(o, "--lookups-only")) {
 			a->lookups_only = 1;
+		} else if (!strcmp(o, "--placement")) {
+			a->placement = parse_placement(i + 1 < argc ? argv[++i] : NULL);
+			rc = a->placement < 0;
 		} else if (!strcmp(o, "--puts")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->puts);
 		} else if (!strcmp(o, "--nodes")) {
@@ -364,7 +383,7 @@ int main(int argc, char **argv)
 		return clients_mode(&args, &report);
 	if (args.big)
 		return big_mode(&args, &report);
-	if (hrb_measure_lookup(&lookup, &report)) {
+	if (hrb_measure_lookup(&lookup, (hr_placement)args.placement, &report)) {
 		fprintf(stderr, "hashring-bench: the lookup measurement failed\n");
 		return 1;
 	}

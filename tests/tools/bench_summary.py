@@ -4,7 +4,8 @@
     bench_summary.py [--strict] RUN.json...
 
 Each RUN.json is the output of `hashring-bench --json` (for instance with
---lookups-only).  On a noisy machine one run says little: this prints, per
+--lookups-only; runs of several --placement values are summarised one
+placement after the other).  On a noisy machine one run says little: this prints, per
 ring size, the best (lowest) and the median per-key time of single and
 batch lookups, through the API and on the raw ring, and the same for the
 speedup (single over batch, each run's own ratio: highest is best), then
@@ -87,6 +88,8 @@ BIG = [
     ("delete", "visible_p50_ms", "delete: visible p50"),
     ("cli", "nodes_ms", "hashring nodes"),
     ("cli", "diff_ms", "hashring diff"),
+    ("lookups", "ring_ns", "hr_ring_lookup, ns"),
+    ("lookups", "batch_ring_ns", "lookup_batch, ns/key"),
     ("memory", "rss_synced_mb", "RSS after sync, MiB"),
     ("memory", "bytes_per_node", "heap bytes per node"),
     ("memory", "ring_mb", "one ring, MiB"),
@@ -96,7 +99,7 @@ BIG = [
 def big_figure(big, section, key):
     if section in ("add", "weight", "delete"):
         return big["changes"][section].get(key)
-    return big[section].get(key)
+    return big.get(section, {}).get(key)
 
 
 def big_tables(runs, strict):
@@ -141,8 +144,15 @@ def main():
     if strict and nulls:
         return 1
     runs = [r for r in runs if "configs" in r]
-    if not runs:
-        return 0
+    placements = sorted({r.get("placement", "xxh3") for r in runs})
+    for placement in placements:
+        lookup_tables([r for r in runs if r.get("placement", "xxh3") == placement],
+                      placement)
+    return 0
+
+
+def lookup_tables(runs, placement):
+    """The lookup tables of runs of one placement."""
     for r in runs:
         for c in r["configs"]:
             for cost, on, off in (("count_cost_ns", "api_ns", "api_uncounted_ns"),
@@ -151,8 +161,8 @@ def main():
                 if c.get(on) is not None and c.get(off) is not None:
                     c[cost] = c[on] - c[off]
     sizes = [(c["nodes"], c["vnodes"]) for c in runs[0]["configs"]]
-    print("%d runs, %d keys per batch; best / median" %
-          (len(runs), runs[0].get("batch_keys", 0)))
+    print("%d runs, %s placement, %d keys per batch; best / median" %
+          (len(runs), placement, runs[0].get("batch_keys", 0)))
     table(runs, sizes, FIGURES)
     if any("api_uncounted_ns" in c for r in runs for c in r["configs"]):
         print("Lookup counting, ns per lookup or key; cost: each run's own "
@@ -162,7 +172,6 @@ def main():
         print("Lookup counting in rounds of its own (hr_client_lookup, ns); "
               "cost: the median of a run's per-round differences")
         table(runs, sizes, ROUNDS)
-    return 0
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@
 #include "serve.h"
 #include "cli.h"
 #include "cli_svg.h"
-#include "arcs.h" /* exact sums of arcs */
+#include "arc_sum.h" /* exact sums of arcs */
 #include "ring.h" /* hr__ring_view_*(): the walk over the points */
 
 #include <inttypes.h>

@@ -477,7 +477,7 @@ static int paged_derive(void *arg, hr_ring **out)
 	return hr__ring_derive(c->prev, c->s->nodes, c->n, &c->opts, 2, out, NULL);
 }
 
-/* Paged rings (ring_pages.c) built and derived with every allocation
+/* Paged rings (pages.h) built and derived with every allocation
  * failing in turn: out of memory is an error, never a crash or a leak,
  * and the previous ring stays whole. */
 START_TEST(paged_rings_out_of_memory)

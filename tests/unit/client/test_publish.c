@@ -566,7 +566,7 @@ static void *paged_reader(void *arg)
 	return NULL;
 }
 
-/* Paged rings (ring_pages.c) share pages and recycle their regions across
+/* Paged rings (pages.h) share pages and recycle their regions across
  * rings; the last reference to a ring, and so to its pages, may go on any
  * thread while the next ring is derived. */
 START_TEST(paged_rings_released_anywhere)

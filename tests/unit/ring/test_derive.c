@@ -16,7 +16,6 @@
 #include "ring_build.h"
 #include "ring_impl.h"
 #include "ring_stream.h"
-#include "ring_view.h"
 #include "same_ring.h"
 
 #include <math.h>
@@ -317,7 +316,7 @@ START_TEST(random_sequences_ties)
 }
 END_TEST
 
-/* Pages (ring_pages.c) on small rings, where most pages are empty or hold
+/* Pages (pages.h) on small rings, where most pages are empty or hold
  * a point or two, against flat arrays: the same answers to everything,
  * derived page by page through random changes. */
 START_TEST(random_sequences_paged)
@@ -439,7 +438,7 @@ END_TEST
 
 /* A big ring's one-node changes share every page their points do not
  * touch, and the pages they make take the regions the pages they
- * replaced leave (ring_pages.c): memory does not grow. */
+ * replaced leave (pages_derive.c): memory does not grow. */
 START_TEST(pages_shared_and_recycled)
 {
 	size_t n = 2000;

@@ -13,9 +13,7 @@
 #include "rendezvous.h"
 
 #include "error.h"
-#include "node.h"
-#include "ring_impl.h"
-#include "ring_view.h"
+#include "placement.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -105,15 +103,25 @@ double hr__rdv_score(const struct rdv_member *m, uint64_t k)
 	return score(m, k);
 }
 
+void hr__rdv_member(struct rdv_member *m, const char *id, size_t len,
+		    double weight)
+{
+	uint64_t h = XXH3_64bits(id, len);
+
+	for (int b = 0; b < 8; b++)
+		m->id_hash[b] = (unsigned char)(h >> (8 * b));
+	m->weight = weight;
+}
+
 /* Scanned in id order, a score must be higher to win: equal scores go to
  * the smaller id. */
-size_t hr__rdv_find(const struct view *v, uint64_t k)
+size_t hr__rdv_find(const struct rdv_member *m, size_t n, uint64_t k)
 {
 	size_t best = 0;
-	double top = score(&v->rdv[0], k);
+	double top = score(&m[0], k);
 
-	for (size_t i = 1; i < v->npoints; i++) {
-		double s = score(&v->rdv[i], k);
+	for (size_t i = 1; i < n; i++) {
+		double s = score(&m[i], k);
 
 		if (s > top) {
 			top = s;
@@ -123,13 +131,13 @@ size_t hr__rdv_find(const struct view *v, uint64_t k)
 	return best;
 }
 
-size_t hr__rdv_next(const struct view *v, uint64_t k, size_t i)
+size_t hr__rdv_next(const struct rdv_member *m, size_t n, uint64_t k, size_t i)
 {
-	double at = score(&v->rdv[i], k), top = 0;
+	double at = score(&m[i], k), top = 0;
 	size_t best = i;
 
-	for (size_t j = 0; j < v->npoints; j++) {
-		double s = score(&v->rdv[j], k);
+	for (size_t j = 0; j < n; j++) {
+		double s = score(&m[j], k);
 
 		/* Below `i` in the walk: a lower score, or an equal one of a
 		 * later id. */
@@ -143,9 +151,19 @@ size_t hr__rdv_next(const struct view *v, uint64_t k, size_t i)
 	return best;
 }
 
+/* W: the view's weights added in id order. */
+double hr__rdv_weight(const struct rdv_member *m, size_t n)
+{
+	double w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		w += m[i].weight;
+	return w;
+}
+
 /* ---- the placement -------------------------------------------------------- */
 
-static size_t digest_opening(const hr_ring *ring, unsigned char *out)
+static size_t digest_opening(const hr__place_opts *o, unsigned char *out)
 {
 	hr__put_u32le(out, 0);
 	hr__put_u32le(out + 4, DIGEST_WORD);
@@ -161,171 +179,25 @@ static int node_points(const hr_node *node, unsigned vnodes_per_weight,
 				     "node \"%.*s\": weight %g is out of rendezvous' range,"
 				     " 1e-300 to 1e290", HR__ID_SHOWN, node->id,
 				     node->weight);
-	*points = 0;		/* fill_views counts one per node */
+	*points = 0;		/* a view counts one per node */
 	return HR_OK;
-}
-
-/*
- * A view's block: the members, then the arrays every view has (positions,
- * all 0 with the padding after them, a two-bucket index, node numbers), so
- * that the emptiness and sharing tests of the lookup path hold as they do
- * for points.  Lookups never search the positions: view_find() goes to
- * hr__rdv_find().
- */
-static int build_view(hr_ring *ring, hr_view which, hr_error *err)
-{
-	struct view *v = &ring->views[which];
-	struct view counted;
-	struct rdv_member *members;
-	size_t n = 0, j = 0, bytes;
-	char *mem;
-
-	if (hr__view_count(ring, which, &counted))
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	n = counted.nnodes;
-	bytes = n * sizeof(struct rdv_member) +
-		(n + POS_PAD) * sizeof(uint64_t) + 2 * sizeof(uint32_t) +
-		(n ? n : 1) * sizeof(uint32_t);
-	mem = malloc(bytes);
-	if (!mem)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	memset(v, 0, sizeof *v);
-	v->mem = mem;
-	v->bytes = bytes;
-	v->rdv = members = (struct rdv_member *)mem;
-	v->pos = (uint64_t *)(mem + n * sizeof(struct rdv_member));
-	v->index = (uint32_t *)(v->pos + n + POS_PAD);
-	v->node = v->index + 2;
-	v->wide = true;
-	v->shift = 63;
-	v->npoints = n;
-	v->nnodes = n;
-	v->nzones = counted.nzones;
-	v->index[0] = 0;
-	v->index[1] = (uint32_t)n;
-	for (size_t i = 0; i < ring->nnodes; i++) {
-		struct ring_node *rn = &ring->nodes[i];
-		struct rdv_member *m = &members[j];
-		uint64_t h;
-
-		if (!hr__in_view(rn->pub.state, which))
-			continue;
-		h = XXH3_64bits(rn->pub.id, rn->id_len);
-		for (int b = 0; b < 8; b++)
-			m->id_hash[b] = (unsigned char)(h >> (8 * b));
-		m->weight = rn->pub.weight;
-		v->pos[j] = 0;
-		view_set_node(v, j, (uint32_t)i);
-		rn->vnodes = 1;
-		j++;
-	}
-	for (size_t i = 0; i < POS_PAD; i++)
-		v->pos[n + i] = UINT64_MAX;
-	return HR_OK;
-}
-
-static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
-{
-	return hr__view_fill_each(ring, build_view, err);
 }
 
 const hr__placement hr__placement_rendezvous = {
 	.name = "rendezvous",
+	.kind = HR__PLACE_SCORES,	/* no points on the circle */
 	.digest_opening = digest_opening,
 	.node_points = node_points,
-	.point_positions = NULL,	/* no points on the circle */
-	.fill_views = fill_views,
 	.key_pos = NULL,		/* the key hash: XXH3_64bits(key) */
 };
 
-/* ---- shares ----------------------------------------------------------------- */
-
-/* hr__ring_rendezvous() asks the same, but ring.c calls into this file:
- * calling back would make the two depend on each other. */
-static bool is_rdv(const hr_ring *ring)
-{
-	return ring && ring->pl == &hr__placement_rendezvous;
-}
-
-/* W: the view's weights added in id order. */
-static double view_weight(const struct view *v)
-{
-	double w = 0;
-
-	for (size_t i = 0; i < v->npoints; i++)
-		w += v->rdv[i].weight;
-	return w;
-}
-
-double hr__rdv_share(const struct view *v, double weight)
-{
-	return weight / view_weight(v);
-}
-
-void hr__rdv_shares(const hr_ring *ring, hr_view view, double *out)
-{
-	const struct view *v = &ring->views[view];
-	double w = view_weight(v);
-
-	for (size_t i = 0; i < v->npoints; i++)
-		out[view_node(v, i)] = v->rdv[i].weight / w;
-}
-
 /* ---- two rings ---------------------------------------------------------------- */
 
-/* A node of either ring's view, with its weight in each (0: not there). */
-struct both {
-	const hr_node *an, *bn;
-	double a, b;
-	double rho;		/* a / b: +inf for b = 0, 0 for a = 0 */
-};
-
-static double view_w(const hr_ring *ring, hr_view view, size_t slot)
-{
-	const hr_node *nd = &ring->nodes[slot].pub;
-
-	return hr__in_view(nd->state, view) ? nd->weight : 0;
-}
-
-/* The union of two rings' nodes by id with their weights in `view`; NULL
- * only for lack of memory.  *wa and *wb get the views' W. */
-static struct both *merge(const hr_ring *a, const hr_ring *b, hr_view view,
-			  size_t *n, double *wa, double *wb)
-{
-	size_t na = a ? a->nnodes : 0, nb = b ? b->nnodes : 0, i = 0, j = 0;
-	struct both *u = malloc((na + nb + 1) * sizeof *u);
-
-	*n = 0;
-	*wa = *wb = 0;
-	if (!u)
-		return NULL;
-	while (i < na || j < nb) {
-		int c = i == na ? 1 : j == nb ? -1 :
-			strcmp(a->nodes[i].pub.id, b->nodes[j].pub.id);
-		struct both e = { NULL, NULL, 0, 0, 0 };
-
-		if (c <= 0) {
-			e.a = view_w(a, view, i);
-			e.an = &a->nodes[i++].pub;
-		}
-		if (c >= 0) {
-			e.b = view_w(b, view, j);
-			e.bn = &b->nodes[j++].pub;
-		}
-		if (!e.a && !e.b)
-			continue;
-		e.rho = !e.b ? INFINITY : e.a / e.b;
-		*wa += e.a;
-		*wb += e.b;
-		u[(*n)++] = e;
-	}
-	return u;
-}
-
+/* rho = a / b orders the nodes in the formulas: +inf for b = 0, 0 for a = 0. */
 static int cmp_rho(const void *x, const void *y)
 {
-	const struct both *p = *(const struct both *const *)x;
-	const struct both *q = *(const struct both *const *)y;
+	const struct rdv_pair *p = *(const struct rdv_pair *const *)x;
+	const struct rdv_pair *q = *(const struct rdv_pair *const *)y;
 
 	return p->rho < q->rho ? -1 : p->rho > q->rho;
 }
@@ -337,7 +209,7 @@ static int cmp_rho(const void *x, const void *y)
  * equal rho.
  */
 struct order {
-	struct both **s;
+	struct rdv_pair **s;
 	double *pre_b, *suf_a;
 	size_t *grp, *start;
 	size_t n;
@@ -352,7 +224,7 @@ static void order_free(struct order *o)
 	free(o->start);
 }
 
-static int order_make(struct order *o, struct both *u, size_t n)
+static int order_make(struct order *o, struct rdv_pair *u, size_t n)
 {
 	o->n = n;
 	o->s = malloc((n + 1) * sizeof *o->s);
@@ -364,8 +236,10 @@ static int order_make(struct order *o, struct both *u, size_t n)
 		order_free(o);
 		return HR_ENOMEM;
 	}
-	for (size_t x = 0; x < n; x++)
+	for (size_t x = 0; x < n; x++) {
+		u[x].rho = !u[x].b ? INFINITY : u[x].a / u[x].b;
 		o->s[x] = &u[x];
+	}
 	qsort(o->s, n, sizeof *o->s, cmp_rho);
 	o->pre_b[0] = 0;
 	for (size_t x = 0; x < n; x++)
@@ -405,7 +279,7 @@ static double sector(double p, double q, double tl, double th)
  */
 static double pair_share(const struct order *o, size_t x, size_t y)
 {
-	const struct both *bi = o->s[x], *bj = o->s[y];
+	const struct rdv_pair *bi = o->s[x], *bj = o->s[y];
 	double tl = bj->a / bi->a;
 	double t2 = bi->b > 0 ? bj->b / bi->b : INFINITY;
 	size_t p = o->grp[y];
@@ -420,65 +294,20 @@ static double pair_share(const struct order *o, size_t x, size_t y)
 	return sum + sector(o->suf_a[p] / bi->a, o->pre_b[p] / bj->b, tl, t2);
 }
 
-/* True when the two rings' owners come from the formulas: both rendezvous
- * (or missing, or with an empty view). */
-static bool analytic(const hr_ring *a, const hr_ring *b, hr_view view)
+double hr__rdv_moved(struct rdv_pair *u, size_t n, double wa, double wb)
 {
-	bool ea = !a || !a->views[view].npoints, eb = !b || !b->views[view].npoints;
-
-	return (ea || is_rdv(a)) && (eb || is_rdv(b));
-}
-
-/* The positions of the sample for rings placed differently. */
-#define SAMPLE_BITS 16
-
-static uint64_t sample_pos(uint64_t s)
-{
-	return (s << (64 - SAMPLE_BITS)) | ((uint64_t)1 << (63 - SAMPLE_BITS));
-}
-
-static const hr_node *owner_at(const hr_ring *ring, hr_view view, uint64_t pos)
-{
-	const struct ring_node *rn;
-
-	if (!ring)
-		return NULL;
-	rn = view_owner(ring, &ring->views[view], pos);
-	return rn ? &rn->pub : NULL;
-}
-
-static bool same_id(const hr_node *x, const hr_node *y)
-{
-	return x == y || (x && y && strcmp(x->id, y->id) == 0);
-}
-
-double hr__rdv_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
-{
-	struct both *u;
 	struct order o;
-	size_t n;
-	double wa, wb, stay = 0;
+	double stay = 0;
 
-	if (!analytic(a, b, view)) {
-		size_t moved = 0;
-
-		for (uint64_t s = 0; s < (1u << SAMPLE_BITS); s++)
-			moved += !same_id(owner_at(a, view, sample_pos(s)),
-					  owner_at(b, view, sample_pos(s)));
-		return ldexp((double)moved, -SAMPLE_BITS);
-	}
-	u = merge(a, b, view, &n, &wa, &wb);
-	if (!u || order_make(&o, u, n)) {
-		free(u);
+	if (order_make(&o, u, n))
 		return NAN;
-	}
 	if (!wa || !wb) {
 		stay = !wa && !wb ? 1 : 0;
 	} else {
 		/* A key stays on i with probability 1 / (sum over k of
 		 * max(a_k / a_i, b_k / b_i)): a_k / a_i for rho_k >= rho_i. */
 		for (size_t x = 0; x < n; x++) {
-			const struct both *e = o.s[x];
+			const struct rdv_pair *e = o.s[x];
 
 			if (e->a > 0 && e->b > 0)
 				stay += 1 / (o.suf_a[o.start[x]] / e->a +
@@ -486,7 +315,6 @@ double hr__rdv_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 		}
 	}
 	order_free(&o);
-	free(u);
 	return stay >= 1 ? 0 : stay <= 0 ? 1 : 1 - stay;
 }
 
@@ -497,7 +325,7 @@ static int cmp_id(const hr_node *x, const hr_node *y)
 	return strcmp(x->id, y->id);
 }
 
-static int cmp_total(const void *x, const void *y)
+int hr__rdv_total_cmp(const void *x, const void *y)
 {
 	const hr_arc_total *p = x, *q = y;
 	int c = cmp_id(p->old_node, q->old_node);
@@ -520,63 +348,19 @@ static hr_arc_total *grow(hr_arc_total **t, size_t n, size_t *cap)
 	return &(*t)[n];
 }
 
-/* Totals of the sample: its moved positions as (old, new) pairs. */
-static int sample_totals(const hr_ring *a, const hr_ring *b, hr_view view,
-			 hr_arc_total **out, size_t *n)
-{
-	size_t cap = 0, m = 0;
-	hr_arc_total *t = NULL;
-
-	for (uint64_t s = 0; s < (1u << SAMPLE_BITS); s++) {
-		const hr_node *x = owner_at(a, view, sample_pos(s));
-		const hr_node *y = owner_at(b, view, sample_pos(s));
-		hr_arc_total *e;
-
-		if (same_id(x, y))
-			continue;
-		if (!(e = grow(&t, m, &cap))) {
-			free(t);
-			return HR_ENOMEM;
-		}
-		*e = (hr_arc_total){ x, y, 0, 1 };
-		m++;
-	}
-	qsort(t, m, sizeof *t, cmp_total);
-	*n = 0;
-	for (size_t i = 0; i < m;) {
-		size_t j = i;
-
-		while (j < m && cmp_total(&t[i], &t[j]) == 0)
-			j++;
-		t[*n] = (hr_arc_total){ t[i].old_node, t[i].new_node, 0,
-					ldexp((double)(j - i), -SAMPLE_BITS) };
-		(*n)++;
-		i = j;
-	}
-	*out = t;
-	return HR_OK;
-}
-
-int hr__rdv_totals(const hr_ring *a, const hr_ring *b, hr_view view,
+int hr__rdv_totals(struct rdv_pair *u, size_t nu, double wa, double wb,
 		   hr_arc_total **out, size_t *n)
 {
-	struct both *u;
 	struct order o;
-	size_t nu, cap = 0;
-	double wa, wb;
+	size_t cap = 0;
 	hr_arc_total *t = NULL;
 
 	*out = NULL;
 	*n = 0;
-	if (!analytic(a, b, view))
-		return sample_totals(a, b, view, out, n);
-	u = merge(a, b, view, &nu, &wa, &wb);
-	if (!u || order_make(&o, u, nu)) {
-		free(u);
+	if (order_make(&o, u, nu))
 		return HR_ENOMEM;
-	}
 	for (size_t x = 0; x < nu; x++) {
-		const struct both *e = o.s[x];
+		const struct rdv_pair *e = o.s[x];
 
 		if (!wa || !wb) {
 			/* One view empty: every key moves from or to none. */
@@ -608,14 +392,12 @@ int hr__rdv_totals(const hr_ring *a, const hr_ring *b, hr_view view,
 		}
 	}
 	order_free(&o);
-	free(u);
 	if (*n)
-		qsort(t, *n, sizeof *t, cmp_total);
+		qsort(t, *n, sizeof *t, hr__rdv_total_cmp);
 	*out = t;
 	return HR_OK;
 nomem:
 	order_free(&o);
-	free(u);
 	free(t);
 	*n = 0;
 	return HR_ENOMEM;

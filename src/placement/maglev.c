@@ -8,14 +8,15 @@
  *
  * Slot j is the point at ceil((j + 1) * 2^64 / M) - 1 on the circle, so a
  * key at XXH3_64bits(key) = h is in slot floor(h * M / 2^64): the owner by
- * "first point at or after" and the table read agree, and preference
- * lists, shares, diffs and bounded loads walk the table as they walk any
- * view.  A lookup is the key hash and one table read (view_find).
+ * "first point at or after" and the table read agree (a table view,
+ * src/ring/view.h), and preference lists, shares, diffs and bounded loads
+ * walk the table as they walk any view.  A lookup is the key hash and one
+ * table read.
  */
 #include "maglev.h"
 
 #include "error.h"
-#include "ring_view.h"
+#include "placement.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -54,11 +55,11 @@ int hr__maglev_size_check(uint64_t m, hr_error *err)
 	return HR_OK;
 }
 
-static size_t digest_opening(const hr_ring *ring, unsigned char *out)
+static size_t digest_opening(const hr__place_opts *o, unsigned char *out)
 {
 	hr__put_u32le(out, 0);
 	hr__put_u32le(out + 4, DIGEST_WORD);
-	hr__put_u32le(out + 8, (uint32_t)ring->maglev_size);
+	hr__put_u32le(out + 8, (uint32_t)o->maglev_size);
 	return 12;
 }
 
@@ -73,7 +74,7 @@ static int node_points(const hr_node *node, unsigned vnodes_per_weight,
 /* ---- quotas ---------------------------------------------------------------- */
 
 struct member {
-	uint32_t slot;		/* the node's slot in the ring */
+	uint32_t slot;		/* the node's index in the view's nodes */
 	uint32_t quota;		/* table slots it takes */
 	uint32_t taken;
 	uint64_t next;		/* its permutation's next entry */
@@ -174,30 +175,6 @@ static void sift_down(struct member **heap, size_t n, size_t i)
 	}
 }
 
-/* The positions of the m slots: slot j at ceil((j + 1) 2^64 / m) - 1,
- * that is floor(((j + 1) 2^64 - 1) / m), stepped by 2^64 / m with its
- * remainder carried. */
-static void slot_positions(uint64_t *pos, uint64_t m)
-{
-	uint64_t step = UINT64_MAX / m, step_rem = UINT64_MAX % m + 1;
-	uint64_t p = step, rem = UINT64_MAX % m;
-
-	/* 2^64 = step * m + step_rem (step_rem may equal m) */
-	if (step_rem == m) {
-		step++;
-		step_rem = 0;
-	}
-	for (uint64_t j = 0; j < m; j++) {
-		pos[j] = p;
-		rem += step_rem;
-		p += step;
-		if (rem >= m) {
-			rem -= m;
-			p++;
-		}
-	}
-}
-
 /* (c + skip) mod m for c, skip < m, without a division. */
 static inline uint64_t step(uint64_t c, uint64_t skip, uint64_t m)
 {
@@ -205,28 +182,30 @@ static inline uint64_t step(uint64_t c, uint64_t skip, uint64_t m)
 	return c >= m ? c - m : c;
 }
 
-/* Fills the table of view `which` (its memory allocated, m slots). */
-static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
-		      size_t n, uint32_t *table, hr_error *err)
+/* Fills table[0 .. m) with the members' indices. */
+static int fill_table(const hr__place_opts *o, const hr_node *const *nodes,
+		      struct member *mb, size_t n, uint32_t *table, hr_error *err)
 {
-	uint64_t m = ring->maglev_size;
+	uint64_t m = o->maglev_size;
 	struct member **heap;
 	double most = 0;
 	size_t live = 0;
 	int rc;
 
 	for (size_t i = 0; i < n; i++)
-		if (ring->nodes[mb[i].slot].pub.weight > most)
-			most = ring->nodes[mb[i].slot].pub.weight;
+		if (nodes[i]->weight > most)
+			most = nodes[i]->weight;
 	for (size_t i = 0; i < n; i++) {
-		const struct ring_node *rn = &ring->nodes[mb[i].slot];
-		uint64_t h1 = XXH3_64bits_withSeed(rn->pub.id, rn->id_len, SEED_OFFSET);
-		uint64_t h2 = XXH3_64bits_withSeed(rn->pub.id, rn->id_len, SEED_SKIP);
+		const char *id = nodes[i]->id;
+		size_t len = strlen(id);
+		uint64_t h1 = XXH3_64bits_withSeed(id, len, SEED_OFFSET);
+		uint64_t h2 = XXH3_64bits_withSeed(id, len, SEED_SKIP);
 
+		mb[i].slot = (uint32_t)i;
 		mb[i].next = h1 % m;
 		mb[i].skip = h2 % (m - 1) + 1;
 		mb[i].taken = 0;
-		mb[i].weight = rn->pub.weight / most;
+		mb[i].weight = nodes[i]->weight / most;
 	}
 	rc = set_quotas(mb, n, m, err);
 	if (rc)
@@ -240,14 +219,14 @@ static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
 	for (size_t i = live / 2; i-- > 0;)
 		sift_down(heap, live, i);
 	for (uint64_t j = 0; j < m; j++)
-		table[j] = NO_NODE;
+		table[j] = UINT32_MAX;
 	/* The quotas sum to m: when the heap empties the table is full. */
 	while (live) {
 		struct member *t = heap[0];
 
 		/* m is prime and 0 < skip < m: the permutation reaches every
 		 * slot, so a free one is found. */
-		while (table[t->next] != NO_NODE)
+		while (table[t->next] != UINT32_MAX)
 			t->next = step(t->next, t->skip, m);
 		table[t->next] = t->slot;
 		t->next = step(t->next, t->skip, m);
@@ -259,69 +238,31 @@ static int fill_table(hr_ring *ring, hr_view which, struct member *mb,
 	return HR_OK;
 }
 
-static hr_view home_view(hr_state state)
+/* One view's table: its nodes' permutations in weighted turns. */
+static int view_table(const hr__place_opts *o, const hr_node *const *nodes,
+		      size_t n, uint32_t *table, hr_error *err)
 {
-	return state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
-}
-
-/* One view: its table as m points, slot j the j-th. */
-static int build_view(hr_ring *ring, hr_view which, hr_error *err)
-{
-	struct view *v = &ring->views[which];
-	uint64_t m = ring->maglev_size;
-	struct member *mb;
-	uint32_t *table = NULL;
-	struct view counted;
-	size_t n = 0;
+	struct member *mb = malloc((n ? n : 1) * sizeof *mb);
 	int rc;
 
-	mb = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *mb);
-	rc = mb && !hr__view_count(ring, which, &counted) ? HR_OK :
-		hr__error_set(err, HR_ENOMEM, "out of memory");
-	for (size_t i = 0; !rc && i < ring->nnodes; i++)
-		if (hr__in_view(ring->nodes[i].pub.state, which))
-			mb[n++].slot = (uint32_t)i;
-	/* A view without nodes has no table, no points. */
-	if (!rc && n) {
-		table = malloc(m * sizeof *table);
-		rc = table ? fill_table(ring, which, mb, n, table, err) :
-			hr__error_set(err, HR_ENOMEM, "out of memory");
-	}
-	if (!rc && hr__view_alloc(ring, v, n ? m : 0))
-		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-	if (!rc) {
-		if (n) {
-			slot_positions(v->pos, m);
-			for (uint64_t j = 0; j < m; j++)
-				view_set_node(v, j, table[j]);
-			v->table = m;
-		}
-		hr__view_index(v);
-		v->nnodes = counted.nnodes;
-		v->nzones = counted.nzones;
-		/* A node's vnodes are its slots in its home view. */
-		for (size_t k = 0; k < n; k++)
-			if (home_view(ring->nodes[mb[k].slot].pub.state) == which)
-				ring->nodes[mb[k].slot].vnodes = mb[k].quota;
-	}
-	free(table);
+	if (!mb)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	rc = fill_table(o, nodes, mb, n, table, err);
 	free(mb);
 	return rc;
 }
 
-/* Both views: one shared table when every node is active. */
-static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
+static int check(const hr__place_opts *o, hr_error *err)
 {
-	int rc = hr__maglev_size_check(ring->maglev_size, err);
-
-	return rc ? rc : hr__view_fill_each(ring, build_view, err);
+	return hr__maglev_size_check(o->maglev_size, err);
 }
 
 const hr__placement hr__placement_maglev = {
 	.name = "maglev",
+	.kind = HR__PLACE_TABLE,
 	.digest_opening = digest_opening,
 	.node_points = node_points,
-	.point_positions = NULL,	/* a node's slots depend on all others */
-	.fill_views = fill_views,
+	.check = check,
+	.view_table = view_table,
 	.key_pos = NULL,		/* XXH3_64bits(key), as native */
 };

@@ -2,20 +2,19 @@
  * xxh3.c - the native placement, docs/placement.md sections 1 and 3: a
  * node of weight w has max(1, round(w * vnodes_per_weight)) points, point i
  * at XXH3_64bits("<id>#<i>"), and a key sits at XXH3_64bits(key).  A
- * node's points depend on it alone, so the views are those of ring_points.c.
+ * node's points depend on its id and their index alone.
  */
+#include "placement.h"
+
 #include "error.h"
-#include "node.h"
-#include "ring_impl.h"
-#include "ring_points.h"
 
 #include <math.h>
 #include <string.h>
 
 /* The digest opens with vnodes_per_weight (never 0). */
-static size_t digest_opening(const hr_ring *ring, unsigned char *out)
+static size_t digest_opening(const hr__place_opts *o, unsigned char *out)
 {
-	hr__put_u32le(out, ring->vnodes_per_weight);
+	hr__put_u32le(out, o->vnodes_per_weight);
 	return 4;
 }
 
@@ -54,28 +53,28 @@ static size_t format_uint(char *buf, unsigned v)
 
 /* Point i of a node is at hash("<id>#<i>"), the ring's point hash being
  * XXH3_64bits but for tests. */
-static void point_positions(const hr_ring *ring, uint32_t slot, unsigned from,
-			    unsigned to, struct point *p)
+static void point_positions(const hr__place_opts *o, const hr__place_node *node,
+			    uint32_t slot, unsigned from, unsigned to, struct point *p)
 {
-	const struct ring_node *rn = &ring->nodes[slot];
 	char name[HR_ID_MAX + 16];
-	size_t len = rn->id_len;
+	size_t len = node->id_len;
 
-	memcpy(name, rn->pub.id, len);
+	memcpy(name, node->id, len);
 	name[len] = '#';
 	for (unsigned i = from; i < to; i++, p++) {
 		size_t dl = format_uint(name + len + 1, i);
 
-		p->pos = ring->hash(name, len + 1 + dl);
+		p->pos = o->hash(name, len + 1 + dl);
 		p->node = slot;
 	}
 }
 
 const hr__placement hr__placement_xxh3 = {
 	.name = "xxh3",
+	.kind = HR__PLACE_POINTS,
 	.digest_opening = digest_opening,
 	.node_points = node_points,
 	.point_positions = point_positions,
-	.fill_views = hr__points_fill,
+	.by_index = true,
 	.key_pos = NULL,	/* hr_hash_key(), inline on the lookup path */
 };

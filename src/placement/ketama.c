@@ -12,8 +12,7 @@
 #include "ketama.h"
 
 #include "error.h"
-#include "node.h"
-#include "ring_view.h"
+#include "placement.h"
 
 #include <math.h>
 #include <openssl/md5.h>
@@ -241,7 +240,7 @@ int hr__ketama_continuum(const struct hr__ketama_server *servers, size_t n,
 /* ---- the placement ------------------------------------------------------- */
 
 /* 0, never a vnodes_per_weight, opens the digest of a ketama ring. */
-static size_t digest_opening(const hr_ring *ring, unsigned char *out)
+static size_t digest_opening(const hr__place_opts *o, unsigned char *out)
 {
 	hr__put_u32le(out, 0);
 	return 4;
@@ -254,77 +253,41 @@ static uint64_t key_pos(const void *key, size_t len)
 	return (uint64_t)hr__ketama_key_hash(key, len) << 32;
 }
 
-static hr_view home_view(hr_state state)
+/* A view's points: the continuum libmemcached builds from the view's
+ * nodes in id order (a server's index there orders equal points, as node
+ * slots do), its values the top half of a position. */
+static int view_points(const hr__place_opts *o, const hr_node *const *nodes,
+		       size_t n, struct point **out, size_t *npoints, hr_error *err)
 {
-	return state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
-}
-
-/* One view as the continuum libmemcached builds from the view's nodes in id
- * order: a server's index there orders equal points, as node slots do. */
-static int build_view(hr_ring *ring, hr_view which, hr_error *err)
-{
-	struct view *v = &ring->views[which];
-	struct hr__ketama_server *servers;
+	struct hr__ketama_server *servers = malloc((n ? n : 1) * sizeof *servers);
 	struct hr__ketama_point *pts = NULL;
-	uint32_t *slot;
-	size_t n = 0, npoints = 0;
-	struct view counted;
+	struct point *p = NULL;
 	int rc;
 
-	servers = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *servers);
-	slot = malloc((ring->nnodes ? ring->nnodes : 1) * sizeof *slot);
-	rc = servers && slot && !hr__view_count(ring, which, &counted) ? HR_OK :
-		hr__error_set(err, HR_ENOMEM, "out of memory");
-	for (size_t i = 0; !rc && i < ring->nnodes; i++) {
-		const struct ring_node *rn = &ring->nodes[i];
-
-		if (!hr__in_view(rn->pub.state, which))
-			continue;
-		servers[n].addr = rn->pub.addr;
-		servers[n].weight = rn->pub.weight;
-		slot[n++] = (uint32_t)i;
-	}
-	if (!rc)
-		rc = hr__ketama_continuum(servers, n, &pts, &npoints, err);
-	if (!rc && hr__view_alloc(ring, v, npoints))
-		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-	if (!rc) {
-		/* Continuum values become the top half of a position. */
-		for (size_t j = 0; j < npoints; j++) {
-			v->pos[j] = (uint64_t)pts[j].value << 32;
-			view_set_node(v, j, slot[pts[j].server]);
-		}
-		hr__view_index(v);
-		v->nnodes = counted.nnodes;
-		v->nzones = counted.nzones;
-		/* A node's vnodes are its points in its home view. */
-		for (size_t k = 0; k < n; k++)
-			if (home_view(ring->nodes[slot[k]].pub.state) == which)
-				ring->nodes[slot[k]].vnodes = 0;
-		for (size_t j = 0; j < npoints; j++) {
-			struct ring_node *rn = &ring->nodes[slot[pts[j].server]];
-
-			if (home_view(rn->pub.state) == which)
-				rn->vnodes++;
-		}
-	}
-	free(pts);
-	free(slot);
+	*out = NULL;
+	*npoints = 0;
+	if (!servers)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		servers[i] = (struct hr__ketama_server){ nodes[i]->addr, nodes[i]->weight };
+	rc = hr__ketama_continuum(servers, n, &pts, npoints, err);
 	free(servers);
+	if (!rc && *npoints && !(p = malloc(*npoints * sizeof *p)))
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (size_t j = 0; !rc && j < *npoints; j++)
+		p[j] = (struct point){ (uint64_t)pts[j].value << 32, pts[j].server };
+	free(pts);
+	if (rc)
+		*npoints = 0;
+	*out = p;
 	return rc;
-}
-
-/* Both views: one shared continuum when every node is active. */
-static int fill_views(hr_ring *ring, const hr_ring *prev, hr_error *err)
-{
-	return hr__view_fill_each(ring, build_view, err);
 }
 
 const hr__placement hr__placement_ketama = {
 	.name = "ketama",
+	.kind = HR__PLACE_CONTINUUM,
 	.digest_opening = digest_opening,
 	.node_points = node_points,
-	.point_positions = NULL,	/* a node's points depend on all others */
-	.fill_views = fill_views,
+	.view_points = view_points,
 	.key_pos = key_pos,
 };

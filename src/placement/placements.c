@@ -1,6 +1,6 @@
-/* placement.c - the placements by hr_placement value: the one list a new
+/* placements.c - the placements by hr_placement value: the one list a new
  * placement joins (see placement.h). */
-#include "placement.h"
+#include "placements.h"
 
 #include "error.h"
 
