@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 	reg.id = argv[1];
 	reg.addr = argv[2];
 	reg.on_lost = id_lost;
-	if (hr_register(&etcd, &reg, &me, &err) != 0) { /* HR_EEXIST: the id is taken */
+	if (hr_registrar_open(&etcd, &reg, &me, &err) != 0) { /* HR_EEXIST: the id is taken */
 		fprintf(stderr, "service: %s\n", err.message);
 		hr_client_close(client);
 		return 1;

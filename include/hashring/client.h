@@ -73,7 +73,7 @@ typedef struct hr_client_config {
 	/* Acknowledged epochs (docs/handoff.md): with both set, the client
 	 * announces the revision and digest of its ring at
 	 * <ack_prefix><ack_client_id>, under a lease of its own, for
-	 * hr_acks_list() and hr_acks_wait().  NULL (the default): no ack.
+	 * hr_acks_new() and hr_acks_wait().  NULL (the default): no ack.
 	 * The id follows the rules of a node id; the prefix (1..4096 bytes)
 	 * must not overlap hr_etcd_config.prefix, in either direction. */
 	const char *ack_client_id;
@@ -130,7 +130,7 @@ typedef struct hr_client_config {
  * watcher, that is one thread, one watch stream, one set of connections
  * and one ring built per revision, so etcd serves them as one client.
  * Each client gets a ring object of its own over that ring's memory
- * (hr_client_acquire() of two such clients gives two pointers with the
+ * (hr_client_ring() of two such clients gives two pointers with the
  * same answers).
  *
  * Equal settings: every field of hr_etcd_config (strings by content, the
@@ -222,7 +222,7 @@ HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
 
 /*
  * Stops the watcher, waits for it, and frees every ring the client still
- * owns.  Rings acquired with hr_client_acquire() stay valid until released;
+ * owns.  Rings acquired with hr_client_ring() stay valid until released;
  * the last ring another thread's lookups used is freed when that thread
  * exits or has since looked up four other clients.  A client that
  * acknowledges its rings revokes its ack lease first (see "Acknowledged
@@ -300,7 +300,7 @@ HR_EXPORT int hr_reader_lookup(hr_reader *reader, const void *key, size_t len,
  * digest go to *epoch (may be NULL; filled unless the result is
  * HR_EINVAL).  The numbers in `out` name nodes of that ring.  To turn them
  * into ids and addresses, either hold the ring yourself
- * (hr_client_acquire(), then hr_ring_lookup_batch() and hr_ring_node() on
+ * (hr_client_ring(), then hr_ring_lookup_batch() and hr_ring_node() on
  * it), or keep a table per ring (made in on_change, indexed by node
  * number) and use it when *epoch is that ring's.  Errors as for
  * hr_ring_lookup_batch(): HR_EEMPTY (no node yet), HR_EINVAL (also for a
@@ -436,7 +436,7 @@ HR_EXPORT void hr_client_read_end(hr_client *client);
  * Long hold: a counted reference to the current ring, kept as long as the
  * caller likes (across blocking calls, after close); hr_ring_release() it.
  */
-HR_EXPORT hr_ring *hr_client_acquire(hr_client *client);
+HR_EXPORT hr_ring *hr_client_ring(hr_client *client);
 
 /* What the watcher knows.  The library fills it: it does not start with a
  * size, which hr_client_status_get() passes instead. */

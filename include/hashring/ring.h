@@ -73,7 +73,7 @@ typedef struct hr_node {
  * An immutable placement snapshot with two views:
  *   write view  active + warming nodes  (where writes go)
  *   read view   active + draining nodes (where the data is)
- * A ring is reference counted: hr_ring_build() and hr_client_acquire()
+ * A ring is reference counted: hr_ring_build() and hr_client_ring()
  * return a reference owned by the caller, hr_ring_retain() adds one and
  * hr_ring_release() drops one.  Every const function on a ring is safe to
  * call from any number of threads at once; none allocates or locks.
@@ -405,7 +405,7 @@ HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
 /*
  * Share of the key space whose owner in `view` differs between two rings,
  * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do):
- * the exact length of the arcs hr_ring_diff() would list, rounded once.
+ * the exact length of the arcs hr_diff_new() would list, rounded once.
  * For rendezvous rings, the method's exact formula in double
  * (docs/placement.md section 15).  Either ring may be NULL, meaning an
  * empty ring.  Cheaper than a diff,
@@ -472,8 +472,8 @@ typedef struct hr_diff hr_diff;
  * the formulas of docs/placement.md section 15.
  * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
  */
-HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
-			   hr_view view, hr_diff **out, hr_error *err);
+HR_EXPORT int hr_diff_new(const hr_ring *old_ring, const hr_ring *new_ring,
+			  hr_view view, hr_diff **out, hr_error *err);
 
 /* The arcs, in ring order: hr_diff_arc_count() of them (NULL if none). */
 HR_EXPORT size_t hr_diff_arc_count(const hr_diff *diff);
@@ -543,8 +543,8 @@ typedef struct hr_inflight hr_inflight;
 /* Creates a counter for up to `max_ids` distinct node ids over its life
  * (0: 1024), with balance factor `c` (a finite number >= 1).  Errors:
  * HR_EINVAL, HR_ELIMIT (max_ids over HR_NODES_MAX), HR_ENOMEM. */
-HR_EXPORT int hr_inflight_create(double c, size_t max_ids, hr_inflight **out,
-				 hr_error *err);
+HR_EXPORT int hr_inflight_new(double c, size_t max_ids, hr_inflight **out,
+			      hr_error *err);
 
 /* Frees the counter (no call on it may be running).  Accepts NULL. */
 HR_EXPORT void hr_inflight_free(hr_inflight *inflight);

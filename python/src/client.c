@@ -54,7 +54,7 @@ static hrpy_ring *current_ring(hrpy_client *self)
 
 	if (!self->c)
 		return (hrpy_ring *)closed_error(self);
-	ring = hr_client_acquire(self->c);
+	ring = hr_client_ring(self->c);
 	if (r && hr_ring_revision(ring) == r->epoch.revision &&
 	    hr_ring_digest(ring) == r->epoch.digest) {
 		hr_ring_release(ring);

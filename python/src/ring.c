@@ -946,7 +946,7 @@ static PyObject *ring_diff(hrpy_ring *self, PyObject *args, PyObject *kwargs)
 	    (view_obj && hrpy_view_arg(view_obj, &view) < 0))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = hr_ring_diff(self->ring, new_ring, view, &d, &err);
+	rc = hr_diff_new(self->ring, new_ring, view, &d, &err);
 	if (rc == 0)
 		moved = hr_ring_moved_share(self->ring, new_ring, view);
 	Py_END_ALLOW_THREADS

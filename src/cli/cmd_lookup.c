@@ -174,7 +174,7 @@ static int lookup_etcd(struct lookup_args *a)
 	if (rc)
 		return rc;
 	/* One snapshot answers every key: one consistent revision. */
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	rc = print_answers(a, ring);
 	hr_ring_release(ring);
 	hr_client_close(client);

@@ -394,7 +394,7 @@ int cmd_rebalance(int argc, char **argv)
 	rc = cli_etcd_open(&conn, CMD, &cfg, &client);
 	if (rc != CLI_EXIT_OK)
 		goto out;
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	rc = node_id ? check_id(ring, node_id) : CLI_EXIT_OK;
 	hr_ring_release(ring);
 	if (rc != CLI_EXIT_OK)

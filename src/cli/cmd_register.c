@@ -42,7 +42,7 @@ static int attempt_register(void *ud, const hr_etcd_config *etcd, hr_error *err)
 {
 	const struct registering *a = ud;
 
-	return hr_register(etcd, a->reg, a->out, err);
+	return hr_registrar_open(etcd, a->reg, a->out, err);
 }
 
 /*

@@ -459,7 +459,7 @@ void hr_client_read_end(hr_client *c)
 		hr__publish_read_end(&c->pub);
 }
 
-hr_ring *hr_client_acquire(hr_client *c)
+hr_ring *hr_client_ring(hr_client *c)
 {
 	return c ? hr__publish_acquire(&c->pub) : NULL;
 }

@@ -447,8 +447,8 @@ static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *n
 	return HR_OK;
 }
 
-int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
-		hr_registrar **out, hr_error *err)
+int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
+		      hr_registrar **out, hr_error *err)
 {
 	hr_registration reg;
 	hr_registrar *r;

@@ -349,7 +349,7 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 
 	rc = promoted_ring(ring, &promoted, err);
 	if (rc == 0)
-		rc = hr_ring_diff(ring, promoted, HR_VIEW_READ, &diff, err);
+		rc = hr_diff_new(ring, promoted, HR_VIEW_READ, &diff, err);
 	if (rc == 0) {
 		totals = hr_diff_totals(diff);
 		count = hr_diff_total_count(diff);

@@ -2,7 +2,7 @@
  * arcs.c - measuring the circle (docs/placement.md sections 6 and 12): the
  * share of each node of one view, and the one walk over two views that
  * finds the arcs whose owner differs, which hr_ring_moved_share() sums and
- * hr_ring_diff() (diff.c) lists.
+ * hr_diff_new() (diff.c) lists.
  */
 #include "arcs.h"
 

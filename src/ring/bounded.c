@@ -196,8 +196,8 @@ static struct slot *find_slot(hr_inflight *f, const char *id,
 	return NULL;
 }
 
-int hr_inflight_create(double c, size_t max_ids, hr_inflight **out,
-		       hr_error *err)
+int hr_inflight_new(double c, size_t max_ids, hr_inflight **out,
+		    hr_error *err)
 {
 	hr_inflight *f;
 	size_t size = 2;

@@ -335,10 +335,10 @@ static void measure_diff(hrb_report *r, hrb_big_report *b)
 	}
 	b->diff_load_ms = (double)(hrb_now_ns() - t0) / 1e6;
 	t0 = hrb_now_ns();
-	if (hr_ring_diff(ra, rb, HR_VIEW_WRITE, &d, &err) == 0)
+	if (hr_diff_new(ra, rb, HR_VIEW_WRITE, &d, &err) == 0)
 		b->diff_ms = (double)(hrb_now_ns() - t0) / 1e6;
 	else
-		hrb_note(r, "big: hr_ring_diff: %s", err.message);
+		hrb_note(r, "big: hr_diff_new: %s", err.message);
 out:
 	hr_diff_free(d);
 	hr_ring_release(ra);
@@ -552,7 +552,7 @@ int hrb_measure_big(const hrb_args *args, hrb_report *r, hrb_big_report *b)
 	}
 	pthread_mutex_unlock(&k.mu);
 	{
-		hr_ring *ring = hr_client_acquire(c);
+		hr_ring *ring = hr_client_ring(c);
 		b->points = (double)hr_ring_point_count(ring);
 		b->vnodes = (int)(b->points / (double)b->nodes + 0.5);
 		hr_ring_release(ring);

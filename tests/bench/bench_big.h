@@ -39,7 +39,7 @@ typedef struct hrb_big_report {
 	double cli_nodes_ms;      /* hashring nodes on the prefix           */
 	double cli_diff_ms;       /* hashring diff OLD NEW (members files)  */
 	double diff_load_ms;      /* in process: both files parsed and built */
-	double diff_ms;           /* in process: hr_ring_diff, write view   */
+	double diff_ms;           /* in process: hr_diff_new, write view   */
 	/* Memory of this process (the watcher's), in MiB. */
 	double rss_before_mb, rss_synced_mb;
 	double rss_changes_mb;    /* 1 s after the last change              */

@@ -558,7 +558,7 @@ static void *reader_main(void *arg)
 		 * reference frees the ring on this thread, and free() may
 		 * wait for the allocator's lock. */
 		if (r->lookups[a->i] % 16 == 8)
-			hr_ring_release(hr_client_acquire(r->c));
+			hr_ring_release(hr_client_ring(r->c));
 		/* On two busy cores the scheduler may take the CPU away in the
 		 * middle of a lookup; a lookup that gives it up itself has
 		 * blocked. */
@@ -704,7 +704,7 @@ static int64_t wait_converged(hr_client *c, const char *url, int ms)
 	for (;;) {
 		int64_t rev = current_revision(&h, url);
 		hr_ring *truth = rev > 0 ? ring_at(&h, url, rev) : NULL;
-		hr_ring *mine = hr_client_acquire(c);
+		hr_ring *mine = hr_client_ring(c);
 
 		want = hr_ring_digest(truth);
 		have = hr_ring_digest(mine);
@@ -1293,7 +1293,7 @@ START_TEST(proxy_injects_errors_and_hostile_messages)
 	ck_assert_int_ge(hrt_proxy_inject(px, ghost), 1);
 	ck_assert_int_gt(hrt_put(url, PREFIX "after-ghost", "127.6.0.2:1"), 0);
 	assert_converged(c, url, CONVERGE_MS);
-	hr_ring *ring = hr_client_acquire(c);
+	hr_ring *ring = hr_client_ring(c);
 	ck_assert_ptr_null(hr_ring_find(ring, "ghost"));
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "after-ghost"));
 	hr_ring_release(ring);
@@ -1415,7 +1415,7 @@ START_TEST(hostile_records_beside_good)
 	ck_assert_int_gt(hrt_put(url, PREFIX "utf8-addr", "{\"addr\":\"h\xc3\xa9te:1\"}"), 0);
 
 	assert_converged(c, url, CONVERGE_MS);
-	hr_ring *ring = hr_client_acquire(c);
+	hr_ring *ring = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(ring), STABLE_KEYS + 2);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "good-after"));
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "utf8-addr"));
@@ -1459,7 +1459,7 @@ START_TEST(huge_weight_blocks_later_changes)
 	ck_assert_int_gt(hrt_put(url, PREFIX "heavy", "{\"addr\":\"127.5.0.9:1\",\"weight\":1e300}"), 0);
 	ck_assert_int_gt(hrt_put(url, PREFIX "later", "127.5.0.10:1"), 0);
 	hrt_sleep_ms(2000);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "later"));
 	ck_assert_ptr_null(hr_ring_find(ring, "heavy"));
 	hr_ring_release(ring);
@@ -1503,7 +1503,7 @@ START_TEST(over_point_limit_keeps_following)
 	ck_assert_int_gt(hrt_put(url, PREFIX "good3", "127.5.0.3:1"), 0);
 	ck_assert_int_gt(hrt_del(url, PREFIX "good"), 0);
 	assert_converged(c, url, 30000);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "heavy1"));
 	ck_assert_ptr_null(hr_ring_find(ring, "heavy2"));
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "good3"));
@@ -1516,7 +1516,7 @@ START_TEST(over_point_limit_keeps_following)
 
 	/* A new client: the same ring at once, not an empty one. */
 	fresh = open_client(hrt_etcd_endpoints(etcd), NULL);
-	ring = hr_client_acquire(fresh);
+	ring = hr_client_ring(fresh);
 	ck_assert_uint_gt(hr_ring_revision(ring), 0);
 	ck_assert_uint_eq(hr_ring_node_count(ring), STABLE_KEYS + 3);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "heavy1"));
@@ -1528,7 +1528,7 @@ START_TEST(over_point_limit_keeps_following)
 	rev = hrt_del(url, PREFIX "heavy1");
 	ck_assert_int_gt(rev, 0);
 	assert_converged(c, url, 30000);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_uint_ge(hr_ring_revision(ring), (uint64_t)rev);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "heavy2"));
 	ck_assert_ptr_null(hr_ring_find(ring, "heavy1"));
@@ -1563,7 +1563,7 @@ static void reentrant_change(void *ud, const hr_ring *old, const hr_ring *ring)
 	 * just published. */
 	if (hr_client_lookup(c, "k", 1, &o) == 0 && o.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->lookups_ok, 1, __ATOMIC_RELAXED);
-	hr_ring *r = hr_client_acquire(c);
+	hr_ring *r = hr_client_ring(c);
 	if (r == ring)
 		__atomic_fetch_add(&re->acquired, 1, __ATOMIC_RELAXED);
 	hr_ring_release(r);
@@ -1667,9 +1667,9 @@ START_TEST(null_arguments_everywhere)
 	ck_assert_int_eq(hr_client_status_get_size(c, NULL, sizeof st), HR_EINVAL);
 	ck_assert_ptr_null(hr_client_read_begin(NULL));
 	hr_client_read_end(NULL);
-	ck_assert_ptr_null(hr_client_acquire(NULL));
+	ck_assert_ptr_null(hr_client_ring(NULL));
 
-	ck_assert_int_eq(hr_register(NULL, NULL, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(NULL, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(NULL, "a", &active, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(&ecfg, NULL, &active, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(&ecfg, NULL, &weight1, &err), HR_EINVAL);

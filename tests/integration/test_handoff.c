@@ -163,7 +163,7 @@ static hr_client *two_filled_nodes(int n, hr_ring **before)
 	put_node(1, "active");
 	c = acking_client();
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	*before = hr_client_acquire(c);
+	*before = hr_client_ring(c);
 	fill(*before, n);
 	return c;
 }
@@ -311,7 +311,7 @@ START_TEST(warming_node_is_filled)
 
 	rev = put_node(2, "warming");
 	wait_acked(rev);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_uint_ge(hr_ring_revision(ring), (uint64_t)rev);
 
 	/* Meanwhile clients write the new owner's keys there, and delete at
@@ -380,7 +380,7 @@ START_TEST(warming_node_is_filled)
 	rev = put_node(2, "active");
 	wait_acked(rev);
 	hr_ring_release(ring);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	{
 		hr_rebalancer *rb = mc_rebalancer(NULL);
 		hr_rebalance_progress ps;
@@ -420,12 +420,12 @@ START_TEST(draining_node_is_emptied)
 		put_node(i, "active");
 	c = acking_client();
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
-	before = hr_client_acquire(c);
+	before = hr_client_ring(c);
 	fill(before, N);
 
 	rev = put_node(1, "draining");
 	wait_acked(rev);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_msg(copy_ring(ring, NULL, &st, &err) == 0, "%s", err.message);
 	print_stats("drain", &st, 0);
 
@@ -951,7 +951,7 @@ START_TEST(cli_runs_the_join)
 		      strstr(r.err, "event=rebalance_promoted node=mc2 ") &&
 		      strstr(r.err, "event=rebalance_done step=run node=mc2 "), "%s", r.err);
 	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	for (int i = 0; i < N; i++)
 		check_key(ring, i, 0, &v);
 	ck_assert_uint_eq(items_on(0) + items_on(1) + items_on(2), N);
@@ -1105,7 +1105,7 @@ START_TEST(ring_changed_during_the_copy_is_refused)
 	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_purged", NULL), 4);
 	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_done", "step=run", NULL), 1);
 
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_int_eq(hrt_node_state(c, "mc2"), HR_STATE_ACTIVE);
 	ck_assert_int_eq(hrt_node_state(c, "mc3"), HR_STATE_ACTIVE);
 	for (int i = 0; i < N; i++)
@@ -1193,7 +1193,7 @@ START_TEST(unmovable_keys_do_not_stop_the_run)
 	rev = put_node(2, "warming");
 	wait_acked(rev);
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	for (int i = 0; i < LONG_KEYS; i++) {
 		char key[LONG_KEY_LEN];
 		size_t len = long_key(i, key);
@@ -1251,7 +1251,7 @@ START_TEST(unmovable_keys_do_not_stop_the_run)
 	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"promote\",\"nodes\":1,"));
 	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
 	hr_ring_release(ring);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	for (int i = 0; i < N; i++)
 		check_key(ring, i, 0, &v);
 	hr__mc_value_free(&v);
@@ -1282,7 +1282,7 @@ START_TEST(run_without_acknowledging_clients_is_asked_for)
 	hr_client_config_init(&ccfg); /* no ack client id: invisible to waits */
 	ck_assert_msg(hr_client_open(&ecfg, &ccfg, &c, &err) == 0, "%s", err.message);
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	fill(ring, N);
 	hr_ring_release(ring);
 	put_node(2, "warming");
@@ -1382,7 +1382,7 @@ START_TEST(dead_destination_is_named)
 	put_node(2, "warming");
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
 	snprintf(addr, sizeof addr, "%s", hrt_memcached_addr(mcs[2]));
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	hrt_log_init(&log);
 	hr_rebalance_config_init(&cfg);
 	cfg.log = hrt_log_fn;

@@ -56,7 +56,7 @@ static hr_registrar *reg_tokens(const char *id, double weight, size_t tokens)
 	reg.weight = weight;
 	reg.state = HR_STATE_ACTIVE;
 	reg.tokens = tokens;
-	ck_assert_msg(hr_register(&ecfg, &reg, &r, &err) == 0, "register %s: %s", id,
+	ck_assert_msg(hr_registrar_open(&ecfg, &reg, &r, &err) == 0, "register %s: %s", id,
 		      err.message);
 	return r;
 }
@@ -79,7 +79,7 @@ START_TEST(registrations_write_tokens)
 	ck_assert_msg(strstr(out, "\"tokens\":[\""), "%s", out);
 	hr_client_config_init(&cfg);
 	ck_assert_msg(hr_client_open(&ecfg, &cfg, &c, &err) == 0, "%s", err.message);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(ring), 3);
 	ck_assert_uint_eq(hr_ring_point_count(ring), 32);
 	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_find(ring, "b"), NULL), 16);
@@ -100,7 +100,7 @@ START_TEST(registrations_write_tokens)
 		reg.id = "d";
 		reg.addr = "127.0.0.1:1";
 		reg.tokens = 8;
-		ck_assert_int_eq(hr_register(&ecfg, &reg, &x, &err), HR_EINVAL);
+		ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &x, &err), HR_EINVAL);
 		ck_assert_ptr_null(x);
 	}
 }
@@ -300,7 +300,7 @@ static void *join(void *arg)
 	reg.addr = "127.0.0.1:11211";
 	reg.tokens = BURST_TOKENS;
 	pthread_barrier_wait(j->start);
-	j->rc = hr_register(j->etcd, &reg, &j->r, &j->err);
+	j->rc = hr_registrar_open(j->etcd, &reg, &j->r, &j->err);
 	j->done_ms = hrt_now_ms();
 	return NULL;
 }
@@ -389,7 +389,7 @@ START_TEST(a_burst_of_joins_succeeds)
 
 	hr_client_config_init(&cfg);
 	ck_assert_msg(hr_client_open(&ecfg, &cfg, &c, &err) == 0, "%s", err.message);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(ring), BURST);
 	for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
 		const uint64_t *t;
@@ -580,7 +580,7 @@ START_TEST(a_leaver_hands_its_tokens_to_heirs)
 	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_WRITE) == 0);
 	ck_assert(hr_ring_moved_share(before, after, HR_VIEW_WRITE) ==
 		  hr_ring_node_share(before, hr_ring_find(before, "n2"), HR_VIEW_WRITE));
-	ck_assert_int_eq(hr_ring_diff(before, after, HR_VIEW_WRITE, &diff, NULL), 0);
+	ck_assert_int_eq(hr_diff_new(before, after, HR_VIEW_WRITE, &diff, NULL), 0);
 	for (size_t a = 0; a < hr_diff_arc_count(diff); a++, sum++)
 		ck_assert_str_eq(hr_diff_arcs(diff)[a].old_node->id, "n2");
 	ck_assert_int_gt(sum, 0);

@@ -139,7 +139,7 @@ START_TEST(first_sync_paged_2000)
 	/* 37 keys a page: many pages, all pinned to one revision, read
 	 * ahead; 400,000 points: paged, placed while the pages came. */
 	c = open_client(hrt_etcd_endpoints(etcd), 37);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(r), 2000);
 	ck_assert_uint_eq(hr_ring_point_count(r), 2000 * 200);
 	ck_assert(hr__ring_paged(r) && r->placed_ahead);
@@ -237,7 +237,7 @@ START_TEST(changes_propagate)
 
 	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"state\":\"warming\"}");
 	assert_converged(c);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	n = hr_ring_find(r, "b");
 	ck_assert_ptr_nonnull(n);
 	ck_assert_int_eq(n->state, HR_STATE_WARMING);
@@ -245,7 +245,7 @@ START_TEST(changes_propagate)
 
 	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"weight\":3}");
 	assert_converged(c);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	n = hr_ring_find(r, "b");
 	ck_assert_double_eq(n->weight, 3);
 	ck_assert_uint_eq(hr_ring_node_vnodes(r, n), 600);
@@ -309,7 +309,7 @@ START_TEST(txn_is_one_change)
 	/* A ring is published before on_change hears of it: wait for the
 	 * callback of the ring just seen before counting from here. */
 	{
-		hr_ring *seen = hr_client_acquire(c);
+		hr_ring *seen = hr_client_ring(c);
 		uint64_t rev = hr_ring_revision(seen);
 
 		hr_ring_release(seen);
@@ -527,7 +527,7 @@ START_TEST(bad_records_beside_good)
 	big[sizeof big - 1] = '\0';
 	put_node("huge", big);
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(r), 1);
 	hr_ring_release(r);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "badjson", NULL), 1);
@@ -541,7 +541,7 @@ START_TEST(bad_records_beside_good)
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
 	put_node("good1", "{\"addr\":\"127.0.0.1:1\",\"state\":\"sleeping\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	ck_assert_ptr_nonnull(hr_ring_find(r, "badjson"));
 	hr_ring_release(r);
 	assert_converged(c);
@@ -633,14 +633,14 @@ START_TEST(lookup_forms_agree)
 	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, reps, 1, NULL), HR_EINVAL);
 	ck_assert_int_eq(hr_client_lookup(c, NULL, 3, NULL), HR_EINVAL);
 	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, NULL), HR_EINVAL);
-	ck_assert_ptr_null(hr_client_acquire(NULL));
+	ck_assert_ptr_null(hr_client_ring(NULL));
 	ck_assert_ptr_null(hr_client_read_begin(NULL));
 
 	/* Epochs: a held snapshot is stale once a change lands. */
-	hr_ring *before = hr_client_acquire(c);
+	hr_ring *before = hr_client_ring(c);
 	put_node("d", "127.0.0.4:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 4, 5000), 0);
-	hr_ring *after = hr_client_acquire(c);
+	hr_ring *after = hr_client_ring(c);
 	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(before), hr_ring_digest(before),
 					  hr_ring_revision(after), hr_ring_digest(after)),
 			 HR_EPOCH_LOCAL_STALE);
@@ -669,7 +669,7 @@ static hr_ring *await_ring(hr_client *c, const hr_ring *want, int step)
 	hr_ring *got = NULL;
 
 	for (int t = 0; t < 1500; t++) {
-		got = hr_client_acquire(c);
+		got = hr_client_ring(c);
 		if (hr_ring_digest(got) == hr_ring_digest(want))
 			break;
 		hr_ring_release(got);

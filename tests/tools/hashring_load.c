@@ -382,7 +382,7 @@ static void add_counts(struct counts *to, const struct counts *c)
 static int fill(struct load *l)
 {
 	double t0 = now_s();
-	hr_ring *ring = hr_client_acquire(l->client);
+	hr_ring *ring = hr_client_ring(l->client);
 	uint64_t errors = 0;
 
 	for (long i = 0; i < l->o->keys && !stop; i++)
@@ -417,7 +417,7 @@ static void run(struct load *l)
 		long i;
 
 		if (now >= next_line || (end >= 0 && now >= end)) {
-			ring = hr_client_acquire(l->client);
+			ring = hr_client_ring(l->client);
 			revision = hr_ring_revision(ring);
 			hr_ring_release(ring);
 			print_counts(l, "second", next_line - t0, revision, &sec);
@@ -438,7 +438,7 @@ static void run(struct load *l)
 			/* Behind by more than a second (a stall): no catch-up burst. */
 			next_op = now - next_op > 1 ? now : next_op + 1 / o->rate;
 		}
-		ring = hr_client_acquire(l->client);
+		ring = hr_client_ring(l->client);
 		i = (long)(next_rand(l) % (uint64_t)o->keys);
 		if ((double)(next_rand(l) >> 11) / 9007199254740992.0 < o->write_ratio) {
 			sec.writes++;
@@ -460,7 +460,7 @@ static void run(struct load *l)
  * this run last wrote). */
 static int check(struct load *l)
 {
-	hr_ring *ring = hr_client_acquire(l->client);
+	hr_ring *ring = hr_client_ring(l->client);
 	uint64_t found = 0, found_read = 0, missing = 0, stale = 0, errors = 0;
 
 	for (long i = 0; i < l->o->keys; i++) {

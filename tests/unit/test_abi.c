@@ -183,7 +183,7 @@ START_TEST(bad_sizes_are_refused_by_name)
 		ck_assert_ptr_null(c);
 		ck_assert_msg(strstr(err.message, "hr_etcd_config: size") &&
 			      strstr(err.message, "hr_etcd_config_init()"), "%s", err.message);
-		ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_EINVAL);
+		ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 		ck_assert_ptr_nonnull(strstr(err.message, "hr_etcd_config"));
 		ck_assert_int_eq(hr_node_update(&etcd, "a", &upd, &err), HR_EINVAL);
 		ck_assert_ptr_nonnull(strstr(err.message, "hr_etcd_config"));
@@ -196,7 +196,7 @@ START_TEST(bad_sizes_are_refused_by_name)
 		cfg.size = keep;
 
 		reg.size = bad[i];
-		ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_EINVAL);
+		ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 		ck_assert_ptr_null(r);
 		ck_assert_msg(strstr(err.message, "hr_registration: size"), "%s", err.message);
 		reg.size = sizeof reg;
@@ -353,9 +353,9 @@ START_TEST(older_settings_are_not_read_past_their_size)
 	reg.id = "a";
 	reg.addr = "127.0.0.1:1";
 	reg.ttl_s = 1;
-	ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 	reg.size = offsetof(hr_registration, ttl_s);
-	ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_ECONNECT);
+	ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_ECONNECT);
 	ck_assert_ptr_null(r);
 }
 END_TEST

@@ -110,7 +110,7 @@ int serve_lookup(hr_client *client, struct MHD_Connection *c, FILE *out, char *m
 	for (int tries = 0;; tries++) {
 		hr_ring_release(ring);
 		rc = hr_client_lookup(client, q.key, q.key_len, &o);
-		ring = hr_client_acquire(client);
+		ring = hr_client_ring(client);
 		if (rc || tries == 3 ||
 		    (hr_ring_revision(ring) == o.revision && hr_ring_digest(ring) == o.digest))
 			break;

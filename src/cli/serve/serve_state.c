@@ -188,7 +188,7 @@ static void entry_moves(struct entry *e, const hr_ring *old, const hr_ring *ring
 		moves_from_none(e, ring);
 		return;
 	}
-	if (hr_ring_diff(old, ring, HR_VIEW_WRITE, &diff, &err))
+	if (hr_diff_new(old, ring, HR_VIEW_WRITE, &diff, &err))
 		return;
 	n = hr_diff_total_count(diff);
 	totals = n ? malloc(n * sizeof *totals) : NULL;
@@ -480,7 +480,7 @@ static struct serve_drawing *drawing_or_why(struct serve_state *s, hr_client *cl
 
 	if (d)
 		return d;
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	snprintf(why, sizeof why, "no ring yet: drawing the ring of revision %" PRIu64
 		 " (%zu nodes)", hr_ring_revision(ring), hr_ring_node_count(ring));
 	hr_ring_release(ring);

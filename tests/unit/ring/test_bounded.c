@@ -160,12 +160,12 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(hr_ring_build(NULL, 0, NULL, 0, &empty, NULL), HR_OK);
 	ck_assert_int_eq(hr_ring_lookup_bounded(empty, "k", 1, HR_VIEW_WRITE, loads, 1.25, &got), HR_EEMPTY);
 
-	ck_assert_int_eq(hr_inflight_create(0.5, 0, &f, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_new(0.5, 0, &f, &err), HR_EINVAL);
 	ck_assert_ptr_null(f);
 	ck_assert(strstr(err.message, "0.5"));
-	ck_assert_int_eq(hr_inflight_create(1.25, HR_NODES_MAX + 1, &f, &err), HR_ELIMIT);
-	ck_assert_int_eq(hr_inflight_create(1.25, 0, NULL, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_inflight_create(1.25, 4, &f, &err), HR_OK);
+	ck_assert_int_eq(hr_inflight_new(1.25, HR_NODES_MAX + 1, &f, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_inflight_new(1.25, 0, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_new(1.25, 4, &f, &err), HR_OK);
 	ck_assert_int_eq(hr_inflight_acquire(f, empty, "k", 1, HR_VIEW_WRITE, &got), HR_EEMPTY);
 	ck_assert_int_eq(hr_inflight_acquire(f, NULL, "k", 1, HR_VIEW_WRITE, &got), HR_EINVAL);
 	ck_assert_int_eq(hr_inflight_release(f, "n1"), HR_ENOTFOUND);
@@ -196,7 +196,7 @@ START_TEST(test_inflight_bound)
 	hr_inflight *f;
 	uint64_t seed = 8;
 
-	ck_assert_int_eq(hr_inflight_create(1.25, 0, &f, NULL), HR_OK);
+	ck_assert_int_eq(hr_inflight_new(1.25, 0, &f, NULL), HR_OK);
 	for (int k = 0; k < 20000; k++) {
 		char key[32];
 		size_t len = skewed_key(key, &seed);
@@ -273,7 +273,7 @@ START_TEST(test_inflight_threads)
 	hr_ring *r1 = ring_of(NULL, HR_PLACEMENT_XXH3);
 	hr_ring *r2 = ring_of(w2, HR_PLACEMENT_XXH3);
 
-	ck_assert_int_eq(hr_inflight_create(1.25, 64, &f, NULL), HR_OK);
+	ck_assert_int_eq(hr_inflight_new(1.25, 64, &f, NULL), HR_OK);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ f, { r1, r2 }, 100 + (uint64_t)i, 0 };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);

@@ -186,7 +186,7 @@ START_TEST(movement_near_minimal)
 	ck_assert_double_ge(moved, min);
 	ck_assert_double_le(moved, 2.0 * min);
 	/* The diff agrees and every arc of the leaver is in it. */
-	ck_assert_int_eq(hr_ring_diff(all, fewer, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(all, fewer, HR_VIEW_WRITE, &d, &err), HR_OK);
 	{
 		double from_leaver = 0, sum = 0;
 

@@ -220,7 +220,7 @@ static size_t check_moves(const hr_ring *a, const hr_ring *b, hr_view view,
 	uint64_t seed = 7;
 	struct { const char *o, *n; size_t c; } seen[256];
 
-	ck_assert_int_eq(hr_ring_diff(a, b, view, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(a, b, view, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_arc_count(d), 0);
 	ck_assert_ptr_null(hr_diff_arcs(d));
 	pairs = hr_diff_total_count(d);
@@ -347,7 +347,7 @@ START_TEST(empty_and_null_rings)
 	ck_assert_double_eq(hr_ring_moved_share(none, NULL, HR_VIEW_READ), 0);
 	ck_assert_double_eq(hr_ring_moved_share(ring, ring, HR_VIEW_READ), 0);
 	ck_assert_int_eq(hr_ring_lookup(none, "k", 1, &lk), HR_EEMPTY);
-	ck_assert_int_eq(hr_ring_diff(NULL, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(NULL, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_total_count(d), 4);
 	for (size_t i = 0; i < 4; i++) {
 		const hr_arc_total *t = &hr_diff_totals(d)[i];
@@ -356,7 +356,7 @@ START_TEST(empty_and_null_rings)
 		ck_assert(t->share == hr_ring_node_share(ring, t->new_node, HR_VIEW_WRITE));
 	}
 	hr_diff_free(d);
-	ck_assert_int_eq(hr_ring_diff(ring, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(ring, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_total_count(d), 0);
 	hr_diff_free(d);
 	hr_ring_release(ring);
@@ -376,7 +376,7 @@ START_TEST(mixed_placements)
 	hr_error err = { 0 };
 
 	ck_assert(moved > 0.3 && moved < 1);
-	ck_assert_int_eq(hr_ring_diff(points, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(points, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	for (size_t i = 0; i < hr_diff_total_count(d); i++)
 		sum += hr_diff_totals(d)[i].share;
 	ck_assert(sum == moved);

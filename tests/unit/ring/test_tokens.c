@@ -373,7 +373,8 @@ START_TEST(join_moves_only_to_the_joiner)
 		ck_assert(hr_ring_moved_share(ring, next, HR_VIEW_WRITE) ==
 			  hr_ring_node_share(next, joiner, HR_VIEW_WRITE));
 		if (ring) {
-			ck_assert_int_eq(hr_ring_diff(ring, next, HR_VIEW_WRITE, &diff, NULL), HR_OK);
+			ck_assert_int_eq(hr_diff_new(ring, next, HR_VIEW_WRITE, &diff, NULL),
+					 HR_OK);
 			arcs = hr_diff_arcs(diff);
 			for (size_t a = 0; a < hr_diff_arc_count(diff); a++)
 				EXPECT(arcs[a].new_node == joiner);
@@ -550,7 +551,7 @@ START_TEST(heirs_take_only_the_leavers_keys)
 	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_WRITE) == 0);
 	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_READ) ==
 		  hr_ring_node_share(ring, leaver, HR_VIEW_WRITE));
-	ck_assert_int_eq(hr_ring_diff(ring, after, HR_VIEW_WRITE, &diff, NULL), HR_OK);
+	ck_assert_int_eq(hr_diff_new(ring, after, HR_VIEW_WRITE, &diff, NULL), HR_OK);
 	arcs = hr_diff_arcs(diff);
 	ck_assert_uint_gt(hr_diff_arc_count(diff), 0);
 	for (size_t a = 0; a < hr_diff_arc_count(diff); a++)
