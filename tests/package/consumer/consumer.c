@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#if !HR_VERSION_AT_LEAST(1, 0, 0)
+#if !HR_VERSION_AT_LEAST(2, 0, 0)
 #error "the installed headers carry no usable version"
 #endif
 
