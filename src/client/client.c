@@ -267,73 +267,6 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 	return rc;
 }
 
-struct hr_reader {
-	hr_client *client;
-	hr_ring *held;		/* followed reference (hr__publish_follow) */
-	hr__count_seg *cnt;	/* the handle's counts on `held`, or NULL */
-};
-
-/* The handle's ring, its counts moved with it as the thread cache moves a
- * thread's (the handle is the counts' owner: one thread at a time). */
-static const hr_ring *reader_ring(hr_reader *r)
-{
-	hr_ring *prev = r->held;
-	const hr_ring *ring = hr__publish_follow(&r->client->pub, &r->held);
-
-	if (__builtin_expect(ring != prev, 0))
-		r->cnt = hr__counters_switch(&r->client->counters, ring, r);
-	return ring;
-}
-
-int hr_reader_open(hr_client *c, hr_reader **out)
-{
-	hr_reader *r;
-
-	if (!out)
-		return HR_EINVAL;
-	*out = NULL;
-	if (!c)
-		return HR_EINVAL;
-	r = malloc(sizeof *r);
-	if (!r)
-		return HR_ENOMEM;
-	r->client = c;
-	r->held = NULL;
-	r->cnt = NULL;
-	*out = r;
-	return 0;
-}
-
-void hr_reader_close(hr_reader *r)
-{
-	if (!r)
-		return;
-	hr_ring_release(r->held);
-	free(r);
-}
-
-int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
-{
-	const hr_ring *ring;
-
-	if (!r || !out || (!key && len))
-		return HR_EINVAL;
-	ring = reader_ring(r);
-	return hr__ring_lookup_owner_counted(ring, key, len, out, r->cnt);
-}
-
-int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
-			   const size_t *lens, size_t n, hr_batch_owner *out,
-			   hr_epoch *epoch, hr_error *err)
-{
-	const hr_ring *ring;
-
-	if (!r)
-		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
-	ring = reader_ring(r);
-	return batch_on(ring, keys, lens, n, out, epoch, r->cnt, err);
-}
-
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
 		       hr_replica *out, size_t r, uint64_t *revision)
 {
@@ -446,17 +379,6 @@ int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
 	free(all);
 	free(ids);
 	return k;
-}
-
-const hr_ring *hr_client_read_begin(hr_client *c)
-{
-	return c ? hr__publish_read_begin(&c->pub) : NULL;
-}
-
-void hr_client_read_end(hr_client *c)
-{
-	if (c)
-		hr__publish_read_end(&c->pub);
 }
 
 hr_ring *hr_client_ring(hr_client *c)

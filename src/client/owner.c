@@ -1,7 +1,7 @@
 /*
  * owner.c - the client's copy-out answers: a lookup's owners into an
  * hr_owner, a preference list into hr_replicas, straight from a ring's
- * nodes.  The lookup path of hr_client_lookup() and hr_reader_lookup():
+ * nodes.  The lookup path of hr_client_lookup() and hr_client_replicas():
  * nothing here allocates or locks.
  */
 #include "owner.h"

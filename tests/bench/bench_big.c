@@ -360,9 +360,9 @@ typedef struct change_samples {
 static int64_t wait_published(hr_client *c, int64_t rev, int64_t t0)
 {
 	for (;;) {
-		const hr_ring *ring = hr_client_read_begin(c);
+		hr_ring *ring = hr_client_ring(c);
 		uint64_t have = hr_ring_revision(ring);
-		hr_client_read_end(c);
+		hr_ring_release(ring);
 		int64_t now = hrb_now_ns();
 		if (have >= (uint64_t)rev)
 			return now;

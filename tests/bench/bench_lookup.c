@@ -6,7 +6,6 @@
  *              ring is published through the client's own publisher (no
  *              etcd is reachable, so the watcher never publishes anything
  *              of its own);
- *   reader     hr_reader_lookup(): the same through a per-thread handle;
  *   ring       hr_ring_lookup() on the same ring (hashing included);
  *   ketama     libmemcached's memcached_generate_hash() with
  *              MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED on as many servers;
@@ -268,8 +267,6 @@ static int mc_try(int servers)
 	}
 
 TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, &out),
-	    (unsigned char)out.node[6])
-TIMED_LOOPS(reader, hr_reader *, hr_owner out; hr_reader_lookup(ctx, key, KEY_LEN, &out),
 	    (unsigned char)out.node[6])
 TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l),
 	    (uintptr_t)l.node >> 4)
@@ -624,11 +621,9 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = (unsigned)cf->vnodes };
 	double api[ROUNDS], ring[ROUNDS], mc[ROUNDS], bs[ROUNDS], pref[ROUNDS];
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
-	double rdr[ROUNDS], rdrd[ROUNDS];
 	double bapi[ROUNDS], bring[ROUNDS], bdist[HRB_BATCH_DISTANCES][ROUNDS];
 	double apiu[ROUNDS], bapiu[ROUNDS];
 	struct batch_ctx batch_api, batch_ring;
-	hr_reader *reader = NULL;
 	memcached_st *mcs = NULL;
 	struct bs_ring bsr = { 0 };
 	struct nodes ns;
@@ -661,8 +656,6 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	if (cf->nodes <= MC_SERVERS_MAX)
 		mcs = mc_create(cf->nodes, NULL);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
-	if (hr_reader_open(c, &reader))
-		goto out;
 
 	for (int i = 0; i < ROUNDS; i++) {
 		/* Counted and uncounted in turn first: neither gains from
@@ -678,7 +671,6 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 			apiu[i] = thru_api(c, kp, OPS_PER_ROUND, &sink);
 			counting(c, true);
 		}
-		rdr[i] = thru_reader(reader, kp, OPS_PER_ROUND, &sink);
 		ring[i] = thru_ring(a, kp, OPS_PER_ROUND, &sink);
 		if (i & 1) {
 			counting(c, false);
@@ -700,7 +692,6 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		bs[i] = thru_bs(&bsr, kp, OPS_PER_ROUND, &sink);
 		pref[i] = thru_pref(a, kp, OPS_PER_ROUND, &sink);
 		apid[i] = dep_api(c, kp, OPS_PER_ROUND, &sink);
-		rdrd[i] = dep_reader(reader, kp, OPS_PER_ROUND, &sink);
 		ringd[i] = dep_ring(a, kp, OPS_PER_ROUND, &sink);
 		bsd[i] = dep_bs(&bsr, kp, OPS_PER_ROUND, &sink);
 		if (mcs) {
@@ -710,8 +701,6 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 	}
 	cf->api_ns = median(api, ROUNDS);
 	cf->ring_ns = median(ring, ROUNDS);
-	cf->reader_ns = median(rdr, ROUNDS);
-	cf->reader_dep_ns = median(rdrd, ROUNDS);
 	cf->batch_api_ns = median(bapi, ROUNDS);
 	cf->batch_ring_ns = median(bring, ROUNDS);
 	cf->api_uncounted_ns = median(apiu, ROUNDS);
@@ -731,7 +720,6 @@ static int measure_config(hrb_lookup_config *cf, hr_client *c,
 		fprintf(stderr, " ");	/* keeps the answers alive */
 	rc = 0;
 out:
-	hr_reader_close(reader);
 	if (mcs)
 		memcached_free(mcs);
 	bs_free(&bsr);
@@ -826,9 +814,9 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 {
 	printf("Lookups, 16-byte random keys (ns of thread CPU time per lookup; median "
 	       "of %d rounds)\n", ROUNDS);
-	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
-	       "api", "reader", "ring", "ketama", "bsearch", "pref R=3", "api dep",
-	       "rdr dep", "ring dep", "ket dep", "bs dep");
+	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
+	       "api", "ring", "ketama", "bsearch", "pref R=3", "api dep",
+	       "ring dep", "ket dep", "bs dep");
 	for (int i = 0; i < lr->n; i++) {
 		const hrb_lookup_config *c = &lr->cfg[i];
 		char label[24];
@@ -836,29 +824,25 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
 		printf("  %-11s", label);
 		print_ns(c->api_ns);
-		print_ns(c->reader_ns);
 		print_ns(c->ring_ns);
 		print_ns(c->libmemcached_ns);
 		print_ns(c->bsearch_ns);
 		print_ns(c->preflist3_ns);
 		print_ns(c->api_dep_ns);
-		print_ns(c->reader_dep_ns);
 		print_ns(c->ring_dep_ns);
 		print_ns(c->libmemcached_dep_ns);
 		print_ns(c->bsearch_dep_ns);
 		printf("\n");
 	}
 	printf("Ratios (higher is better for us; same run)\n");
-	printf("  %-11s %10s %10s %10s %10s %10s %10s %10s %10s\n", "nodes x vn",
-	       "ketama/api", "bs/api", "ket/reader", "bs/reader", "bs/ring",
-	       "pref/ring", "2thr/1thr", "dep bs/api");
+	printf("  %-11s %10s %10s %10s %10s %10s %10s\n", "nodes x vn",
+	       "ketama/api", "bs/api", "bs/ring", "pref/ring", "2thr/1thr",
+	       "dep bs/api");
 	for (int i = 0; i < lr->n; i++) {
 		const hrb_lookup_config *c = &lr->cfg[i];
 		char label[24];
-		double v[8] = { ratio(c->libmemcached_ns, c->api_ns),
+		double v[6] = { ratio(c->libmemcached_ns, c->api_ns),
 				ratio(c->bsearch_ns, c->api_ns),
-				ratio(c->libmemcached_ns, c->reader_ns),
-				ratio(c->bsearch_ns, c->reader_ns),
 				ratio(c->bsearch_ns, c->ring_ns),
 				ratio(c->preflist3_ns, c->ring_ns),
 				c->two_thread_speedup,
@@ -866,7 +850,7 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 
 		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
 		printf("  %-11s", label);
-		for (int k = 0; k < 8; k++) {
+		for (int k = 0; k < 6; k++) {
 			if (v[k] < 0)
 				printf(" %10s", "-");
 			else
@@ -967,7 +951,6 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		printf("%s{\"nodes\":%d,\"vnodes\":%d,\"points\":%zu,", i ? "," : "",
 		       c->nodes, c->vnodes, c->points);
 		json_num("api_ns", c->api_ns, 0);
-		json_num("reader_ns", c->reader_ns, 0);
 		json_num("ring_ns", c->ring_ns, 0);
 		json_num("libmemcached_ns", c->libmemcached_ns, 0);
 		json_num("bsearch_ns", c->bsearch_ns, 0);
@@ -976,7 +959,6 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		json_num("build_ms", c->build_ms, 0);
 		json_num("bytes_per_point", c->bytes_per_point, 0);
 		json_num("api_dep_ns", c->api_dep_ns, 0);
-		json_num("reader_dep_ns", c->reader_dep_ns, 0);
 		json_num("ring_dep_ns", c->ring_dep_ns, 0);
 		json_num("libmemcached_dep_ns", c->libmemcached_dep_ns, 0);
 		json_num("bsearch_dep_ns", c->bsearch_dep_ns, 0);

@@ -2,8 +2,8 @@
  * answers the lookups returned, single and batch, on one thread and on
  * several while rings are swapped under them and a reader reads the counts
  * (each read never below the one before); a node that leaves keeps its
- * counts and continues from them when it comes back; reader handles;
- * counting off counts nothing; bad input; 32-bit per-thread counts carried
+ * counts and continues from them when it comes back; counting off counts
+ * nothing; bad input; 32-bit per-thread counts carried
  * into 64-bit totals, exact and never going down under a reader. */
 #define _GNU_SOURCE
 #include "client.h"
@@ -340,41 +340,6 @@ START_TEST(a_node_leaves_and_comes_back)
 }
 END_TEST
 
-/* A reader handle counts as a thread of its own, single and batch. */
-START_TEST(reader_handles_count)
-{
-	hr_client *c = hrt_offline_client("/counts/");
-	hr_ring *a = ten_but(-1, 1), *b = ten_but(3, 2);
-	const void *keys[2] = { "x", "y" };
-	const size_t lens[2] = { 1, 1 };
-	hr_batch_owner bo[2];
-	hr_reader *r = NULL;
-	hr_owner o;
-	uint64_t sum = 0;
-	size_t n;
-	hr_node_lookups *got;
-
-	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
-	ck_assert_int_eq(hr_reader_open(c, &r), 0);
-	for (int i = 0; i < 10; i++)
-		ck_assert_int_eq(hr_reader_lookup(r, "k", 1, &o), 0);
-	ck_assert_uint_eq(count_of(c, o.node), 10);
-	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(b));
-	ck_assert_int_eq(hr_reader_lookup_batch(r, keys, lens, 2, bo, NULL, NULL), 0);
-	look(c, 5, 0);
-	got = counts_of(c, &n);
-	ck_assert_uint_eq(n, 10);
-	for (size_t i = 0; i < n; i++)
-		sum += got[i].write;
-	ck_assert_uint_eq(sum, 17);
-	free(got);
-	hr_reader_close(r);
-	hr_client_close(c);
-	hr_ring_release(a);
-	hr_ring_release(b);
-}
-END_TEST
-
 /* Off (the benchmark's "without"): lookups on rings moved to afterwards
  * count nothing; on again, they count. */
 START_TEST(counting_off_and_on)
@@ -562,7 +527,6 @@ int main(void)
 	tcase_add_test(tc, exact_on_one_thread);
 	tcase_add_test(tc, exact_across_threads_and_swaps);
 	tcase_add_test(tc, a_node_leaves_and_comes_back);
-	tcase_add_test(tc, reader_handles_count);
 	tcase_add_test(tc, counting_off_and_on);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, counts_carry_past_32_bits);
