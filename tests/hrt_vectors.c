@@ -1,6 +1,7 @@
 /* hrt_vectors.c - see hrt_vectors.h. */
 #include "hrt_vectors.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -78,7 +79,7 @@ void hrt_vectors_check_set(const cJSON *set, const hr_ring *ring, int r,
 			const hr_node *nd = hr_ring_find(ring, item->string);
 
 			/* exact: both sides round the same integer once */
-			ck_assert_msg(hr_ring_node_share(ring, nd, (hr_view)v) ==
+			ck_assert_msg(hrt_node_share(ring, nd, (hr_view)v) ==
 				      item->valuedouble, "set %s: share of %s",
 				      name, item->string);
 		}

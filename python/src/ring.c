@@ -538,9 +538,6 @@ struct build {
 	struct member *members;
 	size_t n;
 	hr_node *nodes;
-	const uint64_t **tokens;
-	size_t *ntokens;
-	int with_tokens;
 };
 
 static void build_free(struct build *b)
@@ -549,8 +546,6 @@ static void build_free(struct build *b)
 		PyMem_Free(b->members[i].tokens);
 	PyMem_Free(b->members);
 	PyMem_Free(b->nodes);
-	PyMem_Free(b->tokens);
-	PyMem_Free(b->ntokens);
 }
 
 static int build_from_list(hrpy_state *st, PyObject *members, PyObject *keep,
@@ -575,9 +570,7 @@ static int build_from_list(hrpy_state *st, PyObject *members, PyObject *keep,
 	b->n = (size_t)PyList_Size(list);
 	b->members = PyMem_Calloc(b->n + 1, sizeof *b->members);
 	b->nodes = PyMem_Calloc(b->n + 1, sizeof *b->nodes);
-	b->tokens = PyMem_Calloc(b->n + 1, sizeof *b->tokens);
-	b->ntokens = PyMem_Calloc(b->n + 1, sizeof *b->ntokens);
-	if (!b->members || !b->nodes || !b->tokens || !b->ntokens) {
+	if (!b->members || !b->nodes) {
 		PyErr_NoMemory();
 		return -1;
 	}
@@ -599,9 +592,8 @@ static int build_from_list(hrpy_state *st, PyObject *members, PyObject *keep,
 		if (rc < 0)
 			return -1;
 		b->nodes[i] = m->node;
-		b->tokens[i] = m->tokens;
-		b->ntokens[i] = m->ntokens;
-		b->with_tokens |= m->tokens != NULL;
+		b->nodes[i].tokens = m->tokens;
+		b->nodes[i].ntokens = m->ntokens;
 	}
 	return 0;
 }
@@ -663,11 +655,7 @@ static PyObject *ring_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		if (build_from_list(st, members, keep, &b) < 0)
 			goto out;
 		Py_BEGIN_ALLOW_THREADS
-		if (b.with_tokens)
-			rc = hr_ring_build_tokens(b.nodes, b.tokens, b.ntokens, b.n, &opts,
-						  revision, &ring, &err);
-		else
-			rc = hr_ring_build(b.nodes, b.n, &opts, revision, &ring, &err);
+		rc = hr_ring_build(b.nodes, b.n, &opts, revision, &ring, &err);
 		Py_END_ALLOW_THREADS
 	}
 	if (rc < 0)

@@ -78,49 +78,6 @@ static bool pos_before(const struct view *v, uint64_t pos, uint64_t *out)
 
 /* ---- one view's shares --------------------------------------------------- */
 
-/* A 128-bit sum of arc lengths, as a share of 2^64. */
-double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
-			  hr_view view)
-{
-	size_t slot = ring_slot(ring, node);
-	const struct view *v;
-	hr__arc_sum sum = { 0, 0 };
-
-	if (slot == SIZE_MAX || !hr__valid_view(view))
-		return 0;
-	v = &ring->views[view];
-	if (!v->npoints)
-		return 0;
-	if (v->rdv)
-		return hr__in_view(node->state, view) ? hr__rdv_share(v, node->weight) : 0;
-	/* All points at one position: the first owns the whole circle. */
-	if (view_pos(v, view_first(v)) == last_pos(v))
-		return view_slot(ring, v, view_first(v)) == slot ? 1.0 : 0.0;
-	if (v->pages) {
-		uint32_t h = ring->nodes[slot].handle;
-		uint64_t prev = last_pos(v);
-
-		for (size_t p = 0; p < v->npages; p++) {
-			const struct vpage *pg = v->pages[p];
-
-			for (size_t i = 0; i < pg->n; i++) {
-				if (pg->node[i] == h)
-					hr__arc_add(&sum, pg->pos[i] - prev);
-				prev = pg->pos[i];
-			}
-		}
-		return hr__arc_share(&sum);
-	}
-	/* Point i owns the arc (pos[i - 1], pos[i]]; point 0 wraps. */
-	for (size_t i = 0; i < v->npoints; i++) {
-		uint64_t prev = v->pos[i ? i - 1 : v->npoints - 1];
-
-		if (view_node(v, i) == slot)
-			hr__arc_add(&sum, v->pos[i] - prev);
-	}
-	return hr__arc_share(&sum);
-}
-
 /*
  * The arcs of every node summed in one pass, in `out` itself (a sum is as
  * wide as a double) modulo 2^64: no node's sum reaches 2^64 unless it owns

@@ -484,8 +484,7 @@ static int nodes_make(struct nodes *ns, int n)
 		snprintf(ns->ids[i], sizeof ns->ids[i], "cache-%04d", i);
 		snprintf(ns->addrs[i], sizeof ns->addrs[i], "127.%d.%d.%d:11211",
 			 i >> 16, (i >> 8) & 255, i & 255);
-		ns->v[i] = (hr_node){ ns->ids[i], ns->addrs[i], NULL, 1.0,
-				      HR_STATE_ACTIVE };
+		ns->v[i] = (hr_node){ .id = ns->ids[i], .addr = ns->addrs[i], .weight = 1 };
 	}
 	return 0;
 }

@@ -162,7 +162,7 @@ START_TEST(bad_sizes_are_refused_by_name)
 	hr_client_config cfg = nonblocking();
 	hr_registration reg;
 	hr_record_update upd = { .size = sizeof upd, .fields = HR_UPDATE_STATE };
-	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE };
+	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 };
 	hr_etcd_config etcd;
 	hr_ring_options opts;
 	hr_client *c;
@@ -274,8 +274,8 @@ END_TEST
  * default, whatever its memory holds there. */
 START_TEST(older_ring_options_take_defaults)
 {
-	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE },
-			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE } };
+	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 },
+			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE, NULL, 0 } };
 	hr_ring_options old = { .size = offsetof(hr_ring_options, placement),
 				.vnodes_per_weight = 10,
 				.placement = HR_PLACEMENT_KETAMA };
@@ -298,8 +298,8 @@ END_TEST
  * maglev_size): the default table, whatever lies past its size. */
 START_TEST(older_ring_options_default_maglev_size)
 {
-	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE },
-			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE } };
+	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 },
+			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE, NULL, 0 } };
 	hr_ring_options old = { .size = offsetof(hr_ring_options, maglev_size),
 				.placement = HR_PLACEMENT_MAGLEV,
 				.maglev_size = 4 };
@@ -575,7 +575,7 @@ END_TEST
  * more: an older program's smaller struct, a newer program's bigger one. */
 START_TEST(status_written_up_to_the_callers_size)
 {
-	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE };
+	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 };
 	hr_client_config cfg = nonblocking();
 	NEWER(hr_client_status) big;
 	const size_t old = offsetof(hr_client_status, endpoint);

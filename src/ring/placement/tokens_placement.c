@@ -10,22 +10,6 @@
  * (the points of nodes without tokens). */
 #define DIGEST_WORD 0x6e6b6f74u
 
-size_t hr_ring_node_tokens(const hr_ring *ring, const hr_node *node,
-			   const uint64_t **tokens)
-{
-	size_t slot = ring_slot(ring, node);
-	const struct ring_node *rn;
-
-	if (tokens)
-		*tokens = NULL;
-	if (slot == SIZE_MAX)
-		return 0;
-	rn = &ring->nodes[slot];
-	if (tokens)
-		*tokens = rn->tokens;
-	return rn->ntokens;
-}
-
 static size_t digest_opening(const hr_ring *ring, unsigned char *out)
 {
 	hr__put_u32le(out, 0);

@@ -18,9 +18,9 @@
 int main(void)
 {
 	static const hr_node nodes[] = {
-		{ "a", "127.0.0.1:11211", NULL, 1.0, HR_STATE_ACTIVE },
-		{ "b", "127.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE },
-		{ "c", "127.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE },
+		{ "a", "127.0.0.1:11211", NULL, 1.0, HR_STATE_ACTIVE, NULL, 0 },
+		{ "b", "127.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE, NULL, 0 },
+		{ "c", "127.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE, NULL, 0 },
 	};
 	hr_ring_options opts;
 	hr_error err = { 0 };

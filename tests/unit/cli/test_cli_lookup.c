@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <cjson/cJSON.h>
 
@@ -379,7 +380,7 @@ START_TEST(test_maglev_commands)
 
 		ck_assert_ptr_nonnull(obj);
 		ck_assert_double_eq(num(obj, "vnodes"), hr_ring_node_vnodes(ring, node));
-		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "share"), hrt_node_share(ring, node, view), 1e-6);
 		cJSON_Delete(obj);
 	}
 	ck_assert_uint_eq(i, hr_ring_node_count(ring));
@@ -437,7 +438,7 @@ START_TEST(test_rendezvous_commands)
 
 		ck_assert_ptr_nonnull(obj);
 		ck_assert_double_eq(num(obj, "vnodes"), 1);
-		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "share"), hrt_node_share(ring, node, view), 1e-6);
 		cJSON_Delete(obj);
 	}
 	ck_assert_uint_eq(i, hr_ring_node_count(ring));

@@ -90,8 +90,8 @@ static hr_ring *small_ring(void)
 {
 	static const hr_ring_options opts = { .size = sizeof opts, .vnodes_per_weight = 4 };
 	const hr_node nodes[] = {
-		{ "a\"b\\c", "127.0.0.1:7001", "z\xc3\xa9\\", 2, HR_STATE_WARMING },
-		{ "d", "h\"st\xff:1", NULL, 0.5, HR_STATE_DRAINING },
+		{ "a\"b\\c", "127.0.0.1:7001", "z\xc3\xa9\\", 2, HR_STATE_WARMING, NULL, 0 },
+		{ "d", "h\"st\xff:1", NULL, 0.5, HR_STATE_DRAINING, NULL, 0 },
 	};
 
 	return hrt_ring_build(nodes, 2, &opts, 42);
@@ -234,7 +234,7 @@ START_TEST(doubles_read_back_exactly)
 			snprintf(head, sizeof head,
 				 "hashring_node_share_ratio{node=\"%s\",view=\"%s\"}", s->ids[i],
 				 v ? "read" : "write");
-			ck_assert(sample_value(got, head) == hr_ring_node_share(ring, n, (hr_view)v));
+			ck_assert(sample_value(got, head) == hrt_node_share(ring, n, (hr_view)v));
 		}
 	}
 	ck_assert_ptr_nonnull(strstr(got, "hashring_node_weight{node=\"n1\"} 0.1\n"));

@@ -9,6 +9,7 @@
 #include "ketama.h"
 #include "ring.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 #include "hrt_rand.h"
 
 #include <dlfcn.h>
@@ -402,8 +403,8 @@ START_TEST(test_digest)
 	ck_assert_uint_ne(hr_ring_digest(rx), hr_ring_digest(rk));
 	ck_assert_uint_eq(hr_ring_digest(rk), hr_ring_digest(rk2));
 	/* Shares are the arcs of the 32-bit continuum. */
-	double total = hr_ring_node_share(rk, hr_ring_node(rk, 0), HR_VIEW_WRITE) +
-		       hr_ring_node_share(rk, hr_ring_node(rk, 1), HR_VIEW_WRITE);
+	double total = hrt_node_share(rk, hr_ring_node(rk, 0), HR_VIEW_WRITE) +
+		       hrt_node_share(rk, hr_ring_node(rk, 1), HR_VIEW_WRITE);
 	ck_assert_double_eq_tol(total, 1.0, 1e-12);
 	hr_ring_release(rx);
 	hr_ring_release(rk);

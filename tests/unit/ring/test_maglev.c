@@ -160,7 +160,7 @@ START_TEST(slots_follow_weights)
 
 		ck_assert_double_lt(fabs((double)v - fair), 1.0);
 		/* A share is its slots' arcs: v / m to a few ulps. */
-		ck_assert_double_eq_tol(hr_ring_node_share(ring, nd, HR_VIEW_WRITE),
+		ck_assert_double_eq_tol(hrt_node_share(ring, nd, HR_VIEW_WRITE),
 					(double)v / (double)m, 1e-12);
 	}
 	ck_assert_uint_eq(hr_ring_point_count(ring), m);
@@ -181,7 +181,7 @@ START_TEST(movement_near_minimal)
 
 	all = maglev_ring(s->nodes, s->n, 65537);
 	fewer = maglev_ring(s->nodes, s->n - 1, 65537);	/* node-100 leaves */
-	min = hr_ring_node_share(all, hr_ring_find(all, "node-100"), HR_VIEW_WRITE);
+	min = hrt_node_share(all, hr_ring_find(all, "node-100"), HR_VIEW_WRITE);
 	moved = hr_ring_moved_share(all, fewer, HR_VIEW_WRITE);
 	ck_assert_double_ge(moved, min);
 	ck_assert_double_le(moved, 2.0 * min);
@@ -332,8 +332,8 @@ START_TEST(views_and_order)
 		ck_assert_str_ne(la.node->id, "n2");
 		ck_assert_str_ne(la.read_node->id, "n1");
 	}
-	ck_assert_double_eq(hr_ring_node_share(a, hr_ring_find(a, "n1"), HR_VIEW_READ), 0);
-	ck_assert_double_eq(hr_ring_node_share(a, hr_ring_find(a, "n2"), HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hrt_node_share(a, hr_ring_find(a, "n1"), HR_VIEW_READ), 0);
+	ck_assert_double_eq(hrt_node_share(a, hr_ring_find(a, "n2"), HR_VIEW_WRITE), 0);
 	hr_ring_release(a);
 	hr_ring_release(b);
 	hrt_nodes_free(s);

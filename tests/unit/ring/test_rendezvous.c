@@ -129,7 +129,7 @@ START_TEST(vectors_sets)
 		hr_ring *ring = hrt_vectors_ring(set, &o);
 
 		hrt_vectors_check_set(set, ring, r, true);
-		/* hr_ring_node_shares() agrees with hr_ring_node_share(). */
+		/* hr_ring_node_shares() gives the vectors' shares. */
 		for (int v = 0; v < 2; v++) {
 			double all[64];
 			size_t count = hr_ring_node_shares(ring, (hr_view)v, all, 64);
@@ -181,7 +181,7 @@ START_TEST(shares_are_weights)
 
 		/* w / W, exactly the double of the division. */
 		ck_assert(share[i] == nd->weight / w);
-		ck_assert(hr_ring_node_share(ring, nd, HR_VIEW_WRITE) == share[i]);
+		ck_assert(hrt_node_share(ring, nd, HR_VIEW_WRITE) == share[i]);
 		check_count(count[i], MANY, share[i], 5, nd->id);
 	}
 	ck_assert_uint_eq(hr_ring_point_count(ring), 10);
@@ -275,7 +275,7 @@ START_TEST(join_moves_to_joiner_only)
 {
 	hrt_nodes *s = weighted(10);
 	hr_ring *before = rdv_ring(s->nodes, 9), *after = rdv_ring(s->nodes, 10);
-	double join = hr_ring_node_share(after, hr_ring_find(after, "node-9"),
+	double join = hrt_node_share(after, hr_ring_find(after, "node-9"),
 					 HR_VIEW_WRITE);
 
 	/* Exactly the joiner's share moves. */
@@ -353,7 +353,7 @@ START_TEST(empty_and_null_rings)
 		const hr_arc_total *t = &hr_diff_totals(d)[i];
 
 		ck_assert_ptr_null(t->old_node);
-		ck_assert(t->share == hr_ring_node_share(ring, t->new_node, HR_VIEW_WRITE));
+		ck_assert(t->share == hrt_node_share(ring, t->new_node, HR_VIEW_WRITE));
 	}
 	hr_diff_free(d);
 	ck_assert_int_eq(hr_diff_new(ring, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
@@ -403,9 +403,9 @@ START_TEST(views_follow_states)
 	ck_assert(!hr__ring_views_shared(ring));
 	ck_assert(hr__ring_views_shared(active));
 	ck_assert(hr_ring_digest(ring) != hr_ring_digest(active));
-	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "node-1"),
+	ck_assert_double_eq(hrt_node_share(ring, hr_ring_find(ring, "node-1"),
 					       HR_VIEW_READ), 0);
-	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "node-4"),
+	ck_assert_double_eq(hrt_node_share(ring, hr_ring_find(ring, "node-4"),
 					       HR_VIEW_WRITE), 0);
 	for (int i = 0; i < 20000; i++) {
 		uint64_t pos = splitmix64(&seed);
