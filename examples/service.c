@@ -87,7 +87,7 @@ static void serve(hr_client *client)
 			line[--len] = '\0';
 		if (len == 0)
 			continue;
-		if (hr_client_lookup(client, line, (size_t)len, &o) != 0) /* HR_EEMPTY */
+		if (hr_client_lookup(client, line, (size_t)len, &o, NULL) != 0) /* HR_EEMPTY */
 			printf("%s\t-\t-\t-\t-\n", line);
 		else
 			printf("%s\t%s\t%s\t%s\t%s\n", line, o.node, o.addr, o.read_node, o.read_addr);

@@ -69,12 +69,12 @@ double hrt_node_share(const hr_ring *ring, const hr_node *node, hr_view view)
 {
 	size_t n = hr_ring_node_count(ring);
 	double *shares = calloc(n ? n : 1, sizeof *shares), share = 0;
+	int i = hr_ring_node_index(ring, node, NULL);
 
 	ck_assert_ptr_nonnull(shares);
 	hr_ring_node_shares(ring, view, shares, n);
-	for (size_t i = 0; i < n; i++)
-		if (hr_ring_node(ring, i) == node)
-			share = shares[i];
+	if (i >= 0)
+		share = shares[i];
 	free(shares);
 	return share;
 }

@@ -23,7 +23,7 @@ static void check_replicas(const hr_ring *ring, const char *set, const char *key
 			   hr_view view, const cJSON *want, int r)
 {
 	const hr_node *got[8];
-	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r);
+	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r, NULL);
 	int i = 0;
 	const cJSON *id;
 
@@ -89,7 +89,7 @@ void hrt_vectors_check_set(const cJSON *set, const hr_ring *ring, int r,
 		const cJSON *wn = cJSON_GetArrayItem(item, 1);
 		const cJSON *rn = cJSON_GetArrayItem(item, 2);
 		hr_lookup lk;
-		int rc = hr_ring_lookup(ring, key, strlen(key), &lk);
+		int rc = hr_ring_lookup(ring, key, strlen(key), &lk, NULL);
 
 		if (!(rc == HR_OK || (may_be_empty && rc == HR_EEMPTY)))
 			ck_abort_msg("set %s key \"%s\": rc %d", name, key, rc);

@@ -263,7 +263,7 @@ typedef struct hr_owner {
  * write owner, and both owners of every other key, are the ring's.
  */
 HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
-			       hr_owner *out);
+			       hr_owner *out, hr_error *err);
 
 /*
  * hr_ring_lookup_batch() on the client's current ring, reached as
@@ -384,7 +384,7 @@ typedef struct hr_replica {
  */
 HR_EXPORT int hr_client_replicas(hr_client *client, const void *key,
 				 size_t len, hr_view view, hr_replica *out,
-				 size_t r, uint64_t *revision);
+				 size_t r, uint64_t *revision, hr_error *err);
 
 /*
  * The client's current ring: a counted reference, held as long as the
@@ -425,9 +425,10 @@ typedef struct hr_client_status {
  * safe.
  */
 HR_EXPORT int hr_client_status_get_size(hr_client *client,
-					hr_client_status *out, size_t size);
-#define hr_client_status_get(client, out) \
-	hr_client_status_get_size((client), (out), sizeof *(out))
+					hr_client_status *out, size_t size,
+					hr_error *err);
+#define hr_client_status_get(client, out, err) \
+	hr_client_status_get_size((client), (out), sizeof *(out), (err))
 
 #ifdef __cplusplus
 }

@@ -45,7 +45,7 @@ typedef enum hr_state {
 /* "active", "warming", "draining"; NULL for an invalid value. */
 HR_EXPORT const char *hr_state_name(hr_state state);
 /* Parses a state name (exact, lowercase).  HR_EINVAL if unknown. */
-HR_EXPORT int hr_state_parse(const char *name, hr_state *out);
+HR_EXPORT int hr_state_parse(const char *name, hr_state *out, hr_error *err);
 
 /*
  * A node.  As input (hr_ring_build) the strings and tokens belong to the
@@ -291,6 +291,16 @@ HR_EXPORT size_t hr_ring_point_count(const hr_ring *ring);
 HR_EXPORT const hr_node *hr_ring_node(const hr_ring *ring, size_t i);
 /* The node with this id, or NULL. */
 HR_EXPORT const hr_node *hr_ring_find(const hr_ring *ring, const char *id);
+/*
+ * The number i of `node` in `ring`, hr_ring_node(ring, i) == node: the
+ * number batch lookups answer with and hr_ring_node_shares() writes at.
+ * `node` is a pointer from this ring (from a lookup, hr_ring_node() or
+ * hr_ring_find()); O(1), compares pointers only.  HR_ENOTFOUND for a node
+ * not of this ring (a copy, or the node of another ring, even one of the
+ * same id), HR_EINVAL for NULL.  Thread safe.
+ */
+HR_EXPORT int hr_ring_node_index(const hr_ring *ring, const hr_node *node,
+				 hr_error *err);
 /* Points owned by `node` (a pointer from this ring). */
 HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node);
 
@@ -325,7 +335,7 @@ HR_EXPORT uint64_t hr_hash_key(const void *key, size_t len);
  * (rendezvous: O(nodes of the views)); never allocates or locks.
  */
 HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
-			     hr_lookup *out);
+			     hr_lookup *out, hr_error *err);
 
 /*
  * Batch lookups: the owners of many keys at once, all from one ring.  A
@@ -380,7 +390,8 @@ HR_EXPORT int hr_ring_lookup_batch(const hr_ring *ring,
  * returns k (0 for an empty view), or HR_EINVAL.  Never allocates.
  */
 HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
-			       hr_view view, const hr_node **out, size_t r);
+			       hr_view view, const hr_node **out, size_t r,
+			       hr_error *err);
 
 /*
  * Share of the key space whose owner in `view` differs between two rings,
@@ -508,7 +519,7 @@ HR_EXPORT void hr_diff_free(hr_diff *diff);
 HR_EXPORT int hr_ring_lookup_bounded(const hr_ring *ring, const void *key,
 				     size_t len, hr_view view,
 				     const uint64_t *loads, double c,
-				     const hr_node **out);
+				     const hr_node **out, hr_error *err);
 
 /*
  * An in-flight counter: bounded-load routing that counts the requests
@@ -537,11 +548,12 @@ HR_EXPORT void hr_inflight_free(hr_inflight *inflight);
  */
 HR_EXPORT int hr_inflight_acquire(hr_inflight *inflight, const hr_ring *ring,
 				  const void *key, size_t len, hr_view view,
-				  const hr_node **out);
+				  const hr_node **out, hr_error *err);
 
 /* Ends one request on node `id`.  HR_ENOTFOUND if no request is in flight
  * on it, HR_EINVAL for NULL.  Thread safe. */
-HR_EXPORT int hr_inflight_release(hr_inflight *inflight, const char *id);
+HR_EXPORT int hr_inflight_release(hr_inflight *inflight, const char *id,
+				  hr_error *err);
 
 /* Requests in flight on node `id` (0 if unknown), and on all nodes. */
 HR_EXPORT uint64_t hr_inflight_load(const hr_inflight *inflight,

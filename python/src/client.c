@@ -250,15 +250,16 @@ static PyStructSequence_Desc status_desc = {
 static PyObject *client_status(hrpy_client *self, PyObject *unused)
 {
 	hrpy_state *st = HRPY_STATE(self);
+	hr_error err = { .code = 0 };
 	hr_client_status s;
 	PyObject *v[9];
 	int rc;
 
 	if (!self->c)
 		return closed_error(self);
-	rc = hr_client_status_get(self->c, &s);
+	rc = hr_client_status_get(self->c, &s, &err);
 	if (rc < 0)
-		return hrpy_raise(st, rc, NULL);
+		return hrpy_raise(st, rc, &err);
 	v[0] = PyLong_FromUnsignedLongLong(s.revision);
 	v[1] = PyLong_FromUnsignedLongLong(s.digest);
 	v[2] = PyLong_FromUnsignedLongLong(s.confirmed_revision);

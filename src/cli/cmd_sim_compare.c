@@ -102,7 +102,7 @@ static const hr_node *ring_lookup(const void *built, const void *key, size_t len
 {
 	hr_lookup l;
 
-	return hr_ring_lookup(built, key, len, &l) == 0 ? l.node : NULL;
+	return hr_ring_lookup(built, key, len, &l, NULL) == 0 ? l.node : NULL;
 }
 
 static uintptr_t ring_sweep(const void *built, const struct cmp_keys *k)
@@ -111,7 +111,7 @@ static uintptr_t ring_sweep(const void *built, const struct cmp_keys *k)
 	hr_lookup l;
 
 	for (size_t i = 0; i < k->n; i++) {
-		hr_ring_lookup(built, k->text + k->off[i], k->off[i + 1] - k->off[i], &l);
+		hr_ring_lookup(built, k->text + k->off[i], k->off[i + 1] - k->off[i], &l, NULL);
 		sum += (uintptr_t)l.node;
 	}
 	return sum;

@@ -180,31 +180,36 @@ void hr_client_close(hr_client *c)
 /* hr_client_lookup() on a new ring, another client's way or no thread
  * cache: out of line, so that the fast path saves no register. */
 static __attribute__((noinline)) int lookup_miss(hr_client *c, const void *key,
-						 size_t len, hr_owner *out)
+						 size_t len, hr_owner *out,
+						 hr_error *err)
 {
 	const hr_ring *ring = hr__thread_cache_miss(&c->pub);
 	int rc;
 
 	if (ring)
 		return hr__ring_lookup_owner_counted(ring, key, len, out,
-						     hr__thread_cache_counts());
+						     hr__thread_cache_counts(), err);
 	/* No per-thread state: not counted. */
-	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
+	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out,
+				   err);
 	hr__publish_read_end(&c->pub);
 	return rc;
 }
 
-int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
+int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out,
+		     hr_error *err)
 {
 	const hr_ring *ring;
 
 	if (!c || !out || (!key && len))
-		return HR_EINVAL;
+		return hr__lookup_args(err, c, "client", out, key, len);
+	/* `err` goes down, so that both calls stay tail calls: the hot path
+	 * costs what it cost without it. */
 	ring = hr__thread_cache_hit(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
 		return hr__ring_lookup_owner_counted(ring, key, len, out,
-						     hr__thread_cache_counts());
-	return lookup_miss(c, key, len, out);
+						     hr__thread_cache_counts(), err);
+	return lookup_miss(c, key, len, out, err);
 }
 
 /* A batch's owners, counted as single lookups count them (owner.c; not
@@ -268,14 +273,22 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 }
 
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
-		       hr_replica *out, size_t r, uint64_t *revision)
+		       hr_replica *out, size_t r, uint64_t *revision, hr_error *err)
 {
 	const hr_ring *ring;
 	int k;
 
-	if (!c || (!out && r) || (!key && len) || r > HR__REPLICAS_MAX ||
-	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
-		return HR_EINVAL;
+	if (!c)
+		return hr__error_set(err, HR_EINVAL, "replicas: client is NULL");
+	if (!key && len)
+		return hr__error_set(err, HR_EINVAL,
+				     "replicas: key is NULL with length %zu", len);
+	if ((!out && r) || r > HR__REPLICAS_MAX)
+		return hr__error_set(err, HR_EINVAL,
+				     "replicas: r %zu with out %s (at most %d)", r,
+				     out ? "set" : "NULL", HR__REPLICAS_MAX);
+	if (view != HR_VIEW_WRITE && view != HR_VIEW_READ)
+		return hr__error_set(err, HR_EINVAL, "replicas: bad view %d", (int)view);
 	ring = hr__thread_cache_ring(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
 		return hr__ring_replicas(ring, key, len, view, out, r, revision);
@@ -386,13 +399,15 @@ hr_ring *hr_client_ring(hr_client *c)
 	return c ? hr__publish_acquire(&c->pub) : NULL;
 }
 
-int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size)
+int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
+			      hr_error *err)
 {
 	hr_client_status st;
 	hr_ring *ring;
 
 	if (!c || !out || !size)
-		return HR_EINVAL;
+		return hr__error_set(err, HR_EINVAL, "status: %s",
+				     !c ? "client is NULL" : !out ? "out is NULL" : "size is 0");
 	memset(&st, 0, sizeof st);
 	ring = hr__publish_acquire(&c->pub);
 	st.revision = hr_ring_revision(ring);

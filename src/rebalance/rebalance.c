@@ -230,7 +230,7 @@ static void step_done(hr_rebalancer *rb, hr_rebalance_step step)
 
 	if (!rb->cfg.on_step)
 		return;
-	hr_rebalancer_progress(rb, &p);
+	hr_rebalancer_progress(rb, &p, NULL);
 	rb->cfg.on_step(rb->cfg.on_step_userdata, step, &p);
 }
 

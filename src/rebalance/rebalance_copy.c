@@ -308,13 +308,10 @@ static int promoted_ring(const hr_ring *ring, hr_ring **out, hr_error *err)
 	return rc;
 }
 
+/* The number of `node`, a pointer from `ring`. */
 static size_t node_index(const hr_ring *ring, const hr_node *node)
 {
-	size_t i, n = hr_ring_node_count(ring);
-
-	for (i = 0; i < n && hr_ring_node(ring, i) != node; i++)
-		;
-	return i;
+	return (size_t)hr_ring_node_index(ring, node, NULL);
 }
 
 /* Whether a moved arc's total is part of the handoff of `only`. */
@@ -379,7 +376,7 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 		rc = scan_source(&s, source);
 		source_share = shares[node_index(ring, source)];
 		if (rc == 0 && source_share > 0) {
-			hr_rebalancer_progress(rb, &p);
+			hr_rebalancer_progress(rb, &p, NULL);
 			hr__rb_expect(rb, (double)(p.scanned - before[HR__RB_SCANNED]) *
 					  moving_share / source_share);
 		}

@@ -266,16 +266,16 @@ static int mc_try(int servers)
 		return (double)(cpu_now_ns() - t0) / (double)ops;            \
 	}
 
-TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, &out),
+TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, &out, NULL),
 	    (unsigned char)out.node[6])
-TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l),
+TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l, NULL),
 	    (uintptr_t)l.node >> 4)
 TIMED_LOOPS(mc, const memcached_st *,
 	    uint32_t srv = memcached_generate_hash(ctx, (const char *)key, KEY_LEN), srv)
 TIMED_LOOPS(bs, const struct bs_ring *, uint32_t nd = bs_lookup(ctx, key), nd)
 TIMED_LOOPS(pref, const hr_ring *,
 	    const hr_node *pl[3];
-	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3),
+	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3, NULL),
 	    (uintptr_t)pl[k - 1] >> 4)
 
 /* ---- batches ------------------------------------------------------------ */
@@ -343,7 +343,7 @@ static int check_batch_agree(const hr_ring *ring, const struct keypool *kp)
 		for (size_t k = 0; k < HRB_BATCH_KEYS; k++) {
 			hr_lookup l;
 
-			if (hr_ring_lookup(ring, ptrs[k], KEY_LEN, &l) ||
+			if (hr_ring_lookup(ring, ptrs[k], KEY_LEN, &l, NULL) ||
 			    l.node != hr_ring_node(ring, out[k].node) ||
 			    l.read_node != hr_ring_node(ring, out[k].read_node))
 				return -1;
@@ -394,7 +394,7 @@ static void *reader_main(void *p)
 	while (!__atomic_load_n(&rd->t->stop_readers, __ATOMIC_RELAXED)) {
 		for (int i = 0; i < 1024; i++) {
 			hr_client_lookup(rd->t->client, kp->keys + at * KEY_LEN,
-					 KEY_LEN, &out);
+					 KEY_LEN, &out, NULL);
 			sink += (unsigned char)out.node[6];
 			at = (at + 1) & kp->mask;
 		}
@@ -534,7 +534,7 @@ static int check_agree(const hr_ring *ring, const struct bs_ring *bs,
 		const unsigned char *key = kp->keys + i * KEY_LEN;
 		hr_lookup l;
 
-		if (hr_ring_lookup(ring, key, KEY_LEN, &l) ||
+		if (hr_ring_lookup(ring, key, KEY_LEN, &l, NULL) ||
 		    l.node != hr_ring_node(ring, bs_lookup(bs, key)))
 			return -1;
 	}

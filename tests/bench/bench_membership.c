@@ -6,7 +6,7 @@
  *
  * For each put, t0 is taken just before the HTTP request leaves; the raw
  * watch notes when libcurl hands it the event, and a reader thread spinning
- * on hr_client_read_begin() notes when the ring's revision first becomes
+ * on hr_client_lookup() notes when the ring's revision first becomes
  * the put's.  The overhead is visible - raw for the same put, so etcd's own
  * commit and delivery time cancels out.
  */
@@ -53,7 +53,7 @@ static void *reader_main(void *arg)
 
 	while (!__atomic_load_n(&rd->stop, __ATOMIC_RELAXED)) {
 		hr_owner o;
-		uint64_t rev = hr_client_lookup(rd->client, "k", 1, &o) == 0 ? o.revision : 0;
+		uint64_t rev = hr_client_lookup(rd->client, "k", 1, &o, NULL) == 0 ? o.revision : 0;
 
 		if (rev != last) {
 			hrb_revlog_mark(rd->log, (int64_t)rev, hrb_now_ns());

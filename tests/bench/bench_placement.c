@@ -94,7 +94,7 @@ static double lookup_ns_of(const hr_ring *ring, int raw, size_t nkeys)
 			if (raw)
 				hr__ring_lookup_pos(ring, hashes[i], &lk);
 			else
-				hr_ring_lookup(ring, keys[i], lens[i], &lk);
+				hr_ring_lookup(ring, keys[i], lens[i], &lk, NULL);
 			sink += (uintptr_t)lk.node;
 		}
 		t = (now_s() - t) / (double)nkeys * 1e9;

@@ -154,7 +154,7 @@ START_TEST(announces_after_a_put)
 	{
 		hr_client_status st;
 
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		ck_assert_uint_eq(a->digest, st.digest);
 	}
 	ck_assert_uint_eq(a->lag, 0);

@@ -534,7 +534,7 @@ static void *reader_main(void *arg)
 
 	/* The first read section registers the thread with liburcu-bp (a
 	 * lock, once per thread): not part of what is measured. */
-	hr_client_lookup(r->c, "warm-up", 7, &o);
+	hr_client_lookup(r->c, "warm-up", 7, &o, NULL);
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		struct rusage ru0, ru1;
 		int64_t t0, dt;
@@ -543,12 +543,12 @@ static void *reader_main(void *arg)
 		snprintf(key, sizeof key, "user:%" PRIu64, rnd(&s) % 1000000);
 		getrusage(RUSAGE_THREAD, &ru0);
 		t0 = now_ns();
-		rc = hr_client_lookup(r->c, key, strlen(key), &o);
+		rc = hr_client_lookup(r->c, key, strlen(key), &o, NULL);
 		if (r->lookups[a->i] % 16 == 0) {
 			/* On the ring held too. */
 			hr_ring *ring = hr_client_ring(r->c);
 			hr_lookup l;
-			if (hr_ring_lookup(ring, key, strlen(key), &l))
+			if (hr_ring_lookup(ring, key, strlen(key), &l, NULL))
 				rc = -100;
 			hr_ring_release(ring);
 		}
@@ -829,7 +829,7 @@ START_TEST(kill_restart_and_freeze_during_churn)
 	 * intervals (2 s here), the log warns after stale_warn_ms (1.5 s). */
 	int64_t t0 = hrt_now_ms();
 	do {
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		if (st.unconfirmed_ms == 0)
 			hrt_sleep_ms(50);
 	} while (st.unconfirmed_ms == 0 && hrt_now_ms() - t0 < 3000);
@@ -838,7 +838,7 @@ START_TEST(kill_restart_and_freeze_during_churn)
 	hrt_sleep_ms(1500);
 	churn_stop(&ch);
 	ck_assert_int_gt(ch.ops_done, 500 * DEFAULT_SCALE / 100);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_uint_ge(st.reconnects, (uint64_t)kills);
 	finish(c, &h, &r, url);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale_recovered", NULL), 1);
@@ -872,7 +872,7 @@ static int member_in_use(hr_client *c)
 {
 	hr_client_status st;
 
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	for (int i = 0; i < hrt_etcd_size(etcd); i++)
 		if (!strcmp(st.endpoint, hrt_etcd_client_url(etcd, i)))
 			return i;
@@ -1101,7 +1101,7 @@ static void wipe_with_same_records(int same_cluster_id)
 	{
 		hr_client_status st;
 
-		ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+		ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 		ck_assert_uint_eq(st.revision, (uint64_t)new_rev);
 		ck_assert_uint_ge(st.confirmed_revision, (uint64_t)new_rev);
 		ck_assert_uint_lt(st.confirmed_revision, old_rev);
@@ -1179,7 +1179,7 @@ START_TEST(proxy_stall_stale_then_recovers)
 	 * stalled stream would never warn at all. */
 	ck_assert_int_ge(hrt_log_wait(&logbuf, 2, 10000, 50, "level=warn", "event=stale", NULL),
 			 2);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_int_gt(st.unconfirmed_ms, 1000);
 	ck_assert_ptr_null(hr_ring_find(h.e[h.n - 1].ring, "during"));
 	ck_assert_int_eq(hrt_proxy_pass(px), 0);
@@ -1561,13 +1561,13 @@ static void reentrant_change(void *ud, const hr_ring *old, const hr_ring *ring)
 		return;   /* the first ring is published inside hr_client_open() */
 	/* Every client call but close is allowed here, and sees the ring
 	 * just published. */
-	if (hr_client_lookup(c, "k", 1, &o) == 0 && o.revision == hr_ring_revision(ring))
+	if (hr_client_lookup(c, "k", 1, &o, NULL) == 0 && o.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->lookups_ok, 1, __ATOMIC_RELAXED);
 	hr_ring *r = hr_client_ring(c);
 	if (r == ring)
 		__atomic_fetch_add(&re->acquired, 1, __ATOMIC_RELAXED);
 	hr_ring_release(r);
-	if (hr_client_status_get(c, &st) == 0 && st.revision == hr_ring_revision(ring))
+	if (hr_client_status_get(c, &st, NULL) == 0 && st.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->status_ok, 1, __ATOMIC_RELAXED);
 }
 
@@ -1649,19 +1649,19 @@ START_TEST(null_arguments_everywhere)
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, NULL, NULL), HR_EINVAL);
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, NULL), 0);
 
-	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 1, &o), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 0, &o), 0);   /* the empty key */
-	ck_assert_int_eq(hr_client_replicas(NULL, "k", 1, HR_VIEW_READ, rep, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, NULL, 1, HR_VIEW_READ, rep, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, rep, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 65, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 2, NULL), 2);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 0, NULL), 0);
-	ck_assert_int_eq(hr_client_status_get(NULL, &st), HR_EINVAL);
-	ck_assert_int_eq(hr_client_status_get_size(c, NULL, sizeof st), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 1, &o, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 0, &o, NULL), 0);   /* the empty key */
+	ck_assert_int_eq(hr_client_replicas(NULL, "k", 1, HR_VIEW_READ, rep, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, NULL, 1, HR_VIEW_READ, rep, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, rep, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 65, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 2, NULL, NULL), 2);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 0, NULL, NULL), 0);
+	ck_assert_int_eq(hr_client_status_get(NULL, &st, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(c, NULL, sizeof st, NULL), HR_EINVAL);
 	ck_assert_ptr_null(hr_client_ring(NULL));
 
 	ck_assert_int_eq(hr_registrar_open(NULL, NULL, NULL, &err), HR_EINVAL);

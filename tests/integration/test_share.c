@@ -110,7 +110,7 @@ static hr_client_status status(hr_client *c)
 	hr_client_status st;
 
 	memset(&st, 0xff, sizeof st);
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	return st;
 }
 
@@ -121,7 +121,7 @@ static int wait_revision(hr_client *c, uint64_t rev, int timeout_ms)
 	hr_client_status st;
 
 	for (;;) {
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		if (st.revision >= rev)
 			return 0;
 		if (hrt_now_ms() > until) {
@@ -553,8 +553,8 @@ START_TEST(late_joiner_gets_the_ring_at_once)
 		hr_owner oa, ob;
 		int n = snprintf(key, sizeof key, "key-%d", i);
 
-		EXPECT(hr_client_lookup(a, key, (size_t)n, &oa) == 0);
-		EXPECT(hr_client_lookup(b, key, (size_t)n, &ob) == 0);
+		EXPECT(hr_client_lookup(a, key, (size_t)n, &oa, NULL) == 0);
+		EXPECT(hr_client_lookup(b, key, (size_t)n, &ob, NULL) == 0);
 		EXPECT(strcmp(oa.node, ob.node) == 0);
 		EXPECT(strcmp(oa.read_node, ob.read_node) == 0);
 		EXPECT(oa.revision == ob.revision && oa.digest == ob.digest);
@@ -743,7 +743,7 @@ START_TEST(counts_and_hot_keys_stay_each_clients)
 		int n = i < 300 ? snprintf(key, sizeof key, "hot-a") :
 				  snprintf(key, sizeof key, "key-%d", i);
 
-		EXPECT(hr_client_lookup(a, key, (size_t)n, &o) == 0);
+		EXPECT(hr_client_lookup(a, key, (size_t)n, &o, NULL) == 0);
 		for (int j = 0; j < 3; j++) {
 			want_a[j][0] += strcmp(o.node, ids[j]) == 0;
 			want_a[j][1] += strcmp(o.read_node, ids[j]) == 0;
@@ -754,7 +754,7 @@ START_TEST(counts_and_hot_keys_stay_each_clients)
 		hr_owner o;
 		int n = snprintf(key, sizeof key, "b-%d", i % 40);
 
-		EXPECT(hr_client_lookup(b, key, (size_t)n, &o) == 0);
+		EXPECT(hr_client_lookup(b, key, (size_t)n, &o, NULL) == 0);
 		for (int j = 0; j < 3; j++) {
 			want_b[j][0] += strcmp(o.node, ids[j]) == 0;
 			want_b[j][1] += strcmp(o.read_node, ids[j]) == 0;
@@ -793,7 +793,7 @@ START_TEST(counts_and_hot_keys_stay_each_clients)
 	ck_assert_int_eq(wait_revision(a, rev, 5000), 0);
 	ck_assert_int_eq(wait_revision(b, rev, 5000), 0);
 	hr_owner o;
-	ck_assert_int_eq(hr_client_lookup(b, "after", 5, &o), 0);
+	ck_assert_int_eq(hr_client_lookup(b, "after", 5, &o, NULL), 0);
 	na = hr_client_lookup_counts(a, la, 8, &total, &err);
 	nb = hr_client_lookup_counts(b, lb, 8, &total, &err);
 	ck_assert_int_eq(na, 4);
@@ -825,14 +825,14 @@ static void *stepper_main(void *arg)
 	stepper *st = arg;
 	hr_owner o;
 
-	st->rc_first = hr_client_lookup(st->first, "k", 1, &o);
+	st->rc_first = hr_client_lookup(st->first, "k", 1, &o, NULL);
 	sem_post(&st->done);
 	sem_wait(&st->go);
 	st->rc_then = 0;
 	for (int i = 0; i < 50; i++) {
 		char key[16];
 		int n = snprintf(key, sizeof key, "k%d", i);
-		int rc = hr_client_lookup(st->then, key, (size_t)n, &o);
+		int rc = hr_client_lookup(st->then, key, (size_t)n, &o, NULL);
 
 		if (rc)
 			st->rc_then = rc;
@@ -901,9 +901,9 @@ static void reentrant_change(void *ud, const hr_ring *old, const hr_ring *ring)
 	__atomic_fetch_add(&re->calls, 1, __ATOMIC_RELAXED);
 	if (!c)
 		return;
-	int status_ok = hr_client_status_get(c, &st) == 0;
+	int status_ok = hr_client_status_get(c, &st, NULL) == 0;
 
-	if (hr_client_lookup(c, "k", 1, &o) == 0 && o.revision == hr_ring_revision(ring))
+	if (hr_client_lookup(c, "k", 1, &o, NULL) == 0 && o.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->lookups_ok, 1, __ATOMIC_RELAXED);
 	/* Last, with release: whoever sees this call's status count sees
 	 * its lookup counted too. */
@@ -1113,10 +1113,10 @@ static void *opener_main(void *arg)
 			break;
 		}
 		op->opened++;
-		rc = hr_client_lookup(cl, "k", 1, &o);
+		rc = hr_client_lookup(cl, "k", 1, &o, NULL);
 		if (rc)
 			snprintf(op->failure, sizeof op->failure, "round %d: lookup: %d", round, rc);
-		hr_client_status_get(cl, &st);
+		hr_client_status_get(cl, &st, NULL);
 		if (st.watcher_clients < 1 || st.watcher_clients > OPENERS)
 			snprintf(op->failure, sizeof op->failure, "round %d: watcher_clients %" PRIu64,
 				 round, st.watcher_clients);
@@ -1348,7 +1348,7 @@ START_TEST(unreachable_etcd)
 	assert_unreachable(rc, &err, hostport);
 	ck_assert_ptr_null(cl);
 	ck_assert_uint_eq(status(n1).watcher_clients, 2);
-	ck_assert_int_eq(hr_client_lookup(n1, "k", 1, &o), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_lookup(n1, "k", 1, &o, NULL), HR_EEMPTY);
 	ck_assert_uint_eq(o.revision, 0);
 	ck_assert_int_eq(hr_client_wait_synced(n2, 50, &err), HR_ETIMEDOUT);
 	hr_client_close(n1);

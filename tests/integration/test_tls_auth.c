@@ -612,7 +612,7 @@ START_TEST(auth_token_expiry_reauth)
 	cfg.client.probe_interval_ms = 3500;
 	cfg.client.stale_warn_ms = 20000;
 	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
-	ck_assert_int_eq(hr_client_status_get(c, &st0), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st0, NULL), 0);
 
 	/* Idle for more than twice the TTL. */
 	hrt_sleep_ms(5500);
@@ -620,7 +620,7 @@ START_TEST(auth_token_expiry_reauth)
 	root_put("b", "{\"addr\":\"127.0.0.2:11211\",\"state\":\"active\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_ACTIVE, 5000), 0);
 	arrive_ms = hrt_now_ms() - t0;
-	ck_assert_int_eq(hr_client_status_get(c, &st1), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st1, NULL), 0);
 	fprintf(stderr, "after 5.5 s idle (token TTL 2 s): event in %lld ms, reconnects %llu\n",
 		(long long)arrive_ms, (unsigned long long)(st1.reconnects - st0.reconnects));
 	/* The token did expire; a fresh one was obtained without any
@@ -639,7 +639,7 @@ START_TEST(auth_token_expiry_reauth)
 	root_put("c", "{\"addr\":\"127.0.0.3:11211\",\"state\":\"draining\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "c", HR_STATE_DRAINING, 8000), 0);
 	arrive_ms = hrt_now_ms() - t0;
-	ck_assert_int_eq(hr_client_status_get(c, &st2), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st2, NULL), 0);
 	fprintf(stderr, "after a member restart: event in %lld ms, reconnects %llu\n",
 		(long long)arrive_ms, (unsigned long long)(st2.reconnects - st1.reconnects));
 	ck_assert_uint_gt(st2.reconnects, st1.reconnects);

@@ -277,7 +277,7 @@ static int write_key(struct load *l, const hr_ring *ring, long i)
 	mct *c;
 
 	key_name(l, i, key, sizeof key);
-	if (hr_ring_lookup(ring, key, strlen(key), &lk) || !lk.node)
+	if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) || !lk.node)
 		return -1;
 	c = conn_of(l, lk.node);
 	if (!c)
@@ -328,7 +328,7 @@ static void read_key(struct load *l, const hr_ring *ring, long i, struct counts 
 
 	key_name(l, i, key, sizeof key);
 	c->reads++;
-	if (hr_ring_lookup(ring, key, strlen(key), &lk) || !lk.node) {
+	if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) || !lk.node) {
 		c->errors++;
 		return;
 	}
@@ -470,7 +470,7 @@ static int check(struct load *l)
 		int rc = -1;
 
 		key_name(l, i, key, sizeof key);
-		if (hr_ring_lookup(ring, key, strlen(key), &lk) == 0 && lk.node)
+		if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) == 0 && lk.node)
 			rc = read_at(l, lk.node, key, &version);
 		if (rc == 0 && lk.read_node && lk.read_node != lk.node) {
 			rc = read_at(l, lk.read_node, key, &version);

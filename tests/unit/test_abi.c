@@ -590,26 +590,26 @@ START_TEST(status_written_up_to_the_callers_size)
 	hr__publish_swap(hr__client_publisher(c), ring);
 
 	memset(&st, FILL, sizeof st);
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	ck_assert_uint_eq(st.revision, 42);
 	ck_assert_str_eq(st.endpoint, ""); /* never connected */
 	ck_assert_uint_eq(st.watcher_clients, 1);
 
 	memset(&big, FILL, sizeof big);
-	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, old), 0);
+	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, old, NULL), 0);
 	ck_assert_uint_eq(big.s.revision, 42);
 	ck_assert_uint_eq(big.s.digest, hr_ring_digest(ring));
 	ck_assert(all_bytes(&big, old, sizeof big, FILL));
 
 	memset(&big, FILL, sizeof big);
-	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, sizeof big - 1), 0);
+	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, sizeof big - 1, NULL), 0);
 	ck_assert_uint_eq(big.s.revision, 42);
 	ck_assert_str_eq(big.s.endpoint, "");
 	ck_assert(all_bytes(&big, sizeof big.s, sizeof big - 1, 0));
 	ck_assert(all_bytes(&big, sizeof big - 1, sizeof big, FILL));
 
-	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0), HR_EINVAL);
-	ck_assert_int_eq(hr_client_status_get_size(NULL, &st, sizeof st), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(NULL, &st, sizeof st, NULL), HR_EINVAL);
 	hr_client_close(c);
 }
 END_TEST
@@ -682,7 +682,7 @@ START_TEST(rebalancer_structs)
 	ck_assert_ptr_null(rb);
 	ck_assert_int_eq(hr_rebalancer_new(&b, &cfg, &rb, &err), 0);
 	memset(&big, FILL, sizeof big);
-	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big - 4), 0);
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big - 4, NULL), 0);
 	ck_assert_int_eq(big.s.step, HR_REBALANCE_STEP_IDLE);
 	ck_assert(big.s.eta_s == -1);
 	ck_assert(all_bytes(&big, sizeof big.s, sizeof big - 4, 0));
@@ -691,11 +691,11 @@ START_TEST(rebalancer_structs)
 	 * `promoted`, gets that much; a smaller size is refused. */
 	memset(&big, FILL, sizeof big);
 	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, offsetof(hr_rebalance_progress,
-									    skipped)), 0);
+									    skipped), NULL), 0);
 	ck_assert(big.s.eta_s == -1);
 	ck_assert(all_bytes(&big, offsetof(hr_rebalance_progress, skipped), sizeof big, FILL));
 	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s,
-						     offsetof(hr_rebalance_progress, skipped) - 1),
+						     offsetof(hr_rebalance_progress, skipped) - 1, NULL),
 			 HR_EINVAL);
 	hr_rebalancer_free(rb);
 }

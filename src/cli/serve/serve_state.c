@@ -448,7 +448,7 @@ static void write_head(FILE *out, hr_client *client)
 {
 	hr_client_status st;
 
-	if (hr_client_status_get(client, &st))
+	if (hr_client_status_get(client, &st, NULL))
 		memset(&st, 0, sizeof st);
 	fprintf(out, "{\"version\":\"%s\",\"time_ms\":%" PRId64 ",\"status\":{"
 		"\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","

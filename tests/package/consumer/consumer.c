@@ -45,7 +45,7 @@ int main(void)
 		fprintf(stderr, "consumer: %s\n", err.message);
 		return 1;
 	}
-	rc = hr_ring_lookup(ring, "user:42", strlen("user:42"), &where);
+	rc = hr_ring_lookup(ring, "user:42", strlen("user:42"), &where, NULL);
 	if (rc != HR_OK || !where.node) {
 		fprintf(stderr, "consumer: lookup: %s\n", hr_strerror(rc));
 		hr_ring_release(ring);

@@ -225,10 +225,10 @@ START_TEST(ring_lookups_do_not_allocate)
 	count_start();
 	for (unsigned long i = 0; i < CALLS; i++) {
 		key_of(i, key, &len);
-		found += hr_ring_lookup(ring, key, len, &l) == 0;
+		found += hr_ring_lookup(ring, key, len, &l, NULL) == 0;
 		found += hr_ring_preflist(ring, key, len, (hr_view)(i & 1), pl,
-					  1 + i % 8) > 0;
-		found += hr__ring_lookup_owner(ring, key, len, &o) == 0;
+					  1 + i % 8, NULL) > 0;
+		found += hr__ring_lookup_owner(ring, key, len, &o, NULL) == 0;
 	}
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
@@ -250,17 +250,17 @@ START_TEST(client_lookups_do_not_allocate)
 
 	/* Warm-up: liburcu-bp registers a thread on its first read section;
 	 * the thread starts its counts on the ring. */
-	ck_assert_int_eq(hr_client_lookup(c, "warm", 4, &o), 0);
+	ck_assert_int_eq(hr_client_lookup(c, "warm", 4, &o, NULL), 0);
 	/* No ck_assert inside: a passing Check assertion records a mark
 	 * point, and that allocates. */
 	count_start();
 	for (unsigned long i = 0; i < CALLS; i++) {
 		key_of(i, key, &len);
-		bad += hr_client_lookup(c, key, len, &o) != 0;
+		bad += hr_client_lookup(c, key, len, &o, NULL) != 0;
 		bad += hr_client_replicas(c, key, len, HR_VIEW_WRITE, reps, 3,
-					  NULL) != 3;
+					  NULL, NULL) != 3;
 		/* The copies say what the ring says. */
-		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += hr_ring_lookup(ring, key, len, &l, NULL) != 0;
 		bad += strcmp(o.node, l.node->id) != 0;
 		bad += strcmp(o.addr, l.node->addr) != 0;
 		bad += strcmp(o.read_node, l.read_node->id) != 0;
@@ -333,15 +333,15 @@ START_TEST(sampled_and_spread_lookups_do_not_allocate)
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
 	for (unsigned long i = 0; i < 20000; i++) {
 		key_of(i % 10 ? i : 0, key, &len);
-		ck_assert_int_eq(hr_client_lookup(c, key, len, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, len, &o, NULL), 0);
 	}
 	ck_assert_int_ge(hr_client_hot_keys(c, hot, 2, NULL), 1);
 	ck_assert_int_eq(hot[0].spread, 1);
 	count_start();
 	for (unsigned long i = 0; i < CALLS; i++) {
 		key_of(i % 10 ? i : 0, key, &len);
-		bad += hr_client_lookup(c, key, len, &o) != 0;
-		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += hr_client_lookup(c, key, len, &o, NULL) != 0;
+		bad += hr_ring_lookup(ring, key, len, &l, NULL) != 0;
 		bad += strcmp(o.node, l.node->id) != 0;
 		moved += strcmp(o.read_node, l.read_node->id) != 0;
 	}

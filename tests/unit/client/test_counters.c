@@ -112,7 +112,7 @@ static void lookups(hr_client *c, hr_ring *const *rings, unsigned i, tally *t)
 	const hr_ring *ring = NULL;
 
 	snprintf(keys[0], sizeof keys[0], "s%u", i);
-	EXPECT(hr_client_lookup(c, keys[0], strlen(keys[0]), &o) == 0);
+	EXPECT(hr_client_lookup(c, keys[0], strlen(keys[0]), &o, NULL) == 0);
 	tally_add(t, o.node, 0, 1);
 	tally_add(t, o.read_node, 1, 1);
 	for (int k = 0; k < BATCH; k++) {
@@ -144,7 +144,7 @@ START_TEST(exact_on_one_thread)
 	for (int g = 0; g < GENS; g++)
 		rings[g] = hrt_ring_generation("g", (unsigned)g + 1, 50);
 	/* Before any ring: nothing to count, nothing listed. */
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), HR_EEMPTY);
 	got = counts_of(c, &n);
 	ck_assert_uint_eq(n, 0);
 	free(got);
@@ -305,7 +305,7 @@ static void look(hr_client *c, int n, unsigned base)
 		char key[16];
 
 		snprintf(key, sizeof key, "%u", base + (unsigned)i);
-		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o, NULL), 0);
 	}
 }
 
@@ -406,7 +406,7 @@ static void near_carry(hr_client *c, tally *t)
 	hr__count_seg *s;
 	const uint32_t to = HR__COUNT_CARRY - 8;
 
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
 	tally_add(t, o.node, 0, 1);
 	tally_add(t, o.read_node, 1, 1);
 	s = hr__thread_cache_counts();

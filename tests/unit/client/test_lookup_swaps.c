@@ -67,7 +67,7 @@ static void *reader_main(void *p)
 				bad++;
 		}
 		snprintf(key, sizeof key, "k%lu", reads);
-		if (hr_client_lookup(s->client, key, strlen(key), &o) != 0 ||
+		if (hr_client_lookup(s->client, key, strlen(key), &o, NULL) != 0 ||
 		    !consistent(&o) || o.revision < last ||
 		    o.node[strlen(o.node) - 1] == 'b')
 			bad++;
@@ -103,14 +103,30 @@ END_TEST
 START_TEST(bad_input)
 {
 	hr_client *c = hrt_offline_client("/swaps/");
+	hr_error err = { 0 };
+	hr_client_status st;
+	hr_replica rep[2];
 	hr_owner o;
 
 	/* Before any ring: empty, and the empty key is a key. */
-	ck_assert_int_eq(hr_client_lookup(c, "x", 1, &o), HR_EEMPTY);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 0, &o), HR_EEMPTY);
-	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 3, &o), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, "x", 1, &o, &err), HR_EEMPTY);
+	ck_assert_int_eq(err.code, HR_EEMPTY);
+	ck_assert_str_eq(err.message, "no node in the ring");
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 0, &o, NULL), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "lookup: client is NULL");
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "lookup: out is NULL");
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 3, &o, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "lookup: key is NULL with length 3");
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 65, NULL, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "replicas: r 65 with out set (at most 64)");
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, rep, 2, NULL, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "replicas: bad view 7");
+	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "status: size is 0");
 	ck_assert_ptr_null(hr_client_ring(NULL));
 	hr_client_close(c);
 }

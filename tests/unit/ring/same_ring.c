@@ -101,8 +101,8 @@ static void expect_same_batch_bounded(const hr_ring *d, const hr_ring *f,
 		for (size_t i = 0; i < KEYS; i++) {
 			const hr_node *bd = NULL, *bf = NULL;
 
-			rd = hr_ring_lookup_bounded(d, kp[i], lens[i], (hr_view)v, loads, 1.25, &bd);
-			rf = hr_ring_lookup_bounded(f, kp[i], lens[i], (hr_view)v, loads, 1.25, &bf);
+			rd = hr_ring_lookup_bounded(d, kp[i], lens[i], (hr_view)v, loads, 1.25, &bd, NULL);
+			rf = hr_ring_lookup_bounded(f, kp[i], lens[i], (hr_view)v, loads, 1.25, &bf, NULL);
 			EXPECT(rd == rf);
 			EXPECT(same_node(bd, bf));
 		}

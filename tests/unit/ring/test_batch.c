@@ -61,7 +61,7 @@ static size_t differences(const hr_ring *ring, const struct keys *k, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		hr_lookup l;
 
-		if (hr_ring_lookup(ring, k->ptr[i], k->len[i], &l) != HR_OK)
+		if (hr_ring_lookup(ring, k->ptr[i], k->len[i], &l, NULL) != HR_OK)
 			return n;
 		bad += out[i].node != number_of(ring, l.node) ||
 		       out[i].read_node != number_of(ring, l.read_node);
@@ -333,7 +333,7 @@ START_TEST(client_answers_as_single_lookups)
 	for (size_t i = 0; i < KEYS_MAX; i++) {
 		hr_owner o;
 
-		ck_assert_int_eq(hr_client_lookup(c, k.ptr[i], k.len[i], &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, k.ptr[i], k.len[i], &o, NULL), 0);
 		EXPECT(api[i].node == HR_NO_NODE ? o.node[0] == '\0' :
 			!strcmp(o.node, hr_ring_node(ring, api[i].node)->id));
 		EXPECT(api[i].read_node == HR_NO_NODE ? o.read_node[0] == '\0' :

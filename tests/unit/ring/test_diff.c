@@ -249,8 +249,8 @@ START_TEST(test_keys)
 			hr_lookup la, lb;
 			size_t len = (size_t)snprintf(key, sizeof key, "key-%d", i);
 
-			hr_ring_lookup(a, key, len, &la);
-			hr_ring_lookup(b, key, len, &lb);
+			hr_ring_lookup(a, key, len, &la, NULL);
+			hr_ring_lookup(b, key, len, &lb, NULL);
 			EXPECT((arc_at(d, hr__ring_key_pos(a, key, len)) != NULL) ==
 			       !same(la.node, lb.node));
 			moved += !same(la.node, lb.node);

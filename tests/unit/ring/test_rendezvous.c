@@ -346,7 +346,7 @@ START_TEST(empty_and_null_rings)
 	ck_assert_double_eq(hr_ring_moved_share(ring, none, HR_VIEW_READ), 1);
 	ck_assert_double_eq(hr_ring_moved_share(none, NULL, HR_VIEW_READ), 0);
 	ck_assert_double_eq(hr_ring_moved_share(ring, ring, HR_VIEW_READ), 0);
-	ck_assert_int_eq(hr_ring_lookup(none, "k", 1, &lk), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_lookup(none, "k", 1, &lk, NULL), HR_EEMPTY);
 	ck_assert_int_eq(hr_diff_new(NULL, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_total_count(d), 4);
 	for (size_t i = 0; i < 4; i++) {
@@ -456,7 +456,7 @@ START_TEST(batch_agrees)
 		for (int i = 0; i < 512; i++) {
 			hr_lookup lk;
 
-			ck_assert_int_eq(hr_ring_lookup(rings[r], keys[i], lens[i], &lk), HR_OK);
+			ck_assert_int_eq(hr_ring_lookup(rings[r], keys[i], lens[i], &lk, NULL), HR_OK);
 			ck_assert_ptr_eq(hr_ring_node(rings[r], out[i].node), lk.node);
 			ck_assert_ptr_eq(hr_ring_node(rings[r], out[i].read_node), lk.read_node);
 		}
@@ -533,23 +533,23 @@ START_TEST(bounded_loads)
 	const hr_node *got, *pref[3];
 	hr_lookup lk;
 
-	ck_assert_int_eq(hr_ring_lookup(ring, "key", 3, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "key", 3, &lk, NULL), HR_OK);
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, lk.node);
 	/* The owner at capacity: the next in the preference order. */
-	ck_assert_int_eq(hr_ring_preflist(ring, "key", 3, HR_VIEW_WRITE, pref, 3), 3);
+	ck_assert_int_eq(hr_ring_preflist(ring, "key", 3, HR_VIEW_WRITE, pref, 3, NULL), 3);
 	for (size_t i = 0; i < 5; i++)
 		loads[i] = hr_ring_node(ring, i) == pref[0] ? 10 : 2;
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, pref[1]);
 	/* The first two full: the third. */
 	for (size_t i = 0; i < 5; i++)
 		if (hr_ring_node(ring, i) == pref[1])
 			loads[i] = 10;
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, pref[2]);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);

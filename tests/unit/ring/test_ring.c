@@ -183,7 +183,7 @@ static void check_against_naive(const hr_ring *ring, size_t keys, uint64_t seed)
 		size_t len = 1 + (size_t)(k % 8);
 		hr_lookup lk;
 		uint64_t pos = XXH3_64bits(&k, len);
-		int rc = hr_ring_lookup(ring, &k, len, &lk);
+		int rc = hr_ring_lookup(ring, &k, len, &lk, NULL);
 
 		EXPECT(rc == (nw || nr ? HR_OK : HR_EEMPTY));
 		EXPECT(lk.node == naive_owner(ring, w, nw, pos));
@@ -508,12 +508,12 @@ START_TEST(order_independent)
 			hr_lookup a, b;
 			const hr_node *pa[3], *pb[3];
 
-			hr_ring_lookup(ring, &key, sizeof key, &a);
-			hr_ring_lookup(ref, &key, sizeof key, &b);
+			hr_ring_lookup(ring, &key, sizeof key, &a, NULL);
+			hr_ring_lookup(ref, &key, sizeof key, &b, NULL);
 			EXPECT(strcmp(a.node->id, b.node->id) == 0);
 			EXPECT(strcmp(a.read_node->id, b.read_node->id) == 0);
-			EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pa, 3) == 3);
-			EXPECT(hr_ring_preflist(ref, &key, sizeof key, HR_VIEW_WRITE, pb, 3) == 3);
+			EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pa, 3, NULL) == 3);
+			EXPECT(hr_ring_preflist(ref, &key, sizeof key, HR_VIEW_WRITE, pb, 3, NULL) == 3);
 			for (int j = 0; j < 3; j++)
 				EXPECT(strcmp(pa[j]->id, pb[j]->id) == 0);
 		}
@@ -593,8 +593,8 @@ static double moved_sample(const hr_ring *a, const hr_ring *b, const char *id,
 		int len = snprintf(key, sizeof key, "key-%zu", i);
 		hr_lookup la, lb;
 
-		hr_ring_lookup(a, key, (size_t)len, &la);
-		hr_ring_lookup(b, key, (size_t)len, &lb);
+		hr_ring_lookup(a, key, (size_t)len, &la, NULL);
+		hr_ring_lookup(b, key, (size_t)len, &lb, NULL);
 		if (strcmp(la.node->id, lb.node->id) == 0)
 			continue;
 		moved++;
@@ -704,7 +704,7 @@ START_TEST(balance_200_vnodes)
 		int len = snprintf(key, sizeof key, "key-%zu", i);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, (size_t)len, &lk);
+		hr_ring_lookup(ring, key, (size_t)len, &lk, NULL);
 		for (size_t j = 0; j < 10; j++)
 			if (lk.node == hr_ring_node(ring, j))
 				counts[j]++;
@@ -801,8 +801,8 @@ START_TEST(preflist_rules)
 		hr_lookup lk;
 		int n;
 
-		hr_ring_lookup(ring, &key, sizeof key, &lk);
-		n = hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 4);
+		hr_ring_lookup(ring, &key, sizeof key, &lk, NULL);
+		n = hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 4, NULL);
 		EXPECT(n == 4);
 		EXPECT(pl[0] == lk.node);
 		for (int i = 0; i < 4; i++)
@@ -812,7 +812,7 @@ START_TEST(preflist_rules)
 			}
 		EXPECT(has_zone(pl, 4, ""));
 		/* more replicas than zones: every node distinct, zones first */
-		n = hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_READ, pl, 6);
+		n = hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_READ, pl, 6, NULL);
 		EXPECT(n == 6);
 		for (int i = 0; i < 6; i++)
 			for (int j = 0; j < i; j++)
@@ -820,22 +820,22 @@ START_TEST(preflist_rules)
 		for (int i = 1; i < 4; i++)
 			EXPECT(!has_zone(pl, (size_t)i, pl[i]->zone));
 		/* more replicas than nodes: all of them */
-		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 16) == 12);
-		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 0) == 0);
-		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, NULL, 0) == 0);
+		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 16, NULL) == 12);
+		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, pl, 0, NULL) == 0);
+		EXPECT(hr_ring_preflist(ring, &key, sizeof key, HR_VIEW_WRITE, NULL, 0, NULL) == 0);
 	}
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, NULL, 3), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_preflist(ring, NULL, 1, HR_VIEW_WRITE, pl, 3), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_preflist(NULL, "k", 1, HR_VIEW_WRITE, pl, 3), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, (hr_view)5, pl, 3), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_preflist(ring, NULL, 0, HR_VIEW_WRITE, pl, 3), 3);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, NULL, 3, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(ring, NULL, 1, HR_VIEW_WRITE, pl, 3, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(NULL, "k", 1, HR_VIEW_WRITE, pl, 3, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, (hr_view)5, pl, 3, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_preflist(ring, NULL, 0, HR_VIEW_WRITE, pl, 3, NULL), 3);
 	hr_ring_release(ring);
 
 	/* all zoneless: one zone, the walk order decides */
 	for (size_t i = 0; i < s->n; i++)
 		s->nodes[i].zone = NULL;
 	ring = build(s->nodes, s->n, 100);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3), 3);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3, NULL), 3);
 	ck_assert_ptr_ne(pl[0], pl[1]);
 	ck_assert_ptr_ne(pl[1], pl[2]);
 	ck_assert_ptr_ne(pl[0], pl[2]);
@@ -865,9 +865,9 @@ START_TEST(views_warming_draining)
 		int len = snprintf(key, sizeof key, "k%d", i);
 		hr_lookup a, b, c;
 
-		hr_ring_lookup(ring, key, (size_t)len, &a);
-		hr_ring_lookup(base, key, (size_t)len, &b);
-		hr_ring_lookup(with, key, (size_t)len, &c);
+		hr_ring_lookup(ring, key, (size_t)len, &a, NULL);
+		hr_ring_lookup(base, key, (size_t)len, &b, NULL);
+		hr_ring_lookup(with, key, (size_t)len, &c, NULL);
 		/* writes go where the node would own, reads stay put */
 		EXPECT(strcmp(a.node->id, c.node->id) == 0);
 		EXPECT(strcmp(a.read_node->id, b.node->id) == 0);
@@ -891,9 +891,9 @@ START_TEST(views_warming_draining)
 		int len = snprintf(key, sizeof key, "k%d", i);
 		hr_lookup a, b, c;
 
-		hr_ring_lookup(ring, key, (size_t)len, &a);
-		hr_ring_lookup(base, key, (size_t)len, &b);
-		hr_ring_lookup(with, key, (size_t)len, &c);
+		hr_ring_lookup(ring, key, (size_t)len, &a, NULL);
+		hr_ring_lookup(base, key, (size_t)len, &b, NULL);
+		hr_ring_lookup(with, key, (size_t)len, &c, NULL);
 		EXPECT(strcmp(a.node->id, b.node->id) == 0);
 		EXPECT(strcmp(a.read_node->id, c.node->id) == 0);
 	}
@@ -923,11 +923,11 @@ START_TEST(empty_ring_and_views)
 	ck_assert_uint_eq(hr_ring_node_count(ring), 0);
 	ck_assert_uint_eq(hr_ring_point_count(ring), 0);
 	memset(&lk, 0xff, sizeof lk);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, NULL), HR_EEMPTY);
 	ck_assert_ptr_null(lk.node);
 	ck_assert_ptr_null(lk.read_node);
 	ck_assert_int_eq(hr__ring_lookup_pos(ring, UINT64_MAX, &lk), HR_EEMPTY);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3), 0);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3, NULL), 0);
 	ck_assert_ptr_null(hr_ring_node(ring, 0));
 	ck_assert_ptr_null(hr_ring_find(ring, "node-0"));
 	ck_assert_double_eq(hr_ring_moved_share(ring, NULL, HR_VIEW_WRITE), 0);
@@ -937,11 +937,11 @@ START_TEST(empty_ring_and_views)
 	for (size_t i = 0; i < 3; i++)
 		s->nodes[i].state = HR_STATE_WARMING;
 	ring = build(s->nodes, 3, 200);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, NULL), HR_OK);
 	ck_assert_ptr_nonnull(lk.node);
 	ck_assert_ptr_null(lk.read_node);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, pl, 3), 0);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3), 3);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, pl, 3, NULL), 0);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pl, 3, NULL), 3);
 	ck_assert_double_eq(hr_ring_moved_share(ring, NULL, HR_VIEW_READ), 0);
 	ck_assert_double_eq(hr_ring_moved_share(ring, NULL, HR_VIEW_WRITE), 1);
 	check_against_naive(ring, 10000, 14);
@@ -951,7 +951,7 @@ START_TEST(empty_ring_and_views)
 	for (size_t i = 0; i < 3; i++)
 		s->nodes[i].state = HR_STATE_DRAINING;
 	ring = build(s->nodes, 3, 200);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, NULL), HR_OK);
 	ck_assert_ptr_null(lk.node);
 	ck_assert_ptr_nonnull(lk.read_node);
 	check_against_naive(ring, 10000, 15);
@@ -1022,7 +1022,7 @@ START_TEST(refcount)
 	hr_ring_release(ring);
 	hr_ring_release(ring);
 	/* still held once: usable (the sanitizer build checks the frees) */
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, NULL), HR_OK);
 	hr_ring_release(ring);
 	ck_assert_ptr_null(hr_ring_retain(NULL));
 	hr_ring_release(NULL);
@@ -1042,14 +1042,92 @@ START_TEST(null_args)
 	ck_assert_int_eq(hr_ring_build(NULL, 2, NULL, 0, &ring, NULL), HR_EINVAL);
 	ck_assert_ptr_null(ring);
 	ring = build(s->nodes, 2, 200);
-	ck_assert_int_eq(hr_ring_lookup(NULL, "k", 1, &lk), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 1, &lk), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 0, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(NULL, "k", 1, &lk, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 1, &lk, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 0, &lk, NULL), HR_OK);
 	ck_assert_int_eq(hr__ring_lookup_pos(NULL, 0, &lk), HR_EINVAL);
 	ck_assert_uint_eq(hr_hash_key(NULL, 0), hr_hash_key("", 0));
 	ck_assert_uint_eq(hr__ring_view_nodes(ring, (hr_view)9), 0);
 	ck_assert_ptr_null(hr_ring_node(NULL, 0));
+	hr_ring_release(ring);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+START_TEST(node_index)
+{
+	hrt_nodes *s = nodeset_new(6);
+	hr_ring *ring = build(s->nodes, s->n, 10), *other = build(s->nodes, s->n, 10);
+	hr_error err = { 0 };
+	hr_node copy;
+
+	for (size_t i = 0; i < hr_ring_node_count(ring); i++)
+		ck_assert_int_eq(hr_ring_node_index(ring, hr_ring_node(ring, i), NULL), (int)i);
+	ck_assert_int_eq(hr_ring_node_index(ring, hr_ring_find(ring, s->nodes[3].id), NULL),
+			 3);
+	/* The same id in another ring, a copy, the caller's input: not this
+	 * ring's nodes. */
+	ck_assert_int_eq(hr_ring_node_index(ring, hr_ring_node(other, 2), &err), HR_ENOTFOUND);
+	ck_assert_int_eq(err.code, HR_ENOTFOUND);
+	ck_assert_str_eq(err.message, "node index: the node is not one of this ring's");
+	copy = *hr_ring_node(ring, 1);
+	ck_assert_int_eq(hr_ring_node_index(ring, &copy, NULL), HR_ENOTFOUND);
+	ck_assert_int_eq(hr_ring_node_index(ring, &s->nodes[0], NULL), HR_ENOTFOUND);
+	ck_assert_int_eq(hr_ring_node_index(ring, (const hr_node *)
+					    ((const char *)hr_ring_node(ring, 1) + 8), NULL),
+			 HR_ENOTFOUND);
+	ck_assert_int_eq(hr_ring_node_index(NULL, hr_ring_node(ring, 0), &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "node index: ring is NULL");
+	ck_assert_int_eq(hr_ring_node_index(ring, NULL, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "node index: node is NULL");
+	hr_ring_release(other);
+	hr_ring_release(ring);
+	hrt_nodes_free(s);
+}
+END_TEST
+
+/* Every call that can fail says why in its hr_error, and leaves it alone
+ * on success. */
+START_TEST(errors_have_messages)
+{
+	hrt_nodes *s = nodeset_new(3);
+	hr_ring *ring = build(s->nodes, s->n, 10), *empty = build(NULL, 0, 10);
+	hr_error err = { .code = 7, .message = "untouched" };
+	const hr_node *out[2];
+	hr_lookup lk;
+	hr_state st;
+
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, &err), HR_OK);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, out, 2, &err), 2);
+	ck_assert_int_eq(hr_state_parse("warming", &st, &err), HR_OK);
+	ck_assert_int_eq(err.code, 7);
+	ck_assert_str_eq(err.message, "untouched");
+
+	ck_assert_int_eq(hr_ring_lookup(empty, "k", 1, &lk, &err), HR_EEMPTY);
+	ck_assert_int_eq(err.code, HR_EEMPTY);
+	ck_assert_str_eq(err.message, "no node in the ring");
+	ck_assert_int_eq(hr_ring_lookup(NULL, "k", 1, &lk, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "lookup: ring is NULL");
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, NULL, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "lookup: out is NULL");
+	ck_assert_int_eq(hr_ring_lookup(ring, NULL, 3, &lk, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "lookup: key is NULL with length 3");
+
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, (hr_view)5, out, 2, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "preflist: bad view 5");
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, NULL, 2, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "preflist: out is NULL, r 2");
+	ck_assert_int_eq(hr_ring_preflist(NULL, "k", 1, HR_VIEW_READ, out, 2, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "preflist: ring is NULL");
+
+	ck_assert_int_eq(hr_state_parse("Active", &st, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message,
+			 "unknown state \"Active\" (active, warming or draining)");
+	ck_assert_int_eq(hr_state_parse(NULL, &st, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "state parse: name is NULL");
+	hr_ring_release(empty);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);
 }
@@ -1065,14 +1143,14 @@ START_TEST(names_and_epochs)
 	ck_assert_ptr_null(hr_state_name((hr_state)3));
 	ck_assert_ptr_null(hr_state_name((hr_state)-1));
 	for (int i = 0; i < 3; i++) {
-		ck_assert_int_eq(hr_state_parse(hr_state_name((hr_state)i), &st), HR_OK);
+		ck_assert_int_eq(hr_state_parse(hr_state_name((hr_state)i), &st, NULL), HR_OK);
 		ck_assert_int_eq(st, i);
 	}
-	ck_assert_int_eq(hr_state_parse("Active", &st), HR_EINVAL);
-	ck_assert_int_eq(hr_state_parse("", &st), HR_EINVAL);
-	ck_assert_int_eq(hr_state_parse("active ", &st), HR_EINVAL);
-	ck_assert_int_eq(hr_state_parse(NULL, &st), HR_EINVAL);
-	ck_assert_int_eq(hr_state_parse("active", NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("Active", &st, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("", &st, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("active ", &st, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse(NULL, &st, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_state_parse("active", NULL, NULL), HR_EINVAL);
 
 	ck_assert_int_eq(hr_epoch_compare(5, 1, 5, 1), HR_EPOCH_SAME);
 	ck_assert_int_eq(hr_epoch_compare(4, 1, 5, 1), HR_EPOCH_LOCAL_STALE);
@@ -1266,7 +1344,7 @@ START_TEST(ring_of_100000_nodes)
 	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, &opts, 7, &ring, &err), 0);
 	ck_assert_uint_eq(hr_ring_node_count(ring), HR_NODES_MAX);
 	ck_assert_uint_eq(hr_ring_point_count(ring), 2 * HR_NODES_MAX);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &l), 0);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &l, NULL), 0);
 	ck_assert_ptr_eq(hr_ring_find(ring, l.node->id), l.node);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "node-99999"));
 	hr_ring_release(ring);
@@ -1357,6 +1435,8 @@ static Suite *ring_suite(void)
 	tcase_add_test(tc, accessors_and_rounding);
 	tcase_add_test(tc, refcount);
 	tcase_add_test(tc, null_args);
+	tcase_add_test(tc, node_index);
+	tcase_add_test(tc, errors_have_messages);
 	tcase_add_test(tc, names_and_epochs);
 	tcase_add_test(tc, bad_nodes);
 	tcase_add_test(tc, node_check_same_rules);
