@@ -3,9 +3,9 @@
 #   cmake --build build --target package     (or: cd build && cpack)
 #
 # gives three .deb files in the build directory, split the Debian way:
-#   libhashring1     the shared libraries (what programs need at run time),
-#                    named after the SONAME, libhashring.so.1, with
-#                    libhashring-rebalance.so.1 beside it
+#   libhashring2     the shared libraries (what programs need at run time),
+#                    named after the SONAME, libhashring.so.2, with
+#                    libhashring-rebalance.so.2 beside it
 #   libhashring-dev  headers, the .so links, the static libraries,
 #                    hashring.pc, hashring-rebalance.pc and the CMake package
 #   hashring         the command-line tool and its man page

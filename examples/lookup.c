@@ -24,10 +24,10 @@ int main(int argc, char **argv)
 	}
 	for (int i = 1; i < argc; i++) {
 		hr_owner o;                             /* from any thread, lock free */
-		int rc = hr_client_lookup(client, argv[i], strlen(argv[i]), &o);
+		int rc = hr_client_lookup(client, argv[i], strlen(argv[i]), &o, &err);
 
 		if (rc != 0) {                          /* HR_EEMPTY: no node yet */
-			fprintf(stderr, "lookup: %s: %s\n", argv[i], hr_strerror(rc));
+			fprintf(stderr, "lookup: %s: %s\n", argv[i], err.message);
 			status = 1;
 			continue;
 		}

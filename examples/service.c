@@ -87,7 +87,7 @@ static void serve(hr_client *client)
 			line[--len] = '\0';
 		if (len == 0)
 			continue;
-		if (hr_client_lookup(client, line, (size_t)len, &o) != 0) /* HR_EEMPTY */
+		if (hr_client_lookup(client, line, (size_t)len, &o, NULL) != 0) /* HR_EEMPTY */
 			printf("%s\t-\t-\t-\t-\n", line);
 		else
 			printf("%s\t%s\t%s\t%s\t%s\n", line, o.node, o.addr, o.read_node, o.read_addr);
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 	reg.id = argv[1];
 	reg.addr = argv[2];
 	reg.on_lost = id_lost;
-	if (hr_register(&etcd, &reg, &me, &err) != 0) { /* HR_EEXIST: the id is taken */
+	if (hr_registrar_open(&etcd, &reg, &me, &err) != 0) { /* HR_EEXIST: the id is taken */
 		fprintf(stderr, "service: %s\n", err.message);
 		hr_client_close(client);
 		return 1;

@@ -65,6 +65,20 @@ hr_ring *hrt_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *o
 	return ring;
 }
 
+double hrt_node_share(const hr_ring *ring, const hr_node *node, hr_view view)
+{
+	size_t n = hr_ring_node_count(ring);
+	double *shares = calloc(n ? n : 1, sizeof *shares), share = 0;
+	int i = hr_ring_node_index(ring, node, NULL);
+
+	ck_assert_ptr_nonnull(shares);
+	hr_ring_node_shares(ring, view, shares, n);
+	if (i >= 0)
+		share = shares[i];
+	free(shares);
+	return share;
+}
+
 hr_ring *hrt_ring_generation(const char *tag, unsigned gen, unsigned vnodes)
 {
 	static const hr_state states[3] = { HR_STATE_ACTIVE, HR_STATE_DRAINING,
@@ -76,7 +90,7 @@ hr_ring *hrt_ring_generation(const char *tag, unsigned gen, unsigned vnodes)
 	for (int i = 0; i < 3; i++) {
 		snprintf(ids[i], sizeof ids[i], "%s%u-%c", tag, gen, 'a' + i);
 		snprintf(addrs[i], sizeof addrs[i], "127.0.0.%d:%u", i + 1, gen);
-		nodes[i] = (hr_node){ ids[i], addrs[i], "", 1.0, states[i] };
+		nodes[i] = (hr_node){ ids[i], addrs[i], "", 1.0, states[i], NULL, 0 };
 	}
 	return hrt_ring_build(nodes, 3, &opts, gen);
 }

@@ -38,6 +38,10 @@ uint64_t hrt_tie_hash(const void *name, size_t len);
 hr_ring *hrt_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 			uint64_t revision);
 
+/* The share of `view` that `node` owns in `ring`, as hr_ring_node_shares()
+ * gives it (0 for a node not from the ring, a NULL ring, a bad view). */
+double hrt_node_share(const hr_ring *ring, const hr_node *node, hr_view view);
+
 /* Ring `gen`, at revision gen: nodes "<tag><gen>-a" (active), "-b"
  * (draining) and "-c" (warming) at 127.0.0.1, .2, .3, port gen, with
  * `vnodes` points each.  Any answer tells which ring it came from; b never

@@ -1,6 +1,7 @@
 /* hrt_vectors.c - see hrt_vectors.h. */
 #include "hrt_vectors.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ static void check_replicas(const hr_ring *ring, const char *set, const char *key
 			   hr_view view, const cJSON *want, int r)
 {
 	const hr_node *got[8];
-	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r);
+	int k = hr_ring_preflist(ring, key, strlen(key), view, got, (size_t)r, NULL);
 	int i = 0;
 	const cJSON *id;
 
@@ -78,7 +79,7 @@ void hrt_vectors_check_set(const cJSON *set, const hr_ring *ring, int r,
 			const hr_node *nd = hr_ring_find(ring, item->string);
 
 			/* exact: both sides round the same integer once */
-			ck_assert_msg(hr_ring_node_share(ring, nd, (hr_view)v) ==
+			ck_assert_msg(hrt_node_share(ring, nd, (hr_view)v) ==
 				      item->valuedouble, "set %s: share of %s",
 				      name, item->string);
 		}
@@ -88,7 +89,7 @@ void hrt_vectors_check_set(const cJSON *set, const hr_ring *ring, int r,
 		const cJSON *wn = cJSON_GetArrayItem(item, 1);
 		const cJSON *rn = cJSON_GetArrayItem(item, 2);
 		hr_lookup lk;
-		int rc = hr_ring_lookup(ring, key, strlen(key), &lk);
+		int rc = hr_ring_lookup(ring, key, strlen(key), &lk, NULL);
 
 		if (!(rc == HR_OK || (may_be_empty && rc == HR_EEMPTY)))
 			ck_abort_msg("set %s key \"%s\": rc %d", name, key, rc);

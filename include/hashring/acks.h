@@ -85,8 +85,8 @@ typedef struct hr_acks hr_acks;
  * *out is freed with hr_acks_free().
  * Thread safe.
  */
-HR_EXPORT int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,
-			   hr_acks **out, hr_error *err);
+HR_EXPORT int hr_acks_new(const hr_etcd_config *etcd, const char *ack_prefix,
+			  hr_acks **out, hr_error *err);
 
 /* The number of acks, and ack `i` in client id order (NULL out of range). */
 HR_EXPORT size_t hr_acks_count(const hr_acks *acks);
@@ -108,7 +108,7 @@ HR_EXPORT void hr_acks_free(hr_acks *acks);
  * different digests (the message names both, hr_ack.conflict marks them);
  * HR_ETIMEDOUT naming the clients still behind and their revisions, or,
  * when etcd could not be read (which is retried until then), the cause;
- * the other errors of hr_acks_list() at once.
+ * the other errors of hr_acks_new() at once.
  * `last` (may be NULL) gets the last list read, even on failure (NULL if
  * none could be read); free it with hr_acks_free().  Thread safe.
  */

@@ -73,7 +73,7 @@ typedef struct hr_client_config {
 	/* Acknowledged epochs (docs/handoff.md): with both set, the client
 	 * announces the revision and digest of its ring at
 	 * <ack_prefix><ack_client_id>, under a lease of its own, for
-	 * hr_acks_list() and hr_acks_wait().  NULL (the default): no ack.
+	 * hr_acks_new() and hr_acks_wait().  NULL (the default): no ack.
 	 * The id follows the rules of a node id; the prefix (1..4096 bytes)
 	 * must not overlap hr_etcd_config.prefix, in either direction. */
 	const char *ack_client_id;
@@ -107,8 +107,8 @@ typedef struct hr_client_config {
 	/* Spreads the reads of hot keys, apart from placement (README.md,
 	 * "Hot keys"): a key whose estimated share of the client's lookups is
 	 * at least this (0 < share <= 1; at most 16 keys, the most frequent)
-	 * gets as read owner of hr_client_lookup() and hr_reader_lookup() one
-	 * of hot_key_replicas nodes in turn, its write owner staying.  Batch
+	 * gets as read owner of hr_client_lookup() one of hot_key_replicas
+	 * nodes in turn, its write owner staying.  Batch
 	 * lookups and hr_ring_lookup() never spread.  The hot keys are
 	 * re-chosen every 1024 samples of a thread and at each
 	 * hr_client_hot_keys().  0 (the default): off. */
@@ -130,7 +130,7 @@ typedef struct hr_client_config {
  * watcher, that is one thread, one watch stream, one set of connections
  * and one ring built per revision, so etcd serves them as one client.
  * Each client gets a ring object of its own over that ring's memory
- * (hr_client_acquire() of two such clients gives two pointers with the
+ * (hr_client_ring() of two such clients gives two pointers with the
  * same answers).
  *
  * Equal settings: every field of hr_etcd_config (strings by content, the
@@ -222,7 +222,7 @@ HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
 
 /*
  * Stops the watcher, waits for it, and frees every ring the client still
- * owns.  Rings acquired with hr_client_acquire() stay valid until released;
+ * owns.  Rings acquired with hr_client_ring() stay valid until released;
  * the last ring another thread's lookups used is freed when that thread
  * exits or has since looked up four other clients.  A client that
  * acknowledges its rings revokes its ack lease first (see "Acknowledged
@@ -263,35 +263,7 @@ typedef struct hr_owner {
  * write owner, and both owners of every other key, are the ring's.
  */
 HR_EXPORT int hr_client_lookup(hr_client *client, const void *key, size_t len,
-			       hr_owner *out);
-
-/*
- * Reader handles: hr_client_lookup() with the per-thread reference carried
- * in an explicit handle instead of thread-local storage, for callers that
- * want no hidden per-thread state or want to drop the ring they hold at a
- * time of their choosing (hr_reader_close).  Same speed and answers.
- *
- * One handle serves one thread at a time (open one per thread; passing it
- * between threads with proper synchronisation is fine).  An idle handle
- * keeps the last ring it used alive.  Close every handle before
- * hr_client_close().
- */
-typedef struct hr_reader hr_reader;
-
-/* Opens a handle on `client`.  Errors: HR_EINVAL (NULL argument),
- * HR_ENOMEM.  Thread safe. */
-HR_EXPORT int hr_reader_open(hr_client *client, hr_reader **out);
-
-/* Closes a handle (not while it is in use) and drops the ring it holds.
- * Accepts NULL.  Thread safe. */
-HR_EXPORT void hr_reader_close(hr_reader *reader);
-
-/*
- * hr_client_lookup() through a handle, with the same guarantees.  Errors:
- * HR_EEMPTY (no node yet), HR_EINVAL.
- */
-HR_EXPORT int hr_reader_lookup(hr_reader *reader, const void *key, size_t len,
-			       hr_owner *out);
+			       hr_owner *out, hr_error *err);
 
 /*
  * hr_ring_lookup_batch() on the client's current ring, reached as
@@ -300,7 +272,7 @@ HR_EXPORT int hr_reader_lookup(hr_reader *reader, const void *key, size_t len,
  * digest go to *epoch (may be NULL; filled unless the result is
  * HR_EINVAL).  The numbers in `out` name nodes of that ring.  To turn them
  * into ids and addresses, either hold the ring yourself
- * (hr_client_acquire(), then hr_ring_lookup_batch() and hr_ring_node() on
+ * (hr_client_ring(), then hr_ring_lookup_batch() and hr_ring_node() on
  * it), or keep a table per ring (made in on_change, indexed by node
  * number) and use it when *epoch is that ring's.  Errors as for
  * hr_ring_lookup_batch(): HR_EEMPTY (no node yet), HR_EINVAL (also for a
@@ -312,23 +284,15 @@ HR_EXPORT int hr_client_lookup_batch(hr_client *client,
 				     hr_batch_owner *out, hr_epoch *epoch,
 				     hr_error *err);
 
-/* hr_client_lookup_batch() through a handle (see hr_reader_lookup()). */
-HR_EXPORT int hr_reader_lookup_batch(hr_reader *reader,
-				     const void *const *keys,
-				     const size_t *lens, size_t n,
-				     hr_batch_owner *out, hr_epoch *epoch,
-				     hr_error *err);
-
 /*
  * Lookup counts: every hr_client_lookup() and every key of an
- * hr_client_lookup_batch() that has owners (and the same through a reader
- * handle) adds one to its write owner's `write` count and one to its read
- * owner's `read` count (the same node when no node warms or drains).
- * Preference lists and a thread that could not set up its per-thread
- * state (see hr_client_lookup) do not count.  The counts are kept per
- * thread (per handle for readers), so a lookup writes no memory another
- * thread writes, and are summed when read.  A node's counts follow its id across rings: a node that leaves
- * keeps them, and one that comes back continues from them, so each count
+ * hr_client_lookup_batch() that has owners adds one to its write owner's
+ * `write` count and one to its read owner's `read` count (the same node
+ * when no node warms or drains).  Preference lists and a thread that
+ * could not set up its per-thread state (see hr_client_lookup) do not
+ * count.  The counts are kept per thread, so a lookup writes no memory
+ * another thread writes, and are summed when read.  A node's counts
+ * follow its id across rings: a node that leaves keeps them, and one that comes back continues from them, so each count
  * only grows (a Prometheus counter).  They start at 0 when the client
  * opens.  Keeps its layout (an array of them is filled).
  */
@@ -347,11 +311,10 @@ typedef struct hr_node_lookups {
  * with n > 0), HR_ENOMEM.  Thread safe, beside lookups, which it never
  * makes wait (they only try the lock it takes); costs O(nodes) per
  * thread that has looked up, and allocates.  Not during or after
- * hr_client_close().  Memory: each thread and reader handle that has
- * looked up on the client keeps its counts (24 bytes per node of its
- * ring, and a reference to that ring) and, unless hot_key_sample is 0,
- * its hot-key sketch (26 KiB) until the client closes; a handle opened
- * later may take over a closed one's.  A spread read (hot_key_spread) is
+ * hr_client_close().  Memory: each thread that has looked up on the
+ * client keeps its counts (24 bytes per node of its ring, and a reference
+ * to that ring) and, unless hot_key_sample is 0, its hot-key sketch (26
+ * KiB) until the client closes.  A spread read (hot_key_spread) is
  * counted at the replica that served it.
  */
 HR_EXPORT int hr_client_lookup_counts(hr_client *client, hr_node_lookups *out,
@@ -387,8 +350,7 @@ typedef struct hr_hot_key {
 /*
  * The client's hot keys, most frequent first, into out[0..n): the keys
  * that a Space-Saving sketch over a sample of the client's lookups (one
- * in hot_key_sample of each node's single lookups, reader handles'
- * included, batches not) finds most frequent over the last 10 to 20
+ * in hot_key_sample of each node's single lookups, batches not) finds most frequent over the last 10 to 20
  * seconds, with their estimated rates and shares, and their owners in
  * the current ring.  Any key above 1/128 of a thread's sampled lookups is
  * found; with few samples (a window holds about rate * 10 s /
@@ -422,21 +384,20 @@ typedef struct hr_replica {
  */
 HR_EXPORT int hr_client_replicas(hr_client *client, const void *key,
 				 size_t len, hr_view view, hr_replica *out,
-				 size_t r, uint64_t *revision);
+				 size_t r, uint64_t *revision, hr_error *err);
 
 /*
- * Zero-copy read section: returns the current ring, valid until the matching
- * hr_client_read_end() on the same thread.  Sections are short (no blocking
- * inside) and may nest.  Never NULL after a successful open.
+ * The client's current ring: a counted reference, held as long as the
+ * caller likes (across blocking calls, after hr_client_close()), dropped
+ * with hr_ring_release().  Never NULL for an open client (an empty ring
+ * at revision 0 before the first sync); NULL for a NULL client.  For
+ * answers per request, hr_client_lookup() and hr_client_lookup_batch()
+ * are faster (the thread's own reference); this is for holding one ring
+ * through several calls (hr_ring_lookup_batch() then hr_ring_node(), a
+ * preference list, a diff).  Thread safe; takes no lock, but costs an
+ * atomic increment on the ring's count.
  */
-HR_EXPORT const hr_ring *hr_client_read_begin(hr_client *client);
-HR_EXPORT void hr_client_read_end(hr_client *client);
-
-/*
- * Long hold: a counted reference to the current ring, kept as long as the
- * caller likes (across blocking calls, after close); hr_ring_release() it.
- */
-HR_EXPORT hr_ring *hr_client_acquire(hr_client *client);
+HR_EXPORT hr_ring *hr_client_ring(hr_client *client);
 
 /* What the watcher knows.  The library fills it: it does not start with a
  * size, which hr_client_status_get() passes instead. */
@@ -464,9 +425,10 @@ typedef struct hr_client_status {
  * safe.
  */
 HR_EXPORT int hr_client_status_get_size(hr_client *client,
-					hr_client_status *out, size_t size);
-#define hr_client_status_get(client, out) \
-	hr_client_status_get_size((client), (out), sizeof *(out))
+					hr_client_status *out, size_t size,
+					hr_error *err);
+#define hr_client_status_get(client, out, err) \
+	hr_client_status_get_size((client), (out), sizeof *(out), (err))
 
 #ifdef __cplusplus
 }

@@ -79,6 +79,26 @@ typedef struct hr_error {
 HR_EXPORT const char *hr_strerror(int code);
 
 /* ------------------------------------------------------------------------ */
+/* Naming and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One rule for every type (docs/abi.md): a type hr_T is made by
+ * hr_T_new() and destroyed by hr_T_free(), or, when making it starts a
+ * thread or keeps connections, by hr_T_open() and hr_T_close().  Rings
+ * are the one counted type: hr_ring_build(), hr_ring_from_json(),
+ * hr_ring_load_file() and hr_client_ring() give a reference that
+ * hr_ring_release() drops (hr_ring_retain() adds one).  Every destructor
+ * accepts NULL.  Settings structs are set up by their hr_T_init() macro.
+ *
+ * Every function that can fail returns a negative HR_E* code and takes
+ * `hr_error *err` as its last argument (NULL: no message wanted); on
+ * success it leaves *err alone.  The exception is
+ * hr_metrics_writer_free(), whose failures go to the hr_error its writer
+ * was made with.
+ */
+
+/* ------------------------------------------------------------------------ */
 /* Structs that grow                                                        */
 /* ------------------------------------------------------------------------ */
 

@@ -18,7 +18,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 /*
- * What a client (hr_client_open), a registrar (hr_register) and an
+ * What a client (hr_client_open), a registrar (hr_registrar_open) and an
  * operator's change (hr_node_update) share: the node records under one
  * prefix, the connection to etcd, and the ring options every client of
  * that prefix uses.  Read when called, never kept: strings are copied.

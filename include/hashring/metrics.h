@@ -37,7 +37,7 @@ extern "C" {
  *   hashring_node_points{node}          gauge
  *   hashring_node_share_ratio{node,view} gauge: share of the key space the
  *                                       node owns in view "write" and
- *                                       "read", 0 to 1 (hr_ring_node_share)
+ *                                       "read", 0 to 1 (hr_ring_node_shares)
  * and for a client (hr_client_status), between ring_info and ring_nodes:
  *   hashring_confirmed_revision         gauge: newest revision known applied
  *   hashring_unconfirmed_seconds        gauge: 0 while current, else the

@@ -353,9 +353,9 @@ HR_EXPORT void hr_rebalancer_cancel(hr_rebalancer *rb);
  * runs; takes a lock the step holds for a few counters at a time. */
 HR_EXPORT int hr_rebalancer_progress_size(hr_rebalancer *rb,
 					  hr_rebalance_progress *out,
-					  size_t size);
-#define hr_rebalancer_progress(rb, out) \
-	hr_rebalancer_progress_size((rb), (out), sizeof *(out))
+					  size_t size, hr_error *err);
+#define hr_rebalancer_progress(rb, out, err) \
+	hr_rebalancer_progress_size((rb), (out), sizeof *(out), (err))
 
 /*
  * The rebalancer's families (docs/metrics.md), for a process that runs

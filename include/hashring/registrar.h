@@ -109,9 +109,9 @@ HR_EXPORT void hr_registration_init_size(hr_registration *reg, size_t size);
  * the record is taken over whoever holds it; that registrar loses the id
  * (see above).
  */
-HR_EXPORT int hr_register(const hr_etcd_config *etcd,
-			  const hr_registration *reg, hr_registrar **out,
-			  hr_error *err);
+HR_EXPORT int hr_registrar_open(const hr_etcd_config *etcd,
+				const hr_registration *reg, hr_registrar **out,
+				hr_error *err);
 
 /* Which fields of a node record an hr_record_update changes. */
 #define HR_UPDATE_STATE  0x1u
@@ -156,7 +156,7 @@ HR_EXPORT void hr_record_update_init_size(hr_record_update *upd, size_t size);
  * Changes the registrar's own record as `upd` says: one put that keeps the
  * lease (and attaches it again if the key was detached), state and weight
  * at once when both are named; with HR_UPDATE_HEIRS, one transaction with
- * the heirs' records as well.  Thread safe.  Errors as for hr_register
+ * the heirs' records as well.  Thread safe.  Errors as for hr_registrar_open
  * (HR_EINVAL, HR_ELIMIT: the new record would be refused by the clients;
  * nothing is written), HR_ENOTFOUND (the key was deleted; the renewal puts
  * it back), HR_EEXIST once the id was taken over (the message of
@@ -197,15 +197,15 @@ HR_EXPORT void hr_registrar_close(hr_registrar *r);
 /*
  * Changes the record of node `id`, registered under etcd->prefix by
  * whatever process, as `upd` says, in place: the record's other fields
- * and its lease are kept.  The new record is checked as hr_register()
+ * and its lease are kept.  The new record is checked as hr_registrar_open()
  * checks a node, with etcd->ring: one the clients would refuse is not
  * written.  With HR_UPDATE_HEIRS (an operator's hand-over for a node
  * that leaves) the heirs' records are written in the same transaction.
  * Errors: HR_ENOTFOUND (no such node), HR_EPARSE (its record is not
- * valid), HR_EINVAL and HR_ELIMIT (as for hr_register, and those of
+ * valid), HR_EINVAL and HR_ELIMIT (as for hr_registrar_open, and those of
  * HR_UPDATE_HEIRS), HR_ECONFLICT (HR_UPDATE_HEIRS: the records kept
- * changing for 30 s), and the connection
- * errors of hr_register.  Thread safe.
+ * changing for 30 s), and the connection errors of hr_registrar_open.
+ * Thread safe.
  */
 HR_EXPORT int hr_node_update(const hr_etcd_config *etcd, const char *id,
 			     const hr_record_update *upd, hr_error *err);

@@ -45,17 +45,25 @@ typedef enum hr_state {
 /* "active", "warming", "draining"; NULL for an invalid value. */
 HR_EXPORT const char *hr_state_name(hr_state state);
 /* Parses a state name (exact, lowercase).  HR_EINVAL if unknown. */
-HR_EXPORT int hr_state_parse(const char *name, hr_state *out);
+HR_EXPORT int hr_state_parse(const char *name, hr_state *out, hr_error *err);
 
 /*
- * A node.  As input (hr_ring_build) the strings belong to the caller and are
- * copied.  As output (lookups, hr_ring_node) they belong to the ring and stay
- * valid while the ring is held (see "Rings" below).
+ * A node.  As input (hr_ring_build) the strings and tokens belong to the
+ * caller and are copied.  As output (lookups, hr_ring_node) they belong to
+ * the ring and stay valid while the ring is held (see "Rings" below), so
+ * that the nodes of a ring, given to hr_ring_build() with the ring's
+ * options (hr_ring_options_get), build the same ring.
  *
- *   id      1..HR_ID_MAX bytes of printable ASCII (0x21-0x7e), no '/'
- *   addr    1..HR_ADDR_MAX bytes, no control characters
- *   zone    0..HR_ZONE_MAX bytes, no control characters; NULL means ""
- *   weight  finite and > 0 (1 is the usual value)
+ *   id       1..HR_ID_MAX bytes of printable ASCII (0x21-0x7e), no '/'
+ *   addr     1..HR_ADDR_MAX bytes, no control characters
+ *   zone     0..HR_ZONE_MAX bytes, no control characters; NULL means ""
+ *   weight   finite and > 0 (1 is the usual value)
+ *   tokens   the node's points with HR_PLACEMENT_TOKENS (docs/placement.md
+ *   ntokens  section 16), 0 to HR_TOKENS_MAX distinct positions in any
+ *            order (a ring's nodes show them ascending); none (0, NULL):
+ *            the points of HR_PLACEMENT_XXH3.  Tokens with another
+ *            placement are HR_EINVAL.  A token two nodes claim belongs to
+ *            the lower id (bytewise), as equal positions always do.
  */
 typedef struct hr_node {
 	const char *id;
@@ -63,6 +71,8 @@ typedef struct hr_node {
 	const char *zone;
 	double weight;
 	hr_state state;
+	const uint64_t *tokens;
+	size_t ntokens;
 } hr_node;
 
 /* ------------------------------------------------------------------------ */
@@ -73,7 +83,7 @@ typedef struct hr_node {
  * An immutable placement snapshot with two views:
  *   write view  active + warming nodes  (where writes go)
  *   read view   active + draining nodes (where the data is)
- * A ring is reference counted: hr_ring_build() and hr_client_acquire()
+ * A ring is reference counted: hr_ring_build() and hr_client_ring()
  * return a reference owned by the caller, hr_ring_retain() adds one and
  * hr_ring_release() drops one.  Every const function on a ring is safe to
  * call from any number of threads at once; none allocates or locks.
@@ -163,11 +173,10 @@ HR_EXPORT void hr_ring_options_init_size(hr_ring_options *opts, size_t size);
 /*
  * (1.2) The options `ring` was built with, written into *out (set up with
  * hr_ring_options_init()): its placement, vnodes_per_weight and
- * maglev_size, the fields within out->size.  hr_ring_build() of the same
- * nodes with them builds the same ring (with the tokens placement, give
- * the nodes' tokens: hr_ring_build_tokens()).  Errors: HR_EINVAL (NULL
- * ring or out, a size not set up by hr_ring_options_init()).  Thread
- * safe.
+ * maglev_size, the fields within out->size.  hr_ring_build() of the
+ * ring's nodes (which carry their tokens) with them builds the same ring.
+ * Errors: HR_EINVAL (NULL ring or out, a size not set up by
+ * hr_ring_options_init()).  Thread safe.
  */
 HR_EXPORT int hr_ring_options_get(const hr_ring *ring, hr_ring_options *out,
 				  hr_error *err);
@@ -190,9 +199,10 @@ HR_EXPORT int hr_node_check(const hr_node *node, const hr_ring_options *opts,
  * Builds a ring from `n` nodes (order does not matter) at `revision` (the
  * etcd revision it reflects; 0 when offline).  `opts` may be NULL.
  * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
- * addr, zone, weight or state; names the node), HR_EDUPLICATE, HR_ELIMIT
- * (too many nodes or points: the caller gives the whole set, so nothing is
- * left out), HR_ENOMEM.  Thread safe.  A ring kept in pages (262,144
+ * addr, zone, weight or state, tokens with another placement, NULL tokens
+ * with ntokens > 0, a token given twice by one node; names the node),
+ * HR_EDUPLICATE, HR_ELIMIT (too many nodes, points or tokens: the caller
+ * gives the whole set, so nothing is left out), HR_ENOMEM.  Thread safe.  A ring kept in pages (262,144
  * points or more, placed by XXH3) sorts half of them on a second thread,
  * started and joined within the call (on this one alone when no thread
  * can be had).
@@ -223,24 +233,6 @@ HR_EXPORT int hr_ring_load_file(const char *path, const hr_ring_options *opts,
 				hr_ring **out, hr_error *err);
 
 /*
- * (1.1) hr_ring_build() with each node's tokens (HR_PLACEMENT_TOKENS,
- * docs/placement.md section 16): node i's points are tokens[i][0 ..
- * ntokens[i]), in any order, distinct; a node with ntokens[i] == 0 (or
- * every node when `tokens` is NULL) has the points of HR_PLACEMENT_XXH3.
- * A token two nodes claim belongs to the lower id (bytewise), as equal
- * positions always do.  The arrays are read, not kept.  Errors as for
- * hr_ring_build(), plus HR_EINVAL (tokens with another placement, NULL
- * tokens[i] with ntokens[i] > 0, a token given twice by one node: names
- * the node), HR_ELIMIT (more than HR_TOKENS_MAX tokens).  Thread safe.
- */
-HR_EXPORT int hr_ring_build_tokens(const hr_node *nodes,
-				   const uint64_t *const *tokens,
-				   const size_t *ntokens, size_t n,
-				   const hr_ring_options *opts,
-				   uint64_t revision, hr_ring **out,
-				   hr_error *err);
-
-/*
  * (1.1) Allocates `ntokens` (1 to HR_TOKENS_MAX) tokens for `node` (a
  * valid node, checked) joining `ring` (the ring it sees; NULL or empty: no
  * other node), docs/placement.md section 16: they split arcs of the most
@@ -259,7 +251,7 @@ HR_EXPORT int hr_tokens_allocate(const hr_ring *ring, const hr_node *node,
 /*
  * (1.1) Chooses an heir for each token of `node` (a pointer from this
  * HR_PLACEMENT_TOKENS ring) that leaves, docs/placement.md section 16,
- * "Leaving": heirs[i] takes the token hr_ring_node_tokens() gives at i.
+ * "Leaving": heirs[i] takes node->tokens[i].
  * An heir lists the token in its record as well; the token's arc then
  * goes to it whole, so the leave moves keys only from `node`, and the
  * arcs go, longest first, to the nodes of the write view furthest below
@@ -271,15 +263,6 @@ HR_EXPORT int hr_tokens_allocate(const hr_ring *ring, const hr_node *node,
  */
 HR_EXPORT int hr_tokens_heirs(const hr_ring *ring, const hr_node *node,
 			      const hr_node **heirs, hr_error *err);
-
-/*
- * (1.1) The tokens of `node` (a pointer from this ring) in a
- * HR_PLACEMENT_TOKENS ring: *tokens (may be NULL) points at them,
- * ascending, valid while the ring is held.  Returns their count: 0 for a
- * node without tokens, another placement, or a node not from this ring.
- */
-HR_EXPORT size_t hr_ring_node_tokens(const hr_ring *ring, const hr_node *node,
-				     const uint64_t **tokens);
 
 /* Adds a reference; returns `ring`.  Thread safe; NULL gives NULL. */
 HR_EXPORT hr_ring *hr_ring_retain(hr_ring *ring);
@@ -308,20 +291,27 @@ HR_EXPORT size_t hr_ring_point_count(const hr_ring *ring);
 HR_EXPORT const hr_node *hr_ring_node(const hr_ring *ring, size_t i);
 /* The node with this id, or NULL. */
 HR_EXPORT const hr_node *hr_ring_find(const hr_ring *ring, const char *id);
+/*
+ * The number i of `node` in `ring`, hr_ring_node(ring, i) == node: the
+ * number batch lookups answer with and hr_ring_node_shares() writes at.
+ * `node` is a pointer from this ring (from a lookup, hr_ring_node() or
+ * hr_ring_find()); O(1), compares pointers only.  HR_ENOTFOUND for a node
+ * not of this ring (a copy, or the node of another ring, even one of the
+ * same id), HR_EINVAL for NULL.  Thread safe.
+ */
+HR_EXPORT int hr_ring_node_index(const hr_ring *ring, const hr_node *node,
+				 hr_error *err);
 /* Points owned by `node` (a pointer from this ring). */
 HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node);
-/* Share of the 64-bit key space `node` owns in `view`, in [0, 1]; 0 if the
- * node is not in that view.  O(points of the view): for every node at
- * once, hr_ring_node_shares() costs the same as one call of this. */
-HR_EXPORT double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
-				    hr_view view);
 
 /*
- * Every node's share of `view` in one pass over the view's points: out[i]
- * gets hr_ring_node_share() of hr_ring_node(ring, i), exactly the same
- * value.  Returns the number of nodes, and writes out[0..that) only when
- * `n` is at least that number (so hr_ring_node_shares(ring, view, NULL, 0)
- * asks for it).  An invalid view gives zeros; a NULL ring has no node.
+ * Every node's share of `view`, in one pass over the view's points: out[i]
+ * gets the share of the 64-bit key space that hr_ring_node(ring, i) owns
+ * in `view`, in [0, 1], 0 for a node outside the view: the exact sum of
+ * its arcs' lengths over 2^64, rounded once (rendezvous: its weight over
+ * the view's total, docs/placement.md section 15).  Returns the number of
+ * nodes, and writes out[0..that) only when `n` is at least that number (so
+ * hr_ring_node_shares(ring, view, NULL, 0) asks for it).  An invalid view gives zeros; a NULL ring has no node.
  * Never allocates or locks.
  */
 HR_EXPORT size_t hr_ring_node_shares(const hr_ring *ring, hr_view view,
@@ -342,10 +332,13 @@ HR_EXPORT uint64_t hr_hash_key(const void *key, size_t len);
  * Looks up `key` (`len` bytes; any bytes).  Returns 0 with at least one
  * owner, or HR_EEMPTY when the ring has no node in either view (then both
  * owners are NULL), HR_EINVAL for NULL ring or out.  O(1) expected
- * (rendezvous: O(nodes of the views)); never allocates or locks.
+ * (rendezvous: O(nodes of the views)); never allocates or locks.  `err`
+ * costs nothing measurable (filled out of line, only on failure): 9.9 ns
+ * best with it, 10.4 without, at 10 nodes x 200 (hashring-bench
+ * --lookups-only, both builds alternating; docs/abi.md, "Changes in 2.0").
  */
 HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
-			     hr_lookup *out);
+			     hr_lookup *out, hr_error *err);
 
 /*
  * Batch lookups: the owners of many keys at once, all from one ring.  A
@@ -400,12 +393,13 @@ HR_EXPORT int hr_ring_lookup_batch(const hr_ring *ring,
  * returns k (0 for an empty view), or HR_EINVAL.  Never allocates.
  */
 HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
-			       hr_view view, const hr_node **out, size_t r);
+			       hr_view view, const hr_node **out, size_t r,
+			       hr_error *err);
 
 /*
  * Share of the key space whose owner in `view` differs between two rings,
  * in [0, 1] (1 if exactly one of them has an empty view, 0 if both do):
- * the exact length of the arcs hr_ring_diff() would list, rounded once.
+ * the exact length of the arcs hr_diff_new() would list, rounded once.
  * For rendezvous rings, the method's exact formula in double
  * (docs/placement.md section 15).  Either ring may be NULL, meaning an
  * empty ring.  Cheaper than a diff,
@@ -472,8 +466,8 @@ typedef struct hr_diff hr_diff;
  * the formulas of docs/placement.md section 15.
  * Errors: HR_EINVAL (NULL out, bad view), HR_ENOMEM.  Thread safe.
  */
-HR_EXPORT int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
-			   hr_view view, hr_diff **out, hr_error *err);
+HR_EXPORT int hr_diff_new(const hr_ring *old_ring, const hr_ring *new_ring,
+			  hr_view view, hr_diff **out, hr_error *err);
 
 /* The arcs, in ring order: hr_diff_arc_count() of them (NULL if none). */
 HR_EXPORT size_t hr_diff_arc_count(const hr_diff *diff);
@@ -528,7 +522,7 @@ HR_EXPORT void hr_diff_free(hr_diff *diff);
 HR_EXPORT int hr_ring_lookup_bounded(const hr_ring *ring, const void *key,
 				     size_t len, hr_view view,
 				     const uint64_t *loads, double c,
-				     const hr_node **out);
+				     const hr_node **out, hr_error *err);
 
 /*
  * An in-flight counter: bounded-load routing that counts the requests
@@ -543,8 +537,8 @@ typedef struct hr_inflight hr_inflight;
 /* Creates a counter for up to `max_ids` distinct node ids over its life
  * (0: 1024), with balance factor `c` (a finite number >= 1).  Errors:
  * HR_EINVAL, HR_ELIMIT (max_ids over HR_NODES_MAX), HR_ENOMEM. */
-HR_EXPORT int hr_inflight_create(double c, size_t max_ids, hr_inflight **out,
-				 hr_error *err);
+HR_EXPORT int hr_inflight_new(double c, size_t max_ids, hr_inflight **out,
+			      hr_error *err);
 
 /* Frees the counter (no call on it may be running).  Accepts NULL. */
 HR_EXPORT void hr_inflight_free(hr_inflight *inflight);
@@ -557,11 +551,12 @@ HR_EXPORT void hr_inflight_free(hr_inflight *inflight);
  */
 HR_EXPORT int hr_inflight_acquire(hr_inflight *inflight, const hr_ring *ring,
 				  const void *key, size_t len, hr_view view,
-				  const hr_node **out);
+				  const hr_node **out, hr_error *err);
 
 /* Ends one request on node `id`.  HR_ENOTFOUND if no request is in flight
  * on it, HR_EINVAL for NULL.  Thread safe. */
-HR_EXPORT int hr_inflight_release(hr_inflight *inflight, const char *id);
+HR_EXPORT int hr_inflight_release(hr_inflight *inflight, const char *id,
+				  hr_error *err);
 
 /* Requests in flight on node `id` (0 if unknown), and on all nodes. */
 HR_EXPORT uint64_t hr_inflight_load(const hr_inflight *inflight,

@@ -14,8 +14,8 @@
 #ifndef HASHRING_VERSION_H
 #define HASHRING_VERSION_H
 
-#define HR_VERSION_MAJOR 1
-#define HR_VERSION_MINOR 2
+#define HR_VERSION_MAJOR 2
+#define HR_VERSION_MINOR 0
 #define HR_VERSION_PATCH 0
 
 /*
@@ -27,7 +27,7 @@
 	(HR_VERSION_MAJOR * 10000 + HR_VERSION_MINOR * 100 + HR_VERSION_PATCH)
 
 /* Non-zero when these headers are version maj.min.patch or later:
- *   #if HR_VERSION_AT_LEAST(1, 1, 0)
+ *   #if HR_VERSION_AT_LEAST(2, 1, 0)
  * Usable in #if. */
 #define HR_VERSION_AT_LEAST(maj, min, patch) \
 	(HR_VERSION_NUMBER >= (maj) * 10000 + (min) * 100 + (patch))
@@ -36,7 +36,7 @@
 #define HR_VERSION_STR_(x) #x
 #define HR_VERSION_XSTR_(x) HR_VERSION_STR_(x)
 
-/* "major.minor.patch", e.g. "1.0.0". */
+/* "major.minor.patch", e.g. "2.0.0". */
 #define HR_VERSION_STRING                                        \
 	HR_VERSION_XSTR_(HR_VERSION_MAJOR) "."                   \
 	HR_VERSION_XSTR_(HR_VERSION_MINOR) "."                   \

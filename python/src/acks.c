@@ -77,7 +77,7 @@ PyObject *hrpy_acks_read(hrpy_state *st, const hr_etcd_config *etcd, const char 
 	int rc;
 
 	Py_BEGIN_ALLOW_THREADS
-	rc = hr_acks_list(etcd, ack_prefix, &acks, &err);
+	rc = hr_acks_new(etcd, ack_prefix, &acks, &err);
 	Py_END_ALLOW_THREADS
 	if (rc < 0)
 		return hrpy_raise(st, rc, &err);

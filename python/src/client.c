@@ -54,7 +54,7 @@ static hrpy_ring *current_ring(hrpy_client *self)
 
 	if (!self->c)
 		return (hrpy_ring *)closed_error(self);
-	ring = hr_client_acquire(self->c);
+	ring = hr_client_ring(self->c);
 	if (r && hr_ring_revision(ring) == r->epoch.revision &&
 	    hr_ring_digest(ring) == r->epoch.digest) {
 		hr_ring_release(ring);
@@ -250,15 +250,16 @@ static PyStructSequence_Desc status_desc = {
 static PyObject *client_status(hrpy_client *self, PyObject *unused)
 {
 	hrpy_state *st = HRPY_STATE(self);
+	hr_error err = { .code = 0 };
 	hr_client_status s;
 	PyObject *v[9];
 	int rc;
 
 	if (!self->c)
 		return closed_error(self);
-	rc = hr_client_status_get(self->c, &s);
+	rc = hr_client_status_get(self->c, &s, &err);
 	if (rc < 0)
-		return hrpy_raise(st, rc, NULL);
+		return hrpy_raise(st, rc, &err);
 	v[0] = PyLong_FromUnsignedLongLong(s.revision);
 	v[1] = PyLong_FromUnsignedLongLong(s.digest);
 	v[2] = PyLong_FromUnsignedLongLong(s.confirmed_revision);

@@ -199,7 +199,6 @@ typedef struct hrpy_ring {
 	PyObject **same;        /* hashring.Owner of (i, i) */
 	struct hrpy_pair *pairs;
 	size_t npairs, pairs_cap;  /* cap: 0 or a power of two */
-	uintptr_t base, stride; /* node i at base + i * stride, if stride */
 } hrpy_ring;
 
 /* A Ring object over `ring`, whose reference it takes (released on

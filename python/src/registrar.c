@@ -1,6 +1,6 @@
 /*
  * registrar.c - hashring.Registrar: a node announced under a lease
- * (hr_register), its record's updates, and its leave: draining for a
+ * (hr_registrar_open), its record's updates, and its leave: draining for a
  * while, then deregistering (close(drain=...)), as `hashring register
  * --drain-seconds` does.
  *
@@ -368,7 +368,7 @@ static PyObject *registrar_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 	    hrpy_dispatcher_start(self->dispatcher, "hashring-registrar-callbacks") < 0)
 		goto fail;
 	Py_BEGIN_ALLOW_THREADS
-	rc = hr_register(&e.cfg, &reg, &self->r, &err);
+	rc = hr_registrar_open(&e.cfg, &reg, &self->r, &err);
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		self->r = NULL;

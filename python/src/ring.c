@@ -301,33 +301,18 @@ PyObject *hrpy_ring_node_list(hrpy_ring *r)
 	return list;
 }
 
-/* The number of `node`, a pointer from this ring: its place in the node
- * array when the ring keeps one (checked), else found by id (id order). */
+/* The number of `node`, a pointer from this ring (lookups give no
+ * other). */
 static size_t node_index(hrpy_ring *r, const hr_node *node)
 {
-	size_t lo = 0, hi = r->n;
-
-	if (r->stride) {
-		uintptr_t d = (uintptr_t)node - r->base;
-
-		if (d / r->stride < r->n && hr_ring_node(r->ring, d / r->stride) == node)
-			return d / r->stride;
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(hr_ring_node(r->ring, mid)->id, node->id) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (size_t)hr_ring_node_index(r->ring, node, NULL);
 }
 
 /* The Nodes of the preference list of a key. */
 static PyObject *preflist(hrpy_ring *r, const hrpy_key *k, hr_view view, size_t count)
 {
 	size_t want = count < r->n ? count : r->n;
+	hr_error err = { .code = 0 };
 	const hr_node **out;
 	PyObject *list;
 	int got;
@@ -337,10 +322,10 @@ static PyObject *preflist(hrpy_ring *r, const hrpy_key *k, hr_view view, size_t 
 	out = PyMem_Malloc(want * sizeof *out);
 	if (!out)
 		return PyErr_NoMemory();
-	got = hr_ring_preflist(r->ring, k->data, k->len, view, out, want);
+	got = hr_ring_preflist(r->ring, k->data, k->len, view, out, want, &err);
 	if (got < 0) {
 		PyMem_Free(out);
-		return hrpy_raise(HRPY_STATE(r), got, NULL);
+		return hrpy_raise(HRPY_STATE(r), got, &err);
 	}
 	list = PyList_New(got);
 	for (int i = 0; list && i < got; i++) {
@@ -377,10 +362,6 @@ hrpy_ring *hrpy_ring_wrap(hrpy_state *st, hr_ring *ring)
 	}
 	r->nodes = r->strs + 2 * r->n;
 	r->same = r->nodes + r->n;
-	/* Node pointers to numbers: where the ring keeps its nodes in one
-	 * array, as it does today, a subtraction (checked); else a search. */
-	r->base = (uintptr_t)hr_ring_node(ring, 0);
-	r->stride = r->n >= 2 ? (uintptr_t)hr_ring_node(ring, 1) - r->base : 0;
 	return r;
 }
 
@@ -538,9 +519,6 @@ struct build {
 	struct member *members;
 	size_t n;
 	hr_node *nodes;
-	const uint64_t **tokens;
-	size_t *ntokens;
-	int with_tokens;
 };
 
 static void build_free(struct build *b)
@@ -549,8 +527,6 @@ static void build_free(struct build *b)
 		PyMem_Free(b->members[i].tokens);
 	PyMem_Free(b->members);
 	PyMem_Free(b->nodes);
-	PyMem_Free(b->tokens);
-	PyMem_Free(b->ntokens);
 }
 
 static int build_from_list(hrpy_state *st, PyObject *members, PyObject *keep,
@@ -575,9 +551,7 @@ static int build_from_list(hrpy_state *st, PyObject *members, PyObject *keep,
 	b->n = (size_t)PyList_Size(list);
 	b->members = PyMem_Calloc(b->n + 1, sizeof *b->members);
 	b->nodes = PyMem_Calloc(b->n + 1, sizeof *b->nodes);
-	b->tokens = PyMem_Calloc(b->n + 1, sizeof *b->tokens);
-	b->ntokens = PyMem_Calloc(b->n + 1, sizeof *b->ntokens);
-	if (!b->members || !b->nodes || !b->tokens || !b->ntokens) {
+	if (!b->members || !b->nodes) {
 		PyErr_NoMemory();
 		return -1;
 	}
@@ -599,9 +573,8 @@ static int build_from_list(hrpy_state *st, PyObject *members, PyObject *keep,
 		if (rc < 0)
 			return -1;
 		b->nodes[i] = m->node;
-		b->tokens[i] = m->tokens;
-		b->ntokens[i] = m->ntokens;
-		b->with_tokens |= m->tokens != NULL;
+		b->nodes[i].tokens = m->tokens;
+		b->nodes[i].ntokens = m->ntokens;
 	}
 	return 0;
 }
@@ -663,11 +636,7 @@ static PyObject *ring_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 		if (build_from_list(st, members, keep, &b) < 0)
 			goto out;
 		Py_BEGIN_ALLOW_THREADS
-		if (b.with_tokens)
-			rc = hr_ring_build_tokens(b.nodes, b.tokens, b.ntokens, b.n, &opts,
-						  revision, &ring, &err);
-		else
-			rc = hr_ring_build(b.nodes, b.n, &opts, revision, &ring, &err);
+		rc = hr_ring_build(b.nodes, b.n, &opts, revision, &ring, &err);
 		Py_END_ALLOW_THREADS
 	}
 	if (rc < 0)
@@ -722,6 +691,7 @@ static PyObject *ring_from_json(PyObject *cls, PyObject *args, PyObject *kwargs)
 
 static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
 {
+	hr_error err = { .code = 0 };
 	hr_batch_owner o;
 	hr_lookup res;
 	hrpy_key k;
@@ -731,10 +701,10 @@ static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
 		return NULL;
 	/* A single lookup, cheaper than a batch of one; its node pointers
 	 * are turned into node numbers. */
-	rc = hr_ring_lookup(self->ring, k.data, k.len, &res);
+	rc = hr_ring_lookup(self->ring, k.data, k.len, &res, &err);
 	hrpy_key_release(&k);
 	if (rc < 0)
-		return hrpy_raise(HRPY_STATE(self), rc, NULL);
+		return hrpy_raise(HRPY_STATE(self), rc, &err);
 	o.node = res.node ? (uint32_t)node_index(self, res.node) : HR_NO_NODE;
 	o.read_node = res.read_node == res.node ? o.node
 		      : res.read_node ? (uint32_t)node_index(self, res.read_node) : HR_NO_NODE;
@@ -946,7 +916,7 @@ static PyObject *ring_diff(hrpy_ring *self, PyObject *args, PyObject *kwargs)
 	    (view_obj && hrpy_view_arg(view_obj, &view) < 0))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = hr_ring_diff(self->ring, new_ring, view, &d, &err);
+	rc = hr_diff_new(self->ring, new_ring, view, &d, &err);
 	if (rc == 0)
 		moved = hr_ring_moved_share(self->ring, new_ring, view);
 	Py_END_ALLOW_THREADS

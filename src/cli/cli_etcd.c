@@ -149,7 +149,7 @@ int cli_ring_open(struct cli_etcd *e, const char *cmd, const char *members,
 	hr_client_config_init(&cfg);
 	rc = cli_etcd_open(e, cmd, &cfg, client);
 	if (rc == CLI_EXIT_OK)
-		*ring = hr_client_acquire(*client);
+		*ring = hr_client_ring(*client);
 	return rc;
 }
 

@@ -231,7 +231,7 @@ static int read_value(const char *cmd, const struct cli_option *o,
 
 		if (read_choice(cmd, label, value, o->choices, &i) < 0)
 			return -1;
-		return hr_state_parse(o->choices[i], o->dest) ? -1 : 0;
+		return hr_state_parse(o->choices[i], o->dest, NULL) ? -1 : 0;
 	}
 	case CLI_LIST: {
 		struct cli_list *l = o->dest;

@@ -63,7 +63,7 @@ size_t cli_ring_arcs(const hr_ring *ring, hr_view view, struct cli_arc **out)
 	hr_error err = { 0 };
 
 	*out = NULL;
-	if (!order || hr_ring_diff(NULL, ring, view, &diff, &err)) {
+	if (!order || hr_diff_new(NULL, ring, view, &diff, &err)) {
 		free(order);
 		return 0;
 	}

@@ -182,7 +182,7 @@ int cmd_acks(int argc, char **argv)
 
 		rc = hr_acks_wait(&etcd, ack_prefix, wait_revision, timeout_ms, &acks, &err);
 	} else {
-		rc = hr_acks_list(&etcd, ack_prefix, &acks, &err);
+		rc = hr_acks_new(&etcd, ack_prefix, &acks, &err);
 	}
 	if (acks) {
 		if (json)

@@ -119,7 +119,7 @@ static int print_diff(const hr_ring *a, const hr_ring *b,
 	FILE *out = cli_out();
 	hr_error err = { 0 };
 	hr_diff *d;
-	int rc = hr_ring_diff(a, b, s->view, &d, &err);
+	int rc = hr_diff_new(a, b, s->view, &d, &err);
 
 	if (rc)
 		return cli_fail(CMD, rc, &err);

@@ -128,13 +128,13 @@ static int print_answers(const struct lookup_args *a, const hr_ring *ring)
 		hr_lookup res;
 		int rc, k;
 
-		rc = hr_ring_lookup(ring, key, strlen(key), &res);
+		rc = hr_ring_lookup(ring, key, strlen(key), &res, NULL);
 		if (rc < 0) {
 			status = cli_fail(CMD, rc, NULL);
 			break;
 		}
 		k = hr_ring_preflist(ring, key, strlen(key), HR_VIEW_WRITE,
-				     replicas, r);
+				     replicas, r, NULL);
 		if (k < 0) {
 			status = cli_fail(CMD, k, NULL);
 			break;
@@ -174,7 +174,7 @@ static int lookup_etcd(struct lookup_args *a)
 	if (rc)
 		return rc;
 	/* One snapshot answers every key: one consistent revision. */
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	rc = print_answers(a, ring);
 	hr_ring_release(ring);
 	hr_client_close(client);

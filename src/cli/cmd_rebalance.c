@@ -200,7 +200,7 @@ static void show_progress(struct run_state *st)
 	uint64_t done;
 
 	pthread_mutex_lock(&st->lock);
-	if (hr_rebalancer_progress(st->rb, &p) != 0) {
+	if (hr_rebalancer_progress(st->rb, &p, NULL) != 0) {
 		pthread_mutex_unlock(&st->lock);
 		return;
 	}
@@ -261,7 +261,7 @@ static int run(struct run_state *st)
 		fputs("\r\033[K", stderr);
 	if (sig)
 		return CLI_EXIT_SIGNAL(sig);
-	hr_rebalancer_progress(st->rb, &p);
+	hr_rebalancer_progress(st->rb, &p, NULL);
 	if (st->rc == HR_ETIMEDOUT && !p.clients && st->required) {
 		/* Most likely a typo in --ack-prefix or services started
 		 * without --client-id: say how to go on. */
@@ -399,7 +399,7 @@ int cmd_rebalance(int argc, char **argv)
 	rc = cli_etcd_open(&conn, CMD, &cfg, &client);
 	if (rc != CLI_EXIT_OK)
 		goto out;
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	rc = node_id ? check_id(ring, node_id) : CLI_EXIT_OK;
 	hr_ring_release(ring);
 	if (rc != CLI_EXIT_OK)

@@ -42,7 +42,7 @@ static int attempt_register(void *ud, const hr_etcd_config *etcd, hr_error *err)
 {
 	const struct registering *a = ud;
 
-	return hr_register(etcd, a->reg, a->out, err);
+	return hr_registrar_open(etcd, a->reg, a->out, err);
 }
 
 /*
@@ -133,8 +133,8 @@ int cmd_register(int argc, char **argv)
 		rc = cli_usage(cmd, "--tokens needs --placement tokens");
 		goto out;
 	}
-	rc = cli_check_node(cmd, &(hr_node){ reg.id, reg.addr, reg.zone, reg.weight,
-					     reg.state });
+	rc = cli_check_node(cmd, &(hr_node){ .id = reg.id, .addr = reg.addr, .zone = reg.zone,
+					     .weight = reg.weight, .state = reg.state });
 	if (rc)
 		goto out;
 
@@ -312,7 +312,8 @@ static int change(const char *cmd, int argc, char **argv)
 		goto out;
 	}
 	/* The record's addr is kept: any valid one checks the rest. */
-	rc = cli_check_node(cmd, &(hr_node){ c.id, "-", NULL, c.weight, c.state });
+	rc = cli_check_node(cmd, &(hr_node){ .id = c.id, .addr = "-", .weight = c.weight,
+					     .state = c.state });
 	if (rc)
 		goto out;
 	if (c.heirs && c.state != HR_STATE_DRAINING) {

@@ -144,8 +144,8 @@ static int place_keys(struct sim_ctx *c, unsigned long vnodes,
 		hr_lookup a, b;
 		unsigned long ia, ib;
 
-		if (hr_ring_lookup(before, key, len, &a) < 0 ||
-		    hr_ring_lookup(after, key, len, &b) < 0 ||
+		if (hr_ring_lookup(before, key, len, &a, NULL) < 0 ||
+		    hr_ring_lookup(after, key, len, &b, NULL) < 0 ||
 		    cli_sim_node_index(a.node, n, &ia) < 0 ||
 		    cli_sim_node_index(b.node, n + 1, &ib) < 0) {
 			cli_error(CMD, "the ring gave no valid owner for %s",

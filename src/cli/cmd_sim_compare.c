@@ -102,7 +102,7 @@ static const hr_node *ring_lookup(const void *built, const void *key, size_t len
 {
 	hr_lookup l;
 
-	return hr_ring_lookup(built, key, len, &l) == 0 ? l.node : NULL;
+	return hr_ring_lookup(built, key, len, &l, NULL) == 0 ? l.node : NULL;
 }
 
 static uintptr_t ring_sweep(const void *built, const struct cmp_keys *k)
@@ -111,7 +111,7 @@ static uintptr_t ring_sweep(const void *built, const struct cmp_keys *k)
 	hr_lookup l;
 
 	for (size_t i = 0; i < k->n; i++) {
-		hr_ring_lookup(built, k->text + k->off[i], k->off[i + 1] - k->off[i], &l);
+		hr_ring_lookup(built, k->text + k->off[i], k->off[i + 1] - k->off[i], &l, NULL);
 		sum += (uintptr_t)l.node;
 	}
 	return sum;
@@ -250,28 +250,27 @@ struct cmp_ctx {
 static int tokens_build(const struct cmp_row *row, const struct cmp_ctx *c,
 			const hr_node *nodes, size_t n, void **out, hr_error *err)
 {
-	const uint64_t **tp = malloc((n ? n : 1) * sizeof *tp);
-	size_t *tn = malloc((n ? n : 1) * sizeof *tn);
-	int rc = HR_OK;
+	/* The nodes with their tokens: the other placements' nodes have
+	 * none. */
+	hr_node *with = malloc((n ? n : 1) * sizeof *with);
+	int rc = with ? HR_OK : HR_ENOMEM;
 
-	if (!tp || !tn)
-		rc = HR_ENOMEM;
 	for (size_t i = 0; rc == HR_OK && i < n; i++) {
 		unsigned long at;
 
+		with[i] = nodes[i];
 		if (cli_sim_node_index(&nodes[i], c->args->nodes + 1, &at) < 0) {
 			rc = err->code = HR_EINVAL;
 			snprintf(err->message, sizeof err->message, "node \"%s\" has no tokens",
 				 nodes[i].id);
 		} else {
-			tp[i] = c->tokens[at];
+			with[i].tokens = c->tokens[at];
+			with[i].ntokens = HR_TOKENS_DEFAULT;
 		}
-		tn[i] = HR_TOKENS_DEFAULT;
 	}
 	if (rc == HR_OK)
-		rc = hr_ring_build_tokens(nodes, tp, tn, n, &row->opts, 0, (hr_ring **)out, err);
-	free(tp);
-	free(tn);
+		rc = hr_ring_build(with, n, &row->opts, 0, (hr_ring **)out, err);
+	free(with);
 	return rc;
 }
 
@@ -557,29 +556,28 @@ static int make_nodes(struct cmp_ctx *c)
 static int allocate_tokens(struct cmp_ctx *c)
 {
 	size_t n = c->args->nodes + 1;
-	const uint64_t **tp = malloc(n * sizeof *tp);
-	size_t *tn = malloc(n * sizeof *tn);
+	hr_node *with = malloc(n * sizeof *with);
 	hr_ring_options o = { .size = sizeof o, .placement = HR_PLACEMENT_TOKENS };
 	hr_error err = { 0 };
 	int rc = HR_OK;
 
 	c->tokens = malloc(n * sizeof *c->tokens);
-	if (!tp || !tn || !c->tokens)
+	if (!with || !c->tokens)
 		rc = HR_ENOMEM;
 	for (size_t i = 0; rc == HR_OK && i < n; i++) {
 		hr_ring *ring = NULL;
 
 		if (i)
-			rc = hr_ring_build_tokens(c->all, tp, tn, i, &o, 0, &ring, &err);
+			rc = hr_ring_build(with, i, &o, 0, &ring, &err);
 		if (rc == HR_OK)
 			rc = hr_tokens_allocate(ring, &c->all[i], HR_TOKENS_DEFAULT,
 						c->tokens[i], &err);
 		hr_ring_release(ring);
-		tp[i] = c->tokens[i];
-		tn[i] = HR_TOKENS_DEFAULT;
+		with[i] = c->all[i];
+		with[i].tokens = c->tokens[i];
+		with[i].ntokens = HR_TOKENS_DEFAULT;
 	}
-	free(tp);
-	free(tn);
+	free(with);
 	return rc == HR_OK ? CLI_EXIT_OK : cli_fail(CMD, rc, &err);
 }
 

@@ -51,8 +51,23 @@ static int build(struct sim *s, hr_ring **out, hr_error *err)
 
 	hr_ring_options_init(&o);
 	o.placement = HR_PLACEMENT_TOKENS;
-	return hr_ring_build_tokens(s->nodes, (const uint64_t *const *)s->tokens,
-				    s->tn, s->n, &o, 0, out, err);
+	for (size_t i = 0; i < s->n; i++) {
+		s->nodes[i].tokens = s->tokens[i];
+		s->nodes[i].ntokens = s->tn[i];
+	}
+	return hr_ring_build(s->nodes, s->n, &o, 0, out, err);
+}
+
+/* The write share in `ring` of the node with this id. */
+static double share_of(struct sim *s, const hr_ring *ring, const char *id)
+{
+	const hr_node *node = hr_ring_find(ring, id);
+	size_t n = hr_ring_node_shares(ring, HR_VIEW_WRITE, s->shares, s->n);
+
+	for (size_t i = 0; i < n; i++)
+		if (hr_ring_node(ring, i) == node)
+			return s->shares[i];
+	return 0;
 }
 
 static struct balance balance_of(struct sim *s, const hr_ring *ring)
@@ -119,7 +134,7 @@ static int join(struct sim *s, size_t i, hr_ring **ring, struct join_figures *f,
 	for (size_t k = 0; k <= i; k++)
 		total += s->nodes[k].weight;
 	moved = hr_ring_moved_share(*ring, next, HR_VIEW_WRITE);
-	own = hr_ring_node_share(next, hr_ring_find(next, nd->id), HR_VIEW_WRITE);
+	own = share_of(s, next, nd->id);
 	if (i > 0) {
 		double r = moved / (nd->weight / total), d = moved - own;
 
@@ -152,8 +167,7 @@ static size_t index_of(const struct sim *s, const hr_node *nd)
 static int hand_over(struct sim *s, const hr_ring *ring, size_t j, hr_error *err)
 {
 	const hr_node *self = hr_ring_find(ring, s->nodes[j].id), **heirs;
-	const uint64_t *tokens;
-	size_t n = hr_ring_node_tokens(ring, self, &tokens);
+	size_t n = self ? self->ntokens : 0;
 	int rc;
 
 	heirs = calloc(n ? n : 1, sizeof *heirs);
@@ -167,7 +181,7 @@ static int hand_over(struct sim *s, const hr_ring *ring, size_t j, hr_error *err
 			rc = HR_ENOMEM;
 			break;
 		}
-		s->tokens[h][s->tn[h]++] = tokens[t];
+		s->tokens[h][s->tn[h]++] = self->tokens[t];
 	}
 	free(heirs);
 	return rc;
@@ -197,8 +211,7 @@ static int leave_tenth(struct sim *s, hr_ring **ring, double *moved_minus_own,
 		x ^= x >> 7;
 		x ^= x << 17;
 		j = (size_t)(x % s->n);
-		own = hr_ring_node_share(*ring, hr_ring_find(*ring, s->nodes[j].id),
-					 HR_VIEW_WRITE);
+		own = share_of(s, *ring, s->nodes[j].id);
 		if (moved_minus_own)
 			rc = hand_over(s, *ring, j, err);
 		if (rc)

@@ -93,8 +93,8 @@ void hr__announce_begin(hr__announcement *a, const hr__log *log,
 	hr_error err = { 0 };
 
 	*a = (hr__announcement){ log, old, ring, NULL, NULL };
-	if (diffs && (hr_ring_diff(old, ring, HR_VIEW_WRITE, &a->dw, &err) ||
-		      hr_ring_diff(old, ring, HR_VIEW_READ, &a->dr, &err))) {
+	if (diffs && (hr_diff_new(old, ring, HR_VIEW_WRITE, &a->dw, &err) ||
+		      hr_diff_new(old, ring, HR_VIEW_READ, &a->dr, &err))) {
 		hr__log_emit(log, HR_LOG_ERROR, "diff_failed",
 			     "revision=%" PRIu64 " msg=%s", hr_ring_revision(ring),
 			     err.message);

@@ -180,31 +180,36 @@ void hr_client_close(hr_client *c)
 /* hr_client_lookup() on a new ring, another client's way or no thread
  * cache: out of line, so that the fast path saves no register. */
 static __attribute__((noinline)) int lookup_miss(hr_client *c, const void *key,
-						 size_t len, hr_owner *out)
+						 size_t len, hr_owner *out,
+						 hr_error *err)
 {
 	const hr_ring *ring = hr__thread_cache_miss(&c->pub);
 	int rc;
 
 	if (ring)
 		return hr__ring_lookup_owner_counted(ring, key, len, out,
-						     hr__thread_cache_counts());
+						     hr__thread_cache_counts(), err);
 	/* No per-thread state: not counted. */
-	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out);
+	rc = hr__ring_lookup_owner(hr__publish_read_begin(&c->pub), key, len, out,
+				   err);
 	hr__publish_read_end(&c->pub);
 	return rc;
 }
 
-int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out)
+int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out,
+		     hr_error *err)
 {
 	const hr_ring *ring;
 
 	if (!c || !out || (!key && len))
-		return HR_EINVAL;
+		return hr__lookup_args(err, c, "client", out, key, len);
+	/* `err` goes down, so that both calls stay tail calls: the hot path
+	 * costs what it cost without it. */
 	ring = hr__thread_cache_hit(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
 		return hr__ring_lookup_owner_counted(ring, key, len, out,
-						     hr__thread_cache_counts());
-	return lookup_miss(c, key, len, out);
+						     hr__thread_cache_counts(), err);
+	return lookup_miss(c, key, len, out, err);
 }
 
 /* A batch's owners, counted as single lookups count them (owner.c; not
@@ -267,82 +272,23 @@ int hr_client_lookup_batch(hr_client *c, const void *const *keys,
 	return rc;
 }
 
-struct hr_reader {
-	hr_client *client;
-	hr_ring *held;		/* followed reference (hr__publish_follow) */
-	hr__count_seg *cnt;	/* the handle's counts on `held`, or NULL */
-};
-
-/* The handle's ring, its counts moved with it as the thread cache moves a
- * thread's (the handle is the counts' owner: one thread at a time). */
-static const hr_ring *reader_ring(hr_reader *r)
-{
-	hr_ring *prev = r->held;
-	const hr_ring *ring = hr__publish_follow(&r->client->pub, &r->held);
-
-	if (__builtin_expect(ring != prev, 0))
-		r->cnt = hr__counters_switch(&r->client->counters, ring, r);
-	return ring;
-}
-
-int hr_reader_open(hr_client *c, hr_reader **out)
-{
-	hr_reader *r;
-
-	if (!out)
-		return HR_EINVAL;
-	*out = NULL;
-	if (!c)
-		return HR_EINVAL;
-	r = malloc(sizeof *r);
-	if (!r)
-		return HR_ENOMEM;
-	r->client = c;
-	r->held = NULL;
-	r->cnt = NULL;
-	*out = r;
-	return 0;
-}
-
-void hr_reader_close(hr_reader *r)
-{
-	if (!r)
-		return;
-	hr_ring_release(r->held);
-	free(r);
-}
-
-int hr_reader_lookup(hr_reader *r, const void *key, size_t len, hr_owner *out)
-{
-	const hr_ring *ring;
-
-	if (!r || !out || (!key && len))
-		return HR_EINVAL;
-	ring = reader_ring(r);
-	return hr__ring_lookup_owner_counted(ring, key, len, out, r->cnt);
-}
-
-int hr_reader_lookup_batch(hr_reader *r, const void *const *keys,
-			   const size_t *lens, size_t n, hr_batch_owner *out,
-			   hr_epoch *epoch, hr_error *err)
-{
-	const hr_ring *ring;
-
-	if (!r)
-		return hr__error_set(err, HR_EINVAL, "lookup_batch: NULL reader");
-	ring = reader_ring(r);
-	return batch_on(ring, keys, lens, n, out, epoch, r->cnt, err);
-}
-
 int hr_client_replicas(hr_client *c, const void *key, size_t len, hr_view view,
-		       hr_replica *out, size_t r, uint64_t *revision)
+		       hr_replica *out, size_t r, uint64_t *revision, hr_error *err)
 {
 	const hr_ring *ring;
 	int k;
 
-	if (!c || (!out && r) || (!key && len) || r > HR__REPLICAS_MAX ||
-	    (view != HR_VIEW_WRITE && view != HR_VIEW_READ))
-		return HR_EINVAL;
+	if (!c)
+		return hr__error_set(err, HR_EINVAL, "replicas: client is NULL");
+	if (!key && len)
+		return hr__error_set(err, HR_EINVAL,
+				     "replicas: key is NULL with length %zu", len);
+	if ((!out && r) || r > HR__REPLICAS_MAX)
+		return hr__error_set(err, HR_EINVAL,
+				     "replicas: r %zu with out %s (at most %d)", r,
+				     out ? "set" : "NULL", HR__REPLICAS_MAX);
+	if (view != HR_VIEW_WRITE && view != HR_VIEW_READ)
+		return hr__error_set(err, HR_EINVAL, "replicas: bad view %d", (int)view);
 	ring = hr__thread_cache_ring(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
 		return hr__ring_replicas(ring, key, len, view, out, r, revision);
@@ -448,29 +394,20 @@ int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
 	return k;
 }
 
-const hr_ring *hr_client_read_begin(hr_client *c)
-{
-	return c ? hr__publish_read_begin(&c->pub) : NULL;
-}
-
-void hr_client_read_end(hr_client *c)
-{
-	if (c)
-		hr__publish_read_end(&c->pub);
-}
-
-hr_ring *hr_client_acquire(hr_client *c)
+hr_ring *hr_client_ring(hr_client *c)
 {
 	return c ? hr__publish_acquire(&c->pub) : NULL;
 }
 
-int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size)
+int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
+			      hr_error *err)
 {
 	hr_client_status st;
 	hr_ring *ring;
 
 	if (!c || !out || !size)
-		return HR_EINVAL;
+		return hr__error_set(err, HR_EINVAL, "status: %s",
+				     !c ? "client is NULL" : !out ? "out is NULL" : "size is 0");
 	memset(&st, 0, sizeof st);
 	ring = hr__publish_acquire(&c->pub);
 	st.revision = hr_ring_revision(ring);

@@ -27,8 +27,7 @@
  * comes back continues from its count: the totals never go down.
  *
  * A thread's segments hang from its block, one per thread and client
- * (found by the thread's cache address; a reader handle's by the handle's,
- * for it counts as a thread of its own), newest first; the newest is the
+ * (found by the thread's cache address), newest first; the newest is the
  * one the thread writes, the others are sealed.  Blocks live until the
  * client closes; a segment holds a reference to its ring.
  */

@@ -1,7 +1,7 @@
 /*
  * owner.c - the client's copy-out answers: a lookup's owners into an
  * hr_owner, a preference list into hr_replicas, straight from a ring's
- * nodes.  The lookup path of hr_client_lookup() and hr_reader_lookup():
+ * nodes.  The lookup path of hr_client_lookup() and hr_client_replicas():
  * nothing here allocates or locks.
  */
 #include "owner.h"
@@ -126,7 +126,7 @@ count_slow(const hr_ring *ring, hr__count_seg *s, size_t ws,
 
 static inline __attribute__((always_inline)) int
 lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
-	     hr__count_seg *cnt)
+	     hr__count_seg *cnt, hr_error *err)
 {
 	const struct view *w = &ring->views[HR_VIEW_WRITE];
 	const struct view *r = &ring->views[HR_VIEW_READ];
@@ -135,7 +135,7 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	uint64_t pos;
 
 	if (!ring || !out || (!key && len))
-		return HR_EINVAL;
+		return hr__lookup_args(err, ring, "ring", out, key, len);
 	out->revision = ring->revision;
 	out->digest = ring->digest;
 	pos = ring_key_pos(ring, key, len);
@@ -147,7 +147,7 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	else
 		rn = wn;
 	if (!wn && !rn)
-		return HR_EEMPTY;
+		return hr__lookup_failed(err, HR_EEMPTY);
 	if (cnt) {
 		/* The common case, one view array and no spreading: one
 		 * count and one test of it, which every other case fails. */
@@ -160,15 +160,16 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 }
 
 int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out)
+			  hr_owner *out, hr_error *err)
 {
-	return lookup_owner(ring, key, len, out, NULL);
+	return lookup_owner(ring, key, len, out, NULL, err);
 }
 
 int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
-				  size_t len, hr_owner *out, hr__count_seg *cnt)
+				  size_t len, hr_owner *out, hr__count_seg *cnt,
+				  hr_error *err)
 {
-	return lookup_owner(ring, key, len, out, cnt);
+	return lookup_owner(ring, key, len, out, cnt, err);
 }
 
 int hr__ring_owners_pos(const hr_ring *ring, uint64_t pos, const hr_node **wn,
@@ -191,7 +192,7 @@ int hr__ring_replicas(const hr_ring *ring, const void *key, size_t len,
 
 	if (r > HR__REPLICAS_MAX)
 		return HR_EINVAL;
-	k = hr_ring_preflist(ring, key, len, view, nodes, r);
+	k = hr_ring_preflist(ring, key, len, view, nodes, r, NULL);
 	for (int i = 0; i < k; i++) {
 		/* The ring's own nodes: the public record starts its slot. */
 		const struct ring_node *rn = (const struct ring_node *)nodes[i];

@@ -12,9 +12,10 @@ struct hr__count_seg;
 
 /* hr_client_lookup()'s copy-out on one ring: hashes `key`, finds both
  * owners and copies them into `out` (revision and digest always; the
- * strings unless the result is HR_EEMPTY).  Never allocates. */
+ * strings unless the result is HR_EEMPTY), failures also in `err` (may be
+ * NULL).  Never allocates. */
 int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
-			  hr_owner *out);
+			  hr_owner *out, hr_error *err);
 
 /* hr__ring_lookup_owner() that also counts the answer's owners in `cnt`,
  * the calling thread's segment on `ring` (counters.h; NULL: not
@@ -22,7 +23,7 @@ int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
  * reads and the key is hot, answers one of its replicas as read owner. */
 int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
 				  size_t len, hr_owner *out,
-				  struct hr__count_seg *cnt);
+				  struct hr__count_seg *cnt, hr_error *err);
 
 /* The owners of ring position `pos` in the write and the read view (NULL:
  * empty view); HR_EEMPTY when both are. */

@@ -181,8 +181,8 @@ static int setup(const hr_etcd_config *etcd, const char *ack_prefix,
 	return rc;
 }
 
-int hr_acks_list(const hr_etcd_config *etcd, const char *ack_prefix,
-		 hr_acks **out, hr_error *err)
+int hr_acks_new(const hr_etcd_config *etcd, const char *ack_prefix,
+		hr_acks **out, hr_error *err)
 {
 	hr__conn conn;
 	hr__etcd *e;

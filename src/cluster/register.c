@@ -447,8 +447,8 @@ static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *n
 	return HR_OK;
 }
 
-int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
-		hr_registrar **out, hr_error *err)
+int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
+		      hr_registrar **out, hr_error *err)
 {
 	hr_registration reg;
 	hr_registrar *r;
@@ -465,7 +465,8 @@ int hr_register(const hr_etcd_config *etcd, const hr_registration *in,
 		rc = hr__registration_read(in, &reg, err);
 	if (rc)
 		return rc;
-	node = (hr_node){ reg.id, reg.addr, reg.zone ? reg.zone : "", reg.weight, reg.state };
+	node = (hr_node){ .id = reg.id, .addr = reg.addr, .zone = reg.zone ? reg.zone : "",
+			  .weight = reg.weight, .state = reg.state };
 	rc = hr_node_check(&node, &conn.ring, err);
 	if (rc)
 		return rc;

@@ -78,19 +78,17 @@ static int skip_handed(const hr_ring *ring, const hr_node *self, const uint64_t 
 
 	for (size_t j = 0; j < count; j++)
 		if (takes_over(ring, self, j))
-			total += hr_ring_node_tokens(ring, hr_ring_node(ring, j), NULL);
+			total += hr_ring_node(ring, j)->ntokens;
 	all = malloc((total ? total : 1) * sizeof *all);
 	if (!all)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	for (size_t j = 0; j < count; j++) {
-		const uint64_t *t;
-		size_t n;
+		const hr_node *nd = hr_ring_node(ring, j);
 
-		if (!takes_over(ring, self, j))
+		if (!takes_over(ring, self, j) || !nd->ntokens)
 			continue;
-		n = hr_ring_node_tokens(ring, hr_ring_node(ring, j), &t);
-		memcpy(all + k, t, n * sizeof *t);
-		k += n;
+		memcpy(all + k, nd->tokens, nd->ntokens * sizeof *nd->tokens);
+		k += nd->ntokens;
 	}
 	qsort(all, total, sizeof *all, hr__token_cmp);
 	for (size_t i = 0; i < ntokens; i++)
@@ -112,8 +110,8 @@ static int plan(const hr_ring *ring, const hr__kv *kvs, size_t nkvs,
 		hr_error *err)
 {
 	const hr_node *self = hr_ring_find(ring, id), **heirs = NULL;
-	const uint64_t *tokens;
-	size_t ntokens = hr_ring_node_tokens(ring, self, &tokens);
+	const uint64_t *tokens = self ? self->tokens : NULL;
+	size_t ntokens = self ? self->ntokens : 0;
 	char *own = hr__record_modify(id, self_kv->value, self_kv->value_len, upd, err);
 	int rc = own ? hr__record_check(opts, id, own, err) : err ? err->code : HR_EPARSE;
 

@@ -135,7 +135,7 @@ static int record_object(hr__record *rec, const cJSON *obj, hr__tokens *tokens,
 		rc = field_string(rec, state, "state", err);
 		if (rc)
 			return rc;
-		if (hr_state_parse(state->valuestring, &rec->state))
+		if (hr_state_parse(state->valuestring, &rec->state, NULL))
 			return hr__error_set(err, HR_EINVAL,
 					     "node \"%s\": state \"%s\" is not active, warming or draining",
 					     rec->id,

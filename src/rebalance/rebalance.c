@@ -230,7 +230,7 @@ static void step_done(hr_rebalancer *rb, hr_rebalance_step step)
 
 	if (!rb->cfg.on_step)
 		return;
-	hr_rebalancer_progress(rb, &p);
+	hr_rebalancer_progress(rb, &p, NULL);
 	rb->cfg.on_step(rb->cfg.on_step_userdata, step, &p);
 }
 
@@ -279,7 +279,7 @@ static int wait_clients(hr_rebalancer *rb, const hr_etcd_config *etcd, hr_error 
 	rb->p.step = HR_REBALANCE_STEP_WAIT;
 	rb->p.clients = 0;
 	pthread_mutex_unlock(&rb->lock);
-	rc = hr_acks_list(etcd, rb->ack_prefix, &last, err);
+	rc = hr_acks_new(etcd, rb->ack_prefix, &last, err);
 	if (rc)
 		return rc;
 	revision = hr_acks_ring_revision(last);
@@ -366,7 +366,7 @@ static int promote(hr_rebalancer *rb, hr_client *client, const hr_etcd_config *e
 		promoted++;
 	}
 	for (;;) {
-		hr_ring *now = hr_client_acquire(client);
+		hr_ring *now = hr_client_ring(client);
 		size_t still = 0;
 
 		for (size_t i = 0; i < hr_ring_node_count(ring); i++) {
@@ -425,7 +425,7 @@ static int run(hr_rebalancer *rb, hr_client *client, const hr_etcd_config *etcd,
 		/* A ring that changed since the copy began may move arcs the
 		 * copy did not see: promoting would make clients read them from
 		 * a node that never got them. */
-		now = hr_client_acquire(client);
+		now = hr_client_ring(client);
 		changed = hr_ring_digest(now) != hr_ring_digest(ring);
 		if (changed)
 			rc = hr__rb_error_set(err, HR_ECONFLICT,
@@ -471,7 +471,7 @@ int hr_rebalancer_run(hr_rebalancer *rb, hr_client *client, const hr_etcd_config
 	rc = claim(rb, "hr_rebalancer_run", err);
 	if (rc)
 		return rc;
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	step_begin(rb, "run", ring, node_id);
 	rc = ring ? hr__rb_check_cancel(rb, "before the run", err) :
 		    hr__rb_error_set(err, HR_EEMPTY, "hr_rebalancer_run: the client has no ring yet");

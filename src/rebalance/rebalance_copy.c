@@ -284,15 +284,11 @@ static int promoted_ring(const hr_ring *ring, hr_ring **out, hr_error *err)
 {
 	size_t n = hr_ring_node_count(ring), k = 0;
 	hr_node *nodes = calloc(n ? n : 1, sizeof *nodes);
-	const uint64_t **tokens = calloc(n ? n : 1, sizeof *tokens);
-	size_t *ntokens = calloc(n ? n : 1, sizeof *ntokens);
 	hr_ring_options opts;
 	int rc;
 
-	if (!nodes || !tokens || !ntokens) {
-		rc = hr__rb_error_set(err, HR_ENOMEM, "out of memory (promoted ring)");
-		goto out;
-	}
+	if (!nodes)
+		return hr__rb_error_set(err, HR_ENOMEM, "out of memory (promoted ring)");
 	for (size_t i = 0; i < n; i++) {
 		const hr_node *node = hr_ring_node(ring, i);
 
@@ -300,30 +296,22 @@ static int promoted_ring(const hr_ring *ring, hr_ring **out, hr_error *err)
 			continue;
 		nodes[k] = *node;
 		nodes[k].state = HR_STATE_ACTIVE;
-		ntokens[k] = hr_ring_node_tokens(ring, node, &tokens[k]);
 		k++;
 	}
-	/* Built as `ring` was: the same placement, options and tokens. */
+	/* Built as `ring` was: the same placement, options and tokens (the
+	 * nodes carry theirs). */
 	hr_ring_options_init(&opts);
 	rc = hr_ring_options_get(ring, &opts, err);
 	if (rc == 0)
-		rc = hr_ring_build_tokens(nodes,
-					  opts.placement == HR_PLACEMENT_TOKENS ? tokens : NULL,
-					  ntokens, k, &opts, hr_ring_revision(ring), out, err);
-out:
+		rc = hr_ring_build(nodes, k, &opts, hr_ring_revision(ring), out, err);
 	free(nodes);
-	free(tokens);
-	free(ntokens);
 	return rc;
 }
 
+/* The number of `node`, a pointer from `ring`. */
 static size_t node_index(const hr_ring *ring, const hr_node *node)
 {
-	size_t i, n = hr_ring_node_count(ring);
-
-	for (i = 0; i < n && hr_ring_node(ring, i) != node; i++)
-		;
-	return i;
+	return (size_t)hr_ring_node_index(ring, node, NULL);
 }
 
 /* Whether a moved arc's total is part of the handoff of `only`. */
@@ -344,12 +332,16 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 	hr_ring *promoted = NULL;
 	hr_diff *diff = NULL;
 	const hr_arc_total *totals = NULL;
-	size_t count = 0, sources = 0;
-	int rc;
+	size_t count = 0, sources = 0, n = hr_ring_node_count(ring);
+	double *shares = malloc((n ? n : 1) * sizeof *shares);
+	int rc = shares ? 0 : hr__rb_error_set(err, HR_ENOMEM, "out of memory (shares)");
 
-	rc = promoted_ring(ring, &promoted, err);
 	if (rc == 0)
-		rc = hr_ring_diff(ring, promoted, HR_VIEW_READ, &diff, err);
+		rc = promoted_ring(ring, &promoted, err);
+	if (rc == 0)
+		rc = hr_diff_new(ring, promoted, HR_VIEW_READ, &diff, err);
+	if (rc == 0)
+		hr_ring_node_shares(ring, HR_VIEW_READ, shares, n);
 	if (rc == 0) {
 		totals = hr_diff_totals(diff);
 		count = hr_diff_total_count(diff);
@@ -382,9 +374,9 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 				    (int)node_index(ring, only) : -1,
 			    .err = err };
 		rc = scan_source(&s, source);
-		source_share = hr_ring_node_share(ring, source, HR_VIEW_READ);
+		source_share = shares[node_index(ring, source)];
 		if (rc == 0 && source_share > 0) {
-			hr_rebalancer_progress(rb, &p);
+			hr_rebalancer_progress(rb, &p, NULL);
 			hr__rb_expect(rb, (double)(p.scanned - before[HR__RB_SCANNED]) *
 					  moving_share / source_share);
 		}
@@ -400,6 +392,7 @@ int hr__rb_copy_ring(hr_rebalancer *rb, const hr_ring *ring, const hr_node *only
 	}
 	hr_diff_free(diff);
 	hr_ring_release(promoted);
+	free(shares);
 	return rc;
 }
 

@@ -185,12 +185,15 @@ void hr__rb_tick(hr_rebalancer *rb)
 #define PROGRESS_FIRST_SIZE \
 	(offsetof(hr_rebalance_progress, promoted) + sizeof(((hr_rebalance_progress *)0)->promoted))
 
-int hr_rebalancer_progress_size(hr_rebalancer *rb, hr_rebalance_progress *out, size_t size)
+int hr_rebalancer_progress_size(hr_rebalancer *rb, hr_rebalance_progress *out, size_t size,
+				hr_error *err)
 {
 	hr_rebalance_progress p;
 
 	if (!rb || !out || size < PROGRESS_FIRST_SIZE)
-		return HR_EINVAL;
+		return hr__rb_error_set(err, HR_EINVAL, "progress: %s",
+				     !rb ? "rebalancer is NULL" : !out ? "out is NULL" :
+				     "size below the first release's struct");
 	pthread_mutex_lock(&rb->lock);
 	p = rb->p;
 	if (rb->busy)

@@ -2,7 +2,7 @@
  * arcs.c - measuring the circle (docs/placement.md sections 6 and 12): the
  * share of each node of one view, and the one walk over two views that
  * finds the arcs whose owner differs, which hr_ring_moved_share() sums and
- * hr_ring_diff() (diff.c) lists.  Points are named as view.h names them,
+ * hr_diff_new() (diff.c) lists.  Points are named as view.h names them,
  * VIEW_END past the last one (no wrap): the same code walks every layout
  * of points.
  */
@@ -18,16 +18,6 @@
 #include <string.h>
 
 /* ---- one view's shares --------------------------------------------------- */
-
-double hr_ring_node_share(const hr_ring *ring, const hr_node *node,
-			  hr_view view)
-{
-	size_t slot = ring_slot(ring, node);
-
-	if (slot == SIZE_MAX || !hr__valid_view(view) || !ring->views[view].npoints)
-		return 0;
-	return hr__view_share(&ring->views[view], slot);
-}
 
 size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
 			   size_t n)

@@ -7,6 +7,7 @@
 #include "ring.h"
 
 #include "error.h"
+#include "node.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -96,16 +97,23 @@ static bool given_take(void *ctx, size_t slot, const hr_node *node)
 
 int hr_ring_lookup_bounded(const hr_ring *ring, const void *key, size_t len,
 			   hr_view view, const uint64_t *loads, double c,
-			   const hr_node **out)
+			   const hr_node **out, hr_error *err)
 {
 	struct given g = { loads, c, 0, 0 };
 	const hr_node *owner = NULL;
 	uint64_t pos;
 	int rc;
 
-	if (!ring || !out || !loads || (!key && len) || !valid_factor(c) ||
-	    !hr__valid_view(view))
-		return HR_EINVAL;
+	if (!ring || !out || (!key && len))
+		return hr__lookup_args(err, ring, "ring", out, key, len);
+	if (!loads)
+		return hr__error_set(err, HR_EINVAL, "bounded lookup: loads is NULL");
+	if (!valid_factor(c))
+		return hr__error_set(err, HR_EINVAL,
+				     "balance factor %g: must be a finite number >= 1", c);
+	if (!hr__valid_view(view))
+		return hr__error_set(err, HR_EINVAL, "bounded lookup: bad view %d",
+				     (int)view);
 	*out = NULL;
 	for (size_t i = 0, n = hr_ring_node_count(ring); i < n; i++) {
 		const hr_node *nd = hr_ring_node(ring, i);
@@ -122,7 +130,7 @@ int hr_ring_lookup_bounded(const hr_ring *ring, const void *key, size_t len,
 		*out = owner;
 		rc = HR_OK;
 	}
-	return rc;
+	return rc ? hr__lookup_failed(err, rc) : HR_OK;
 }
 
 /* ---- in-flight counter --------------------------------------------------- */
@@ -196,8 +204,16 @@ static struct slot *find_slot(hr_inflight *f, const char *id,
 	return NULL;
 }
 
-int hr_inflight_create(double c, size_t max_ids, hr_inflight **out,
-		       hr_error *err)
+/* HR_ELIMIT of a counter whose ids are all taken. */
+static int full(const hr_inflight *f, hr_error *err)
+{
+	return hr__error_set(err, HR_ELIMIT,
+			     "inflight acquire: more than max_ids (%zu) node ids",
+			     f->max_ids);
+}
+
+int hr_inflight_new(double c, size_t max_ids, hr_inflight **out,
+		    hr_error *err)
 {
 	hr_inflight *f;
 	size_t size = 2;
@@ -274,16 +290,21 @@ static bool counted_take(void *ctx, size_t slot, const hr_node *node)
 }
 
 int hr_inflight_acquire(hr_inflight *f, const hr_ring *ring, const void *key,
-			size_t len, hr_view view, const hr_node **out)
+			size_t len, hr_view view, const hr_node **out,
+			hr_error *err)
 {
 	struct counted k = { f, 0, 0, false };
 	const hr_node *owner = NULL;
 	uint64_t pos;
 	int rc;
 
-	if (!f || !ring || !out || (!key && len) ||
-	    !hr__valid_view(view))
-		return HR_EINVAL;
+	if (!f)
+		return hr__error_set(err, HR_EINVAL, "inflight acquire: counter is NULL");
+	if (!ring || !out || (!key && len))
+		return hr__lookup_args(err, ring, "ring", out, key, len);
+	if (!hr__valid_view(view))
+		return hr__error_set(err, HR_EINVAL, "inflight acquire: bad view %d",
+				     (int)view);
 	*out = NULL;
 	k.total = atomic_load_explicit(&f->total, memory_order_relaxed);
 	k.sum_w = view_weight(ring, view);
@@ -291,7 +312,7 @@ int hr_inflight_acquire(hr_inflight *f, const hr_ring *ring, const void *key,
 	rc = walk(ring, pos, view, counted_take, &k, out, &owner);
 	if (k.full) {
 		*out = NULL;
-		return HR_ELIMIT;
+		return full(f, err);
 	}
 	if (rc == HR_ELIMIT) {
 		/* Every node looked full: racing acquires, or ids that found
@@ -299,30 +320,39 @@ int hr_inflight_acquire(hr_inflight *f, const hr_ring *ring, const void *key,
 		struct slot *s = find_slot(f, owner->id, true);
 
 		if (!s)
-			return HR_ELIMIT;
+			return full(f, err);
 		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
 		*out = owner;
 		rc = HR_OK;
 	}
-	if (rc == HR_OK)
-		atomic_fetch_add_explicit(&f->total, 1, memory_order_relaxed);
-	return rc;
+	if (rc != HR_OK)
+		return hr__lookup_failed(err, rc);
+	atomic_fetch_add_explicit(&f->total, 1, memory_order_relaxed);
+	return HR_OK;
 }
 
-int hr_inflight_release(hr_inflight *f, const char *id)
+static int not_in_flight(const char *id, hr_error *err)
+{
+	return hr__error_set(err, HR_ENOTFOUND,
+			     "inflight release: no request in flight on \"%.*s\"",
+			     HR__ID_SHOWN, id);
+}
+
+int hr_inflight_release(hr_inflight *f, const char *id, hr_error *err)
 {
 	struct slot *s;
 	uint_fast64_t cur;
 
 	if (!f || !id)
-		return HR_EINVAL;
+		return hr__error_set(err, HR_EINVAL, "inflight release: %s is NULL",
+				     f ? "id" : "counter");
 	s = find_slot(f, id, false);
 	if (!s)
-		return HR_ENOTFOUND;
+		return not_in_flight(id, err);
 	cur = atomic_load_explicit(&s->count, memory_order_relaxed);
 	do {
 		if (cur == 0)
-			return HR_ENOTFOUND;
+			return not_in_flight(id, err);
 	} while (!atomic_compare_exchange_weak_explicit(&s->count, &cur, cur - 1,
 							memory_order_relaxed,
 							memory_order_relaxed));

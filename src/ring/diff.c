@@ -93,8 +93,8 @@ static int make_totals(hr_diff *d)
 	return HR_OK;
 }
 
-int hr_ring_diff(const hr_ring *old_ring, const hr_ring *new_ring,
-		 hr_view view, hr_diff **out, hr_error *err)
+int hr_diff_new(const hr_ring *old_ring, const hr_ring *new_ring,
+		hr_view view, hr_diff **out, hr_error *err)
 {
 	hr_diff *d;
 	size_t most;

@@ -154,17 +154,3 @@ int hr__node_points(const hr_node *node, const hr_ring_options *opts,
 		return rc;
 	return pl->node_points(node, hr__vnodes_per_weight(opts), points, err);
 }
-
-int hr_node_check(const hr_node *node, const hr_ring_options *opts,
-		  hr_error *err)
-{
-	hr_ring_options o;
-	unsigned points;
-	int rc = hr__ring_options_read(opts, &o, err);
-
-	if (!rc)
-		rc = hr__node_validate(node, err);
-	if (!rc)
-		rc = hr__node_points(node, &o, &points, err);
-	return rc;
-}

@@ -3,6 +3,7 @@
  * lists (docs/placement.md sections 4 and 5).  The hot path: nothing here
  * allocates or locks, and the search itself is inline in view.h.
  */
+#include "error.h"
 #include "ring.h"
 
 #include "ring_impl.h"
@@ -196,20 +197,16 @@ unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node)
 	return i == SIZE_MAX ? 0 : ring->nodes[i].vnodes;
 }
 
-size_t hr_ring_node_tokens(const hr_ring *ring, const hr_node *node,
-			   const uint64_t **tokens)
+int hr_ring_node_index(const hr_ring *ring, const hr_node *node, hr_error *err)
 {
-	size_t slot = ring_slot(ring, node);
-	const struct ring_node *rn;
+	size_t i = ring_slot(ring, node);
 
-	if (tokens)
-		*tokens = NULL;
-	if (slot == SIZE_MAX)
-		return 0;
-	rn = &ring->nodes[slot];
-	if (tokens)
-		*tokens = rn->tokens;
-	return rn->ntokens;
+	if (i == SIZE_MAX)
+		return hr__error_set(err, !ring || !node ? HR_EINVAL : HR_ENOTFOUND,
+				     "node index: %s",
+				     !ring ? "ring is NULL" : !node ? "node is NULL" :
+				     "the node is not one of this ring's");
+	return (int)i;
 }
 
 uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len)
@@ -258,12 +255,35 @@ int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out)
 	return wn || rn ? HR_OK : HR_EEMPTY;
 }
 
-int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
-		   hr_lookup *out)
+int hr__lookup_args(hr_error *err, const void *obj, const char *what,
+		    const void *out, const void *key, size_t len)
 {
+	if (!obj)
+		return hr__error_set(err, HR_EINVAL, "lookup: %s is NULL", what);
+	if (!out)
+		return hr__error_set(err, HR_EINVAL, "lookup: out is NULL");
+	if (!key && len)
+		return hr__error_set(err, HR_EINVAL,
+				     "lookup: key is NULL with length %zu", len);
+	return HR_OK;
+}
+
+int hr__lookup_failed(hr_error *err, int rc)
+{
+	return hr__error_set(err, rc, "%s", hr_strerror(rc));
+}
+
+int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
+		   hr_lookup *out, hr_error *err)
+{
+	int rc;
+
 	if (!ring || !out || (!key && len))
-		return HR_EINVAL;
-	return hr__ring_lookup_pos(ring, ring_key_pos(ring, key, len), out);
+		return hr__lookup_args(err, ring, "ring", out, key, len);
+	rc = hr__ring_lookup_pos(ring, ring_key_pos(ring, key, len), out);
+	if (__builtin_expect(rc != HR_OK, 0))
+		return hr__lookup_failed(err, rc);
+	return HR_OK;
 }
 
 /* ---- preference lists ---------------------------------------------------- */
@@ -346,10 +366,17 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 }
 
 int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
-		     hr_view view, const hr_node **out, size_t r)
+		     hr_view view, const hr_node **out, size_t r, hr_error *err)
 {
-	if (!ring || (!key && len))
-		return HR_EINVAL;
+	if (!ring)
+		return hr__error_set(err, HR_EINVAL, "preflist: ring is NULL");
+	if (!key && len)
+		return hr__error_set(err, HR_EINVAL,
+				     "preflist: key is NULL with length %zu", len);
+	if (!out && r)
+		return hr__error_set(err, HR_EINVAL, "preflist: out is NULL, r %zu", r);
+	if (!hr__valid_view(view))
+		return hr__error_set(err, HR_EINVAL, "preflist: bad view %d", (int)view);
 	return hr__ring_preflist_pos(ring, ring_key_pos(ring, key, len), view,
 				     out, r);
 }

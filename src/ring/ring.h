@@ -15,6 +15,16 @@ bool hr__ring_paged(const hr_ring *ring);
 /* hr_ring_lookup() for a position already hashed.  Same results. */
 int hr__ring_lookup_pos(const hr_ring *ring, uint64_t pos, hr_lookup *out);
 
+/* The HR_EINVAL of a lookup's arguments, in `err`: `obj` (the ring,
+ * client or counter, named `what`) or `out` NULL, or a NULL key of
+ * non-zero length.  Call it only when one of them is wrong. */
+int hr__lookup_args(hr_error *err, const void *obj, const char *what,
+		    const void *out, const void *key, size_t len);
+
+/* A lookup's failure `rc` (HR_EEMPTY, ...) in `err`; returns rc.  Out of
+ * the lookups' hot paths. */
+int hr__lookup_failed(hr_error *err, int rc) __attribute__((cold));
+
 /* hr_ring_preflist() for a position already hashed.  Same results. */
 int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
 			  const hr_node **out, size_t r);

@@ -121,6 +121,9 @@ static int copy_tokens(hr_ring *ring, const struct entry *sorted,
 		memcpy(t, in->v, in->n * sizeof *t);
 		ring->nodes[i].tokens = t;
 		ring->nodes[i].ntokens = (uint32_t)in->n;
+		/* What hr_node.tokens shows of the ring's nodes. */
+		ring->nodes[i].pub.tokens = t;
+		ring->nodes[i].pub.ntokens = in->n;
 		t += in->n;
 	}
 	return HR_OK;
@@ -415,13 +418,91 @@ static int check_nodes(const hr_node *nodes, size_t n, hr_error *err)
 	return HR_OK;
 }
 
-/* A build from the caller's array of nodes, each checked first. */
+/* The tokens `node` (valid) carries (hr_node.tokens), checked for a ring
+ * of the options `o` (read): only with HR_PLACEMENT_TOKENS, at most
+ * HR_TOKENS_MAX, distinct; copied and sorted into *out (cleared with
+ * hr__tokens_clear()).  HR_EINVAL, HR_ELIMIT, HR_ENOMEM, naming the node.
+ * Here, not in node.c: tokens.c reads node.c's helpers. */
+static int node_tokens(const hr_node *node, const hr_ring_options *o,
+		       hr__tokens *out, hr_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (o->placement != HR_PLACEMENT_TOKENS)
+		return hr__error_set(err, HR_EINVAL,
+				     "node \"%.*s\": tokens need HR_PLACEMENT_TOKENS",
+				     HR__ID_SHOWN, node->id);
+	return hr__tokens_copy(node->id, node->tokens, node->ntokens, out, err);
+}
+
+int hr_node_check(const hr_node *node, const hr_ring_options *opts,
+		  hr_error *err)
+{
+	hr_ring_options o;
+	hr__tokens t;
+	unsigned points;
+	int rc = hr__ring_options_read(opts, &o, err);
+
+	if (!rc)
+		rc = hr__node_validate(node, err);
+	if (!rc)
+		rc = hr__node_points(node, &o, &points, err);
+	if (!rc && node->ntokens) {
+		rc = node_tokens(node, &o, &t, err);
+		hr__tokens_clear(&t);
+	}
+	return rc;
+}
+
+/* The tokens the caller's nodes carry (hr_node.tokens), checked and
+ * sorted: (*tp)[i] for nodes[i].  *t and *tp stay NULL when no node has
+ * any; else the caller frees them with free_tokens(). */
+static int caller_tokens(const hr_node *nodes, size_t n, const hr_ring_options *opts,
+			 hr__tokens **t, const hr__tokens ***tp, hr_error *err)
+{
+	hr_ring_options o;
+	size_t i;
+	int rc;
+
+	*t = NULL;
+	*tp = NULL;
+	for (i = 0; i < n && !nodes[i].ntokens; i++)
+		;
+	if (i == n)
+		return HR_OK;
+	rc = hr__ring_options_read(opts, &o, err);
+	if (rc)
+		return rc;
+	*t = calloc(n, sizeof **t);
+	*tp = malloc(n * sizeof **tp);
+	if (!*t || !*tp)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		(*tp)[i] = &(*t)[i];
+		rc = nodes[i].ntokens ? node_tokens(&nodes[i], &o, &(*t)[i], err) : 0;
+		if (rc)
+			return rc;
+	}
+	return HR_OK;
+}
+
+static void free_tokens(hr__tokens *t, const hr__tokens **tp, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++)
+		hr__tokens_clear(&t[i]);
+	free(t);
+	free(tp);
+}
+
+/* A build from the caller's array of nodes, each checked first, with
+ * the tokens they carry. */
 static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 			 const hr_ring_options *opts, uint64_t revision,
 			 hr__point_hash_fn hash, hr__layout layout, hr_ring **out,
 			 hr_error *err)
 {
-	const hr_node **order;
+	const hr_node **order = NULL;
+	const hr__tokens **tp = NULL;
+	hr__tokens *t = NULL;
 	int rc;
 
 	if (!out)
@@ -430,16 +511,18 @@ static int build_checked(const hr_ring *prev, const hr_node *nodes, size_t n,
 	if (!hash)
 		return hr__error_set(err, HR_EINVAL, "point hash is NULL");
 	rc = check_nodes(nodes, n, err);
-	if (rc)
-		return rc;
-	order = malloc((n ? n : 1) * sizeof *order);
-	if (!order)
-		return hr__error_set(err, HR_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		order[i] = &nodes[i];
-	rc = assemble(prev, order, NULL, n, false, opts, revision, hash, layout, NULL, out,
-		      err);
+	if (!rc)
+		rc = caller_tokens(nodes, n, opts, &t, &tp, err);
+	if (!rc && !(order = malloc((n ? n : 1) * sizeof *order)))
+		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (!rc) {
+		for (size_t i = 0; i < n; i++)
+			order[i] = &nodes[i];
+		rc = assemble(prev, order, tp, n, false, opts, revision, hash, layout,
+			      NULL, out, err);
+	}
 	free(order);
+	free_tokens(t, tp, n);
 	return rc;
 }
 
@@ -527,76 +610,4 @@ int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 	}
 	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash,
 			     HR__LAYOUT_AUTO, out, err);
-}
-
-/* Node i's tokens, checked and sorted into t[i]. */
-static int copy_caller_tokens(const hr_node *nodes, const uint64_t *const *tokens,
-			      const size_t *ntokens, size_t n,
-			      const hr_ring_options *o, hr__tokens *t,
-			      hr_error *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		size_t k = ntokens ? ntokens[i] : 0;
-		int rc;
-
-		if (!k)
-			continue;
-		if (o->placement != HR_PLACEMENT_TOKENS)
-			return hr__error_set(err, HR_EINVAL,
-					     "node \"%.*s\": tokens need HR_PLACEMENT_TOKENS",
-					     HR__ID_SHOWN, nodes[i].id);
-		rc = hr__tokens_copy(nodes[i].id, tokens[i], k, &t[i], err);
-		if (rc)
-			return rc;
-	}
-	return HR_OK;
-}
-
-int hr_ring_build_tokens(const hr_node *nodes, const uint64_t *const *tokens,
-			 const size_t *ntokens, size_t n,
-			 const hr_ring_options *opts, uint64_t revision,
-			 hr_ring **out, hr_error *err)
-{
-	const hr_node **order = NULL;
-	const hr__tokens **tp = NULL;
-	hr__tokens *t = NULL;
-	hr_ring_options o;
-	int rc;
-
-	if (!out)
-		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
-	*out = NULL;
-	if (!tokens)
-		ntokens = NULL;
-	if (tokens && !ntokens)
-		return hr__error_set(err, HR_EINVAL, "token counts are NULL");
-	rc = hr__ring_options_read(opts, &o, err);
-	if (rc)
-		return rc;
-	rc = check_nodes(nodes, n, err);
-	if (rc)
-		return rc;
-	order = malloc((n ? n : 1) * sizeof *order);
-	tp = malloc((n ? n : 1) * sizeof *tp);
-	t = calloc(n ? n : 1, sizeof *t);
-	if (!order || !tp || !t) {
-		rc = hr__error_set(err, HR_ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = copy_caller_tokens(nodes, tokens, ntokens, n, &o, t, err);
-	if (rc)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		order[i] = &nodes[i];
-		tp[i] = &t[i];
-	}
-	rc = assemble(NULL, order, tp, n, false, &o, revision, xxh3_hash,
-		      HR__LAYOUT_AUTO, NULL, out, err);
-out:
-	for (size_t i = 0; t && i < n; i++)
-		hr__tokens_clear(&t[i]);
-	free(t);
-	free(tp);
-	free(order);
-	return rc;
 }

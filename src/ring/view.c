@@ -6,7 +6,6 @@
  */
 #include "view.h"
 
-#include "arc_sum.h"
 #include "hashring.h"
 
 #include <math.h>
@@ -15,42 +14,6 @@
 #include <sys/mman.h>
 
 /* ---- shares ----------------------------------------------------------------- */
-
-double hr__view_share(const struct view *v, size_t slot)
-{
-	hr__arc_sum sum = { 0, 0 };
-	uint64_t prev;
-
-	if (v->kind == VIEW_SCORES) {
-		for (size_t i = 0; i < v->npoints; i++)
-			if (view_node(v, i) == slot)
-				return v->rdv[i].weight / hr__rdv_weight(v->rdv, v->npoints);
-		return 0;
-	}
-	/* All points at one position: the first owns the whole circle. */
-	if (view_pos(v, view_first(v)) == view_last_pos(v))
-		return view_slot(v, view_first(v)) == slot ? 1.0 : 0.0;
-	/* Point i owns the arc (pos[i - 1], pos[i]]; the first wraps. */
-	prev = view_last_pos(v);
-	if (v->kind == VIEW_PAGED) {
-		for (size_t p = 0; p < v->npages; p++) {
-			const struct vpage *pg = v->pages[p];
-
-			for (size_t i = 0; i < pg->n; i++) {
-				if (v->handle_slot[pg->node[i]] == slot)
-					hr__arc_add(&sum, pg->pos[i] - prev);
-				prev = pg->pos[i];
-			}
-		}
-		return hr__arc_share(&sum);
-	}
-	for (size_t i = 0; i < v->npoints; i++) {
-		if (view_node(v, i) == slot)
-			hr__arc_add(&sum, v->pos[i] - prev);
-		prev = v->pos[i];
-	}
-	return hr__arc_share(&sum);
-}
 
 /*
  * The arcs of every node summed in one pass, in `out` itself (a sum is as

@@ -450,10 +450,6 @@ static inline size_t view_same_run(const struct view *a, size_t ia,
 
 /* ---- shares ---------------------------------------------------------------- */
 
-/* The share of the circle (of the keys, for SCORES) whose owner in `v`
- * (not empty) is the node of slot `slot`. */
-double hr__view_share(const struct view *v, size_t slot);
-
 /* Every node's share of `v` (not empty) into out[slot], for the `nslots`
  * slots of its ring; 0 for the nodes not in it. */
 void hr__view_shares(const struct view *v, double *out, size_t nslots);

@@ -298,7 +298,7 @@ static void measure_lookups(const hr_ring *ring, hrb_big_report *b)
 		for (size_t i = 0; i < LOOKUP_OPS; i++, at = (at + 1) % LOOKUP_KEYS) {
 			hr_lookup l;
 
-			hr_ring_lookup(ring, keys + at * KEY_LEN, KEY_LEN, &l);
+			hr_ring_lookup(ring, keys + at * KEY_LEN, KEY_LEN, &l, NULL);
 			answers += (uintptr_t)l.node;
 		}
 		one[r] = (double)(thread_cpu_ns() - t0) / LOOKUP_OPS;
@@ -413,10 +413,10 @@ static void measure_diff(hrb_report *r, hrb_big_report *b)
 	}
 	b->diff_load_ms = (double)(hrb_now_ns() - t0) / 1e6;
 	t0 = hrb_now_ns();
-	if (hr_ring_diff(ra, rb, HR_VIEW_WRITE, &d, &err) == 0)
+	if (hr_diff_new(ra, rb, HR_VIEW_WRITE, &d, &err) == 0)
 		b->diff_ms = (double)(hrb_now_ns() - t0) / 1e6;
 	else
-		hrb_note(r, "big: hr_ring_diff: %s", err.message);
+		hrb_note(r, "big: hr_diff_new: %s", err.message);
 out:
 	hr_diff_free(d);
 	hr_ring_release(ra);
@@ -438,9 +438,9 @@ typedef struct change_samples {
 static int64_t wait_published(hr_client *c, int64_t rev, int64_t t0)
 {
 	for (;;) {
-		const hr_ring *ring = hr_client_read_begin(c);
+		hr_ring *ring = hr_client_ring(c);
 		uint64_t have = hr_ring_revision(ring);
-		hr_client_read_end(c);
+		hr_ring_release(ring);
 		int64_t now = hrb_now_ns();
 		if (have >= (uint64_t)rev)
 			return now;
@@ -631,7 +631,7 @@ int hrb_measure_big(const hrb_args *args, hrb_report *r, hrb_big_report *b)
 	}
 	pthread_mutex_unlock(&k.mu);
 	{
-		hr_ring *ring = hr_client_acquire(c);
+		hr_ring *ring = hr_client_ring(c);
 		b->points = (double)hr_ring_point_count(ring);
 		b->vnodes = (int)(b->points / (double)b->nodes + 0.5);
 		hr_ring_release(ring);

@@ -39,7 +39,7 @@ typedef struct hrb_big_report {
 	double cli_nodes_ms;      /* hashring nodes on the prefix           */
 	double cli_diff_ms;       /* hashring diff OLD NEW (members files)  */
 	double diff_load_ms;      /* in process: both files parsed and built */
-	double diff_ms;           /* in process: hr_ring_diff, write view   */
+	double diff_ms;           /* in process: hr_diff_new, write view    */
 	/* On the first of those rings (paged from 262,144 points on): ns per
 	 * key of hr_ring_lookup() and of hr_ring_lookup_batch(). */
 	double lookup_ns, lookup_batch_ns;

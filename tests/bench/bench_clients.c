@@ -346,7 +346,7 @@ static void measure_idle(crun *r, hrb_clients_point *pt)
 	pt->watcher_clients_min = UINT64_MAX;
 	for (int i = 0; i < n; i++) {
 		hr_client_status st;
-		if (hr_client_status_get(r->cl[i].c, &st))
+		if (hr_client_status_get(r->cl[i].c, &st, NULL))
 			continue;
 		pt->reconnects += st.reconnects;
 		pt->resyncs += st.resyncs;
@@ -378,7 +378,7 @@ static void explain_missed(crun *r, int k, int64_t rev)
 	for (int i = 0; i < r->n_open && shown < MAX_MISSED_SHOWN; i++) {
 		hr_client_status st;
 		if (__atomic_load_n(&r->cl[i].last_rev, __ATOMIC_RELAXED) >= (uint64_t)rev ||
-		    hr_client_status_get(r->cl[i].c, &st))
+		    hr_client_status_get(r->cl[i].c, &st, NULL))
 			continue;
 		fprintf(stderr,
 			"bench: put %d (revision %lld) missed client %d: ring revision %llu,"

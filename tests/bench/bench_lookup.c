@@ -6,7 +6,6 @@
  *              ring is published through the client's own publisher (no
  *              etcd is reachable, so the watcher never publishes anything
  *              of its own);
- *   reader     hr_reader_lookup(): the same through a per-thread handle;
  *   ring       hr_ring_lookup() on the same ring (hashing included);
  *   ketama     libmemcached's memcached_generate_hash() with
  *              MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED on as many servers;
@@ -280,18 +279,16 @@ static size_t warm_ops(size_t ops)
 		return (double)(cpu_now_ns() - t0) / (double)ops;            \
 	}
 
-TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, &out),
+TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, &out, NULL),
 	    (unsigned char)out.node[6])
-TIMED_LOOPS(reader, hr_reader *, hr_owner out; hr_reader_lookup(ctx, key, KEY_LEN, &out),
-	    (unsigned char)out.node[6])
-TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l),
+TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l, NULL),
 	    (uintptr_t)l.node >> 4)
 TIMED_LOOPS(mc, const memcached_st *,
 	    uint32_t srv = memcached_generate_hash(ctx, (const char *)key, KEY_LEN), srv)
 TIMED_LOOPS(bs, const struct bs_ring *, uint32_t nd = bs_lookup(ctx, key), nd)
 TIMED_LOOPS(pref, const hr_ring *,
 	    const hr_node *pl[3];
-	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3),
+	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3, NULL),
 	    (uintptr_t)pl[k - 1] >> 4)
 
 /* ---- batches ------------------------------------------------------------ */
@@ -359,7 +356,7 @@ static int check_batch_agree(const hr_ring *ring, const struct keypool *kp)
 		for (size_t k = 0; k < HRB_BATCH_KEYS; k++) {
 			hr_lookup l;
 
-			if (hr_ring_lookup(ring, ptrs[k], KEY_LEN, &l) ||
+			if (hr_ring_lookup(ring, ptrs[k], KEY_LEN, &l, NULL) ||
 			    l.node != hr_ring_node(ring, out[k].node) ||
 			    l.read_node != hr_ring_node(ring, out[k].read_node))
 				return -1;
@@ -410,7 +407,7 @@ static void *reader_main(void *p)
 	while (!__atomic_load_n(&rd->t->stop_readers, __ATOMIC_RELAXED)) {
 		for (int i = 0; i < 1024; i++) {
 			hr_client_lookup(rd->t->client, kp->keys + at * KEY_LEN,
-					 KEY_LEN, &out);
+					 KEY_LEN, &out, NULL);
 			sink += (unsigned char)out.node[6];
 			at = (at + 1) & kp->mask;
 		}
@@ -492,8 +489,6 @@ struct nodes {
 	hr_placement placement;
 	int vnodes;
 	uint64_t *tokens;
-	const uint64_t **token_of;
-	size_t *ntokens;
 };
 
 static int nodes_make(struct nodes *ns, int n, hr_placement placement, int vnodes)
@@ -512,15 +507,12 @@ static int nodes_make(struct nodes *ns, int n, hr_placement placement, int vnode
 		snprintf(ns->ids[i], sizeof ns->ids[i], "cache-%04d", i);
 		snprintf(ns->addrs[i], sizeof ns->addrs[i], "127.%d.%d.%d:11211",
 			 i >> 16, (i >> 8) & 255, i & 255);
-		ns->v[i] = (hr_node){ ns->ids[i], ns->addrs[i], NULL, 1.0,
-				      HR_STATE_ACTIVE };
+		ns->v[i] = (hr_node){ .id = ns->ids[i], .addr = ns->addrs[i], .weight = 1 };
 	}
 	if (placement != HR_PLACEMENT_TOKENS)
 		return 0;
 	ns->tokens = malloc((size_t)n * (size_t)vnodes * sizeof *ns->tokens);
-	ns->token_of = malloc((size_t)n * sizeof *ns->token_of);
-	ns->ntokens = malloc((size_t)n * sizeof *ns->ntokens);
-	if (!ns->tokens || !ns->token_of || !ns->ntokens)
+	if (!ns->tokens)
 		return -1;
 	/* xorshift64: distinct tokens, spread like hashed points */
 	for (size_t k = 0; k < (size_t)n * (size_t)vnodes; k++) {
@@ -530,8 +522,8 @@ static int nodes_make(struct nodes *ns, int n, hr_placement placement, int vnode
 		ns->tokens[k] = x;
 	}
 	for (int i = 0; i < n; i++) {
-		ns->token_of[i] = ns->tokens + (size_t)i * (size_t)vnodes;
-		ns->ntokens[i] = (size_t)vnodes;
+		ns->v[i].tokens = ns->tokens + (size_t)i * (size_t)vnodes;
+		ns->v[i].ntokens = (size_t)vnodes;
 	}
 	return 0;
 }
@@ -542,8 +534,6 @@ static void nodes_free(struct nodes *ns)
 	free(ns->ids);
 	free(ns->addrs);
 	free(ns->tokens);
-	free(ns->token_of);
-	free(ns->ntokens);
 }
 
 /* The ring of the first `n` nodes of `ns`, at `revision`; 0 or -1. */
@@ -554,9 +544,6 @@ static int ring_make(const struct nodes *ns, int n, uint64_t revision, hr_ring *
 	hr_ring_options_init(&opts);
 	opts.vnodes_per_weight = (unsigned)ns->vnodes;
 	opts.placement = ns->placement;
-	if (ns->placement == HR_PLACEMENT_TOKENS)
-		return hr_ring_build_tokens(ns->v, ns->token_of, ns->ntokens, (size_t)n,
-					    &opts, revision, out, NULL) ? -1 : 0;
 	return hr_ring_build(ns->v, (size_t)n, &opts, revision, out, NULL) ? -1 : 0;
 }
 
@@ -607,7 +594,7 @@ static int check_agree(const hr_ring *ring, const struct bs_ring *bs,
 		const unsigned char *key = kp->keys + i * KEY_LEN;
 		hr_lookup l;
 
-		if (hr_ring_lookup(ring, key, KEY_LEN, &l) ||
+		if (hr_ring_lookup(ring, key, KEY_LEN, &l, NULL) ||
 		    l.node != hr_ring_node(ring, bs_lookup(bs, key)))
 			return -1;
 	}
@@ -694,11 +681,9 @@ static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_clie
 	bool xxh3 = placement == HR_PLACEMENT_XXH3;
 	double api[ROUNDS], ring[ROUNDS], mc[ROUNDS], bs[ROUNDS], pref[ROUNDS];
 	double apid[ROUNDS], ringd[ROUNDS], mcd[ROUNDS], bsd[ROUNDS];
-	double rdr[ROUNDS], rdrd[ROUNDS];
 	double bapi[ROUNDS], bring[ROUNDS], bdist[HRB_BATCH_DISTANCES][ROUNDS];
 	double apiu[ROUNDS], bapiu[ROUNDS];
 	struct batch_ctx batch_api, batch_ring;
-	hr_reader *reader = NULL;
 	memcached_st *mcs = NULL;
 	struct bs_ring bsr = { 0 };
 	struct nodes ns;
@@ -730,8 +715,6 @@ static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_clie
 	if (xxh3 && cf->nodes <= MC_SERVERS_MAX)
 		mcs = mc_create(cf->nodes, NULL);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
-	if (hr_reader_open(c, &reader))
-		goto out;
 
 	for (int i = 0; i < ROUNDS; i++) {
 		/* Counted and uncounted in turn first: neither gains from
@@ -747,7 +730,6 @@ static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_clie
 			apiu[i] = thru_api(c, kp, ops, &sink);
 			counting(c, true);
 		}
-		rdr[i] = thru_reader(reader, kp, ops, &sink);
 		ring[i] = thru_ring(a, kp, ops, &sink);
 		if (i & 1) {
 			counting(c, false);
@@ -769,7 +751,6 @@ static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_clie
 		bs[i] = xxh3 ? thru_bs(&bsr, kp, ops, &sink) : -1;
 		pref[i] = thru_pref(a, kp, ops, &sink);
 		apid[i] = dep_api(c, kp, ops, &sink);
-		rdrd[i] = dep_reader(reader, kp, ops, &sink);
 		ringd[i] = dep_ring(a, kp, ops, &sink);
 		bsd[i] = xxh3 ? dep_bs(&bsr, kp, ops, &sink) : -1;
 		if (mcs) {
@@ -779,8 +760,6 @@ static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_clie
 	}
 	cf->api_ns = median(api, ROUNDS);
 	cf->ring_ns = median(ring, ROUNDS);
-	cf->reader_ns = median(rdr, ROUNDS);
-	cf->reader_dep_ns = median(rdrd, ROUNDS);
 	cf->batch_api_ns = median(bapi, ROUNDS);
 	cf->batch_ring_ns = median(bring, ROUNDS);
 	cf->api_uncounted_ns = median(apiu, ROUNDS);
@@ -800,7 +779,6 @@ static int measure_config(hrb_lookup_config *cf, hr_placement placement, hr_clie
 		fprintf(stderr, " ");	/* keeps the answers alive */
 	rc = 0;
 out:
-	hr_reader_close(reader);
 	if (mcs)
 		memcached_free(mcs);
 	bs_free(&bsr);
@@ -904,9 +882,9 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 {
 	printf("Lookups, 16-byte random keys, %s placement (ns of thread CPU time per "
 	       "lookup; median of %d rounds)\n", hrb_placement_names[lr->placement], ROUNDS);
-	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
-	       "api", "reader", "ring", "ketama", "bsearch", "pref R=3", "api dep",
-	       "rdr dep", "ring dep", "ket dep", "bs dep");
+	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
+	       "api", "ring", "ketama", "bsearch", "pref R=3", "api dep",
+	       "ring dep", "ket dep", "bs dep");
 	for (int i = 0; i < lr->n; i++) {
 		const hrb_lookup_config *c = &lr->cfg[i];
 		char label[24];
@@ -914,29 +892,25 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
 		printf("  %-11s", label);
 		print_ns(c->api_ns);
-		print_ns(c->reader_ns);
 		print_ns(c->ring_ns);
 		print_ns(c->libmemcached_ns);
 		print_ns(c->bsearch_ns);
 		print_ns(c->preflist3_ns);
 		print_ns(c->api_dep_ns);
-		print_ns(c->reader_dep_ns);
 		print_ns(c->ring_dep_ns);
 		print_ns(c->libmemcached_dep_ns);
 		print_ns(c->bsearch_dep_ns);
 		printf("\n");
 	}
 	printf("Ratios (higher is better for us; same run)\n");
-	printf("  %-11s %10s %10s %10s %10s %10s %10s %10s %10s\n", "nodes x vn",
-	       "ketama/api", "bs/api", "ket/reader", "bs/reader", "bs/ring",
-	       "pref/ring", "2thr/1thr", "dep bs/api");
+	printf("  %-11s %10s %10s %10s %10s %10s %10s\n", "nodes x vn",
+	       "ketama/api", "bs/api", "bs/ring", "pref/ring", "2thr/1thr",
+	       "dep bs/api");
 	for (int i = 0; i < lr->n; i++) {
 		const hrb_lookup_config *c = &lr->cfg[i];
 		char label[24];
-		double v[8] = { ratio(c->libmemcached_ns, c->api_ns),
+		double v[6] = { ratio(c->libmemcached_ns, c->api_ns),
 				ratio(c->bsearch_ns, c->api_ns),
-				ratio(c->libmemcached_ns, c->reader_ns),
-				ratio(c->bsearch_ns, c->reader_ns),
 				ratio(c->bsearch_ns, c->ring_ns),
 				ratio(c->preflist3_ns, c->ring_ns),
 				c->two_thread_speedup,
@@ -944,7 +918,7 @@ void hrb_lookup_print_text(const hrb_lookup_report *lr)
 
 		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
 		printf("  %-11s", label);
-		for (int k = 0; k < 8; k++) {
+		for (int k = 0; k < 6; k++) {
 			if (v[k] < 0)
 				printf(" %10s", "-");
 			else
@@ -1045,7 +1019,6 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		printf("%s{\"nodes\":%d,\"vnodes\":%d,\"points\":%zu,", i ? "," : "",
 		       c->nodes, c->vnodes, c->points);
 		json_num("api_ns", c->api_ns, 0);
-		json_num("reader_ns", c->reader_ns, 0);
 		json_num("ring_ns", c->ring_ns, 0);
 		json_num("libmemcached_ns", c->libmemcached_ns, 0);
 		json_num("bsearch_ns", c->bsearch_ns, 0);
@@ -1054,7 +1027,6 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		json_num("build_ms", c->build_ms, 0);
 		json_num("bytes_per_point", c->bytes_per_point, 0);
 		json_num("api_dep_ns", c->api_dep_ns, 0);
-		json_num("reader_dep_ns", c->reader_dep_ns, 0);
 		json_num("ring_dep_ns", c->ring_dep_ns, 0);
 		json_num("libmemcached_dep_ns", c->libmemcached_dep_ns, 0);
 		json_num("bsearch_dep_ns", c->bsearch_dep_ns, 0);

@@ -26,10 +26,8 @@ typedef struct hrb_lookup_config {
 	size_t points;
 	/* Random-key throughput, ns per lookup (independent lookups). */
 	double api_ns, ring_ns, libmemcached_ns, bsearch_ns, preflist3_ns;
-	double reader_ns;	/* hr_reader_lookup(): the API with a handle */
 	/* Dependent chain: the next key depends on the previous answer. */
 	double api_dep_ns, ring_dep_ns, libmemcached_dep_ns, bsearch_dep_ns;
-	double reader_dep_ns;
 	/* Batches of HRB_BATCH_KEYS keys, ns per key: hr_client_lookup_batch()
 	 * and hr_ring_lookup_batch(), the pointer array filled in the loop. */
 	double batch_api_ns, batch_ring_ns;

@@ -62,7 +62,7 @@ static hr_ring *make_ring(int n, int skip, hr_placement pl, uint64_t m,
 		if (i == skip)
 			continue;
 		snprintf(ids[k], sizeof ids[k], "node-%d", i);
-		nodes[k] = (hr_node){ ids[k], "127.0.0.1:11211", NULL, 1, HR_STATE_ACTIVE };
+		nodes[k] = (hr_node){ .id = ids[k], .addr = "127.0.0.1:11211", .weight = 1 };
 		k++;
 	}
 	hr_ring_options_init(&o);
@@ -94,7 +94,7 @@ static double lookup_ns_of(const hr_ring *ring, int raw, size_t nkeys)
 			if (raw)
 				hr__ring_lookup_pos(ring, hashes[i], &lk);
 			else
-				hr_ring_lookup(ring, keys[i], lens[i], &lk);
+				hr_ring_lookup(ring, keys[i], lens[i], &lk, NULL);
 			sink += (uintptr_t)lk.node;
 		}
 		t = (now_s() - t) / (double)nkeys * 1e9;
@@ -111,6 +111,18 @@ static double lookup_ns(const hr_ring *ring, int raw)
 	return lookup_ns_of(ring, raw, KEYS);
 }
 
+/* Every node's write share (hr_ring_node_shares); exits without memory. */
+static double *write_shares(const hr_ring *ring)
+{
+	size_t n = hr_ring_node_count(ring);
+	double *s = malloc((n ? n : 1) * sizeof *s);
+
+	if (!s)
+		exit(1);
+	hr_ring_node_shares(ring, HR_VIEW_WRITE, s, n);
+	return s;
+}
+
 /* Rendezvous beside the 200-vnode ring: lookups of both at N nodes, over
  * fewer keys as N grows so that a row takes seconds, not minutes. */
 static void rendezvous_row(int n)
@@ -120,16 +132,14 @@ static void rendezvous_row(int n)
 	hr_ring *ring = make_ring(n, -1, HR_PLACEMENT_RENDEZVOUS, 0, NULL);
 	hr_ring *fewer = make_ring(n, n / 2, HR_PLACEMENT_RENDEZVOUS, 0, NULL);
 	hr_ring *more = make_ring(n + 1, -1, HR_PLACEMENT_RENDEZVOUS, 0, NULL);
-	double build_ms, most = 0;
+	double build_ms, most = 0, *shares;
 
 	hr_ring_release(make_ring(n, -1, HR_PLACEMENT_RENDEZVOUS, 0, &build_ms));
 	/* The ring's largest share, times N; rendezvous' are all 1/N. */
-	for (int i = 0; i < n; i++) {
-		double s = hr_ring_node_share(pts, hr_ring_node(pts, (size_t)i),
-					      HR_VIEW_WRITE);
-
-		most = s > most ? s : most;
-	}
+	shares = write_shares(pts);
+	for (int i = 0; i < n; i++)
+		most = shares[i] > most ? shares[i] : most;
+	free(shares);
 	if (nkeys > KEYS)
 		nkeys = KEYS;
 	printf("%6d %9.3f %9.2f %9.2f %9.2f %9.2f %6.2f %6.2f %9.3f\n", n,
@@ -170,14 +180,13 @@ static void row(const char *name, int n, hr_placement pl, uint64_t m)
 	hr_ring *ring = make_ring(n, -1, pl, m, &build_ms);
 	hr_ring *fewer = make_ring(n, n / 2, pl, m, NULL);
 	hr_ring *more = make_ring(n + 1, -1, pl, m, NULL);
+	double *shares = write_shares(ring);
 
 	for (int i = 0; i < n; i++) {
-		double s = hr_ring_node_share(ring, hr_ring_node(ring, (size_t)i),
-					      HR_VIEW_WRITE);
-
-		most = s > most ? s : most;
-		least = s < least ? s : least;
+		most = shares[i] > most ? shares[i] : most;
+		least = shares[i] < least ? shares[i] : least;
 	}
+	free(shares);
 	leave = hr_ring_moved_share(ring, fewer, HR_VIEW_WRITE) * n;
 	join = hr_ring_moved_share(ring, more, HR_VIEW_WRITE) * (n + 1);
 	printf("%-10s %6d %9lu %8.4f %8.4f %6.2f %6.2f %9.2f %7.2f %7.2f\n", name, n,
@@ -195,26 +204,24 @@ static hr_ring *tokens_ring(int n, int skip, size_t t, double *build_ms)
 	hr_node *nodes = calloc((size_t)n + 1, sizeof *nodes);
 	char (*ids)[24] = calloc((size_t)n + 1, sizeof *ids);
 	uint64_t *tok = calloc(((size_t)n + 1) * t, sizeof *tok);
-	const uint64_t **tp = calloc((size_t)n + 1, sizeof *tp);
-	size_t *tn = calloc((size_t)n + 1, sizeof *tn);
 	hr_ring_options o;
 	hr_error err = { 0 };
 	hr_ring *ring = NULL, *next = NULL;
 	double tm = 0;
 
-	if (!nodes || !ids || !tok || !tp || !tn)
+	if (!nodes || !ids || !tok)
 		exit(1);
 	hr_ring_options_init(&o);
 	o.placement = HR_PLACEMENT_TOKENS;
 	for (int i = 0; i < n; i++) {
 		snprintf(ids[i], sizeof ids[i], "node-%d", i);
-		nodes[i] = (hr_node){ ids[i], "127.0.0.1:11211", NULL, 1, HR_STATE_ACTIVE };
-		tp[i] = tok + (size_t)i * t;
-		tn[i] = t;
+		nodes[i] = (hr_node){ .id = ids[i], .addr = "127.0.0.1:11211", .weight = 1 };
 		if (hr_tokens_allocate(ring, &nodes[i], t, tok + (size_t)i * t, &err))
 			goto fail;
+		nodes[i].tokens = tok + (size_t)i * t;
+		nodes[i].ntokens = t;
 		tm = now_s();
-		if (hr_ring_build_tokens(nodes, tp, tn, (size_t)i + 1, &o, 0, &next, &err))
+		if (hr_ring_build(nodes, (size_t)i + 1, &o, 0, &next, &err))
 			goto fail;
 		tm = now_s() - tm;
 		hr_ring_release(ring);
@@ -222,8 +229,7 @@ static hr_ring *tokens_ring(int n, int skip, size_t t, double *build_ms)
 	}
 	if (skip >= 0) {
 		memmove(nodes + skip, nodes + skip + 1, (size_t)(n - skip - 1) * sizeof *nodes);
-		memmove(tp + skip, tp + skip + 1, (size_t)(n - skip - 1) * sizeof *tp);
-		if (hr_ring_build_tokens(nodes, tp, tn, (size_t)n - 1, &o, 0, &next, &err))
+		if (hr_ring_build(nodes, (size_t)n - 1, &o, 0, &next, &err))
 			goto fail;
 		hr_ring_release(ring);
 		ring = next;
@@ -233,8 +239,6 @@ static hr_ring *tokens_ring(int n, int skip, size_t t, double *build_ms)
 	free(nodes);
 	free(ids);
 	free(tok);
-	free(tp);
-	free(tn);
 	return ring;
 fail:
 	fprintf(stderr, "hashring-bench-placement: %s\n", err.message);
@@ -247,14 +251,13 @@ static void tokens_row(int n, size_t t)
 	hr_ring *ring = tokens_ring(n, -1, t, &build_ms);
 	hr_ring *fewer = tokens_ring(n, n / 2, t, NULL);
 	hr_ring *more = tokens_ring(n + 1, -1, t, NULL);
+	double *shares = write_shares(ring);
 
 	for (int i = 0; i < n; i++) {
-		double s = hr_ring_node_share(ring, hr_ring_node(ring, (size_t)i),
-					      HR_VIEW_WRITE);
-
-		most = s > most ? s : most;
-		least = s < least ? s : least;
+		most = shares[i] > most ? shares[i] : most;
+		least = shares[i] < least ? shares[i] : least;
 	}
+	free(shares);
 	leave = hr_ring_moved_share(ring, fewer, HR_VIEW_WRITE) * n;
 	join = hr_ring_moved_share(ring, more, HR_VIEW_WRITE) * (n + 1);
 	printf("%-10s %6d %9zu %8.4f %8.4f %6.2f %6.2f %9.2f %7.2f %7.2f\n", "tokens", n,

@@ -24,12 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!ring)
 			__builtin_trap();
 		/* A ring that was accepted answers lookups consistently. */
-		rc = hr_ring_lookup(ring, data, size, &l);
+		rc = hr_ring_lookup(ring, data, size, &l, NULL);
 		if (rc != 0 && rc != HR_EEMPTY)
 			__builtin_trap();
 		if ((rc == HR_EEMPTY) != (hr_ring_node_count(ring) == 0))
 			__builtin_trap();
-		if (hr_ring_preflist(ring, data, size, HR_VIEW_READ, pref, 4) < 0)
+		if (hr_ring_preflist(ring, data, size, HR_VIEW_READ, pref, 4, NULL) < 0)
 			__builtin_trap();
 		for (size_t i = 0; i < hr_ring_node_count(ring); i++)
 			if (hr_ring_find(ring, hr_ring_node(ring, i)->id) !=

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (hr__record_parse((const char *)data, id_len,
 			     (const char *)data + id_len, size - id_len, &rec,
 			     &err) == 0) {
-		hr_node node = { rec.id, rec.addr, rec.zone, rec.weight, rec.state };
+		hr_node node = { rec.id, rec.addr, rec.zone, rec.weight, rec.state, NULL, 0 };
 		hr_error again = { 0 };
 
 		/* Whatever the parser accepts is a valid node. */

@@ -126,7 +126,7 @@ int hrt_wait_converged(hr_client *c, const char *endpoints, const char *prefix,
 
 	for (;;) {
 		hr_ring *truth = hrt_ring_from_etcd(endpoints, prefix, NULL);
-		hr_ring *mine = hr_client_acquire(c);
+		hr_ring *mine = hr_client_ring(c);
 		if (truth) {
 			want = hr_ring_digest(truth);
 			have = hr_ring_digest(mine);
@@ -149,7 +149,7 @@ int hrt_wait_nodes(hr_client *c, size_t n, int timeout_ms)
 	int64_t until = hrt_now_ms() + timeout_ms;
 
 	for (;;) {
-		hr_ring *r = hr_client_acquire(c);
+		hr_ring *r = hr_client_ring(c);
 		size_t have = hr_ring_node_count(r);
 		hr_ring_release(r);
 		if (have == n)
@@ -164,7 +164,7 @@ int hrt_wait_nodes(hr_client *c, size_t n, int timeout_ms)
 
 int hrt_node_state(hr_client *c, const char *id)
 {
-	hr_ring *r = hr_client_acquire(c);
+	hr_ring *r = hr_client_ring(c);
 	const hr_node *n = hr_ring_find(r, id);
 	int st = n ? (int)n->state : -1;
 

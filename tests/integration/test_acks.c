@@ -100,7 +100,7 @@ static uint64_t wait_ack(const char *id, uint64_t revision, int timeout_ms)
 		const hr_ack *a;
 		uint64_t got = 0;
 
-		ck_assert_msg(hr_acks_list(&ecfg, ACKS, &acks, &err) == 0, "%s", err.message);
+		ck_assert_msg(hr_acks_new(&ecfg, ACKS, &acks, &err) == 0, "%s", err.message);
 		a = find_ack(acks, id);
 		if (a && a->revision >= revision)
 			got = a->revision;
@@ -154,7 +154,7 @@ START_TEST(announces_after_a_put)
 	{
 		hr_client_status st;
 
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		ck_assert_uint_eq(a->digest, st.digest);
 	}
 	ck_assert_uint_eq(a->lag, 0);
@@ -189,7 +189,7 @@ START_TEST(announces_after_a_put)
 
 	/* Closing revokes the lease: the ack is gone at once. */
 	hr_client_close(c);
-	ck_assert_int_eq(hr_acks_list(&ecfg, ACKS, &acks, &err), 0);
+	ck_assert_int_eq(hr_acks_new(&ecfg, ACKS, &acks, &err), 0);
 	ck_assert_uint_eq(hr_acks_count(acks), 0);
 	hr_acks_free(acks);
 }
@@ -436,13 +436,13 @@ START_TEST(bad_input_is_refused)
 			 " use a prefix of its own");
 	cfg.ack_prefix = "/t/";
 	ck_assert_int_eq(hr_client_open(&e, &cfg, &c, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_acks_list(&e, "/t/", &acks, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_acks_new(&e, "/t/", &acks, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "the ack prefix \"/t/\" contains the ring prefix \"" PREFIX
 			 "\": node records would be read as acks; use a prefix of its own");
 	ck_assert_ptr_null(acks);
-	ck_assert_int_eq(hr_acks_list(&e, "", &acks, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_acks_new(&e, "", &acks, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "ack prefix must be set and not empty");
-	ck_assert_int_eq(hr_acks_list(&e, ACKS, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_acks_new(&e, ACKS, NULL, &err), HR_EINVAL);
 
 	ck_assert_int_eq(hr_acks_wait(&e, ACKS, 0, 100, &acks, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "revision 0 is not an etcd revision (1..9223372036854775807)");
@@ -467,7 +467,7 @@ START_TEST(bad_input_is_refused)
 		ck_assert_int_eq(hrt_log_count(&logbuf, "level=error", "event=ack_id_taken",
 					       "client=twin", NULL), 1);
 	}
-	ck_assert_int_eq(hr_acks_list(&e, ACKS, &acks, &err), 0);
+	ck_assert_int_eq(hr_acks_new(&e, ACKS, &acks, &err), 0);
 	ck_assert_uint_eq(hr_acks_count(acks), 1);
 	hr_acks_free(acks);
 	hr_client_close(c);
@@ -476,7 +476,7 @@ START_TEST(bad_input_is_refused)
 	/* Not an ack: no lease, bad JSON, another client's name. */
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), ACKS "static",
 				 "{\"client\":\"static\"}"), 0);
-	ck_assert_int_eq(hr_acks_list(&e, ACKS, &acks, &err), 0);
+	ck_assert_int_eq(hr_acks_new(&e, ACKS, &acks, &err), 0);
 	ck_assert_uint_eq(hr_acks_count(acks), 0);
 	hr_acks_free(acks);
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=bad_ack", "key=" ACKS "static",
@@ -593,7 +593,7 @@ static void ack_lease_hex(const char *id, char *hex, size_t len)
 	hr_error err = { 0 };
 	const hr_ack *a;
 
-	ck_assert_msg(hr_acks_list(&ecfg, ACKS, &acks, &err) == 0, "%s", err.message);
+	ck_assert_msg(hr_acks_new(&ecfg, ACKS, &acks, &err) == 0, "%s", err.message);
 	a = find_ack(acks, id);
 	ck_assert_ptr_nonnull(a);
 	snprintf(hex, len, "%016" PRIx64, (uint64_t)a->lease);

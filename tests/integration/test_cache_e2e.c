@@ -217,7 +217,7 @@ static int64_t put_node(int i, const char *state)
 static hr_ring *ring_now(void)
 {
 	ck_assert_int_eq(hrt_wait_converged(watcher, hrt_etcd_endpoints(etcd), PREFIX, 10000), 0);
-	return hr_client_acquire(watcher);
+	return hr_client_ring(watcher);
 }
 
 /* The load: every key written once, then reads and writes (20% writes,

@@ -534,7 +534,7 @@ static void *reader_main(void *arg)
 
 	/* The first read section registers the thread with liburcu-bp (a
 	 * lock, once per thread): not part of what is measured. */
-	hr_client_lookup(r->c, "warm-up", 7, &o);
+	hr_client_lookup(r->c, "warm-up", 7, &o, NULL);
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		struct rusage ru0, ru1;
 		int64_t t0, dt;
@@ -543,14 +543,14 @@ static void *reader_main(void *arg)
 		snprintf(key, sizeof key, "user:%" PRIu64, rnd(&s) % 1000000);
 		getrusage(RUSAGE_THREAD, &ru0);
 		t0 = now_ns();
-		rc = hr_client_lookup(r->c, key, strlen(key), &o);
+		rc = hr_client_lookup(r->c, key, strlen(key), &o, NULL);
 		if (r->lookups[a->i] % 16 == 0) {
-			/* The zero-copy form too. */
-			const hr_ring *ring = hr_client_read_begin(r->c);
+			/* On the ring held too. */
+			hr_ring *ring = hr_client_ring(r->c);
 			hr_lookup l;
-			if (hr_ring_lookup(ring, key, strlen(key), &l))
+			if (hr_ring_lookup(ring, key, strlen(key), &l, NULL))
 				rc = -100;
-			hr_client_read_end(r->c);
+			hr_ring_release(ring);
 		}
 		dt = now_ns() - t0;
 		getrusage(RUSAGE_THREAD, &ru1);
@@ -558,7 +558,7 @@ static void *reader_main(void *arg)
 		 * reference frees the ring on this thread, and free() may
 		 * wait for the allocator's lock. */
 		if (r->lookups[a->i] % 16 == 8)
-			hr_ring_release(hr_client_acquire(r->c));
+			hr_ring_release(hr_client_ring(r->c));
 		/* On two busy cores the scheduler may take the CPU away in the
 		 * middle of a lookup; a lookup that gives it up itself has
 		 * blocked. */
@@ -704,7 +704,7 @@ static int64_t wait_converged(hr_client *c, const char *url, int ms)
 	for (;;) {
 		int64_t rev = current_revision(&h, url);
 		hr_ring *truth = rev > 0 ? ring_at(&h, url, rev) : NULL;
-		hr_ring *mine = hr_client_acquire(c);
+		hr_ring *mine = hr_client_ring(c);
 
 		want = hr_ring_digest(truth);
 		have = hr_ring_digest(mine);
@@ -829,7 +829,7 @@ START_TEST(kill_restart_and_freeze_during_churn)
 	 * intervals (2 s here), the log warns after stale_warn_ms (1.5 s). */
 	int64_t t0 = hrt_now_ms();
 	do {
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		if (st.unconfirmed_ms == 0)
 			hrt_sleep_ms(50);
 	} while (st.unconfirmed_ms == 0 && hrt_now_ms() - t0 < 3000);
@@ -838,7 +838,7 @@ START_TEST(kill_restart_and_freeze_during_churn)
 	hrt_sleep_ms(1500);
 	churn_stop(&ch);
 	ck_assert_int_gt(ch.ops_done, 500 * DEFAULT_SCALE / 100);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_uint_ge(st.reconnects, (uint64_t)kills);
 	finish(c, &h, &r, url);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale_recovered", NULL), 1);
@@ -872,7 +872,7 @@ static int member_in_use(hr_client *c)
 {
 	hr_client_status st;
 
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	for (int i = 0; i < hrt_etcd_size(etcd); i++)
 		if (!strcmp(st.endpoint, hrt_etcd_client_url(etcd, i)))
 			return i;
@@ -1101,7 +1101,7 @@ static void wipe_with_same_records(int same_cluster_id)
 	{
 		hr_client_status st;
 
-		ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+		ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 		ck_assert_uint_eq(st.revision, (uint64_t)new_rev);
 		ck_assert_uint_ge(st.confirmed_revision, (uint64_t)new_rev);
 		ck_assert_uint_lt(st.confirmed_revision, old_rev);
@@ -1179,7 +1179,7 @@ START_TEST(proxy_stall_stale_then_recovers)
 	 * stalled stream would never warn at all. */
 	ck_assert_int_ge(hrt_log_wait(&logbuf, 2, 10000, 50, "level=warn", "event=stale", NULL),
 			 2);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_int_gt(st.unconfirmed_ms, 1000);
 	ck_assert_ptr_null(hr_ring_find(h.e[h.n - 1].ring, "during"));
 	ck_assert_int_eq(hrt_proxy_pass(px), 0);
@@ -1293,7 +1293,7 @@ START_TEST(proxy_injects_errors_and_hostile_messages)
 	ck_assert_int_ge(hrt_proxy_inject(px, ghost), 1);
 	ck_assert_int_gt(hrt_put(url, PREFIX "after-ghost", "127.6.0.2:1"), 0);
 	assert_converged(c, url, CONVERGE_MS);
-	hr_ring *ring = hr_client_acquire(c);
+	hr_ring *ring = hr_client_ring(c);
 	ck_assert_ptr_null(hr_ring_find(ring, "ghost"));
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "after-ghost"));
 	hr_ring_release(ring);
@@ -1415,7 +1415,7 @@ START_TEST(hostile_records_beside_good)
 	ck_assert_int_gt(hrt_put(url, PREFIX "utf8-addr", "{\"addr\":\"h\xc3\xa9te:1\"}"), 0);
 
 	assert_converged(c, url, CONVERGE_MS);
-	hr_ring *ring = hr_client_acquire(c);
+	hr_ring *ring = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(ring), STABLE_KEYS + 2);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "good-after"));
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "utf8-addr"));
@@ -1459,7 +1459,7 @@ START_TEST(huge_weight_blocks_later_changes)
 	ck_assert_int_gt(hrt_put(url, PREFIX "heavy", "{\"addr\":\"127.5.0.9:1\",\"weight\":1e300}"), 0);
 	ck_assert_int_gt(hrt_put(url, PREFIX "later", "127.5.0.10:1"), 0);
 	hrt_sleep_ms(2000);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "later"));
 	ck_assert_ptr_null(hr_ring_find(ring, "heavy"));
 	hr_ring_release(ring);
@@ -1503,7 +1503,7 @@ START_TEST(over_point_limit_keeps_following)
 	ck_assert_int_gt(hrt_put(url, PREFIX "good3", "127.5.0.3:1"), 0);
 	ck_assert_int_gt(hrt_del(url, PREFIX "good"), 0);
 	assert_converged(c, url, 30000);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "heavy1"));
 	ck_assert_ptr_null(hr_ring_find(ring, "heavy2"));
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "good3"));
@@ -1516,7 +1516,7 @@ START_TEST(over_point_limit_keeps_following)
 
 	/* A new client: the same ring at once, not an empty one. */
 	fresh = open_client(hrt_etcd_endpoints(etcd), NULL);
-	ring = hr_client_acquire(fresh);
+	ring = hr_client_ring(fresh);
 	ck_assert_uint_gt(hr_ring_revision(ring), 0);
 	ck_assert_uint_eq(hr_ring_node_count(ring), STABLE_KEYS + 3);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "heavy1"));
@@ -1528,7 +1528,7 @@ START_TEST(over_point_limit_keeps_following)
 	rev = hrt_del(url, PREFIX "heavy1");
 	ck_assert_int_gt(rev, 0);
 	assert_converged(c, url, 30000);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_uint_ge(hr_ring_revision(ring), (uint64_t)rev);
 	ck_assert_ptr_nonnull(hr_ring_find(ring, "heavy2"));
 	ck_assert_ptr_null(hr_ring_find(ring, "heavy1"));
@@ -1561,17 +1561,14 @@ static void reentrant_change(void *ud, const hr_ring *old, const hr_ring *ring)
 		return;   /* the first ring is published inside hr_client_open() */
 	/* Every client call but close is allowed here, and sees the ring
 	 * just published. */
-	if (hr_client_lookup(c, "k", 1, &o) == 0 && o.revision == hr_ring_revision(ring))
+	if (hr_client_lookup(c, "k", 1, &o, NULL) == 0 && o.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->lookups_ok, 1, __ATOMIC_RELAXED);
-	hr_ring *r = hr_client_acquire(c);
+	hr_ring *r = hr_client_ring(c);
 	if (r == ring)
 		__atomic_fetch_add(&re->acquired, 1, __ATOMIC_RELAXED);
 	hr_ring_release(r);
-	if (hr_client_status_get(c, &st) == 0 && st.revision == hr_ring_revision(ring))
+	if (hr_client_status_get(c, &st, NULL) == 0 && st.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->status_ok, 1, __ATOMIC_RELAXED);
-	const hr_ring *rr = hr_client_read_begin(c);
-	ck_assert_ptr_eq(rr, ring);
-	hr_client_read_end(c);
 }
 
 static void reentrant_log(void *ud, hr_log_level level, const char *line)
@@ -1652,24 +1649,22 @@ START_TEST(null_arguments_everywhere)
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, NULL, NULL), HR_EINVAL);
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, NULL), 0);
 
-	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 1, &o), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 0, &o), 0);   /* the empty key */
-	ck_assert_int_eq(hr_client_replicas(NULL, "k", 1, HR_VIEW_READ, rep, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, NULL, 1, HR_VIEW_READ, rep, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, rep, 2, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 65, &rev), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 2, NULL), 2);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 0, NULL), 0);
-	ck_assert_int_eq(hr_client_status_get(NULL, &st), HR_EINVAL);
-	ck_assert_int_eq(hr_client_status_get_size(c, NULL, sizeof st), HR_EINVAL);
-	ck_assert_ptr_null(hr_client_read_begin(NULL));
-	hr_client_read_end(NULL);
-	ck_assert_ptr_null(hr_client_acquire(NULL));
+	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, &o, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 1, &o, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 0, &o, NULL), 0);   /* the empty key */
+	ck_assert_int_eq(hr_client_replicas(NULL, "k", 1, HR_VIEW_READ, rep, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, NULL, 1, HR_VIEW_READ, rep, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, rep, 2, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 65, &rev, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, rep, 2, NULL, NULL), 2);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_READ, NULL, 0, NULL, NULL), 0);
+	ck_assert_int_eq(hr_client_status_get(NULL, &st, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(c, NULL, sizeof st, NULL), HR_EINVAL);
+	ck_assert_ptr_null(hr_client_ring(NULL));
 
-	ck_assert_int_eq(hr_register(NULL, NULL, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(NULL, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(NULL, "a", &active, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(&ecfg, NULL, &active, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(&ecfg, NULL, &weight1, &err), HR_EINVAL);

@@ -147,7 +147,7 @@ static void fill(const hr_ring *ring, int n)
 		hr_lookup lk;
 
 		value_of(i, &v);
-		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk, NULL), 0);
 		EXPECT(hr__mc_store(conn_of(lk.node), key, len, &v, HR__MC_SET, NULL, &err) == 1);
 	}
 	hr__mc_value_free(&v);
@@ -163,7 +163,7 @@ static hr_client *two_filled_nodes(int n, hr_ring **before)
 	put_node(1, "active");
 	c = acking_client();
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	*before = hr_client_acquire(c);
+	*before = hr_client_ring(c);
 	fill(*before, n);
 	return c;
 }
@@ -213,7 +213,7 @@ static void check_key(const hr_ring *ring, int i, char mark, hr__mc_value *got)
 	hr_error err = { 0 };
 	int rc;
 
-	ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
+	ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk, NULL), 0);
 	rc = hr__mc_get(conn_of(lk.node), key, len, got, &err);
 	ck_assert_int_ge(rc, 0);
 	if (mark == 'd') {
@@ -279,7 +279,7 @@ static int copy_ring(const hr_ring *ring, hr_rebalance_config *cfg, hr_rebalance
 	hr_rebalancer *rb = mc_rebalancer(cfg);
 	int rc = hr_rebalancer_copy(rb, ring, NULL, err);
 
-	ck_assert_int_eq(hr_rebalancer_progress(rb, out), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, out, NULL), 0);
 	hr_rebalancer_free(rb);
 	return rc;
 }
@@ -311,7 +311,7 @@ START_TEST(warming_node_is_filled)
 
 	rev = put_node(2, "warming");
 	wait_acked(rev);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_uint_ge(hr_ring_revision(ring), (uint64_t)rev);
 
 	/* Meanwhile clients write the new owner's keys there, and delete at
@@ -322,7 +322,7 @@ START_TEST(warming_node_is_filled)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (strcmp(lk.node->id, "mc2") || !strcmp(lk.read_node->id, "mc2"))
 			continue;
 		if (written < WRITTEN) {
@@ -350,7 +350,7 @@ START_TEST(warming_node_is_filled)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (strcmp(lk.node->id, "mc2"))
 			continue;
 		to_new++;
@@ -380,13 +380,13 @@ START_TEST(warming_node_is_filled)
 	rev = put_node(2, "active");
 	wait_acked(rev);
 	hr_ring_release(ring);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	{
 		hr_rebalancer *rb = mc_rebalancer(NULL);
 		hr_rebalance_progress ps;
 
 		ck_assert_msg(hr_rebalancer_purge(rb, ring, &err) == 0, "%s", err.message);
-		ck_assert_int_eq(hr_rebalancer_progress(rb, &ps), 0);
+		ck_assert_int_eq(hr_rebalancer_progress(rb, &ps, NULL), 0);
 		ck_assert_uint_eq(ps.purged, ps.purge_stale);
 		ck_assert_uint_eq(ps.purge_changed, 0);
 		purged = ps.purged;
@@ -420,12 +420,12 @@ START_TEST(draining_node_is_emptied)
 		put_node(i, "active");
 	c = acking_client();
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
-	before = hr_client_acquire(c);
+	before = hr_client_ring(c);
 	fill(before, N);
 
 	rev = put_node(1, "draining");
 	wait_acked(rev);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_msg(copy_ring(ring, NULL, &st, &err) == 0, "%s", err.message);
 	print_stats("drain", &st, 0);
 
@@ -434,7 +434,7 @@ START_TEST(draining_node_is_emptied)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		ck_assert_str_ne(lk.node->id, "mc1");
 		if (!strcmp(lk.read_node->id, "mc1"))
 			from_drained++;
@@ -478,7 +478,7 @@ static void *delete_keys(void *arg)
 		size_t len = key_of(d->keys[j], key);
 		hr_lookup lk;
 
-		hr_ring_lookup(d->ring, key, len, &lk);
+		hr_ring_lookup(d->ring, key, len, &lk, NULL);
 		if (hr__mc_delete(d->conn[atoi(lk.read_node->id + 2)], key, len, 0, &err) < 0 ||
 		    hr__mc_delete(d->conn[atoi(lk.node->id + 2)], key, len, 0, &err) < 0) {
 			fprintf(stderr, "deleter: %s\n", err.message);
@@ -520,7 +520,7 @@ START_TEST(deletes_during_the_copy_stay_deleted)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (!strcmp(lk.node->id, "mc1") && i % 2)
 			order[n++] = i;
 	}
@@ -548,7 +548,7 @@ START_TEST(deletes_during_the_copy_stay_deleted)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (strcmp(lk.node->id, "mc1"))
 			continue;
 		ndeleted += deleted[i];
@@ -712,7 +712,7 @@ START_TEST(stopped_copy_and_rerun_converge)
 	ck_assert_int_eq(hr_rebalancer_copy(rb, ring, NULL, &err), HR_ECLOSED);
 	ck_assert_msg(strstr(err.message, "rebalance cancelled after 1000 of ") &&
 		      strstr(err.message, " keys from mc0"), "%s", err.message);
-	ck_assert_int_eq(hr_rebalancer_progress(rb, &first), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &first, NULL), 0);
 	ck_assert_uint_eq(first.copied, 1000);
 	ck_assert_int_eq(first.step, HR_REBALANCE_STEP_FAILED);
 	hr_rebalancer_free(rb);
@@ -757,7 +757,7 @@ START_TEST(take_back_by_cas)
 	ck_assert_int_eq(hr_ring_build(nodes, 2, NULL, 0, &ring, &err), 0);
 	rb = hooked_rebalancer(&h, NULL);
 	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
-	ck_assert_int_eq(hr_rebalancer_progress(rb, &st), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &st, NULL), 0);
 	hr_rebalancer_free(rb);
 	print_stats("take-back", &st, 0);
 	ck_assert_int_gt(h.deleted, 100);
@@ -770,7 +770,7 @@ START_TEST(take_back_by_cas)
 		hr_lookup lk;
 		int rc;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (strcmp(lk.node->id, "mc1"))
 			continue;
 		rc = hr__mc_get(conn_of(lk.read_node), key, len, &v, &err);
@@ -829,7 +829,7 @@ START_TEST(rate_cap_on_a_real_copy)
 	cfg.keys_per_s = cap;
 	rb = hooked_rebalancer(&h, &cfg);
 	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
-	ck_assert_int_eq(hr_rebalancer_progress(rb, &st), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &st, NULL), 0);
 	hr_rebalancer_free(rb);
 	/* The copy's own time, from its first store to its last (the scan
 	 * before it is not capped). */
@@ -848,7 +848,7 @@ START_TEST(rate_cap_on_a_real_copy)
 	t0 = now_s();
 	rb = hooked_rebalancer(&fast_h, NULL);
 	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
-	ck_assert_int_eq(hr_rebalancer_progress(rb, &fast), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &fast, NULL), 0);
 	hr_rebalancer_free(rb);
 	fast_secs = now_s() - t0;
 	print_stats("uncapped", &fast, fast_secs);
@@ -951,7 +951,7 @@ START_TEST(cli_runs_the_join)
 		      strstr(r.err, "event=rebalance_promoted node=mc2 ") &&
 		      strstr(r.err, "event=rebalance_done step=run node=mc2 "), "%s", r.err);
 	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	for (int i = 0; i < N; i++)
 		check_key(ring, i, 0, &v);
 	ck_assert_uint_eq(items_on(0) + items_on(1) + items_on(2), N);
@@ -1006,7 +1006,7 @@ START_TEST(client_that_never_acks_times_out)
 	ck_assert_int_eq(hr_rebalancer_run(rb, c, &ecfg, NULL, &err), HR_ETIMEDOUT);
 	ck_assert_msg(strstr(err.message, "stuck-7") && strstr(err.message, "1"), "%s",
 		      err.message);
-	ck_assert_int_eq(hr_rebalancer_progress(rb, &p), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &p, NULL), 0);
 	ck_assert_int_eq(p.error, HR_ETIMEDOUT);
 	ck_assert_uint_eq(p.scanned + p.copied, 0);
 	ck_assert_uint_eq(items_on(2), 0);
@@ -1105,7 +1105,7 @@ START_TEST(ring_changed_during_the_copy_is_refused)
 	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_purged", NULL), 4);
 	ck_assert_int_eq(hrt_log_count(&log, "event=rebalance_done", "step=run", NULL), 1);
 
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_int_eq(hrt_node_state(c, "mc2"), HR_STATE_ACTIVE);
 	ck_assert_int_eq(hrt_node_state(c, "mc3"), HR_STATE_ACTIVE);
 	for (int i = 0; i < N; i++)
@@ -1186,20 +1186,20 @@ START_TEST(unmovable_keys_do_not_stop_the_run)
 		size_t len = long_key(i, key);
 		hr_lookup lk;
 
-		ck_assert_int_eq(hr_ring_lookup(before, key, len, &lk), 0);
+		ck_assert_int_eq(hr_ring_lookup(before, key, len, &lk, NULL), 0);
 		ck_assert_int_eq(hrt_memcached_binary_set(mcs[atoi(lk.node->id + 2)], key, len,
 							  "long", 4), 0);
 	}
 	rev = put_node(2, "warming");
 	wait_acked(rev);
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	for (int i = 0; i < LONG_KEYS; i++) {
 		char key[LONG_KEY_LEN];
 		size_t len = long_key(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		skipping += lk.node != lk.read_node;
 	}
 	for (int i = 0; i < N; i++) {
@@ -1207,7 +1207,7 @@ START_TEST(unmovable_keys_do_not_stop_the_run)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		moving += lk.node != lk.read_node;
 	}
 	ck_assert_int_gt(skipping, 0);
@@ -1233,7 +1233,7 @@ START_TEST(unmovable_keys_do_not_stop_the_run)
 		size_t len = long_key(i, key + 5);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key + 5, len, &lk);
+		hr_ring_lookup(ring, key + 5, len, &lk, NULL);
 		memcpy(key, "key=\"", 5);
 		memcpy(key + 5 + len, "\"\n", 3);
 		ck_assert_int_eq(occurrences(r.err, key), lk.node != lk.read_node);
@@ -1251,7 +1251,7 @@ START_TEST(unmovable_keys_do_not_stop_the_run)
 	ck_assert_ptr_nonnull(strstr(r.out, "{\"step\":\"promote\",\"nodes\":1,"));
 	ck_assert_int_eq(hrt_wait_state(c, "mc2", HR_STATE_ACTIVE, 10000), 0);
 	hr_ring_release(ring);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	for (int i = 0; i < N; i++)
 		check_key(ring, i, 0, &v);
 	hr__mc_value_free(&v);
@@ -1282,7 +1282,7 @@ START_TEST(run_without_acknowledging_clients_is_asked_for)
 	hr_client_config_init(&ccfg); /* no ack client id: invisible to waits */
 	ck_assert_msg(hr_client_open(&ecfg, &ccfg, &c, &err) == 0, "%s", err.message);
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 10000), 0);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	fill(ring, N);
 	hr_ring_release(ring);
 	put_node(2, "warming");
@@ -1382,7 +1382,7 @@ START_TEST(dead_destination_is_named)
 	put_node(2, "warming");
 	ck_assert_int_eq(hrt_wait_nodes(c, 3, 10000), 0);
 	snprintf(addr, sizeof addr, "%s", hrt_memcached_addr(mcs[2]));
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	hrt_log_init(&log);
 	hr_rebalance_config_init(&cfg);
 	cfg.log = hrt_log_fn;

@@ -70,7 +70,7 @@ static hr_registrar *reg_node(const char *id, int ttl, hr_state state)
 	reg.zone = "z1";
 	reg.ttl_s = ttl;
 	reg.state = state;
-	ck_assert_msg(hr_register(&ecfg, &reg, &r, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&ecfg, &reg, &r, &err) == 0, "register: %s", err.message);
 	return r;
 }
 
@@ -132,7 +132,7 @@ START_TEST(register_state_weight_deregister)
 	char out[2048];
 	hr_ring *ring;
 
-	/* In etcd as soon as hr_register returns: one round trip. */
+	/* In etcd as soon as hr_registrar_open returns: one round trip. */
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "n1 --print-value-only"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"state\":\"warming\""));
 	ck_assert_ptr_nonnull(strstr(out, "\"addr\":\"127.0.0.1:11211\""));
@@ -142,7 +142,7 @@ START_TEST(register_state_weight_deregister)
 	ck_assert_int_eq(hrt_wait_state(c, "n1", HR_STATE_ACTIVE, 5000), 0);
 	ck_assert_int_eq(hr_registrar_update(r, WEIGHT(2.5), &err), 0);
 	hrt_sleep_ms(300);
-	ring = hr_client_acquire(c);
+	ring = hr_client_ring(c);
 	ck_assert_double_eq(hr_ring_find(ring, "n1")->weight, 2.5);
 	ck_assert_str_eq(hr_ring_find(ring, "n1")->zone, "z1");
 	hr_ring_release(ring);
@@ -182,7 +182,7 @@ START_TEST(duplicate_id_and_replace)
 	hr_registration_init(&reg);
 	reg.id = "dup";
 	reg.addr = "127.0.0.2:1";
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EEXIST);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), HR_EEXIST);
 	ck_assert_ptr_null(r2);
 	ck_assert_ptr_nonnull(strstr(err.message, "already registered"));
 	ck_assert_ptr_nonnull(strstr(err.message, "dup"));
@@ -194,12 +194,12 @@ START_TEST(duplicate_id_and_replace)
 	/* A static record put by hand is protected as well. */
 	ck_assert_int_gt(hrt_put(hrt_etcd_client_url(etcd, 0), PREFIX "static", "127.0.0.3:1"), 0);
 	reg.id = "static";
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EEXIST);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), HR_EEXIST);
 	ck_assert_ptr_nonnull(strstr(err.message, "no lease: a static record"));
 	/* replace takes it over explicitly. */
 	reg.id = "dup";
 	reg.replace = 1;
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), 0);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), 0);
 	char out[1024];
 	ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "get " PREFIX "dup --print-value-only"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "127.0.0.2:1"));
@@ -208,27 +208,27 @@ START_TEST(duplicate_id_and_replace)
 
 	/* Bad registrations. */
 	hr_registration_init(&reg);
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	reg.id = "a/b";
 	reg.addr = "x:1";
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	reg.id = "ok";
 	reg.ttl_s = 1;
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), HR_EINVAL);
 	reg.ttl_s = 10;
 	reg.weight = 0;
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r2, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_register(NULL, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(NULL, &reg, &r2, &err), HR_EINVAL);
 
 	/* Settings a client refuses are refused here too, with its message. */
 	reg.weight = 1;
 	bad.request_timeout_ms = 0;
-	ck_assert_int_eq(hr_register(&bad, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&bad, &reg, &r2, &err), HR_EINVAL);
 	ck_assert_ptr_null(r2);
 	ck_assert_str_eq(err.message, "hr_etcd_config: request_timeout_ms must be > 0 (is 0)");
 	bad = ecfg;
 	bad.log_level = (hr_log_level)9;
-	ck_assert_int_eq(hr_register(&bad, &reg, &r2, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&bad, &reg, &r2, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_node_update(&bad, "dup", STATE(HR_STATE_DRAINING), &err), HR_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "log_level"));
 	ck_assert_int_eq(key_lease("ok", NULL, 0), -1);
@@ -328,7 +328,7 @@ START_TEST(replaced_registrar_stops_and_leaves_the_key)
 	reg.state = HR_STATE_ACTIVE;
 	reg.ttl_s = 3;
 	reg.replace = 1;
-	ck_assert_msg(hr_register(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
 	ln = hr_registrar_lease(n);
 	ck_assert_int_eq(hrt_log_count(&logbuf, "event=replaced", "id=svc", NULL), 1);
 
@@ -422,7 +422,7 @@ START_TEST(lost_registration_calls_on_lost_once)
 	reg.ttl_s = 3;
 	reg.on_lost = on_lost;
 	reg.on_lost_userdata = &l;
-	ck_assert_msg(hr_register(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
 	__atomic_store_n(&l.r, o, __ATOMIC_RELEASE);
 
 	hr_registration_init(&reg);
@@ -430,7 +430,7 @@ START_TEST(lost_registration_calls_on_lost_once)
 	reg.addr = "127.0.0.2:2";
 	reg.ttl_s = 3;
 	reg.replace = 1;
-	ck_assert_msg(hr_register(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&ecfg, &reg, &n, &err) == 0, "replace: %s", err.message);
 	ln = hr_registrar_lease(n);
 	/* Noticed at the next renewal, TTL/3 = 1 s. */
 	t0 = hrt_now_ms();
@@ -458,7 +458,7 @@ START_TEST(lost_registration_calls_on_lost_once)
 	reg.ttl_s = 3;
 	reg.on_lost = on_lost;
 	reg.on_lost_userdata = &kept;
-	ck_assert_msg(hr_register(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&ecfg, &reg, &o, &err) == 0, "register: %s", err.message);
 	hrt_sleep_ms(1200);
 	hr_registrar_close(o);
 	ck_assert_int_eq(__atomic_load_n(&kept.calls, __ATOMIC_ACQUIRE), 0);
@@ -506,23 +506,23 @@ START_TEST(weights_clients_refuse_are_refused)
 	reg.id = "heavy";
 	reg.addr = "127.0.0.1:11211";
 	reg.weight = 170000;      /* 170000 x 200 points > 2^25 */
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r, &err), HR_ELIMIT);
 	ck_assert_ptr_null(r);
 	ck_assert_msg(strstr(err.message, "33554432") != NULL, "%s", err.message);
 	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
 	reg.weight = 1e6;
-	ck_assert_int_eq(hr_register(&ecfg, &reg, &r, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_registrar_open(&ecfg, &reg, &r, &err), HR_ELIMIT);
 	/* One point per unit of weight: 170000 points are fine. */
 	hr_ring_options_init(&ring);
 	ring.vnodes_per_weight = 1;
 	kcfg.ring = &ring;
 	reg.weight = 170000;
-	ck_assert_msg(hr_register(&kcfg, &reg, &r, &err) == 0, "%s", err.message);
+	ck_assert_msg(hr_registrar_open(&kcfg, &reg, &r, &err) == 0, "%s", err.message);
 	hr_registrar_close(r);
 	/* Ketama placement wants whole weights. */
 	ring = (hr_ring_options){ .size = sizeof ring, .placement = HR_PLACEMENT_KETAMA };
 	reg.weight = 1.5;
-	ck_assert_int_eq(hr_register(&kcfg, &reg, &r, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&kcfg, &reg, &r, &err), HR_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err.message, "whole weight"));
 	ck_assert_int_eq(key_lease("heavy", NULL, 0), -1);
 

@@ -110,7 +110,7 @@ static hr_client_status status(hr_client *c)
 	hr_client_status st;
 
 	memset(&st, 0xff, sizeof st);
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	return st;
 }
 
@@ -121,7 +121,7 @@ static int wait_revision(hr_client *c, uint64_t rev, int timeout_ms)
 	hr_client_status st;
 
 	for (;;) {
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		if (st.revision >= rev)
 			return 0;
 		if (hrt_now_ms() > until) {
@@ -135,7 +135,7 @@ static int wait_revision(hr_client *c, uint64_t rev, int timeout_ms)
 
 static uint64_t ring_revision(hr_client *c)
 {
-	hr_ring *r = hr_client_acquire(c);
+	hr_ring *r = hr_client_ring(c);
 	uint64_t rev = hr_ring_revision(r);
 
 	hr_ring_release(r);
@@ -157,7 +157,7 @@ static int wait_ring_revision(hr_client *c, uint64_t rev, int timeout_ms)
 
 static int has_node(hr_client *c, const char *id)
 {
-	hr_ring *r = hr_client_acquire(c);
+	hr_ring *r = hr_client_ring(c);
 	int found = hr_ring_find(r, id) != NULL;
 
 	hr_ring_release(r);
@@ -443,12 +443,12 @@ START_TEST(equal_settings_follow_one_watcher)
 	ck_assert_int_eq(alone_threads, 3 * shared_threads);
 	ck_assert_int_lt(2 * shared_sockets, alone_sockets);
 
-	hr_ring *ring0 = hr_client_acquire(shared[0]);
+	hr_ring *ring0 = hr_client_ring(shared[0]);
 	ck_assert_uint_eq(hr_ring_revision(ring0), rev2);
 	ck_assert_uint_eq(hr_ring_node_count(ring0), 3);
 	for (int i = 0; i < 3; i++) {
 		hr_client_status st = status(shared[i]);
-		hr_ring *r = hr_client_acquire(shared[i]);
+		hr_ring *r = hr_client_ring(shared[i]);
 
 		ck_assert_uint_eq(st.watcher_clients, 3);
 		ck_assert_uint_eq(st.revision, rev2);
@@ -458,7 +458,7 @@ START_TEST(equal_settings_follow_one_watcher)
 		hr_ring_release(r);
 
 		st = status(alone[i]);
-		r = hr_client_acquire(alone[i]);
+		r = hr_client_ring(alone[i]);
 		ck_assert_uint_eq(st.watcher_clients, 1);
 		ck_assert_uint_eq(st.revision, rev2);
 		ck_assert_uint_eq(st.digest, hr_ring_digest(ring0));
@@ -526,7 +526,7 @@ START_TEST(late_joiner_gets_the_ring_at_once)
 	a = open_ok(&e, &c);
 	ck_assert_int_eq(hrt_wait_nodes(a, 3, 5000), 0);
 	ck_assert_int_eq(wait_change(&cha, 1, 5000), 0);
-	hr_ring *ra = hr_client_acquire(a);
+	hr_ring *ra = hr_client_ring(a);
 
 	/* With etcd frozen, only a client that takes the ring it joins can
 	 * open: a watcher of its own would wait for its first sync in vain. */
@@ -544,7 +544,7 @@ START_TEST(late_joiner_gets_the_ring_at_once)
 	ck_assert_msg(rc == 0, "open of the joiner: %d %s", rc, err.message);
 	ck_assert_msg(took < 1000, "the joiner's open took %" PRId64 " ms", took);
 
-	hr_ring *rb = hr_client_acquire(b);
+	hr_ring *rb = hr_client_ring(b);
 	ck_assert(one_ring(rb, ra));
 	ck_assert_uint_eq(hr_ring_revision(rb), hr_ring_revision(ra));
 	ck_assert_uint_eq(hr_ring_digest(rb), hr_ring_digest(ra));
@@ -553,8 +553,8 @@ START_TEST(late_joiner_gets_the_ring_at_once)
 		hr_owner oa, ob;
 		int n = snprintf(key, sizeof key, "key-%d", i);
 
-		EXPECT(hr_client_lookup(a, key, (size_t)n, &oa) == 0);
-		EXPECT(hr_client_lookup(b, key, (size_t)n, &ob) == 0);
+		EXPECT(hr_client_lookup(a, key, (size_t)n, &oa, NULL) == 0);
+		EXPECT(hr_client_lookup(b, key, (size_t)n, &ob, NULL) == 0);
 		EXPECT(strcmp(oa.node, ob.node) == 0);
 		EXPECT(strcmp(oa.read_node, ob.read_node) == 0);
 		EXPECT(oa.revision == ob.revision && oa.digest == ob.digest);
@@ -651,8 +651,8 @@ START_TEST(different_settings_get_a_watcher_each)
 	ck_assert_uint_eq(status(logging).watcher_clients, 1);
 	ck_assert_int_eq(wait_etcd_watchers(4, 5000), 4);
 
-	hr_ring *r1 = hr_client_acquire(a1), *r2 = hr_client_acquire(a2);
-	hr_ring *rp = hr_client_acquire(probing);
+	hr_ring *r1 = hr_client_ring(a1), *r2 = hr_client_ring(a2);
+	hr_ring *rp = hr_client_ring(probing);
 	ck_assert(one_ring(r1, r2));
 	ck_assert(!one_ring(r1, rp));
 	ck_assert_uint_eq(hr_ring_digest(r1), hr_ring_digest(rp));
@@ -743,7 +743,7 @@ START_TEST(counts_and_hot_keys_stay_each_clients)
 		int n = i < 300 ? snprintf(key, sizeof key, "hot-a") :
 				  snprintf(key, sizeof key, "key-%d", i);
 
-		EXPECT(hr_client_lookup(a, key, (size_t)n, &o) == 0);
+		EXPECT(hr_client_lookup(a, key, (size_t)n, &o, NULL) == 0);
 		for (int j = 0; j < 3; j++) {
 			want_a[j][0] += strcmp(o.node, ids[j]) == 0;
 			want_a[j][1] += strcmp(o.read_node, ids[j]) == 0;
@@ -754,7 +754,7 @@ START_TEST(counts_and_hot_keys_stay_each_clients)
 		hr_owner o;
 		int n = snprintf(key, sizeof key, "b-%d", i % 40);
 
-		EXPECT(hr_client_lookup(b, key, (size_t)n, &o) == 0);
+		EXPECT(hr_client_lookup(b, key, (size_t)n, &o, NULL) == 0);
 		for (int j = 0; j < 3; j++) {
 			want_b[j][0] += strcmp(o.node, ids[j]) == 0;
 			want_b[j][1] += strcmp(o.read_node, ids[j]) == 0;
@@ -793,7 +793,7 @@ START_TEST(counts_and_hot_keys_stay_each_clients)
 	ck_assert_int_eq(wait_revision(a, rev, 5000), 0);
 	ck_assert_int_eq(wait_revision(b, rev, 5000), 0);
 	hr_owner o;
-	ck_assert_int_eq(hr_client_lookup(b, "after", 5, &o), 0);
+	ck_assert_int_eq(hr_client_lookup(b, "after", 5, &o, NULL), 0);
 	na = hr_client_lookup_counts(a, la, 8, &total, &err);
 	nb = hr_client_lookup_counts(b, lb, 8, &total, &err);
 	ck_assert_int_eq(na, 4);
@@ -825,14 +825,14 @@ static void *stepper_main(void *arg)
 	stepper *st = arg;
 	hr_owner o;
 
-	st->rc_first = hr_client_lookup(st->first, "k", 1, &o);
+	st->rc_first = hr_client_lookup(st->first, "k", 1, &o, NULL);
 	sem_post(&st->done);
 	sem_wait(&st->go);
 	st->rc_then = 0;
 	for (int i = 0; i < 50; i++) {
 		char key[16];
 		int n = snprintf(key, sizeof key, "k%d", i);
-		int rc = hr_client_lookup(st->then, key, (size_t)n, &o);
+		int rc = hr_client_lookup(st->then, key, (size_t)n, &o, NULL);
 
 		if (rc)
 			st->rc_then = rc;
@@ -901,9 +901,9 @@ static void reentrant_change(void *ud, const hr_ring *old, const hr_ring *ring)
 	__atomic_fetch_add(&re->calls, 1, __ATOMIC_RELAXED);
 	if (!c)
 		return;
-	int status_ok = hr_client_status_get(c, &st) == 0;
+	int status_ok = hr_client_status_get(c, &st, NULL) == 0;
 
-	if (hr_client_lookup(c, "k", 1, &o) == 0 && o.revision == hr_ring_revision(ring))
+	if (hr_client_lookup(c, "k", 1, &o, NULL) == 0 && o.revision == hr_ring_revision(ring))
 		__atomic_fetch_add(&re->lookups_ok, 1, __ATOMIC_RELAXED);
 	/* Last, with release: whoever sees this call's status count sees
 	 * its lookup counted too. */
@@ -1113,10 +1113,10 @@ static void *opener_main(void *arg)
 			break;
 		}
 		op->opened++;
-		rc = hr_client_lookup(cl, "k", 1, &o);
+		rc = hr_client_lookup(cl, "k", 1, &o, NULL);
 		if (rc)
 			snprintf(op->failure, sizeof op->failure, "round %d: lookup: %d", round, rc);
-		hr_client_status_get(cl, &st);
+		hr_client_status_get(cl, &st, NULL);
 		if (st.watcher_clients < 1 || st.watcher_clients > OPENERS)
 			snprintf(op->failure, sizeof op->failure, "round %d: watcher_clients %" PRIu64,
 				 round, st.watcher_clients);
@@ -1181,12 +1181,12 @@ START_TEST(clients_opened_and_closed_from_threads)
 			      "client of thread %d: on_change did not hear of the last ring", i);
 		ck_assert(ops[i].kept_changes->chained);
 		hr_client_status st = status(cl);
-		hr_ring *r = hr_client_acquire(cl);
+		hr_ring *r = hr_client_ring(cl);
 
 		ck_assert_uint_eq(st.watcher_clients, OPENERS);
 		ck_assert_uint_eq(st.revision, last);
 		if (!r0)
-			r0 = hr_client_acquire(cl);
+			r0 = hr_client_ring(cl);
 		ck_assert(one_ring(r, r0));
 		ck_assert(hr_ring_find(r, "last") != NULL);
 		hr_ring_release(r);
@@ -1348,7 +1348,7 @@ START_TEST(unreachable_etcd)
 	assert_unreachable(rc, &err, hostport);
 	ck_assert_ptr_null(cl);
 	ck_assert_uint_eq(status(n1).watcher_clients, 2);
-	ck_assert_int_eq(hr_client_lookup(n1, "k", 1, &o), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_lookup(n1, "k", 1, &o, NULL), HR_EEMPTY);
 	ck_assert_uint_eq(o.revision, 0);
 	ck_assert_int_eq(hr_client_wait_synced(n2, 50, &err), HR_ETIMEDOUT);
 	hr_client_close(n1);
@@ -1382,7 +1382,7 @@ START_TEST(nonblocking_clients_sync_when_etcd_comes)
 	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
 	ck_assert_msg(hr_client_wait_synced(n1, 10000, &err) == 0, "wait: %s", err.message);
 	ck_assert_msg(hr_client_wait_synced(n2, 1000, &err) == 0, "wait: %s", err.message);
-	hr_ring *r1 = hr_client_acquire(n1), *r2 = hr_client_acquire(n2);
+	hr_ring *r1 = hr_client_ring(n1), *r2 = hr_client_ring(n2);
 	ck_assert(one_ring(r1, r2));
 	ck_assert(hr_ring_find(r1, "a") != NULL);
 	hr_ring_release(r1);

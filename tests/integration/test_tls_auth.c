@@ -233,7 +233,8 @@ START_TEST(tls_client_syncs_watches_registers)
 	reg.id = "reg1";
 	reg.addr = "127.0.0.3:11211";
 	reg.ttl_s = 5;
-	ck_assert_msg(hr_register(&cfg.etcd, &reg, &r, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&cfg.etcd, &reg, &r, &err) == 0, "register: %s",
+		      err.message);
 	ck_assert_int_ne(hr_registrar_lease(r), 0);
 	ck_assert_int_eq(hrt_wait_state(c, "reg1", HR_STATE_WARMING, 5000), 0);
 	ck_assert_int_eq(hr_registrar_update(r, STATE(HR_STATE_ACTIVE), &err), 0);
@@ -327,7 +328,7 @@ START_TEST(tls_errors)
 	reg.id = "x";
 	reg.addr = "127.0.0.1:1";
 	memset(&err, 0, sizeof err);
-	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_ETLS);
+	ck_assert_int_eq(hr_registrar_open(&cfg.etcd, &reg, &r, &err), HR_ETLS);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err.message, "TLS"));
 	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "nodes", "--endpoints", eps, "--prefix", PREFIX,
@@ -448,7 +449,8 @@ START_TEST(auth_roles_and_errors)
 	reg.id = "w1";
 	reg.addr = "127.0.0.5:11211";
 	reg.state = HR_STATE_ACTIVE;
-	ck_assert_msg(hr_register(&wcfg.etcd, &reg, &r, &err) == 0, "register: %s", err.message);
+	ck_assert_msg(hr_registrar_open(&wcfg.etcd, &reg, &r, &err) == 0, "register: %s",
+		      err.message);
 	ck_assert_int_eq(hrt_wait_state(c, "w1", HR_STATE_ACTIVE, 5000), 0);
 	hr_registrar_close(r);
 	r = NULL;
@@ -457,7 +459,7 @@ START_TEST(auth_roles_and_errors)
 	/* The read-only user may not register: permission denied. */
 	reg.id = "ro1";
 	memset(&err, 0, sizeof err);
-	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_EPERM);
+	ck_assert_int_eq(hr_registrar_open(&cfg.etcd, &reg, &r, &err), HR_EPERM);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(strstr(err.message, "permission denied"));
 	fprintf(stderr, "read-only register: %s\n", err.message);
@@ -473,14 +475,14 @@ START_TEST(auth_roles_and_errors)
 	ck_assert_ptr_nonnull(strstr(err.message, "watcher"));
 	ck_assert_int_lt(ms, 4000);
 	assert_no_secret(err.message);
-	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_EAUTH);
+	ck_assert_int_eq(hr_registrar_open(&cfg.etcd, &reg, &r, &err), HR_EAUTH);
 	assert_no_secret(err.message);
 
 	/* No user at all on an auth-enabled etcd. */
 	auth_config(&cfg, NULL, NULL);
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_EAUTH);
 	ck_assert_int_lt(ms, 4000);
-	ck_assert_int_eq(hr_register(&cfg.etcd, &reg, &r, &err), HR_EAUTH);
+	ck_assert_int_eq(hr_registrar_open(&cfg.etcd, &reg, &r, &err), HR_EAUTH);
 	/* A user unknown to etcd. */
 	auth_config(&cfg, "nobody", WRONG_PW);
 	ck_assert_int_eq(open_fails(&cfg, &err, &ms), HR_EAUTH);
@@ -610,7 +612,7 @@ START_TEST(auth_token_expiry_reauth)
 	cfg.client.probe_interval_ms = 3500;
 	cfg.client.stale_warn_ms = 20000;
 	ck_assert_msg(hr_client_open(&cfg.etcd, &cfg.client, &c, &err) == 0, "open: %s", err.message);
-	ck_assert_int_eq(hr_client_status_get(c, &st0), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st0, NULL), 0);
 
 	/* Idle for more than twice the TTL. */
 	hrt_sleep_ms(5500);
@@ -618,7 +620,7 @@ START_TEST(auth_token_expiry_reauth)
 	root_put("b", "{\"addr\":\"127.0.0.2:11211\",\"state\":\"active\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "b", HR_STATE_ACTIVE, 5000), 0);
 	arrive_ms = hrt_now_ms() - t0;
-	ck_assert_int_eq(hr_client_status_get(c, &st1), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st1, NULL), 0);
 	fprintf(stderr, "after 5.5 s idle (token TTL 2 s): event in %lld ms, reconnects %llu\n",
 		(long long)arrive_ms, (unsigned long long)(st1.reconnects - st0.reconnects));
 	/* The token did expire; a fresh one was obtained without any
@@ -637,7 +639,7 @@ START_TEST(auth_token_expiry_reauth)
 	root_put("c", "{\"addr\":\"127.0.0.3:11211\",\"state\":\"draining\"}");
 	ck_assert_int_eq(hrt_wait_state(c, "c", HR_STATE_DRAINING, 8000), 0);
 	arrive_ms = hrt_now_ms() - t0;
-	ck_assert_int_eq(hr_client_status_get(c, &st2), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st2, NULL), 0);
 	fprintf(stderr, "after a member restart: event in %lld ms, reconnects %llu\n",
 		(long long)arrive_ms, (unsigned long long)(st2.reconnects - st1.reconnects));
 	ck_assert_uint_gt(st2.reconnects, st1.reconnects);

@@ -99,8 +99,8 @@ START_TEST(first_sync_empty)
 	hr_owner o;
 	hr_client_status st;
 
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	ck_assert_uint_gt(st.confirmed_revision, 0);
 	assert_converged(c);
 	hr_client_close(c);
@@ -114,7 +114,7 @@ START_TEST(first_sync_one)
 
 	put_node("a", "{\"addr\":\"127.0.0.1:11211\"}");
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
 	ck_assert_str_eq(o.node, "a");
 	ck_assert_str_eq(o.read_node, "a");
 	ck_assert_str_eq(o.addr, "127.0.0.1:11211");
@@ -139,7 +139,7 @@ START_TEST(first_sync_paged_2000)
 	/* 37 keys a page: many pages, all pinned to one revision, read
 	 * ahead; 400,000 points: paged, placed while the pages came. */
 	c = open_client(hrt_etcd_endpoints(etcd), 37);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(r), 2000);
 	ck_assert_uint_eq(hr_ring_point_count(r), 2000 * 200);
 	ck_assert(hr__ring_paged(r) && r->placed_ahead);
@@ -237,7 +237,7 @@ START_TEST(changes_propagate)
 
 	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"state\":\"warming\"}");
 	assert_converged(c);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	n = hr_ring_find(r, "b");
 	ck_assert_ptr_nonnull(n);
 	ck_assert_int_eq(n->state, HR_STATE_WARMING);
@@ -245,7 +245,7 @@ START_TEST(changes_propagate)
 
 	put_node("b", "{\"addr\":\"127.0.0.2:1\",\"weight\":3}");
 	assert_converged(c);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	n = hr_ring_find(r, "b");
 	ck_assert_double_eq(n->weight, 3);
 	ck_assert_uint_eq(hr_ring_node_vnodes(r, n), 600);
@@ -257,11 +257,11 @@ START_TEST(changes_propagate)
 
 	/* A put that changes nothing does not publish a new ring, but its
 	 * revision is confirmed. */
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	published = st.rings_published;
 	int64_t rev = hrt_put(url(), PREFIX "b", "{\"addr\":\"127.0.0.2:1\",\"weight\":3}");
 	for (int i = 0; i < 100; i++) {
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		if (st.confirmed_revision >= (uint64_t)rev)
 			break;
 		hrt_sleep_ms(20);
@@ -309,7 +309,7 @@ START_TEST(txn_is_one_change)
 	/* A ring is published before on_change hears of it: wait for the
 	 * callback of the ring just seen before counting from here. */
 	{
-		hr_ring *seen = hr_client_acquire(c);
+		hr_ring *seen = hr_client_ring(c);
 		uint64_t rev = hr_ring_revision(seen);
 
 		hr_ring_release(seen);
@@ -436,7 +436,7 @@ START_TEST(compaction_forces_resync)
 		ck_assert_int_eq(hrt_etcdctl(etcd, out, sizeof out, "compact %lld",
 					     (long long)rev), 0);
 		assert_converged(c);
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 		if (st.resyncs >= 1)
 			break;
 		fprintf(stderr, "compaction_forces_resync: the client came back before the"
@@ -460,7 +460,7 @@ START_TEST(kill_and_restart)
 	for (int round = 0; round < 3; round++) {
 		ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
 		/* Lookups keep answering from the last ring meanwhile. */
-		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
 		hrt_sleep_ms(700);
 		ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
 		char id[8];
@@ -496,11 +496,11 @@ START_TEST(frozen_member_goes_stale_then_recovers)
 	while (hrt_log_count(&logbuf, "level=warn", "event=stale", NULL) == 0 &&
 	       hrt_now_ms() < until) {
 		/* Lookups never block or fail while etcd hangs. */
-		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
 		hrt_sleep_ms(50);
 	}
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=stale", "unconfirmed_ms=", NULL), 1);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_int_gt(st.unconfirmed_ms, 0);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=probe_failed", NULL), 1);
 	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 0), 0);
@@ -527,7 +527,7 @@ START_TEST(bad_records_beside_good)
 	big[sizeof big - 1] = '\0';
 	put_node("huge", big);
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	ck_assert_uint_eq(hr_ring_node_count(r), 1);
 	hr_ring_release(r);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "event=bad_record", "badjson", NULL), 1);
@@ -541,7 +541,7 @@ START_TEST(bad_records_beside_good)
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 5000), 0);
 	put_node("good1", "{\"addr\":\"127.0.0.1:1\",\"state\":\"sleeping\"}");
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
-	r = hr_client_acquire(c);
+	r = hr_client_ring(c);
 	ck_assert_ptr_nonnull(hr_ring_find(r, "badjson"));
 	hr_ring_release(r);
 	assert_converged(c);
@@ -560,7 +560,7 @@ START_TEST(three_members_lose_the_one_in_use)
 	put_node("a", "127.0.0.1:1");
 	c = open_client(hrt_etcd_endpoints(etcd), 0);
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	/* Kill the member the client streams from. */
 	int used = -1;
 	for (int i = 0; i < 3; i++)
@@ -581,7 +581,7 @@ START_TEST(three_members_lose_the_one_in_use)
 	}
 	ck_assert_int_gt(rev, 0);
 	ck_assert_int_eq(hrt_wait_nodes(c, 2, 15000), 0);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_str_ne(st.endpoint, hrt_etcd_client_url(etcd, used));
 	hr_client_close(c);
 }
@@ -601,14 +601,14 @@ START_TEST(lookup_forms_agree)
 	for (int i = 0; i < 500; i++) {
 		hr_owner o;
 		hr_lookup l;
-		const hr_ring *ring;
+		hr_ring *ring;
 		int k;
 
 		snprintf(key, sizeof key, "key-%d", i);
-		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
-		/* The zero-copy section sees the same ring and answer. */
-		ring = hr_client_read_begin(c);
-		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &l), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o, NULL), 0);
+		/* The ring held is the same ring, with the same answer. */
+		ring = hr_client_ring(c);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &l, NULL), 0);
 		ck_assert_str_eq(o.node, l.node->id);
 		ck_assert_str_eq(o.addr, l.node->addr);
 		ck_assert_str_eq(o.read_node, l.read_node->id);
@@ -616,31 +616,30 @@ START_TEST(lookup_forms_agree)
 		ck_assert_int_eq(o.state, l.node->state);
 		ck_assert_uint_eq(o.revision, hr_ring_revision(ring));
 		ck_assert_uint_eq(o.digest, hr_ring_digest(ring));
-		hr_client_read_end(c);
+		hr_ring_release(ring);
 		/* Write view: active + warming, never the draining node. */
 		ck_assert_str_ne(o.node, "c");
 		ck_assert_str_ne(o.read_node, "b");
-		k = hr_client_replicas(c, key, strlen(key), HR_VIEW_WRITE, reps, 3, &rev);
+		k = hr_client_replicas(c, key, strlen(key), HR_VIEW_WRITE, reps, 3, &rev, NULL);
 		ck_assert_int_eq(k, 2);
 		ck_assert_str_eq(reps[0].node, o.node);
 		ck_assert_str_ne(reps[0].zone, reps[1].zone);
 		ck_assert_uint_eq(rev, o.revision);
-		k = hr_client_replicas(c, key, strlen(key), HR_VIEW_READ, reps, 3, NULL);
+		k = hr_client_replicas(c, key, strlen(key), HR_VIEW_READ, reps, 3, NULL, NULL);
 		ck_assert_int_eq(k, 2);
 		ck_assert_str_eq(reps[0].node, o.read_node);
 	}
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_WRITE, reps, 65, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, reps, 1, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(c, NULL, 3, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, NULL), HR_EINVAL);
-	ck_assert_ptr_null(hr_client_acquire(NULL));
-	ck_assert_ptr_null(hr_client_read_begin(NULL));
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, HR_VIEW_WRITE, reps, 65, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_replicas(c, "k", 1, (hr_view)7, reps, 1, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(c, NULL, 3, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_lookup(NULL, "k", 1, NULL, NULL), HR_EINVAL);
+	ck_assert_ptr_null(hr_client_ring(NULL));
 
 	/* Epochs: a held snapshot is stale once a change lands. */
-	hr_ring *before = hr_client_acquire(c);
+	hr_ring *before = hr_client_ring(c);
 	put_node("d", "127.0.0.4:1");
 	ck_assert_int_eq(hrt_wait_nodes(c, 4, 5000), 0);
-	hr_ring *after = hr_client_acquire(c);
+	hr_ring *after = hr_client_ring(c);
 	ck_assert_int_eq(hr_epoch_compare(hr_ring_revision(before), hr_ring_digest(before),
 					  hr_ring_revision(after), hr_ring_digest(after)),
 			 HR_EPOCH_LOCAL_STALE);
@@ -669,7 +668,7 @@ static hr_ring *await_ring(hr_client *c, const hr_ring *want, int step)
 	hr_ring *got = NULL;
 
 	for (int t = 0; t < 1500; t++) {
-		got = hr_client_acquire(c);
+		got = hr_client_ring(c);
 		if (hr_ring_digest(got) == hr_ring_digest(want))
 			break;
 		hr_ring_release(got);
@@ -686,8 +685,8 @@ static void check_owners(hr_client *c, const hr_ring *want, const char *key, int
 	hr_lookup lw;
 	hr_owner o;
 
-	ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw), 0);
-	ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
+	ck_assert_int_eq(hr_ring_lookup(want, key, (size_t)len, &lw, NULL), 0);
+	ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o, NULL), 0);
 	ck_assert_str_eq(o.node, lw.node->id);
 	ck_assert_str_eq(o.read_node, lw.read_node->id);
 }
@@ -799,9 +798,9 @@ START_TEST(rendezvous_client_follows_etcd)
 			int n;
 
 			check_owners(c, want, key, len);
-			n = hr_ring_preflist(want, key, (size_t)len, HR_VIEW_WRITE, pref, 3);
+			n = hr_ring_preflist(want, key, (size_t)len, HR_VIEW_WRITE, pref, 3, NULL);
 			ck_assert_int_eq(hr_client_replicas(c, key, (size_t)len, HR_VIEW_WRITE,
-							    rep, 3, NULL), n);
+							    rep, 3, NULL, NULL), n);
 			for (int i = 0; i < n; i++)
 				ck_assert_str_eq(rep[i].node, pref[i]->id);
 		}
@@ -839,7 +838,7 @@ START_TEST(open_errors)
 	cfg.open_nonblocking = 1;
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	hr_owner o;
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), HR_EEMPTY);
 	ck_assert_uint_eq(o.revision, 0);
 	hr_client_close(c);
 	hr_client_close(NULL);
@@ -918,7 +917,7 @@ START_TEST(first_ring_out_of_memory)
 	cfg.open_nonblocking = 1;
 	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
 	hrt_sleep_ms(500);
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	ck_assert_uint_eq(st.rings_published, 0);
 	/* The error of the last try, at once; the watcher tries again. */
 	ck_assert_int_eq(hr_client_wait_synced(c, 100, &err), HR_ENOMEM);
@@ -1126,7 +1125,7 @@ START_TEST(clients_spread_over_members)
 			ecfg.log_userdata = &logbuf;
 			cfg.endpoint_order = order;
 			ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c[i], &err), 0);
-			hr_client_status_get(c[i], &st);
+			hr_client_status_get(c[i], &st, NULL);
 			for (int m = 0; m < 3; m++)
 				on[m] += !strcmp(st.endpoint, hrt_etcd_client_url(etcd, m));
 		}
@@ -1197,7 +1196,7 @@ START_TEST(progress_notifications_replace_probes)
 	 * a notification delayed by a loaded machine. */
 	ck_assert_msg(p.n - before <= 1, "%d probes in 4 s", p.n - before);
 	pthread_mutex_unlock(&mu);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_int_eq(st.unconfirmed_ms, 0);
 	ck_assert_int_gt(st.confirmed_revision, 0);
 
@@ -1206,7 +1205,7 @@ START_TEST(progress_notifications_replace_probes)
 	int64_t until = hrt_now_ms() + 10000;
 	do {
 		hrt_sleep_ms(100);
-		hr_client_status_get(c, &st);
+		hr_client_status_get(c, &st, NULL);
 	} while (st.unconfirmed_ms == 0 && hrt_now_ms() < until);
 	ck_assert_int_gt(st.unconfirmed_ms, 0);
 	ck_assert_int_eq(hrt_etcd_thaw_member(etcd, 0), 0);
@@ -1237,7 +1236,7 @@ START_TEST(minority_member_with_progress_goes_stale)
 	c = open_client(url(), 0);
 	ck_assert_int_eq(hrt_wait_nodes(c, 1, 5000), 0);
 	hrt_sleep_ms(1500);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_int_eq(st.unconfirmed_ms, 0);
 	hrt_log_clear(&logbuf);
 	/* Members 1 and 2 freeze: member 0 loses its leader. */
@@ -1248,7 +1247,7 @@ START_TEST(minority_member_with_progress_goes_stale)
 	       hrt_now_ms() < until)
 		hrt_sleep_ms(100);
 	ck_assert_int_ge(hrt_log_count(&logbuf, "level=warn", "event=stale", NULL), 1);
-	hr_client_status_get(c, &st);
+	hr_client_status_get(c, &st, NULL);
 	ck_assert_int_gt(st.unconfirmed_ms, 0);
 	/* Ended by etcd, not by a probe: the notifications alone would
 	 * have kept it "confirmed". */

@@ -27,7 +27,7 @@ struct api {
 	void (*client_config_init_size)(hr_client_config *, size_t);
 	int (*client_open)(const hr_etcd_config *, const hr_client_config *,
 			   hr_client **, hr_error *);
-	int (*client_lookup)(hr_client *, const void *, size_t, hr_owner *);
+	int (*client_lookup)(hr_client *, const void *, size_t, hr_owner *, hr_error *);
 	void (*client_close)(hr_client *);
 };
 
@@ -51,7 +51,7 @@ static void *look_and_linger(void *p)
 	struct looker *l = p;
 	hr_owner o;
 
-	l->rc = l->api->client_lookup(l->client, "key", 3, &o);
+	l->rc = l->api->client_lookup(l->client, "key", 3, &o, NULL);
 	pthread_barrier_wait(&l->looked);
 	pthread_barrier_wait(&l->unloaded);
 	return NULL;
@@ -100,7 +100,7 @@ START_TEST(load_use_unload)
 	memset(&l, 0, sizeof l);
 	l.api = &api;
 	ck_assert_int_eq(api.client_open(&etcd, &cfg, &l.client, NULL), 0);
-	ck_assert_int_eq(api.client_lookup(l.client, "key", 3, &o), HR_EEMPTY);
+	ck_assert_int_eq(api.client_lookup(l.client, "key", 3, &o, NULL), HR_EEMPTY);
 
 	pthread_barrier_init(&l.looked, NULL, 2);
 	pthread_barrier_init(&l.unloaded, NULL, 2);

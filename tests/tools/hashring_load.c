@@ -277,7 +277,7 @@ static int write_key(struct load *l, const hr_ring *ring, long i)
 	mct *c;
 
 	key_name(l, i, key, sizeof key);
-	if (hr_ring_lookup(ring, key, strlen(key), &lk) || !lk.node)
+	if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) || !lk.node)
 		return -1;
 	c = conn_of(l, lk.node);
 	if (!c)
@@ -328,7 +328,7 @@ static void read_key(struct load *l, const hr_ring *ring, long i, struct counts 
 
 	key_name(l, i, key, sizeof key);
 	c->reads++;
-	if (hr_ring_lookup(ring, key, strlen(key), &lk) || !lk.node) {
+	if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) || !lk.node) {
 		c->errors++;
 		return;
 	}
@@ -382,7 +382,7 @@ static void add_counts(struct counts *to, const struct counts *c)
 static int fill(struct load *l)
 {
 	double t0 = now_s();
-	hr_ring *ring = hr_client_acquire(l->client);
+	hr_ring *ring = hr_client_ring(l->client);
 	uint64_t errors = 0;
 
 	for (long i = 0; i < l->o->keys && !stop; i++)
@@ -417,7 +417,7 @@ static void run(struct load *l)
 		long i;
 
 		if (now >= next_line || (end >= 0 && now >= end)) {
-			ring = hr_client_acquire(l->client);
+			ring = hr_client_ring(l->client);
 			revision = hr_ring_revision(ring);
 			hr_ring_release(ring);
 			print_counts(l, "second", next_line - t0, revision, &sec);
@@ -438,7 +438,7 @@ static void run(struct load *l)
 			/* Behind by more than a second (a stall): no catch-up burst. */
 			next_op = now - next_op > 1 ? now : next_op + 1 / o->rate;
 		}
-		ring = hr_client_acquire(l->client);
+		ring = hr_client_ring(l->client);
 		i = (long)(next_rand(l) % (uint64_t)o->keys);
 		if ((double)(next_rand(l) >> 11) / 9007199254740992.0 < o->write_ratio) {
 			sec.writes++;
@@ -460,7 +460,7 @@ static void run(struct load *l)
  * this run last wrote). */
 static int check(struct load *l)
 {
-	hr_ring *ring = hr_client_acquire(l->client);
+	hr_ring *ring = hr_client_ring(l->client);
 	uint64_t found = 0, found_read = 0, missing = 0, stale = 0, errors = 0;
 
 	for (long i = 0; i < l->o->keys; i++) {
@@ -470,7 +470,7 @@ static int check(struct load *l)
 		int rc = -1;
 
 		key_name(l, i, key, sizeof key);
-		if (hr_ring_lookup(ring, key, strlen(key), &lk) == 0 && lk.node)
+		if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) == 0 && lk.node)
 			rc = read_at(l, lk.node, key, &version);
 		if (rc == 0 && lk.read_node && lk.read_node != lk.node) {
 			rc = read_at(l, lk.read_node, key, &version);

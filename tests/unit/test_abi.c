@@ -162,7 +162,7 @@ START_TEST(bad_sizes_are_refused_by_name)
 	hr_client_config cfg = nonblocking();
 	hr_registration reg;
 	hr_record_update upd = { .size = sizeof upd, .fields = HR_UPDATE_STATE };
-	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE };
+	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 };
 	hr_etcd_config etcd;
 	hr_ring_options opts;
 	hr_client *c;
@@ -183,7 +183,7 @@ START_TEST(bad_sizes_are_refused_by_name)
 		ck_assert_ptr_null(c);
 		ck_assert_msg(strstr(err.message, "hr_etcd_config: size") &&
 			      strstr(err.message, "hr_etcd_config_init()"), "%s", err.message);
-		ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_EINVAL);
+		ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 		ck_assert_ptr_nonnull(strstr(err.message, "hr_etcd_config"));
 		ck_assert_int_eq(hr_node_update(&etcd, "a", &upd, &err), HR_EINVAL);
 		ck_assert_ptr_nonnull(strstr(err.message, "hr_etcd_config"));
@@ -196,7 +196,7 @@ START_TEST(bad_sizes_are_refused_by_name)
 		cfg.size = keep;
 
 		reg.size = bad[i];
-		ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_EINVAL);
+		ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 		ck_assert_ptr_null(r);
 		ck_assert_msg(strstr(err.message, "hr_registration: size"), "%s", err.message);
 		reg.size = sizeof reg;
@@ -274,8 +274,8 @@ END_TEST
  * default, whatever its memory holds there. */
 START_TEST(older_ring_options_take_defaults)
 {
-	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE },
-			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE } };
+	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 },
+			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE, NULL, 0 } };
 	hr_ring_options old = { .size = offsetof(hr_ring_options, placement),
 				.vnodes_per_weight = 10,
 				.placement = HR_PLACEMENT_KETAMA };
@@ -298,8 +298,8 @@ END_TEST
  * maglev_size): the default table, whatever lies past its size. */
 START_TEST(older_ring_options_default_maglev_size)
 {
-	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE },
-			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE } };
+	hr_node nodes[] = { { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 },
+			    { "b", "127.0.0.2:1", NULL, 1.5, HR_STATE_ACTIVE, NULL, 0 } };
 	hr_ring_options old = { .size = offsetof(hr_ring_options, maglev_size),
 				.placement = HR_PLACEMENT_MAGLEV,
 				.maglev_size = 4 };
@@ -353,9 +353,9 @@ START_TEST(older_settings_are_not_read_past_their_size)
 	reg.id = "a";
 	reg.addr = "127.0.0.1:1";
 	reg.ttl_s = 1;
-	ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 	reg.size = offsetof(hr_registration, ttl_s);
-	ck_assert_int_eq(hr_register(&etcd, &reg, &r, &err), HR_ECONNECT);
+	ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_ECONNECT);
 	ck_assert_ptr_null(r);
 }
 END_TEST
@@ -575,7 +575,7 @@ END_TEST
  * more: an older program's smaller struct, a newer program's bigger one. */
 START_TEST(status_written_up_to_the_callers_size)
 {
-	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE };
+	hr_node node = { "a", "127.0.0.1:1", NULL, 1, HR_STATE_ACTIVE, NULL, 0 };
 	hr_client_config cfg = nonblocking();
 	NEWER(hr_client_status) big;
 	const size_t old = offsetof(hr_client_status, endpoint);
@@ -590,26 +590,26 @@ START_TEST(status_written_up_to_the_callers_size)
 	hr__publish_swap(hr__client_publisher(c), ring);
 
 	memset(&st, FILL, sizeof st);
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	ck_assert_uint_eq(st.revision, 42);
 	ck_assert_str_eq(st.endpoint, ""); /* never connected */
 	ck_assert_uint_eq(st.watcher_clients, 1);
 
 	memset(&big, FILL, sizeof big);
-	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, old), 0);
+	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, old, NULL), 0);
 	ck_assert_uint_eq(big.s.revision, 42);
 	ck_assert_uint_eq(big.s.digest, hr_ring_digest(ring));
 	ck_assert(all_bytes(&big, old, sizeof big, FILL));
 
 	memset(&big, FILL, sizeof big);
-	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, sizeof big - 1), 0);
+	ck_assert_int_eq(hr_client_status_get_size(c, &big.s, sizeof big - 1, NULL), 0);
 	ck_assert_uint_eq(big.s.revision, 42);
 	ck_assert_str_eq(big.s.endpoint, "");
 	ck_assert(all_bytes(&big, sizeof big.s, sizeof big - 1, 0));
 	ck_assert(all_bytes(&big, sizeof big - 1, sizeof big, FILL));
 
-	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0), HR_EINVAL);
-	ck_assert_int_eq(hr_client_status_get_size(NULL, &st, sizeof st), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_client_status_get_size(NULL, &st, sizeof st, NULL), HR_EINVAL);
 	hr_client_close(c);
 }
 END_TEST
@@ -682,7 +682,7 @@ START_TEST(rebalancer_structs)
 	ck_assert_ptr_null(rb);
 	ck_assert_int_eq(hr_rebalancer_new(&b, &cfg, &rb, &err), 0);
 	memset(&big, FILL, sizeof big);
-	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big - 4), 0);
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, sizeof big - 4, NULL), 0);
 	ck_assert_int_eq(big.s.step, HR_REBALANCE_STEP_IDLE);
 	ck_assert(big.s.eta_s == -1);
 	ck_assert(all_bytes(&big, sizeof big.s, sizeof big - 4, 0));
@@ -691,11 +691,11 @@ START_TEST(rebalancer_structs)
 	 * `promoted`, gets that much; a smaller size is refused. */
 	memset(&big, FILL, sizeof big);
 	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s, offsetof(hr_rebalance_progress,
-									    skipped)), 0);
+									    skipped), NULL), 0);
 	ck_assert(big.s.eta_s == -1);
 	ck_assert(all_bytes(&big, offsetof(hr_rebalance_progress, skipped), sizeof big, FILL));
 	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &big.s,
-						     offsetof(hr_rebalance_progress, skipped) - 1),
+						     offsetof(hr_rebalance_progress, skipped) - 1, NULL),
 			 HR_EINVAL);
 	hr_rebalancer_free(rb);
 }

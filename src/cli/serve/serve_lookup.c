@@ -109,8 +109,8 @@ int serve_lookup(hr_client *client, struct MHD_Connection *c, FILE *out, char *m
 	 * in the rare case a new ring came between them (it counts twice). */
 	for (int tries = 0;; tries++) {
 		hr_ring_release(ring);
-		rc = hr_client_lookup(client, q.key, q.key_len, &o);
-		ring = hr_client_acquire(client);
+		rc = hr_client_lookup(client, q.key, q.key_len, &o, NULL);
+		ring = hr_client_ring(client);
 		if (rc || tries == 3 ||
 		    (hr_ring_revision(ring) == o.revision && hr_ring_digest(ring) == o.digest))
 			break;
@@ -121,7 +121,7 @@ int serve_lookup(hr_client *client, struct MHD_Connection *c, FILE *out, char *m
 								: hr_strerror(rc));
 		return rc == HR_EEMPTY ? 503 : 500;
 	}
-	k = hr_ring_preflist(ring, q.key, q.key_len, HR_VIEW_WRITE, replicas, r);
+	k = hr_ring_preflist(ring, q.key, q.key_len, HR_VIEW_WRITE, replicas, r, NULL);
 	fputs("{\"key\":", out);
 	cli_json_string(out, q.key, q.key_len);
 	fputs(",\"node\":", out);

@@ -188,7 +188,7 @@ static void entry_moves(struct entry *e, const hr_ring *old, const hr_ring *ring
 		moves_from_none(e, ring);
 		return;
 	}
-	if (hr_ring_diff(old, ring, HR_VIEW_WRITE, &diff, &err))
+	if (hr_diff_new(old, ring, HR_VIEW_WRITE, &diff, &err))
 		return;
 	n = hr_diff_total_count(diff);
 	totals = n ? malloc(n * sizeof *totals) : NULL;
@@ -448,7 +448,7 @@ static void write_head(FILE *out, hr_client *client)
 {
 	hr_client_status st;
 
-	if (hr_client_status_get(client, &st))
+	if (hr_client_status_get(client, &st, NULL))
 		memset(&st, 0, sizeof st);
 	fprintf(out, "{\"version\":\"%s\",\"time_ms\":%" PRId64 ",\"status\":{"
 		"\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
@@ -480,7 +480,7 @@ static struct serve_drawing *drawing_or_why(struct serve_state *s, hr_client *cl
 
 	if (d)
 		return d;
-	ring = hr_client_acquire(client);
+	ring = hr_client_ring(client);
 	snprintf(why, sizeof why, "no ring yet: drawing the ring of revision %" PRIu64
 		 " (%zu nodes)", hr_ring_revision(ring), hr_ring_node_count(ring));
 	hr_ring_release(ring);

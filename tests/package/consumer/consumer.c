@@ -11,16 +11,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#if !HR_VERSION_AT_LEAST(1, 0, 0)
+#if !HR_VERSION_AT_LEAST(2, 0, 0)
 #error "the installed headers carry no usable version"
 #endif
 
 int main(void)
 {
 	static const hr_node nodes[] = {
-		{ "a", "127.0.0.1:11211", NULL, 1.0, HR_STATE_ACTIVE },
-		{ "b", "127.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE },
-		{ "c", "127.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE },
+		{ "a", "127.0.0.1:11211", NULL, 1.0, HR_STATE_ACTIVE, NULL, 0 },
+		{ "b", "127.0.0.2:11211", NULL, 1.0, HR_STATE_ACTIVE, NULL, 0 },
+		{ "c", "127.0.0.3:11211", NULL, 1.0, HR_STATE_ACTIVE, NULL, 0 },
 	};
 	hr_ring_options opts;
 	hr_error err = { 0 };
@@ -45,7 +45,7 @@ int main(void)
 		fprintf(stderr, "consumer: %s\n", err.message);
 		return 1;
 	}
-	rc = hr_ring_lookup(ring, "user:42", strlen("user:42"), &where);
+	rc = hr_ring_lookup(ring, "user:42", strlen("user:42"), &where, NULL);
 	if (rc != HR_OK || !where.node) {
 		fprintf(stderr, "consumer: lookup: %s\n", hr_strerror(rc));
 		hr_ring_release(ring);

@@ -57,7 +57,7 @@ START_TEST(test_diff_matches_library)
 
 		ck_assert_int_eq(hr_ring_load_file(f1, &o, &a, NULL), HR_OK);
 		ck_assert_int_eq(hr_ring_load_file(f2, &o, &b, NULL), HR_OK);
-		ck_assert_int_eq(hr_ring_diff(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
+		ck_assert_int_eq(hr_diff_new(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
 		r = RUN("diff", "--placement", k ? "ketama" : "xxh3", f1, "--members", f2);
 		ck_assert_int_eq(r.status, 0);
 		for (const char *l = r.out; (l = strstr(l, "arc\t")); l++)
@@ -97,7 +97,7 @@ START_TEST(test_diff_matches_library)
 		ck_assert_int_eq(hr_ring_load_file(f1, &o, &ring, NULL), HR_OK);
 		r = RUN("lookup", "--placement", "ketama", "--members", f1, "user:42");
 		ck_assert_int_eq(r.status, 0);
-		hr_ring_lookup(ring, "user:42", 7, &res);
+		hr_ring_lookup(ring, "user:42", 7, &res, NULL);
 		snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
 		ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 		run_free(&r);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <cjson/cJSON.h>
 
@@ -43,8 +44,8 @@ static void expected_text(const hr_ring *ring, const char *key, size_t r,
 	hr_lookup res;
 	int k;
 
-	ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &res), 0);
-	k = hr_ring_preflist(ring, key, strlen(key), HR_VIEW_WRITE, reps, r);
+	ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &res, NULL), 0);
+	k = hr_ring_preflist(ring, key, strlen(key), HR_VIEW_WRITE, reps, r, NULL);
 	ck_assert_int_ge(k, 0);
 	snprintf(buf, size, "%s\t%s\t%s\t", key,
 		 res.node ? res.node->id : "-",
@@ -159,7 +160,7 @@ START_TEST(test_lookup_json)
 		snprintf(key, sizeof key, "k%d", i);
 		ck_assert_str_eq(cJSON_GetObjectItem(obj, "key")->valuestring,
 				 key);
-		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &res), 0);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &res, NULL), 0);
 		assert_same_node(cJSON_GetObjectItem(obj, "node"), res.node);
 		assert_same_node(cJSON_GetObjectItem(obj, "read_node"),
 				 res.read_node);
@@ -175,7 +176,7 @@ START_TEST(test_lookup_json)
 		warming_owner += strcmp(res.node->id, "w") == 0;
 
 		k = hr_ring_preflist(ring, key, strlen(key), HR_VIEW_WRITE,
-				     reps, 2);
+				     reps, 2, NULL);
 		arr = cJSON_GetObjectItem(obj, "replicas");
 		ck_assert(cJSON_IsArray(arr));
 		ck_assert_int_eq(cJSON_GetArraySize(arr), k);
@@ -364,7 +365,7 @@ START_TEST(test_maglev_commands)
 	r = RUN("lookup", "--placement", "maglev", "--maglev-size", "1009", "--members", f1,
 		"user:42");
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	hr_ring_lookup(ring, "user:42", 7, &res);
+	hr_ring_lookup(ring, "user:42", 7, &res, NULL);
 	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
 	ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 	run_free(&r);
@@ -379,7 +380,7 @@ START_TEST(test_maglev_commands)
 
 		ck_assert_ptr_nonnull(obj);
 		ck_assert_double_eq(num(obj, "vnodes"), hr_ring_node_vnodes(ring, node));
-		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "share"), hrt_node_share(ring, node, view), 1e-6);
 		cJSON_Delete(obj);
 	}
 	ck_assert_uint_eq(i, hr_ring_node_count(ring));
@@ -423,7 +424,7 @@ START_TEST(test_rendezvous_commands)
 	ck_assert_int_eq(hr_ring_load_file(f1, &o, &ring, NULL), HR_OK);
 	r = RUN("lookup", "--placement", "rendezvous", "--members", f1, "user:42");
 	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	hr_ring_lookup(ring, "user:42", 7, &res);
+	hr_ring_lookup(ring, "user:42", 7, &res, NULL);
 	snprintf(want, sizeof want, "user:42\t%s\t", res.node->id);
 	ck_assert(strncmp(lookup_lines(r.out), want, strlen(want)) == 0);
 	run_free(&r);
@@ -437,7 +438,7 @@ START_TEST(test_rendezvous_commands)
 
 		ck_assert_ptr_nonnull(obj);
 		ck_assert_double_eq(num(obj, "vnodes"), 1);
-		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "share"), hrt_node_share(ring, node, view), 1e-6);
 		cJSON_Delete(obj);
 	}
 	ck_assert_uint_eq(i, hr_ring_node_count(ring));

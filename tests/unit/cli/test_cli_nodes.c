@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 
 #include <cjson/cJSON.h>
 
@@ -120,7 +121,7 @@ START_TEST(test_nodes_members)
 		ck_assert_str_eq(cJSON_GetObjectItem(obj, "id")->valuestring, node->id);
 		ck_assert_str_eq(cJSON_GetObjectItem(obj, "state")->valuestring,
 				 hr_state_name(node->state));
-		ck_assert_double_eq_tol(num(obj, "share"), hr_ring_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "share"), hrt_node_share(ring, node, view), 1e-6);
 		ck_assert_double_eq(num(obj, "vnodes"), hr_ring_node_vnodes(ring, node));
 		/* An offline ring has no revision. */
 		ck_assert_ptr_null(cJSON_GetObjectItem(obj, "revision"));

@@ -225,10 +225,10 @@ START_TEST(ring_lookups_do_not_allocate)
 	count_start();
 	for (unsigned long i = 0; i < CALLS; i++) {
 		key_of(i, key, &len);
-		found += hr_ring_lookup(ring, key, len, &l) == 0;
+		found += hr_ring_lookup(ring, key, len, &l, NULL) == 0;
 		found += hr_ring_preflist(ring, key, len, (hr_view)(i & 1), pl,
-					  1 + i % 8) > 0;
-		found += hr__ring_lookup_owner(ring, key, len, &o) == 0;
+					  1 + i % 8, NULL) > 0;
+		found += hr__ring_lookup_owner(ring, key, len, &o, NULL) == 0;
 	}
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
@@ -241,44 +241,37 @@ START_TEST(client_lookups_do_not_allocate)
 {
 	hr_ring *ring = make_ring();
 	hr_client *c = open_client(ring);
-	hr_reader *r = NULL;
-	hr_owner o, via_reader;
+	hr_owner o;
 	hr_replica reps[3];
 	hr_lookup l;
 	char key[32];
 	size_t len;
 	unsigned long n, bad = 0;
 
-	ck_assert_int_eq(hr_reader_open(c, &r), 0);
 	/* Warm-up: liburcu-bp registers a thread on its first read section;
-	 * the thread and the handle start their counts on the ring. */
-	ck_assert_int_eq(hr_client_lookup(c, "warm", 4, &o), 0);
-	ck_assert_int_eq(hr_reader_lookup(r, "warm", 4, &o), 0);
+	 * the thread starts its counts on the ring. */
+	ck_assert_int_eq(hr_client_lookup(c, "warm", 4, &o, NULL), 0);
 	/* No ck_assert inside: a passing Check assertion records a mark
 	 * point, and that allocates. */
 	count_start();
 	for (unsigned long i = 0; i < CALLS; i++) {
 		key_of(i, key, &len);
-		bad += hr_client_lookup(c, key, len, &o) != 0;
-		bad += hr_reader_lookup(r, key, len, &via_reader) != 0;
+		bad += hr_client_lookup(c, key, len, &o, NULL) != 0;
 		bad += hr_client_replicas(c, key, len, HR_VIEW_WRITE, reps, 3,
-					  NULL) != 3;
+					  NULL, NULL) != 3;
 		/* The copies say what the ring says. */
-		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += hr_ring_lookup(ring, key, len, &l, NULL) != 0;
 		bad += strcmp(o.node, l.node->id) != 0;
 		bad += strcmp(o.addr, l.node->addr) != 0;
 		bad += strcmp(o.read_node, l.read_node->id) != 0;
 		bad += strcmp(o.read_addr, l.read_node->addr) != 0;
-		bad += strcmp(via_reader.node, o.node) != 0;
-		bad += strcmp(via_reader.read_addr, o.read_addr) != 0;
-		bad += o.revision != 5 || via_reader.revision != 5;
+		bad += o.revision != 5;
 	}
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(bad, 0);
-	/* And they were counted, the handle's too. */
-	ck_assert_uint_eq(lookups_counted(c), 2 * CALLS + 2);
-	hr_reader_close(r);
+	/* And they were counted. */
+	ck_assert_uint_eq(lookups_counted(c), CALLS + 1);
 	hr_client_close(c);
 	hr_ring_release(ring);
 }
@@ -289,37 +282,30 @@ START_TEST(batch_lookups_do_not_allocate)
 	enum { BATCH = 100 };
 	hr_ring *ring = make_ring();
 	hr_client *c = open_client(ring);
-	hr_reader *r = NULL;
 	char keys[BATCH][32];
 	const void *ptrs[BATCH];
 	size_t lens[BATCH];
-	hr_batch_owner raw[BATCH], api[BATCH], via_reader[BATCH];
+	hr_batch_owner raw[BATCH], api[BATCH];
 	hr_epoch ep;
 	hr_error err;
 	unsigned long n, bad = 0;
 
-	ck_assert_int_eq(hr_reader_open(c, &r), 0);
 	for (int k = 0; k < BATCH; k++)
 		ptrs[k] = keys[k];
 	ck_assert_int_eq(hr_client_lookup_batch(c, ptrs, lens, 0, NULL, &ep, &err), 0);
-	ck_assert_int_eq(hr_reader_lookup_batch(r, ptrs, lens, 0, NULL, &ep, &err), 0);
 	count_start();
 	for (unsigned long i = 0; i < CALLS / BATCH; i++) {
 		for (int k = 0; k < BATCH; k++)
 			key_of(i * BATCH + (unsigned long)k, keys[k], &lens[k]);
 		bad += hr_ring_lookup_batch(ring, ptrs, lens, BATCH, raw, &err) != 0;
 		bad += hr_client_lookup_batch(c, ptrs, lens, BATCH, api, &ep, &err) != 0;
-		bad += hr_reader_lookup_batch(r, ptrs, lens, BATCH, via_reader, &ep,
-					      &err) != 0;
 		bad += memcmp(raw, api, sizeof raw) != 0;
-		bad += memcmp(raw, via_reader, sizeof raw) != 0;
 		bad += ep.revision != 5;
 	}
 	n = count_stop();
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(bad, 0);
-	ck_assert_uint_eq(lookups_counted(c), 2 * CALLS);
-	hr_reader_close(r);
+	ck_assert_uint_eq(lookups_counted(c), CALLS);
 	hr_client_close(c);
 	hr_ring_release(ring);
 }
@@ -347,15 +333,15 @@ START_TEST(sampled_and_spread_lookups_do_not_allocate)
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
 	for (unsigned long i = 0; i < 20000; i++) {
 		key_of(i % 10 ? i : 0, key, &len);
-		ck_assert_int_eq(hr_client_lookup(c, key, len, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, len, &o, NULL), 0);
 	}
 	ck_assert_int_ge(hr_client_hot_keys(c, hot, 2, NULL), 1);
 	ck_assert_int_eq(hot[0].spread, 1);
 	count_start();
 	for (unsigned long i = 0; i < CALLS; i++) {
 		key_of(i % 10 ? i : 0, key, &len);
-		bad += hr_client_lookup(c, key, len, &o) != 0;
-		bad += hr_ring_lookup(ring, key, len, &l) != 0;
+		bad += hr_client_lookup(c, key, len, &o, NULL) != 0;
+		bad += hr_ring_lookup(ring, key, len, &l, NULL) != 0;
 		bad += strcmp(o.node, l.node->id) != 0;
 		moved += strcmp(o.read_node, l.read_node->id) != 0;
 	}
@@ -392,22 +378,17 @@ START_TEST(ring_bytes_are_what_a_build_keeps)
 			/* Tokens for all but node 7, which keeps the native
 			 * points. */
 			uint64_t tok[12][3];
-			const uint64_t *tp[12];
-			size_t tn[12];
-			hr_error err = { 0 };
 
 			for (size_t i = 0; i < 12; i++) {
 				for (size_t k = 0; k < 3; k++)
 					tok[i][k] = 0x9e3779b97f4a7c15ull * (3 * i + k + 1);
-				tp[i] = tok[i];
-				tn[i] = i == 7 ? 0 : 3;
+				if (placements[p] == HR_PLACEMENT_TOKENS) {
+					s->nodes[i].tokens = tok[i];
+					s->nodes[i].ntokens = i == 7 ? 0 : 3;
+				}
 			}
 			count_start();
-			if (placements[p] == HR_PLACEMENT_TOKENS)
-				ck_assert_int_eq(hr_ring_build_tokens(s->nodes, tp, tn, 12, &opts, 0,
-								      &ring, &err), 0);
-			else
-				ring = hrt_ring_build(s->nodes, 12, &opts, 0);
+			ring = hrt_ring_build(s->nodes, 12, &opts, 0);
 			kept = live_bytes;
 			count_stop();
 			ck_assert(!live_overflow);

@@ -2,8 +2,8 @@
  * answers the lookups returned, single and batch, on one thread and on
  * several while rings are swapped under them and a reader reads the counts
  * (each read never below the one before); a node that leaves keeps its
- * counts and continues from them when it comes back; reader handles;
- * counting off counts nothing; bad input; 32-bit per-thread counts carried
+ * counts and continues from them when it comes back; counting off counts
+ * nothing; bad input; 32-bit per-thread counts carried
  * into 64-bit totals, exact and never going down under a reader. */
 #define _GNU_SOURCE
 #include "client.h"
@@ -112,7 +112,7 @@ static void lookups(hr_client *c, hr_ring *const *rings, unsigned i, tally *t)
 	const hr_ring *ring = NULL;
 
 	snprintf(keys[0], sizeof keys[0], "s%u", i);
-	EXPECT(hr_client_lookup(c, keys[0], strlen(keys[0]), &o) == 0);
+	EXPECT(hr_client_lookup(c, keys[0], strlen(keys[0]), &o, NULL) == 0);
 	tally_add(t, o.node, 0, 1);
 	tally_add(t, o.read_node, 1, 1);
 	for (int k = 0; k < BATCH; k++) {
@@ -144,7 +144,7 @@ START_TEST(exact_on_one_thread)
 	for (int g = 0; g < GENS; g++)
 		rings[g] = hrt_ring_generation("g", (unsigned)g + 1, 50);
 	/* Before any ring: nothing to count, nothing listed. */
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), HR_EEMPTY);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), HR_EEMPTY);
 	got = counts_of(c, &n);
 	ck_assert_uint_eq(n, 0);
 	free(got);
@@ -305,7 +305,7 @@ static void look(hr_client *c, int n, unsigned base)
 		char key[16];
 
 		snprintf(key, sizeof key, "%u", base + (unsigned)i);
-		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, strlen(key), &o, NULL), 0);
 	}
 }
 
@@ -337,41 +337,6 @@ START_TEST(a_node_leaves_and_comes_back)
 	hr_ring_release(all);
 	hr_ring_release(without);
 	hr_ring_release(back);
-}
-END_TEST
-
-/* A reader handle counts as a thread of its own, single and batch. */
-START_TEST(reader_handles_count)
-{
-	hr_client *c = hrt_offline_client("/counts/");
-	hr_ring *a = ten_but(-1, 1), *b = ten_but(3, 2);
-	const void *keys[2] = { "x", "y" };
-	const size_t lens[2] = { 1, 1 };
-	hr_batch_owner bo[2];
-	hr_reader *r = NULL;
-	hr_owner o;
-	uint64_t sum = 0;
-	size_t n;
-	hr_node_lookups *got;
-
-	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(a));
-	ck_assert_int_eq(hr_reader_open(c, &r), 0);
-	for (int i = 0; i < 10; i++)
-		ck_assert_int_eq(hr_reader_lookup(r, "k", 1, &o), 0);
-	ck_assert_uint_eq(count_of(c, o.node), 10);
-	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(b));
-	ck_assert_int_eq(hr_reader_lookup_batch(r, keys, lens, 2, bo, NULL, NULL), 0);
-	look(c, 5, 0);
-	got = counts_of(c, &n);
-	ck_assert_uint_eq(n, 10);
-	for (size_t i = 0; i < n; i++)
-		sum += got[i].write;
-	ck_assert_uint_eq(sum, 17);
-	free(got);
-	hr_reader_close(r);
-	hr_client_close(c);
-	hr_ring_release(a);
-	hr_ring_release(b);
 }
 END_TEST
 
@@ -441,7 +406,7 @@ static void near_carry(hr_client *c, tally *t)
 	hr__count_seg *s;
 	const uint32_t to = HR__COUNT_CARRY - 8;
 
-	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
 	tally_add(t, o.node, 0, 1);
 	tally_add(t, o.read_node, 1, 1);
 	s = hr__thread_cache_counts();
@@ -562,7 +527,6 @@ int main(void)
 	tcase_add_test(tc, exact_on_one_thread);
 	tcase_add_test(tc, exact_across_threads_and_swaps);
 	tcase_add_test(tc, a_node_leaves_and_comes_back);
-	tcase_add_test(tc, reader_handles_count);
 	tcase_add_test(tc, counting_off_and_on);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, counts_carry_past_32_bits);

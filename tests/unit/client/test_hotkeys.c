@@ -219,7 +219,7 @@ static void hot_keys_on_zipf(unsigned sample, bool check)
 		hr_owner o;
 
 		exact[r]++;
-		ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o, NULL), 0);
 	}
 	k = hr_client_hot_keys(c, hot, TOP, &err);
 	ck_assert_msg(k == TOP, "%d: %s", k, err.message);
@@ -236,7 +236,7 @@ static void hot_keys_on_zipf(unsigned sample, bool check)
 		ck_assert(!hot[j].spread);
 		if (j)
 			ck_assert_double_le(hot[j].rate, hot[j - 1].rate);
-		ck_assert_int_eq(hr_ring_lookup(ring, hot[j].key, hot[j].len, &l), 0);
+		ck_assert_int_eq(hr_ring_lookup(ring, hot[j].key, hot[j].len, &l, NULL), 0);
 		ck_assert_str_eq(hot[j].node, l.node->id);
 		ck_assert_str_eq(hot[j].read_node, l.read_node->id);
 	}
@@ -279,8 +279,8 @@ START_TEST(spread_a_hot_key)
 	int k;
 
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
-	ck_assert_int_eq(hr_ring_lookup(ring, "hot", 3, &hl), 0);
-	ck_assert_int_eq(hr_ring_preflist(ring, "hot", 3, HR_VIEW_READ, pref, 3), 3);
+	ck_assert_int_eq(hr_ring_lookup(ring, "hot", 3, &hl, NULL), 0);
+	ck_assert_int_eq(hr_ring_preflist(ring, "hot", 3, HR_VIEW_READ, pref, 3, NULL), 3);
 	for (int phase = 0; phase < 2; phase++) {
 		for (unsigned i = 0; i < 200000; i++) {
 			char key[24];
@@ -289,9 +289,9 @@ START_TEST(spread_a_hot_key)
 			hr_owner o;
 			hr_lookup l;
 
-			ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o), 0);
+			ck_assert_int_eq(hr_client_lookup(c, key, (size_t)len, &o, NULL), 0);
 			total++;
-			ck_assert_int_eq(hr_ring_lookup(ring, key, (size_t)len, &l), 0);
+			ck_assert_int_eq(hr_ring_lookup(ring, key, (size_t)len, &l, NULL), 0);
 			/* Writes never move. */
 			ck_assert_str_eq(o.node, l.node->id);
 			if (i % 10) {
@@ -372,8 +372,8 @@ static void *spread_loop(void *p)
 		hr_owner o;
 		hr_lookup l;
 
-		sp->bad += hr_client_lookup(sp->client, key, (size_t)len, &o) != 0;
-		sp->bad += hr_ring_lookup(sp->ring, key, (size_t)len, &l) != 0;
+		sp->bad += hr_client_lookup(sp->client, key, (size_t)len, &o, NULL) != 0;
+		sp->bad += hr_ring_lookup(sp->ring, key, (size_t)len, &l, NULL) != 0;
 		sp->bad += strcmp(o.node, l.node->id) != 0;
 		if (i % 10)
 			sp->bad += strcmp(o.read_node, l.read_node->id) != 0;
@@ -439,12 +439,12 @@ START_TEST(no_spread_by_default)
 	hr_lookup hl;
 
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
-	ck_assert_int_eq(hr_ring_lookup(ring, "hot", 3, &hl), 0);
+	ck_assert_int_eq(hr_ring_lookup(ring, "hot", 3, &hl, NULL), 0);
 	for (int round = 0; round < 2; round++) {
 		for (unsigned i = 0; i < 50000; i++) {
 			hr_owner o;
 
-			ck_assert_int_eq(hr_client_lookup(c, "hot", 3, &o), 0);
+			ck_assert_int_eq(hr_client_lookup(c, "hot", 3, &o, NULL), 0);
 			ck_assert_str_eq(o.read_node, hl.read_node->id);
 		}
 		ck_assert_int_eq(hr_client_hot_keys(c, hot, 1, NULL), 1);
@@ -470,7 +470,7 @@ START_TEST(long_keys_and_small_structs)
 	for (int i = 0; i < 100; i++) {
 		hr_owner o;
 
-		ck_assert_int_eq(hr_client_lookup(c, key, sizeof key, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, key, sizeof key, &o, NULL), 0);
 	}
 	ck_assert_int_eq(hr_client_hot_keys(c, hot, 2, &err), 1);
 	ck_assert_uint_eq(hot[0].len, sizeof key);
@@ -508,7 +508,7 @@ START_TEST(bad_input)
 	/* Sampling off: no hot keys, however often a key is looked up. */
 	hr__publish_swap(hr__client_publisher(c), zoned_ring());
 	for (int i = 0; i < 10000; i++)
-		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
 	ck_assert_int_eq(hr_client_hot_keys(c, hot, 1, &err), 0);
 	hr_client_close(c);
 

@@ -59,7 +59,7 @@ static unsigned long check_read(const hr_ring *ring, unsigned long i)
 	hr_lookup l;
 
 	snprintf(key, sizeof key, "key-%lu", i);
-	if (hr_ring_lookup(ring, key, strlen(key), &l) != 0 ||
+	if (hr_ring_lookup(ring, key, strlen(key), &l, NULL) != 0 ||
 	    !from_generation(l.node, gen) || !from_generation(l.read_node, gen) ||
 	    l.revision != gen)
 		bad++;
@@ -552,7 +552,7 @@ static void *paged_reader(void *arg)
 			hr_lookup l;
 			int len = snprintf(key, sizeof key, "key-%lu", reads + i);
 
-			if (hr_ring_lookup(ring, key, (size_t)len, &l) != HR_OK ||
+			if (hr_ring_lookup(ring, key, (size_t)len, &l, NULL) != HR_OK ||
 			    hr_ring_find(ring, l.node->id) != l.node)
 				bad++;
 		}
@@ -647,8 +647,8 @@ START_TEST(placed_ahead_rings)
 		hr_lookup a, b;
 
 		snprintf(key, sizeof key, "k%d", k);
-		ck_assert_int_eq(hr_ring_lookup(s.current, key, strlen(key), &a), HR_OK);
-		ck_assert_int_eq(hr_ring_lookup(plain, key, strlen(key), &b), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(s.current, key, strlen(key), &a, NULL), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(plain, key, strlen(key), &b, NULL), HR_OK);
 		ck_assert_str_eq(a.node->id, b.node->id);
 	}
 	for (int i = 0; i < READERS; i++)

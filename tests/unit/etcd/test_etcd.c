@@ -169,7 +169,7 @@ START_TEST(client_status_and_logs_without_password)
 	ck_assert_int_eq(hr_client_wait_synced(c, 300, &err), HR_ETIMEDOUT);
 	assert_clean(err.message);
 	ck_assert_ptr_nonnull(strstr(err.message, "http://127.0.0.1:1"));
-	ck_assert_int_eq(hr_client_status_get(c, &st), 0);
+	ck_assert_int_eq(hr_client_status_get(c, &st, NULL), 0);
 	assert_clean(st.endpoint);
 	hr_client_close(c);
 	pthread_mutex_lock(&logs.mu);

@@ -276,7 +276,7 @@ static void fill(store *s, const hr_ring *ring)
 		int vlen = sprintf(value, "value of %d", i);
 		hr_lookup lk;
 
-		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk, NULL), 0);
 		put(s, addr_node(lk.read_node), key, len, value, (size_t)vlen, (uint32_t)i * 7,
 		    i % 2 ? 3600 : -1);
 	}
@@ -293,7 +293,7 @@ static int moving_keys(const hr_ring *ring, const char *dest)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		n += lk.node != lk.read_node && (!dest || !strcmp(lk.node->id, dest));
 	}
 	return n;
@@ -309,7 +309,7 @@ static void check_copied(store *s, const hr_ring *ring)
 		hr_lookup lk;
 		item *it;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		it = find(s, addr_node(lk.node), key, len);
 		ck_assert_msg(it, "%s: not at its write owner %s", key, lk.node->id);
 		ck_assert(it->vlen == (size_t)vlen && !memcmp(it->value, value, it->vlen));
@@ -346,7 +346,7 @@ static hr_rebalance_progress progress_of(hr_rebalancer *rb)
 {
 	hr_rebalance_progress p;
 
-	ck_assert_int_eq(hr_rebalancer_progress(rb, &p), 0);
+	ck_assert_int_eq(hr_rebalancer_progress(rb, &p, NULL), 0);
 	return p;
 }
 
@@ -501,7 +501,7 @@ START_TEST(clients_win_the_races)
 		size_t len = key_of(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (lk.node != lk.read_node) {
 			put(s, 3, key, len, "client", 6, 1, 600);
 			pre[i] = 1;
@@ -528,7 +528,7 @@ START_TEST(clients_win_the_races)
 		hr_lookup lk;
 		item *dst, *src;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		if (lk.node == lk.read_node)
 			continue;
 		dst = find(s, 3, key, len);
@@ -725,12 +725,12 @@ START_TEST(bad_input)
 	ck_assert_int_eq(hr_rebalancer_purge(rb, NULL, &err), HR_EINVAL);
 	ck_assert_int_eq(hr_rebalancer_run(rb, NULL, NULL, NULL, &err), HR_EINVAL);
 	ck_assert_str_eq(err.message, "hr_rebalancer_run: client is NULL");
-	ck_assert_int_eq(hr_rebalancer_progress(NULL, &p), HR_EINVAL);
+	ck_assert_int_eq(hr_rebalancer_progress(NULL, &p, NULL), HR_EINVAL);
 	/* Below the size of the first 1.1 struct, which ended at `promoted`. */
 	ck_assert_int_eq(hr_rebalancer_progress_size(rb, &p, offsetof(hr_rebalance_progress,
-								       promoted)),
+								       promoted), NULL),
 			 HR_EINVAL);
-	ck_assert_int_eq(hr_rebalancer_progress_size(rb, NULL, sizeof p), HR_EINVAL);
+	ck_assert_int_eq(hr_rebalancer_progress_size(rb, NULL, sizeof p, NULL), HR_EINVAL);
 	ck_assert_int_eq(s->enumerates, 0);
 	hr_rebalancer_free(rb);
 
@@ -782,7 +782,7 @@ static void *watch_progress(void *arg)
 	while (!atomic_load(&w->stop)) {
 		hr_rebalance_progress p;
 
-		ck_assert_int_eq(hr_rebalancer_progress(w->rb, &p), 0);
+		ck_assert_int_eq(hr_rebalancer_progress(w->rb, &p, NULL), 0);
 		w->reads++;
 		if (p.copied < w->max_copied && p.step == HR_REBALANCE_STEP_COPY)
 			w->went_back++;
@@ -1207,7 +1207,7 @@ START_TEST(unmovable_keys_are_skipped)
 		size_t len = odd_key(i, key);
 		hr_lookup lk;
 
-		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk), 0);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, len, &lk, NULL), 0);
 		put(s, addr_node(lk.read_node), key, len, "odd", 3, 0, -1);
 		odd_moving += lk.node != lk.read_node;
 	}
@@ -1234,7 +1234,7 @@ START_TEST(unmovable_keys_are_skipped)
 		ck_assert_msg(k >= 0 && k < ODD, "not an odd key: %s", key ? key : "(none)");
 		ck_assert_msg(!named[k]++, "key %d named twice", k);
 		ck_assert_str_eq(key, (odd_key(k, want), want));
-		hr_ring_lookup(ring, want, strlen(want), &lk);
+		hr_ring_lookup(ring, want, strlen(want), &lk, NULL);
 		ck_assert_str_eq(hrt_logfmt_get(l, "node"), lk.read_node->id);
 		ck_assert_str_eq(hrt_logfmt_get(l, "addr"), lk.read_node->addr);
 		ck_assert_str_eq(hrt_logfmt_get(l, "dest"), "d");
@@ -1269,7 +1269,7 @@ START_TEST(unmovable_keys_are_skipped)
 		size_t len = odd_key(i, key);
 		hr_lookup lk;
 
-		hr_ring_lookup(ring, key, len, &lk);
+		hr_ring_lookup(ring, key, len, &lk, NULL);
 		ck_assert_ptr_nonnull(find(s, addr_node(lk.read_node), key, len));
 	}
 	hr_rebalancer_free(rb);

@@ -1,5 +1,5 @@
-/* test_batch.c - batch lookups (hr_ring_lookup_batch, hr_client_lookup_batch,
- * hr_reader_lookup_batch): every key's answer is the single lookup's, on
+/* test_batch.c - batch lookups (hr_ring_lookup_batch, hr_client_lookup_batch):
+ * every key's answer is the single lookup's, on
  * random rings of both placements with warming and draining nodes, on
  * rings of tied positions, at every pipeline distance and batch size; all
  * of a batch comes from one ring while rings are swapped (run it under
@@ -61,7 +61,7 @@ static size_t differences(const hr_ring *ring, const struct keys *k, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		hr_lookup l;
 
-		if (hr_ring_lookup(ring, k->ptr[i], k->len[i], &l) != HR_OK)
+		if (hr_ring_lookup(ring, k->ptr[i], k->len[i], &l, NULL) != HR_OK)
 			return n;
 		bad += out[i].node != number_of(ring, l.node) ||
 		       out[i].read_node != number_of(ring, l.read_node);
@@ -252,7 +252,6 @@ START_TEST(bad_input)
 	hrt_nodes *s = hrt_nodes_new(3, "b%zu", NULL, 0);
 	hr_ring *ring = hrt_ring_build(s->nodes, 3, NULL, 4);
 	hr_client *c = hrt_offline_client("/batch/bad/");
-	hr_reader *r = NULL;
 	const void *ptrs[5] = { "a", "b", "c", NULL, "e" };
 	size_t lens[5] = { 1, 1, 1, 3, 1 };
 	hr_batch_owner out[5];
@@ -260,7 +259,6 @@ START_TEST(bad_input)
 	hr_error err;
 
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
-	ck_assert_int_eq(hr_reader_open(c, &r), 0);
 	for (int i = 0; i < 5; i++)
 		out[i] = (hr_batch_owner){ 7, 7 };
 
@@ -286,46 +284,38 @@ START_TEST(bad_input)
 		      "NULL client", out, 5);
 	expect_einval(hr_client_lookup_batch(c, ptrs, lens, 5, out, &ep, &err), &err,
 		      "keys[3]", out, 5);
-	expect_einval(hr_reader_lookup_batch(NULL, ptrs, lens, 3, out, &ep, &err), &err,
-		      "NULL reader", out, 5);
-	expect_einval(hr_reader_lookup_batch(r, ptrs, NULL, 3, out, &ep, &err), &err,
+	expect_einval(hr_client_lookup_batch(c, ptrs, NULL, 3, out, &ep, &err), &err,
 		      "lens is NULL", out, 5);
 	/* the epoch is not touched by HR_EINVAL */
 	ck_assert_uint_eq(ep.revision, 11);
 	ck_assert_uint_eq(ep.digest, 12);
 	ck_assert_int_eq(hr_client_lookup_batch(NULL, NULL, NULL, 0, NULL, NULL, NULL),
 			 HR_EINVAL);
-	ck_assert_int_eq(hr_reader_lookup_batch(NULL, NULL, NULL, 0, NULL, NULL, NULL),
-			 HR_EINVAL);
 
-	hr_reader_close(r);
 	hr_client_close(c);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);
 }
 END_TEST
 
-/* Through the client and a reader: the single lookups' owners, the
- * published ring's epoch; before the first ring, HR_EEMPTY at revision 0. */
-START_TEST(client_and_reader_answer_as_single_lookups)
+/* Through the client: the single lookups' owners, the published ring's
+ * epoch; before the first ring, HR_EEMPTY at revision 0. */
+START_TEST(client_answers_as_single_lookups)
 {
 	static struct keys k;
-	static hr_batch_owner api[KEYS_MAX], rdr[KEYS_MAX];
+	static hr_batch_owner api[KEYS_MAX], held[KEYS_MAX];
 	hr_client *c = hrt_offline_client("/batch/client/");
-	hr_reader *r = NULL;
+	hr_ring *now;
 	uint64_t seed = 31;
 	hr_epoch ep = { 99, 99 };
 	hr_error err;
 	hr_ring *ring;
 
 	keys_fill(&k, KEYS_MAX, &seed);
-	ck_assert_int_eq(hr_reader_open(c, &r), 0);
 	ck_assert_int_eq(hr_client_lookup_batch(c, k.ptr, k.len, 10, api, &ep, &err),
 			 HR_EEMPTY);
 	ck_assert_uint_eq(ep.revision, 0);
 	ck_assert_uint_eq(api[3].node, HR_NO_NODE);
-	ck_assert_int_eq(hr_reader_lookup_batch(r, k.ptr, k.len, 10, rdr, NULL, &err),
-			 HR_EEMPTY);
 
 	ring = random_ring(&seed, HR_PLACEMENT_XXH3);
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
@@ -333,22 +323,22 @@ START_TEST(client_and_reader_answer_as_single_lookups)
 			 0);
 	ck_assert_uint_eq(ep.revision, hr_ring_revision(ring));
 	ck_assert_uint_eq(ep.digest, hr_ring_digest(ring));
-	ep.revision = 0;
-	ck_assert_int_eq(hr_reader_lookup_batch(r, k.ptr, k.len, KEYS_MAX, rdr, &ep, &err),
-			 0);
-	ck_assert_uint_eq(ep.digest, hr_ring_digest(ring));
+	/* The ring held is the one that answered. */
+	now = hr_client_ring(c);
+	ck_assert_uint_eq(hr_ring_digest(now), ep.digest);
+	ck_assert_int_eq(hr_ring_lookup_batch(now, k.ptr, k.len, KEYS_MAX, held, &err), 0);
+	hr_ring_release(now);
 	ck_assert_uint_eq(differences(ring, &k, KEYS_MAX, api), 0);
-	ck_assert_int_eq(memcmp(api, rdr, sizeof api), 0);
+	ck_assert_int_eq(memcmp(api, held, sizeof api), 0);
 	for (size_t i = 0; i < KEYS_MAX; i++) {
 		hr_owner o;
 
-		ck_assert_int_eq(hr_client_lookup(c, k.ptr[i], k.len[i], &o), 0);
+		ck_assert_int_eq(hr_client_lookup(c, k.ptr[i], k.len[i], &o, NULL), 0);
 		EXPECT(api[i].node == HR_NO_NODE ? o.node[0] == '\0' :
 			!strcmp(o.node, hr_ring_node(ring, api[i].node)->id));
 		EXPECT(api[i].read_node == HR_NO_NODE ? o.read_node[0] == '\0' :
 			!strcmp(o.read_node, hr_ring_node(ring, api[i].read_node)->id));
 	}
-	hr_reader_close(r);
 	hr_client_close(c);
 	hr_ring_release(ring);
 }
@@ -373,21 +363,25 @@ static void *swap_reader(void *p)
 	struct swapping *sw = p;
 	struct keys k;
 	hr_batch_owner out[BATCH];
-	hr_reader *r = NULL;
 	uint64_t seed = (uint64_t)(uintptr_t)&k;
 	unsigned long batches = 0, bad = 0;
 
-	if (hr_reader_open(sw->client, &r))
-		return NULL;
 	while (!__atomic_load_n(&sw->done, __ATOMIC_ACQUIRE)) {
 		hr_epoch ep;
 		int rc;
 
 		keys_fill(&k, BATCH, &seed);
-		rc = batches % 2 ?
-			hr_reader_lookup_batch(r, k.ptr, k.len, BATCH, out, &ep, NULL) :
-			hr_client_lookup_batch(sw->client, k.ptr, k.len, BATCH, out, &ep,
-					       NULL);
+		if (batches % 2) {
+			/* On a ring held, which the epoch names. */
+			hr_ring *held = hr_client_ring(sw->client);
+
+			rc = hr_ring_lookup_batch(held, k.ptr, k.len, BATCH, out, NULL);
+			ep = (hr_epoch){ hr_ring_revision(held), hr_ring_digest(held) };
+			hr_ring_release(held);
+		} else {
+			rc = hr_client_lookup_batch(sw->client, k.ptr, k.len, BATCH, out, &ep,
+						    NULL);
+		}
 		if (batches++ == 0)
 			__atomic_add_fetch(&sw->started, 1, __ATOMIC_RELEASE);
 		if (rc || ep.revision < 1 || ep.revision > GENERATIONS) {
@@ -398,7 +392,6 @@ static void *swap_reader(void *p)
 		bad += differences(sw->rings[ep.revision], &k, BATCH, out) != 0;
 		bad += ep.digest != hr_ring_digest(sw->rings[ep.revision]);
 	}
-	hr_reader_close(r);
 	__atomic_fetch_add(&sw->batches, batches, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&sw->bad, bad, __ATOMIC_RELAXED);
 	return NULL;
@@ -451,7 +444,7 @@ int main(void)
 	tcase_add_test(tc, one_view_empty);
 	tcase_add_test(tc, empty_ring_and_no_keys);
 	tcase_add_test(tc, bad_input);
-	tcase_add_test(tc, client_and_reader_answer_as_single_lookups);
+	tcase_add_test(tc, client_answers_as_single_lookups);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_add_test(tc, one_ring_per_batch_under_swaps);

@@ -74,10 +74,10 @@ START_TEST(test_skew_bounded)
 		hr_lookup res;
 
 		EXPECT(hr_ring_lookup_bounded(r, key, len, HR_VIEW_WRITE, loads, c,
-					      &got) == HR_OK);
+					      &got, NULL) == HR_OK);
 		loads[slot_of(r, got)]++;
 		total++;
-		hr_ring_lookup(r, key, len, &res);
+		hr_ring_lookup(r, key, len, &res, NULL);
 		plain[slot_of(r, res.node)]++;
 		for (int i = 0; i < NODES; i++) {
 			double w = hr_ring_node(r, (size_t)i)->weight;
@@ -107,9 +107,9 @@ START_TEST(test_no_skew_is_plain)
 		const hr_node *a, *b;
 		hr_lookup res;
 
-		hr_ring_lookup(r, key, len, &res);
-		EXPECT(hr_ring_lookup_bounded(r, key, len, HR_VIEW_WRITE, zero, 1.25, &a) == HR_OK);
-		EXPECT(hr_ring_lookup_bounded(r, key, len, HR_VIEW_WRITE, even, 1.25, &b) == HR_OK);
+		hr_ring_lookup(r, key, len, &res, NULL);
+		EXPECT(hr_ring_lookup_bounded(r, key, len, HR_VIEW_WRITE, zero, 1.25, &a, NULL) == HR_OK);
+		EXPECT(hr_ring_lookup_bounded(r, key, len, HR_VIEW_WRITE, even, 1.25, &b, NULL) == HR_OK);
 		EXPECT(a == res.node && b == res.node);
 		/* A uniform stream of distinct keys with a large factor. */
 	}
@@ -129,12 +129,12 @@ START_TEST(test_walks_past_full)
 		size_t len = (size_t)snprintf(key, sizeof key, "w%d", k);
 		size_t owner;
 
-		ck_assert_int_eq(hr_ring_preflist(r, key, len, HR_VIEW_WRITE, pref, 2), 2);
+		ck_assert_int_eq(hr_ring_preflist(r, key, len, HR_VIEW_WRITE, pref, 2, NULL), 2);
 		owner = slot_of(r, pref[0]);
 		memset(loads, 0, sizeof loads);
 		loads[owner] = 10; /* cap = ceil(1.25 * 11 / 10) = 2 */
 		ck_assert_int_eq(hr_ring_lookup_bounded(r, key, len, HR_VIEW_WRITE,
-							loads, 1.25, &got), HR_OK);
+							loads, 1.25, &got, NULL), HR_OK);
 		EXPECT(got == pref[1]);
 	}
 	hr_ring_release(r);
@@ -149,37 +149,42 @@ START_TEST(test_bad_input)
 	hr_inflight *f = (hr_inflight *)1;
 	hr_error err = { 0 };
 
-	ck_assert_int_eq(hr_ring_lookup_bounded(NULL, "k", 1, HR_VIEW_WRITE, loads, 1.25, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, NULL, 1.25, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, 0.99, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, NAN, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, INFINITY, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, (hr_view)5, loads, 1.25, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, NULL, 1, HR_VIEW_WRITE, loads, 1.25, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, 1.25, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup_bounded(NULL, "k", 1, HR_VIEW_WRITE, loads, 1.25, &got, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, NULL, 1.25, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "bounded lookup: loads is NULL");
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, 0.99, &got, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "balance factor 0.99: must be a finite number >= 1");
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, NAN, &got, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, INFINITY, &got, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, (hr_view)5, loads, 1.25, &got, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, NULL, 1, HR_VIEW_WRITE, loads, 1.25, &got, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_lookup_bounded(r, "k", 1, HR_VIEW_WRITE, loads, 1.25, NULL, NULL), HR_EINVAL);
 	ck_assert_int_eq(hr_ring_build(NULL, 0, NULL, 0, &empty, NULL), HR_OK);
-	ck_assert_int_eq(hr_ring_lookup_bounded(empty, "k", 1, HR_VIEW_WRITE, loads, 1.25, &got), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_lookup_bounded(empty, "k", 1, HR_VIEW_WRITE, loads, 1.25, &got, &err), HR_EEMPTY);
+	ck_assert_int_eq(err.code, HR_EEMPTY);
 
-	ck_assert_int_eq(hr_inflight_create(0.5, 0, &f, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_new(0.5, 0, &f, &err), HR_EINVAL);
 	ck_assert_ptr_null(f);
 	ck_assert(strstr(err.message, "0.5"));
-	ck_assert_int_eq(hr_inflight_create(1.25, HR_NODES_MAX + 1, &f, &err), HR_ELIMIT);
-	ck_assert_int_eq(hr_inflight_create(1.25, 0, NULL, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_inflight_create(1.25, 4, &f, &err), HR_OK);
-	ck_assert_int_eq(hr_inflight_acquire(f, empty, "k", 1, HR_VIEW_WRITE, &got), HR_EEMPTY);
-	ck_assert_int_eq(hr_inflight_acquire(f, NULL, "k", 1, HR_VIEW_WRITE, &got), HR_EINVAL);
-	ck_assert_int_eq(hr_inflight_release(f, "n1"), HR_ENOTFOUND);
-	ck_assert_int_eq(hr_inflight_release(f, NULL), HR_EINVAL);
-	ck_assert_int_eq(hr_inflight_release(NULL, "n1"), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_new(1.25, HR_NODES_MAX + 1, &f, &err), HR_ELIMIT);
+	ck_assert_int_eq(hr_inflight_new(1.25, 0, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_new(1.25, 4, &f, &err), HR_OK);
+	ck_assert_int_eq(hr_inflight_acquire(f, empty, "k", 1, HR_VIEW_WRITE, &got, NULL), HR_EEMPTY);
+	ck_assert_int_eq(hr_inflight_acquire(f, NULL, "k", 1, HR_VIEW_WRITE, &got, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_release(f, "n1", &err), HR_ENOTFOUND);
+	ck_assert_str_eq(err.message, "inflight release: no request in flight on \"n1\"");
+	ck_assert_int_eq(hr_inflight_release(f, NULL, NULL), HR_EINVAL);
+	ck_assert_int_eq(hr_inflight_release(NULL, "n1", NULL), HR_EINVAL);
 	/* Ten distinct ids do not fit a counter made for four. */
 	int rc = HR_OK;
 	for (int k = 0; k < 1000 && rc == HR_OK; k++) {
 		char key[16];
 
 		snprintf(key, sizeof key, "f%d", k);
-		rc = hr_inflight_acquire(f, r, key, strlen(key), HR_VIEW_WRITE, &got);
+		rc = hr_inflight_acquire(f, r, key, strlen(key), HR_VIEW_WRITE, &got, &err);
 	}
 	ck_assert_int_eq(rc, HR_ELIMIT);
+	ck_assert_str_eq(err.message, "inflight acquire: more than max_ids (4) node ids");
 	ck_assert_uint_eq(hr_inflight_load(NULL, "n1"), 0);
 	ck_assert_uint_eq(hr_inflight_total(NULL), 0);
 	hr_inflight_free(f);
@@ -196,14 +201,14 @@ START_TEST(test_inflight_bound)
 	hr_inflight *f;
 	uint64_t seed = 8;
 
-	ck_assert_int_eq(hr_inflight_create(1.25, 0, &f, NULL), HR_OK);
+	ck_assert_int_eq(hr_inflight_new(1.25, 0, &f, NULL), HR_OK);
 	for (int k = 0; k < 20000; k++) {
 		char key[32];
 		size_t len = skewed_key(key, &seed);
 		const hr_node *got;
 		uint64_t total;
 
-		EXPECT(hr_inflight_acquire(f, r, key, len, HR_VIEW_WRITE, &got) == HR_OK);
+		EXPECT(hr_inflight_acquire(f, r, key, len, HR_VIEW_WRITE, &got, NULL) == HR_OK);
 		total = hr_inflight_total(f);
 		EXPECT(total == (uint64_t)k + 1);
 		EXPECT(hr_inflight_load(f, got->id) <=
@@ -213,8 +218,8 @@ START_TEST(test_inflight_bound)
 		uint64_t n = hr_inflight_load(f, ids[i]);
 
 		for (uint64_t j = 0; j < n; j++)
-			EXPECT(hr_inflight_release(f, ids[i]) == HR_OK);
-		ck_assert_int_eq(hr_inflight_release(f, ids[i]), HR_ENOTFOUND);
+			EXPECT(hr_inflight_release(f, ids[i], NULL) == HR_OK);
+		ck_assert_int_eq(hr_inflight_release(f, ids[i], NULL), HR_ENOTFOUND);
 	}
 	ck_assert_uint_eq(hr_inflight_total(f), 0);
 	hr_inflight_free(f);
@@ -248,18 +253,18 @@ static void *work(void *arg)
 		if (nheld == HELD) {
 			int i = (int)(splitmix64(&w->seed) % HELD);
 
-			if (hr_inflight_release(w->f, held[i]) != HR_OK)
+			if (hr_inflight_release(w->f, held[i], NULL) != HR_OK)
 				return (void *)"release failed";
 			memcpy(held[i], held[--nheld], sizeof held[i]);
 		}
-		if (hr_inflight_acquire(w->f, r, key, len, HR_VIEW_WRITE, &got) != HR_OK)
+		if (hr_inflight_acquire(w->f, r, key, len, HR_VIEW_WRITE, &got, NULL) != HR_OK)
 			return (void *)"acquire failed";
 		strcpy(held[nheld++], got->id);
 		if (hr_inflight_load(w->f, got->id) > w->max_seen)
 			w->max_seen = hr_inflight_load(w->f, got->id);
 	}
 	while (nheld)
-		if (hr_inflight_release(w->f, held[--nheld]) != HR_OK)
+		if (hr_inflight_release(w->f, held[--nheld], NULL) != HR_OK)
 			return (void *)"release failed";
 	return NULL;
 }
@@ -273,7 +278,7 @@ START_TEST(test_inflight_threads)
 	hr_ring *r1 = ring_of(NULL, HR_PLACEMENT_XXH3);
 	hr_ring *r2 = ring_of(w2, HR_PLACEMENT_XXH3);
 
-	ck_assert_int_eq(hr_inflight_create(1.25, 64, &f, NULL), HR_OK);
+	ck_assert_int_eq(hr_inflight_new(1.25, 64, &f, NULL), HR_OK);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ f, { r1, r2 }, 100 + (uint64_t)i, 0 };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);

@@ -692,7 +692,7 @@ START_TEST(edges_and_fallbacks)
 	ck_assert(hr__ring_derived(d));
 	ck_assert_uint_eq(hr_ring_digest(d), hr_ring_digest(empty));
 	ck_assert_uint_eq(hr_ring_point_count(d), 0);
-	ck_assert_int_eq(hr_ring_lookup(d, "k", 1, &(hr_lookup){ 0 }), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_lookup(d, "k", 1, &(hr_lookup){ 0 }, NULL), HR_EEMPTY);
 	hr_ring_release(d);
 
 	/* Another vnodes_per_weight or a large change: a full build. */

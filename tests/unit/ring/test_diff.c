@@ -147,7 +147,7 @@ static void check_diff(const hr_ring *a, const hr_ring *b, hr_view view,
 	size_t n, total_arcs = 0;
 	double share = 0;
 
-	ck_assert_int_eq(hr_ring_diff(a, b, view, &d, NULL), HR_OK);
+	ck_assert_int_eq(hr_diff_new(a, b, view, &d, NULL), HR_OK);
 	n = hr_diff_arc_count(d);
 	arcs = hr_diff_arcs(d);
 	/* Ordered, disjoint, maximal. */
@@ -243,14 +243,14 @@ START_TEST(test_keys)
 		a = build(&s, pl, 0);
 		s.n--;
 		b = build(&s, pl, 0);
-		ck_assert_int_eq(hr_ring_diff(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
+		ck_assert_int_eq(hr_diff_new(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
 		for (int i = 0; i < 50000; i++) {
 			char key[32];
 			hr_lookup la, lb;
 			size_t len = (size_t)snprintf(key, sizeof key, "key-%d", i);
 
-			hr_ring_lookup(a, key, len, &la);
-			hr_ring_lookup(b, key, len, &lb);
+			hr_ring_lookup(a, key, len, &la, NULL);
+			hr_ring_lookup(b, key, len, &lb, NULL);
 			EXPECT((arc_at(d, hr__ring_key_pos(a, key, len)) != NULL) ==
 			       !same(la.node, lb.node));
 			moved += !same(la.node, lb.node);
@@ -278,21 +278,21 @@ START_TEST(test_empty)
 	r = build(&s, HR_PLACEMENT_XXH3, 10);
 	ck_assert_int_eq(hr_ring_build(NULL, 0, NULL, 0, &empty, NULL), HR_OK);
 
-	ck_assert_int_eq(hr_ring_diff(NULL, NULL, HR_VIEW_WRITE, &d, NULL), HR_OK);
+	ck_assert_int_eq(hr_diff_new(NULL, NULL, HR_VIEW_WRITE, &d, NULL), HR_OK);
 	ck_assert_uint_eq(hr_diff_arc_count(d), 0);
 	ck_assert_ptr_null(hr_diff_arcs(d));
 	ck_assert_ptr_null(hr_diff_totals(d));
 	ck_assert_double_eq(hr__diff_moved_share(d), 0);
 	hr_diff_free(d);
 
-	ck_assert_int_eq(hr_ring_diff(r, r, HR_VIEW_READ, &d, NULL), HR_OK);
+	ck_assert_int_eq(hr_diff_new(r, r, HR_VIEW_READ, &d, NULL), HR_OK);
 	ck_assert_uint_eq(hr_diff_arc_count(d), 0);
 	hr_diff_free(d);
 
 	/* Everything moves from nobody to the nodes, and back. */
 	for (int dir = 0; dir < 2; dir++) {
-		ck_assert_int_eq(hr_ring_diff(dir ? r : empty, dir ? NULL : r,
-					      HR_VIEW_WRITE, &d, NULL), HR_OK);
+		ck_assert_int_eq(hr_diff_new(dir ? r : empty, dir ? NULL : r,
+					     HR_VIEW_WRITE, &d, NULL), HR_OK);
 		ck_assert_double_eq(hr__diff_moved_share(d), 1.0);
 		ck_assert_uint_eq(hr_diff_arcs(d)[0].start, 0);
 		ck_assert_uint_eq(hr_diff_arcs(d)[hr_diff_arc_count(d) - 1].end, 0);
@@ -320,7 +320,7 @@ START_TEST(test_holds_rings)
 	a = build(&s, HR_PLACEMENT_XXH3, 50);
 	s.nodes[0].state = HR_STATE_DRAINING;
 	b = build(&s, HR_PLACEMENT_XXH3, 50);
-	ck_assert_int_eq(hr_ring_diff(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
+	ck_assert_int_eq(hr_diff_new(a, b, HR_VIEW_WRITE, &d, NULL), HR_OK);
 	hr_ring_release(a);
 	hr_ring_release(b);
 	ck_assert_uint_gt(hr_diff_arc_count(d), 0);
@@ -335,8 +335,8 @@ START_TEST(test_bad_input)
 	hr_diff *d = (hr_diff *)1;
 	hr_error err = { 0 };
 
-	ck_assert_int_eq(hr_ring_diff(NULL, NULL, HR_VIEW_WRITE, NULL, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_diff(NULL, NULL, (hr_view)2, &d, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_diff_new(NULL, NULL, HR_VIEW_WRITE, NULL, &err), HR_EINVAL);
+	ck_assert_int_eq(hr_diff_new(NULL, NULL, (hr_view)2, &d, &err), HR_EINVAL);
 	ck_assert_ptr_null(d);
 	ck_assert(strstr(err.message, "view"));
 	ck_assert_uint_eq(hr_diff_arc_count(NULL), 0);

@@ -9,6 +9,7 @@
 #include "ketama.h"
 #include "ring.h"
 #include "hrt_check.h"
+#include "hrt_ring_fixture.h"
 #include "hrt_rand.h"
 
 #include <dlfcn.h>
@@ -214,7 +215,7 @@ static size_t compare_view(const struct server *s, size_t n, const hr_ring *ring
 		uint32_t idx = mc.generate_hash(m, key, len);
 		hr_lookup res;
 
-		EXPECT(hr_ring_lookup(ring, key, len, &res) == HR_OK);
+		EXPECT(hr_ring_lookup(ring, key, len, &res, NULL) == HR_OK);
 		const hr_node *got = view == HR_VIEW_WRITE ? res.node : res.read_node;
 		EXPECT(idx < count);
 		if (!got || strcmp(got->id, s[map[idx]].id) != 0)
@@ -402,8 +403,8 @@ START_TEST(test_digest)
 	ck_assert_uint_ne(hr_ring_digest(rx), hr_ring_digest(rk));
 	ck_assert_uint_eq(hr_ring_digest(rk), hr_ring_digest(rk2));
 	/* Shares are the arcs of the 32-bit continuum. */
-	double total = hr_ring_node_share(rk, hr_ring_node(rk, 0), HR_VIEW_WRITE) +
-		       hr_ring_node_share(rk, hr_ring_node(rk, 1), HR_VIEW_WRITE);
+	double total = hrt_node_share(rk, hr_ring_node(rk, 0), HR_VIEW_WRITE) +
+		       hrt_node_share(rk, hr_ring_node(rk, 1), HR_VIEW_WRITE);
 	ck_assert_double_eq_tol(total, 1.0, 1e-12);
 	hr_ring_release(rx);
 	hr_ring_release(rk);
@@ -466,7 +467,7 @@ START_TEST(test_edges)
 	hr_lookup res;
 
 	ck_assert_int_eq(hr_ring_build(NULL, 0, &k, 0, &ring, NULL), HR_OK);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &res), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &res, NULL), HR_EEMPTY);
 	hr_ring_release(ring);
 
 	ck_assert_int_eq(hr_ring_build(nodes, 2, &k, 0, &ring, NULL), HR_OK);
@@ -475,7 +476,7 @@ START_TEST(test_edges)
 		char key[16];
 
 		snprintf(key, sizeof key, "k%d", i);
-		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &res), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, strlen(key), &res, NULL), HR_OK);
 		ck_assert_str_eq(res.node->id, "big");
 	}
 	hr_ring_release(ring);

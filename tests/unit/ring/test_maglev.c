@@ -160,7 +160,7 @@ START_TEST(slots_follow_weights)
 
 		ck_assert_double_lt(fabs((double)v - fair), 1.0);
 		/* A share is its slots' arcs: v / m to a few ulps. */
-		ck_assert_double_eq_tol(hr_ring_node_share(ring, nd, HR_VIEW_WRITE),
+		ck_assert_double_eq_tol(hrt_node_share(ring, nd, HR_VIEW_WRITE),
 					(double)v / (double)m, 1e-12);
 	}
 	ck_assert_uint_eq(hr_ring_point_count(ring), m);
@@ -181,12 +181,12 @@ START_TEST(movement_near_minimal)
 
 	all = maglev_ring(s->nodes, s->n, 65537);
 	fewer = maglev_ring(s->nodes, s->n - 1, 65537);	/* node-100 leaves */
-	min = hr_ring_node_share(all, hr_ring_find(all, "node-100"), HR_VIEW_WRITE);
+	min = hrt_node_share(all, hr_ring_find(all, "node-100"), HR_VIEW_WRITE);
 	moved = hr_ring_moved_share(all, fewer, HR_VIEW_WRITE);
 	ck_assert_double_ge(moved, min);
 	ck_assert_double_le(moved, 2.0 * min);
 	/* The diff agrees and every arc of the leaver is in it. */
-	ck_assert_int_eq(hr_ring_diff(all, fewer, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(all, fewer, HR_VIEW_WRITE, &d, &err), HR_OK);
 	{
 		double from_leaver = 0, sum = 0;
 
@@ -325,15 +325,15 @@ START_TEST(views_and_order)
 		hr_lookup la, lb;
 		int len = snprintf(key, sizeof key, "k%d", k);
 
-		ck_assert_int_eq(hr_ring_lookup(a, key, (size_t)len, &la), HR_OK);
-		ck_assert_int_eq(hr_ring_lookup(b, key, (size_t)len, &lb), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(a, key, (size_t)len, &la, NULL), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(b, key, (size_t)len, &lb, NULL), HR_OK);
 		ck_assert_str_eq(la.node->id, lb.node->id);
 		ck_assert_str_eq(la.read_node->id, lb.read_node->id);
 		ck_assert_str_ne(la.node->id, "n2");
 		ck_assert_str_ne(la.read_node->id, "n1");
 	}
-	ck_assert_double_eq(hr_ring_node_share(a, hr_ring_find(a, "n1"), HR_VIEW_READ), 0);
-	ck_assert_double_eq(hr_ring_node_share(a, hr_ring_find(a, "n2"), HR_VIEW_WRITE), 0);
+	ck_assert_double_eq(hrt_node_share(a, hr_ring_find(a, "n1"), HR_VIEW_READ), 0);
+	ck_assert_double_eq(hrt_node_share(a, hr_ring_find(a, "n2"), HR_VIEW_WRITE), 0);
 	hr_ring_release(a);
 	hr_ring_release(b);
 	hrt_nodes_free(s);
@@ -362,7 +362,7 @@ START_TEST(batch_agrees)
 	for (size_t i = 0; i < N; i++) {
 		hr_lookup lk;
 
-		ck_assert_int_eq(hr_ring_lookup(ring, keys[i], lens[i], &lk), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(ring, keys[i], lens[i], &lk, NULL), HR_OK);
 		ck_assert_ptr_eq(hr_ring_node(ring, out[i].node), lk.node);
 		ck_assert_ptr_eq(hr_ring_node(ring, out[i].read_node), lk.read_node);
 	}
@@ -386,7 +386,7 @@ START_TEST(more_nodes_than_slots)
 		hr_lookup lk;
 		int len = snprintf(key, sizeof key, "k%d", k);
 
-		ck_assert_int_eq(hr_ring_lookup(ring, key, (size_t)len, &lk), HR_OK);
+		ck_assert_int_eq(hr_ring_lookup(ring, key, (size_t)len, &lk, NULL), HR_OK);
 		ck_assert_uint_eq(hr_ring_node_vnodes(ring, lk.node), 1);
 	}
 	hr_ring_release(ring);
@@ -401,16 +401,16 @@ START_TEST(empty_views)
 	const hr_node *pref[2];
 	hr_lookup lk;
 
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_EEMPTY);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, NULL), HR_EEMPTY);
 	ck_assert_uint_eq(hr_ring_point_count(ring), 0);
 	hr_ring_release(ring);
 	s->nodes[0].state = s->nodes[1].state = HR_STATE_DRAINING;
 	ring = maglev_ring(s->nodes, s->n, 101);
-	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "k", 1, &lk, NULL), HR_OK);
 	ck_assert_ptr_null(lk.node);
 	ck_assert_ptr_nonnull(lk.read_node);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pref, 2), 0);
-	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, pref, 2), 2);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_WRITE, pref, 2, NULL), 0);
+	ck_assert_int_eq(hr_ring_preflist(ring, "k", 1, HR_VIEW_READ, pref, 2, NULL), 2);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);
 }
@@ -425,16 +425,16 @@ START_TEST(bounded_loads)
 	const hr_node *got, *pref[2];
 	hr_lookup lk;
 
-	ck_assert_int_eq(hr_ring_lookup(ring, "key", 3, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "key", 3, &lk, NULL), HR_OK);
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, lk.node);
 	/* The owner at capacity: the next distinct node of the walk. */
 	for (size_t i = 0; i < 4; i++)
 		loads[i] = hr_ring_node(ring, i) == lk.node ? 10 : 2;
-	ck_assert_int_eq(hr_ring_preflist(ring, "key", 3, HR_VIEW_WRITE, pref, 2), 2);
+	ck_assert_int_eq(hr_ring_preflist(ring, "key", 3, HR_VIEW_WRITE, pref, 2, NULL), 2);
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, pref[1]);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);

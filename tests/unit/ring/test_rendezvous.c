@@ -129,7 +129,7 @@ START_TEST(vectors_sets)
 		hr_ring *ring = hrt_vectors_ring(set, &o);
 
 		hrt_vectors_check_set(set, ring, r, true);
-		/* hr_ring_node_shares() agrees with hr_ring_node_share(). */
+		/* hr_ring_node_shares() gives the vectors' shares. */
 		for (int v = 0; v < 2; v++) {
 			double all[64];
 			size_t count = hr_ring_node_shares(ring, (hr_view)v, all, 64);
@@ -181,7 +181,7 @@ START_TEST(shares_are_weights)
 
 		/* w / W, exactly the double of the division. */
 		ck_assert(share[i] == nd->weight / w);
-		ck_assert(hr_ring_node_share(ring, nd, HR_VIEW_WRITE) == share[i]);
+		ck_assert(hrt_node_share(ring, nd, HR_VIEW_WRITE) == share[i]);
 		check_count(count[i], MANY, share[i], 5, nd->id);
 	}
 	ck_assert_uint_eq(hr_ring_point_count(ring), 10);
@@ -220,7 +220,7 @@ static size_t check_moves(const hr_ring *a, const hr_ring *b, hr_view view,
 	uint64_t seed = 7;
 	struct { const char *o, *n; size_t c; } seen[256];
 
-	ck_assert_int_eq(hr_ring_diff(a, b, view, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(a, b, view, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_arc_count(d), 0);
 	ck_assert_ptr_null(hr_diff_arcs(d));
 	pairs = hr_diff_total_count(d);
@@ -275,7 +275,7 @@ START_TEST(join_moves_to_joiner_only)
 {
 	hrt_nodes *s = weighted(10);
 	hr_ring *before = rdv_ring(s->nodes, 9), *after = rdv_ring(s->nodes, 10);
-	double join = hr_ring_node_share(after, hr_ring_find(after, "node-9"),
+	double join = hrt_node_share(after, hr_ring_find(after, "node-9"),
 					 HR_VIEW_WRITE);
 
 	/* Exactly the joiner's share moves. */
@@ -346,17 +346,17 @@ START_TEST(empty_and_null_rings)
 	ck_assert_double_eq(hr_ring_moved_share(ring, none, HR_VIEW_READ), 1);
 	ck_assert_double_eq(hr_ring_moved_share(none, NULL, HR_VIEW_READ), 0);
 	ck_assert_double_eq(hr_ring_moved_share(ring, ring, HR_VIEW_READ), 0);
-	ck_assert_int_eq(hr_ring_lookup(none, "k", 1, &lk), HR_EEMPTY);
-	ck_assert_int_eq(hr_ring_diff(NULL, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(none, "k", 1, &lk, NULL), HR_EEMPTY);
+	ck_assert_int_eq(hr_diff_new(NULL, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_total_count(d), 4);
 	for (size_t i = 0; i < 4; i++) {
 		const hr_arc_total *t = &hr_diff_totals(d)[i];
 
 		ck_assert_ptr_null(t->old_node);
-		ck_assert(t->share == hr_ring_node_share(ring, t->new_node, HR_VIEW_WRITE));
+		ck_assert(t->share == hrt_node_share(ring, t->new_node, HR_VIEW_WRITE));
 	}
 	hr_diff_free(d);
-	ck_assert_int_eq(hr_ring_diff(ring, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(ring, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	ck_assert_uint_eq(hr_diff_total_count(d), 0);
 	hr_diff_free(d);
 	hr_ring_release(ring);
@@ -376,7 +376,7 @@ START_TEST(mixed_placements)
 	hr_error err = { 0 };
 
 	ck_assert(moved > 0.3 && moved < 1);
-	ck_assert_int_eq(hr_ring_diff(points, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
+	ck_assert_int_eq(hr_diff_new(points, ring, HR_VIEW_WRITE, &d, &err), HR_OK);
 	for (size_t i = 0; i < hr_diff_total_count(d); i++)
 		sum += hr_diff_totals(d)[i].share;
 	ck_assert(sum == moved);
@@ -403,9 +403,9 @@ START_TEST(views_follow_states)
 	ck_assert(!hr__ring_views_shared(ring));
 	ck_assert(hr__ring_views_shared(active));
 	ck_assert(hr_ring_digest(ring) != hr_ring_digest(active));
-	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "node-1"),
+	ck_assert_double_eq(hrt_node_share(ring, hr_ring_find(ring, "node-1"),
 					       HR_VIEW_READ), 0);
-	ck_assert_double_eq(hr_ring_node_share(ring, hr_ring_find(ring, "node-4"),
+	ck_assert_double_eq(hrt_node_share(ring, hr_ring_find(ring, "node-4"),
 					       HR_VIEW_WRITE), 0);
 	for (int i = 0; i < 20000; i++) {
 		uint64_t pos = splitmix64(&seed);
@@ -456,7 +456,7 @@ START_TEST(batch_agrees)
 		for (int i = 0; i < 512; i++) {
 			hr_lookup lk;
 
-			ck_assert_int_eq(hr_ring_lookup(rings[r], keys[i], lens[i], &lk), HR_OK);
+			ck_assert_int_eq(hr_ring_lookup(rings[r], keys[i], lens[i], &lk, NULL), HR_OK);
 			ck_assert_ptr_eq(hr_ring_node(rings[r], out[i].node), lk.node);
 			ck_assert_ptr_eq(hr_ring_node(rings[r], out[i].read_node), lk.read_node);
 		}
@@ -533,23 +533,23 @@ START_TEST(bounded_loads)
 	const hr_node *got, *pref[3];
 	hr_lookup lk;
 
-	ck_assert_int_eq(hr_ring_lookup(ring, "key", 3, &lk), HR_OK);
+	ck_assert_int_eq(hr_ring_lookup(ring, "key", 3, &lk, NULL), HR_OK);
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, lk.node);
 	/* The owner at capacity: the next in the preference order. */
-	ck_assert_int_eq(hr_ring_preflist(ring, "key", 3, HR_VIEW_WRITE, pref, 3), 3);
+	ck_assert_int_eq(hr_ring_preflist(ring, "key", 3, HR_VIEW_WRITE, pref, 3, NULL), 3);
 	for (size_t i = 0; i < 5; i++)
 		loads[i] = hr_ring_node(ring, i) == pref[0] ? 10 : 2;
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, pref[1]);
 	/* The first two full: the third. */
 	for (size_t i = 0; i < 5; i++)
 		if (hr_ring_node(ring, i) == pref[1])
 			loads[i] = 10;
 	ck_assert_int_eq(hr_ring_lookup_bounded(ring, "key", 3, HR_VIEW_WRITE, loads,
-						1.25, &got), HR_OK);
+						1.25, &got, NULL), HR_OK);
 	ck_assert_ptr_eq(got, pref[2]);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);

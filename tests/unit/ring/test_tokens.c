@@ -56,14 +56,13 @@ END_TEST
 
 /* ---- rings from given tokens ----------------------------------------------------- */
 
-static hr_ring *build_tokens(const hr_node *nodes, const uint64_t *const *t,
-			     const size_t *n, size_t count, unsigned vpw)
+static hr_ring *build_tokens(const hr_node *nodes, size_t count, unsigned vpw)
 {
 	hr_ring_options o = tokens_opts(vpw);
 	hr_error err = { 0 };
 	hr_ring *ring = NULL;
 
-	ck_assert_msg(hr_ring_build_tokens(nodes, t, n, count, &o, 0, &ring, &err) == HR_OK,
+	ck_assert_msg(hr_ring_build(nodes, count, &o, 0, &ring, &err) == HR_OK,
 		      "%s", err.message);
 	return ring;
 }
@@ -74,12 +73,10 @@ START_TEST(token_claimed_twice_goes_to_the_lower_id)
 {
 	const uint64_t ta[] = { 1000, 5000 }, tb[] = { 3000, 1000 };
 	hr_node nodes[2] = {
-		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1 },
-		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1 },
+		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1, .tokens = tb, .ntokens = 2 },
+		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1, .tokens = ta, .ntokens = 2 },
 	};
-	const uint64_t *t[2] = { tb, ta };
-	size_t n[2] = { 2, 2 };
-	hr_ring *ring = build_tokens(nodes, t, n, 2, 0);
+	hr_ring *ring = build_tokens(nodes, 2, 0);
 	hr_lookup lk;
 
 	ck_assert_int_eq(hr__ring_lookup_pos(ring, 1000, &lk), HR_OK);
@@ -90,7 +87,7 @@ START_TEST(token_claimed_twice_goes_to_the_lower_id)
 	ck_assert_str_eq(lk.node->id, "a");	/* wraps to the first point */
 	ck_assert_uint_eq(hr_ring_point_count(ring), 4);
 	/* b's point at 1000 owns nothing: its share is (1000, 3000]. */
-	ck_assert(hr_ring_node_share(ring, hr_ring_find(ring, "b"), HR_VIEW_WRITE) ==
+	ck_assert(hrt_node_share(ring, hr_ring_find(ring, "b"), HR_VIEW_WRITE) ==
 		  2000.0 / 18446744073709551616.0);
 	hr_ring_release(ring);
 }
@@ -109,8 +106,7 @@ START_TEST(nodes_without_tokens_are_native)
 	hr_ring_options_init(&x);
 	x.vnodes_per_weight = 50;
 	nat = hrt_ring_build(s->nodes, s->n, &x, 0);
-	ck_assert_int_eq(hr_ring_build_tokens(s->nodes, NULL, NULL, s->n, &o, 0, &tok,
-					      &err), HR_OK);
+	ck_assert_int_eq(hr_ring_build(s->nodes, s->n, &o, 0, &tok, &err), HR_OK);
 	ck_assert(hr_ring_moved_share(nat, tok, HR_VIEW_WRITE) == 0);
 	ck_assert_uint_eq(hr_ring_point_count(tok), 1000);
 	ck_assert_uint_ne(hr_ring_digest(tok), hr_ring_digest(nat));
@@ -123,54 +119,82 @@ END_TEST
 START_TEST(digest_follows_tokens)
 {
 	uint64_t t1[] = { 10, 20 }, t2[] = { 10, 21 }, t3[] = { 20, 10 };
-	hr_node nd = { .id = "a", .addr = "127.0.0.1:1", .weight = 1 };
-	const uint64_t *p1[] = { t1 }, *p2[] = { t2 }, *p3[] = { t3 };
-	size_t n[] = { 2 };
-	hr_ring *r1 = build_tokens(&nd, p1, n, 1, 0);
-	hr_ring *r2 = build_tokens(&nd, p2, n, 1, 0);
-	hr_ring *r3 = build_tokens(&nd, p3, n, 1, 0);
-	const uint64_t *got;
+	hr_node n1 = { .id = "a", .addr = "127.0.0.1:1", .weight = 1, .tokens = t1, .ntokens = 2 };
+	hr_node n2 = n1, n3 = n1;
+	hr_ring *r1, *r2, *r3, *again;
+	hr_ring_options o;
+	const hr_node *got;
 
+	n2.tokens = t2;
+	n3.tokens = t3;
+	r1 = build_tokens(&n1, 1, 0);
+	r2 = build_tokens(&n2, 1, 0);
+	r3 = build_tokens(&n3, 1, 0);
 	ck_assert_uint_ne(hr_ring_digest(r1), hr_ring_digest(r2));
 	/* Order does not matter: tokens are a set. */
 	ck_assert_uint_eq(hr_ring_digest(r1), hr_ring_digest(r3));
-	ck_assert_uint_eq(hr_ring_node_tokens(r3, hr_ring_node(r3, 0), &got), 2);
-	ck_assert_uint_eq(got[0], 10);
-	ck_assert_uint_eq(got[1], 20);
-	ck_assert_uint_eq(hr_ring_node_tokens(r3, &nd, &got), 0);
-	ck_assert_ptr_null(got);
+	/* A ring's node shows its tokens, ascending, in the ring's memory. */
+	got = hr_ring_node(r3, 0);
+	ck_assert_uint_eq(got->ntokens, 2);
+	ck_assert_ptr_ne(got->tokens, t3);
+	ck_assert_uint_eq(got->tokens[0], 10);
+	ck_assert_uint_eq(got->tokens[1], 20);
+	/* Its nodes, with its options, build the same ring. */
+	hr_ring_options_init(&o);
+	ck_assert_int_eq(hr_ring_options_get(r3, &o, NULL), HR_OK);
+	ck_assert_int_eq(hr_ring_build(got, 1, &o, 0, &again, NULL), HR_OK);
+	ck_assert_uint_eq(hr_ring_digest(again), hr_ring_digest(r3));
+	hr_ring_release(again);
 	hr_ring_release(r1);
 	hr_ring_release(r2);
 	hr_ring_release(r3);
 }
 END_TEST
 
+/* Bad tokens fail the build and hr_node_check() alike, naming the node. */
+static void expect_refused(hr_node *nd, const hr_ring_options *o, int code,
+			   const char *msg)
+{
+	hr_error err = { 0 };
+	hr_ring *ring = (hr_ring *)&err;
+
+	ck_assert_int_eq(hr_ring_build(nd, 1, o, 0, &ring, &err), code);
+	ck_assert_ptr_null(ring);
+	if (msg)
+		ck_assert_str_eq(err.message, msg);
+	ck_assert_int_eq(hr_node_check(nd, o, &err), code);
+	if (msg)
+		ck_assert_str_eq(err.message, msg);
+}
+
 START_TEST(build_tokens_refuses_bad_input)
 {
 	static uint64_t many[HR_TOKENS_MAX + 1];
 	uint64_t twice[] = { 7, 8, 7 };
 	hr_node nd = { .id = "a", .addr = "127.0.0.1:1", .weight = 1 };
-	const uint64_t *p[] = { twice }, *pm[] = { many }, *pn[] = { NULL };
-	size_t n3[] = { 3 }, nm[] = { HR_TOKENS_MAX + 1 }, n1[] = { 1 };
 	hr_ring_options o = tokens_opts(0), x;
 	hr_error err = { 0 };
-	hr_ring *ring = (hr_ring *)&err;
 
 	for (size_t i = 0; i < HR_TOKENS_MAX + 1; i++)
 		many[i] = i;
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, p, n3, 1, &o, 0, &ring, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "node \"a\": token 7 given twice");
-	ck_assert_ptr_null(ring);
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, nm, 1, &o, 0, &ring, &err), HR_ELIMIT);
-	ck_assert_str_eq(err.message, "node \"a\": 1025 tokens exceed the limit of 1024");
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, pn, n1, 1, &o, 0, &ring, &err), HR_EINVAL);
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, p, NULL, 1, &o, 0, &ring, &err), HR_EINVAL);
+	nd.tokens = twice;
+	nd.ntokens = 3;
+	expect_refused(&nd, &o, HR_EINVAL, "node \"a\": token 7 given twice");
+	nd.tokens = many;
+	nd.ntokens = HR_TOKENS_MAX + 1;
+	expect_refused(&nd, &o, HR_ELIMIT, "node \"a\": 1025 tokens exceed the limit of 1024");
+	nd.tokens = NULL;
+	nd.ntokens = 1;
+	expect_refused(&nd, &o, HR_EINVAL, "node \"a\": tokens are NULL");
 	hr_ring_options_init(&x);
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, n1, 1, &x, 0, &ring, &err), HR_EINVAL);
-	ck_assert_str_eq(err.message, "node \"a\": tokens need HR_PLACEMENT_TOKENS");
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, n1, 1, &o, 0, NULL, &err), HR_EINVAL);
+	nd.tokens = many;
+	expect_refused(&nd, &x, HR_EINVAL, "node \"a\": tokens need HR_PLACEMENT_TOKENS");
+	ck_assert_int_eq(hr_ring_build(&nd, 1, &o, 0, NULL, &err), HR_EINVAL);
 	nd.weight = 0;
-	ck_assert_int_eq(hr_ring_build_tokens(&nd, pm, n1, 1, &o, 0, &ring, &err), HR_EINVAL);
+	expect_refused(&nd, &o, HR_EINVAL, NULL);
+	/* Good tokens pass the check. */
+	nd.weight = 1;
+	ck_assert_int_eq(hr_node_check(&nd, &o, &err), HR_OK);
 }
 END_TEST
 
@@ -287,12 +311,13 @@ START_TEST(members_tokens)
 	ck_assert_int_eq(hr_ring_from_json(doc, strlen(doc), &o, &ring, &err), HR_OK);
 	ck_assert_uint_eq(hr_ring_node_vnodes(ring, hr_ring_find(ring, "a")), 2);
 	ck_assert_uint_eq(hr_ring_node_vnodes(ring, hr_ring_find(ring, "b")), 3);
-	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_find(ring, "a"), NULL), 2);
+	ck_assert_uint_eq(hr_ring_find(ring, "a")->ntokens, 2);
 	hr_ring_release(ring);
 	ck_assert_int_eq(hr_ring_from_json(bad, strlen(bad), &o, &ring, &err), HR_EPARSE);
 	ck_assert_ptr_null(ring);
 	ck_assert_int_eq(hr_ring_from_json(bad, strlen(bad), NULL, &ring, &err), HR_OK);
-	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_find(ring, "a"), NULL), 0);
+	ck_assert_uint_eq(hr_ring_find(ring, "a")->ntokens, 0);
+	ck_assert_ptr_null(hr_ring_find(ring, "a")->tokens);
 	hr_ring_release(ring);
 }
 END_TEST
@@ -308,7 +333,7 @@ START_TEST(nodeset_keeps_tokens)
 		"{\"addr\":\"127.0.0.1:1\",\"tokens\":[\"300\",\"400\"]}",
 	};
 	hr_ring *ring = NULL;
-	const uint64_t *got;
+	const hr_node *got;
 
 	for (int i = 0; i < 2; i++) {
 		hr__record rec;
@@ -320,8 +345,9 @@ START_TEST(nodeset_keeps_tokens)
 		ck_assert_ptr_null(t.v);
 	}
 	ck_assert_int_eq(hr__nodeset_build(&s, &o, 3, &ring, NULL), HR_OK);
-	ck_assert_uint_eq(hr_ring_node_tokens(ring, hr_ring_node(ring, 0), &got), 2);
-	ck_assert_uint_eq(got[0], 300);
+	got = hr_ring_node(ring, 0);
+	ck_assert_uint_eq(got->ntokens, 2);
+	ck_assert_uint_eq(got->tokens[0], 300);
 	hr_ring_release(ring);
 	ck_assert_int_eq(hr__nodeset_remove(&s, "n"), 1);
 	hr__nodeset_clear(&s);
@@ -334,7 +360,6 @@ struct grown {
 	hr_node nodes[64];
 	char ids[64][16];
 	uint64_t tokens[64][4 * 16];
-	const uint64_t *tp[64];
 	size_t tn[64];
 	size_t n;
 };
@@ -349,11 +374,12 @@ static hr_ring *join(struct grown *g, hr_ring *ring, double weight, size_t per)
 	g->nodes[i] = (hr_node){ .id = g->ids[i], .addr = "127.0.0.1:1",
 				 .weight = weight };
 	g->tn[i] = per * (size_t)weight;
-	g->tp[i] = g->tokens[i];
 	ck_assert_msg(hr_tokens_allocate(ring, &g->nodes[i], g->tn[i], g->tokens[i],
 					 &err) == HR_OK, "%s", err.message);
+	g->nodes[i].tokens = g->tokens[i];
+	g->nodes[i].ntokens = g->tn[i];
 	g->n++;
-	return build_tokens(g->nodes, g->tp, g->tn, g->n, 0);
+	return build_tokens(g->nodes, g->n, 0);
 }
 
 /* Every key the joiner does not own keeps its owner, and the joiner's share
@@ -371,9 +397,10 @@ START_TEST(join_moves_only_to_the_joiner)
 		const hr_arc *arcs;
 
 		ck_assert(hr_ring_moved_share(ring, next, HR_VIEW_WRITE) ==
-			  hr_ring_node_share(next, joiner, HR_VIEW_WRITE));
+			  hrt_node_share(next, joiner, HR_VIEW_WRITE));
 		if (ring) {
-			ck_assert_int_eq(hr_ring_diff(ring, next, HR_VIEW_WRITE, &diff, NULL), HR_OK);
+			ck_assert_int_eq(hr_diff_new(ring, next, HR_VIEW_WRITE, &diff, NULL),
+					 HR_OK);
 			arcs = hr_diff_arcs(diff);
 			for (size_t a = 0; a < hr_diff_arc_count(diff); a++)
 				EXPECT(arcs[a].new_node == joiner);
@@ -397,8 +424,6 @@ START_TEST(allocation_is_deterministic)
 	hr_ring *ring = NULL, *with;
 	uint64_t a[16], b[16], c[16];
 	hr_node nd = { .id = "late", .addr = "127.0.0.1:9", .weight = 1 };
-	const uint64_t *tp[65];
-	size_t tn[65];
 	hr_node nodes[65];
 
 	memset(&g, 0, sizeof g);
@@ -412,12 +437,10 @@ START_TEST(allocation_is_deterministic)
 	ck_assert_int_eq(hr_tokens_allocate(ring, &nd, 16, b, NULL), HR_OK);
 	ck_assert_mem_eq(a, b, sizeof a);
 	memcpy(nodes, g.nodes, g.n * sizeof *nodes);
-	memcpy(tp, g.tp, g.n * sizeof *tp);
-	memcpy(tn, g.tn, g.n * sizeof *tn);
 	nodes[g.n] = nd;
-	tp[g.n] = b;
-	tn[g.n] = 16;
-	with = build_tokens(nodes, tp, tn, g.n + 1, 0);
+	nodes[g.n].tokens = b;
+	nodes[g.n].ntokens = 16;
+	with = build_tokens(nodes, g.n + 1, 0);
 	ck_assert_int_eq(hr_tokens_allocate(with, &nd, 16, c, NULL), HR_OK);
 	ck_assert_mem_eq(a, c, sizeof a);
 	hr_ring_release(with);
@@ -443,7 +466,7 @@ START_TEST(first_and_second_node)
 		even += g.tokens[0][(t + 1) % 16] - g.tokens[0][t] == UINT64_MAX / 16;
 	ck_assert_uint_eq(even, 15);
 	two = join(&g, one, 1, 16);
-	share = hr_ring_node_share(two, hr_ring_find(two, "n1"), HR_VIEW_WRITE);
+	share = hrt_node_share(two, hr_ring_find(two, "n1"), HR_VIEW_WRITE);
 	ck_assert_msg(share > 0.5 - 1e-12 && share < 0.5 + 1e-12, "share %.17g", share);
 	hr_ring_release(one);
 	hr_ring_release(two);
@@ -478,10 +501,8 @@ static hr_ring *handed(const struct grown *g, size_t leaver, int state,
 {
 	static uint64_t tokens[64][4 * 16 + 16];
 	hr_node nodes[64];
-	const uint64_t *tp[64];
-	size_t tn[64], n = 0;
-	const uint64_t *lt;
-	size_t ln = hr_ring_node_tokens(ring, hr_ring_find(ring, g->ids[leaver]), &lt);
+	size_t n = 0;
+	const hr_node *left = hr_ring_find(ring, g->ids[leaver]);
 
 	for (size_t i = 0; i < g->n; i++) {
 		if (i == leaver && state > HR_STATE_DRAINING)
@@ -490,14 +511,13 @@ static hr_ring *handed(const struct grown *g, size_t leaver, int state,
 		if (i == leaver)
 			nodes[n].state = (hr_state)state;
 		memcpy(tokens[n], g->tokens[i], g->tn[i] * sizeof **tokens);
-		tn[n] = g->tn[i];
-		for (size_t t = 0; heirs && t < ln; t++)
+		nodes[n].tokens = tokens[n];
+		for (size_t t = 0; heirs && t < left->ntokens; t++)
 			if (!strcmp(heirs[t]->id, g->ids[i]))
-				tokens[n][tn[n]++] = lt[t];
-		tp[n] = tokens[n];
+				tokens[n][nodes[n].ntokens++] = left->tokens[t];
 		n++;
 	}
-	return build_tokens(nodes, tp, tn, n, 0);
+	return build_tokens(nodes, n, 0);
 }
 
 static double max_over_fair(const hr_ring *ring)
@@ -536,7 +556,7 @@ START_TEST(heirs_take_only_the_leavers_keys)
 		ring = next;
 	}
 	leaver = hr_ring_find(ring, g.ids[l]);
-	n = hr_ring_node_tokens(ring, leaver, NULL);
+	n = leaver->ntokens;
 	ck_assert_uint_eq(n, 32);
 	ck_assert_int_eq(hr_tokens_heirs(ring, leaver, heirs, NULL), HR_OK);
 	ck_assert_int_eq(hr_tokens_heirs(ring, leaver, again, NULL), HR_OK);
@@ -549,8 +569,8 @@ START_TEST(heirs_take_only_the_leavers_keys)
 	ck_assert(hr_ring_moved_share(ring, draining, HR_VIEW_READ) == 0);
 	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_WRITE) == 0);
 	ck_assert(hr_ring_moved_share(draining, after, HR_VIEW_READ) ==
-		  hr_ring_node_share(ring, leaver, HR_VIEW_WRITE));
-	ck_assert_int_eq(hr_ring_diff(ring, after, HR_VIEW_WRITE, &diff, NULL), HR_OK);
+		  hrt_node_share(ring, leaver, HR_VIEW_WRITE));
+	ck_assert_int_eq(hr_diff_new(ring, after, HR_VIEW_WRITE, &diff, NULL), HR_OK);
 	arcs = hr_diff_arcs(diff);
 	ck_assert_uint_gt(hr_diff_arc_count(diff), 0);
 	for (size_t a = 0; a < hr_diff_arc_count(diff); a++)
@@ -577,13 +597,12 @@ START_TEST(heirs_refuse_bad_input)
 {
 	const uint64_t ta[] = { 1000, 5000 }, tb[] = { 3000 };
 	hr_node nodes[3] = {
-		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1 },
-		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1 },
+		{ .id = "a", .addr = "127.0.0.1:1", .weight = 1, .tokens = ta, .ntokens = 2 },
+		{ .id = "b", .addr = "127.0.0.1:2", .weight = 1, .tokens = tb, .ntokens = 1 },
 		{ .id = "c", .addr = "127.0.0.1:3", .weight = 1 },
 	};
-	const uint64_t *t[3] = { ta, tb, NULL };
-	size_t n[3] = { 2, 1, 0 };
-	hr_ring *ring = build_tokens(nodes, t, n, 3, 16), *native = NULL, *two;
+	hr_node plain[3] = { nodes[0], nodes[1], nodes[2] };
+	hr_ring *ring = build_tokens(nodes, 3, 16), *native = NULL, *two;
 	const hr_node *heirs[2];
 	hr_error err = { 0 };
 
@@ -601,13 +620,14 @@ START_TEST(heirs_refuse_bad_input)
 	ck_assert_str_eq(heirs[0]->id, "b");
 	ck_assert_str_eq(heirs[1]->id, "b");
 	/* Without b, nobody can list a's tokens: c has none. */
-	two = build_tokens((hr_node[]){ nodes[0], nodes[2] },
-			   (const uint64_t *[]){ ta, NULL }, (size_t[]){ 2, 0 }, 2, 16);
+	two = build_tokens((hr_node[]){ nodes[0], nodes[2] }, 2, 16);
 	ck_assert_int_eq(hr_tokens_heirs(two, hr_ring_find(two, "a"), heirs, &err),
 			 HR_EINVAL);
 	ck_assert_str_eq(err.message,
 			 "node \"a\": no other node of the write view has tokens and room for more");
-	ck_assert_int_eq(hr_ring_build(nodes, 3, NULL, 0, &native, NULL), HR_OK);
+	for (int i = 0; i < 3; i++)
+		plain[i].ntokens = 0;
+	ck_assert_int_eq(hr_ring_build(plain, 3, NULL, 0, &native, NULL), HR_OK);
 	ck_assert_int_eq(hr_tokens_heirs(native, hr_ring_node(native, 0), heirs, &err),
 			 HR_EINVAL);
 	ck_assert_str_eq(err.message, "heirs need a ring of the tokens placement, not xxh3");
