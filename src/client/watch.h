@@ -16,25 +16,7 @@
 #ifndef HR_WATCH_H
 #define HR_WATCH_H
 
-#include "etcd.h"
-#include "log.h"
-#include "subscribers.h"
-
-typedef struct hr__watch_opts {
-	hr__etcd_opts etcd;        /* stop_flag and tick are set by the watcher */
-	const char *prefix;
-	hr_ring_options ring;
-	unsigned page_size;
-	int backoff_initial_ms;
-	int backoff_max_ms;
-	int probe_interval_ms;
-	int stale_warn_ms;
-	int probe_jitter_pct;      /* 0..50 */
-	int spread_endpoints;      /* start at a random endpoint */
-	const hr__log *log;        /* must outlive the watcher */
-	/* The clients the rings go to; must outlive the watcher. */
-	hr__subscribers *subs;
-} hr__watch_opts;
+#include "watch_opts.h"
 
 typedef struct hr__watcher hr__watcher;
 

@@ -1,5 +1,6 @@
 /* watch_control.c - the watcher as other threads use it: start, the wait
  * for the first ring, status, stop. */
+#include "watch.h"
 #include "watch_state.h"
 
 #include "clock.h"

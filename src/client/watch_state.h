@@ -8,7 +8,7 @@
 
 #include "etcd_stream.h"
 #include "nodeset.h"
-#include "watch.h"
+#include "watch_opts.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -19,6 +19,9 @@ typedef enum hr__stream_end {
 	HR__END_RESYNC,      /* compacted, unexpected cancel, revision went back */
 	HR__END_STOP
 } hr__stream_end;
+
+/* As watch.h names it (a typedef may be repeated in C11). */
+typedef struct hr__watcher hr__watcher;
 
 struct hr__watcher {
 	/* Configuration (immutable once the thread runs). */

@@ -5,7 +5,7 @@
  * the node's record edited (draining) and each heir's record listing the
  * tokens it takes, on condition that no record changed since.
  */
-#include "update.h"
+#include "update_heirs.h"
 
 #include "backoff.h"
 #include "error.h"

@@ -1,7 +1,8 @@
 /* rebalance.c - the rebalancer: its object, the start and end of each
- * call, and the whole handoff of a run (see rebalance.h and hashring.h). */
+ * call, and the whole handoff of a run (see rebalance_impl.h and
+ * hashring/rebalance.h). */
 #define _GNU_SOURCE
-#include "rebalance.h"
+#include "rebalance_impl.h"
 
 
 #include <inttypes.h>

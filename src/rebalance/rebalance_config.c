@@ -4,7 +4,7 @@
  * built on libhashring's public API alone, so it keeps its own small copy
  * of the protocol the core's settings.c implements: the same checks and
  * the same messages. */
-#include "rebalance.h"
+#include "rebalance_impl.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,8 +1,8 @@
 /* rebalance_copy.c - the rebalancer's work on the store, through its
  * backend: the scan of a source node, the copy of its moving keys, the
- * purge (docs/handoff.md sections 2, 4 and 5; see rebalance.h). */
+ * purge (docs/handoff.md sections 2, 4 and 5; see rebalance_impl.h). */
 #define _GNU_SOURCE
-#include "rebalance.h"
+#include "rebalance_impl.h"
 
 
 #include <inttypes.h>

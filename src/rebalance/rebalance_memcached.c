@@ -2,7 +2,7 @@
  * (hr_rebalance_memcached): a connection per node over memcache.c, made
  * on first use and made again after an error. */
 #define _GNU_SOURCE
-#include "rebalance.h"
+#include "rebalance_impl.h"
 
 #include "memcache.h"
 

@@ -1,7 +1,7 @@
 /* rebalance_metrics.c - the rebalancer's metric families
  * (hr_rebalancer_metrics_write; docs/metrics.md), written with libhashring's
  * hr_metrics_writer. */
-#include "rebalance.h"
+#include "rebalance_impl.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
 /* rebalance_progress.c - the rebalancer's figures: the counters of a step
  * and of each node's life, the rate and ETA, the progress and per-node
  * log lines, the copies that hr_rebalancer_progress() and the metrics
- * read (see rebalance.h). */
+ * read (see rebalance_impl.h). */
 #define _GNU_SOURCE
-#include "rebalance.h"
+#include "rebalance_impl.h"
 
 
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* rebalance.h - the rebalancer's object, shared by its steps (internal).
+/* rebalance_impl.h - the rebalancer's object, shared by its steps (internal).
  *
  * rebalance.c owns the object and the public steps: settings, the start
  * and end of each call, the run (waits, promotion).  rebalance_copy.c is
@@ -8,8 +8,8 @@
  * holds for a few counters at a time), and their log lines.  One step
  * runs at a time; everything but `lock`'s fields and `cancelled` is the
  * step's thread's. */
-#ifndef HR_REBALANCE_H
-#define HR_REBALANCE_H
+#ifndef HR_REBALANCE_IMPL_H
+#define HR_REBALANCE_IMPL_H
 
 #include "hashring.h"
 #include "hashring/rebalance.h"
