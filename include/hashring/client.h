@@ -104,14 +104,14 @@ typedef struct hr_client_config {
 	 * nodes of the read view's preference list (zone-distinct; see
 	 * hr_ring_preflist), in turn per thread, 2..16 (default 3). */
 	unsigned hot_key_replicas;
-	/* Spreads the reads of hot keys, apart from placement (README.md,
-	 * "Hot keys"): a key whose estimated share of the client's lookups is
-	 * at least this (0 < share <= 1; at most 16 keys, the most frequent)
-	 * gets as read owner of hr_client_lookup() one of hot_key_replicas
-	 * nodes in turn, its write owner staying.  Batch
-	 * lookups and hr_ring_lookup() never spread.  The hot keys are
-	 * re-chosen every 1024 samples of a thread and at each
-	 * hr_client_hot_keys().  0 (the default): off. */
+	/* Spreads the reads of hot keys, apart from placement
+	 * (docs/embedding.md, "Spreading a hot key's reads"): a key whose
+	 * estimated share of the client's lookups is at least this
+	 * (0 < share <= 1; at most 16 keys, the most frequent) gets as read
+	 * owner of hr_client_lookup() one of hot_key_replicas nodes in turn,
+	 * its write owner staying.  Batch lookups and hr_ring_lookup() never
+	 * spread.  The hot keys are re-chosen every 1024 samples of a thread
+	 * and at each hr_client_hot_keys().  0 (the default): off. */
 	double hot_key_spread;
 	/* (1.1) NULL (the default): the client has a watcher of its own.  A
 	 * share (hr_share_new): the client follows the watcher of the clients

@@ -345,8 +345,8 @@ HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
  * batch hashes keys ahead of the one it answers and prefetches the memory
  * their searches will read, so that the cache misses of several keys
  * overlap instead of following one another: on a ring larger than the
- * caches a key costs less than half of what a single lookup does (README,
- * "Performance"); on a small ring about the same.  The answers are exactly
+ * caches a key costs less than half of what a single lookup does
+ * (docs/performance.md, "Batch lookups"); on a small ring about the same.  The answers are exactly
  * hr_ring_lookup()'s.
  *
  * An answer is compact: the owners' numbers in the ring that answered,
