@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # embed.cmake - a file as a C array, for the page `hashring serve` serves:
 #   cmake -DINPUT=file -DOUTPUT=file.c -DNAME=symbol -P embed.cmake
 # writes `const char NAME[]` (the bytes, then a NUL) and `NAME_len`.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # packaging.cmake - Debian packages through CPack.
 #
 #   cmake --build build --target package     (or: cd build && cpack)

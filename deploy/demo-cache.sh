@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # demo-cache.sh - the cache cluster's promise, measured: installs what is
 # missing, builds, starts a temporary etcd and four memcached servers on
 # free loopback ports, and runs a load generator (build/hashring-load: a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # demo.sh - the main job: installs what is missing, builds, starts a
 # temporary etcd on free loopback ports and walks through a cluster's life:
 # nodes registered with etcdctl, lookups, a warming node joining, its switch

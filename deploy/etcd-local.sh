@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # etcd-local.sh - a throw-away etcd on loopback for trying hashring out.
 #
 #   deploy/etcd-local.sh [start]      one member on 127.0.0.1:2379

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # install-deps.sh - installs the Debian 12 packages hashring needs to build,
 # test and demo, skipping those already present.  Run as root.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lookup.c - the owners of keys in the ring an etcd holds.
  *   HASHRING_ENDPOINTS=127.0.0.1:2379 ./lookup user:42 user:43 */
 #include <hashring.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * service.c - a service instance that is a member of its cluster: it
  * registers itself (warming), goes active, answers where keys go while it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring.h - consistent-hash ring of cluster nodes, kept in sync with etcd.
  *

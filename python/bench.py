@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The Python package's figures, side by side in one run (docs/python.md).
 
 On a ring of 100 nodes x 200 points followed from a real etcd on loopback:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Builds hashring._hashring against the installed libhashring.
 
 pkg-config finds the library (hashring.pc, installed with its headers:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # fresh-debian.sh - the README's Quick start, proved on a fresh Debian 12.
 #
 # Builds a minimal Debian 12 root (debootstrap --variant=minbase bookworm)

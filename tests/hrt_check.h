@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_check.h - how every Check suite of the project runs (tests only). */
 #ifndef HRT_CHECK_H
 #define HRT_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_logfmt.h - log lines read back by a real logfmt parser (tests only).
  *
  * HR_LOGFMT_DECODER is tests/tools/logfmt_decode.go built by CMake: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_rand.h - a small seeded generator for reproducible test inputs. */
 #ifndef HRT_RAND_H
 #define HRT_RAND_H

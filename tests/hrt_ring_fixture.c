@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_ring_fixture.c - see hrt_ring_fixture.h. */
 #include "hrt_ring_fixture.h"
 

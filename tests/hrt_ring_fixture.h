@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_ring_fixture.h - node sets, rings and offline clients for the unit
  * suites (tests only; linked into every one of them). */
 #ifndef HRT_RING_FIXTURE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_vectors.c - see hrt_vectors.h. */
 #include "hrt_vectors.h"
 #include "hrt_check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_vectors.h - the check of one placement vector set (the "sets" of
  * tests/vectors/ files) against a ring, shared by the unit suites of every
  * placement (tests only; linked into every unit suite). */

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # run.sh - the test command: installs what is missing, builds, and runs the
 # whole suite (unit and real-etcd integration tests) three times: a normal
 # build in build/, then under ASan+UBSan (build-asan/) and TSan (build-tsan/),

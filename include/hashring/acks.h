@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/acks.h - acknowledged epochs: the ring every client reports
  * having, read from etcd, and the wait for a revision everywhere.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/client.h - a ring kept in sync with an etcd prefix: clients and
  * their settings, shared watchers (hr_share), lookups, counts, hot keys,

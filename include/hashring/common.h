@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/common.h - what every part of the hashring API shares: the
  * library's version, error codes and hr_error, the rule for structs that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/etcd.h - where a cluster's node records are in etcd, and how to
  * reach them: hr_etcd_config, shared by clients, registrars, record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/metrics.h - the Prometheus text exposition of rings and clients.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/rebalance.h - the handoff's copy between stores: the API of
  * libhashring-rebalance, a library of its own (pkg-config

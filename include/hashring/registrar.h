@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/registrar.h - writing the membership: registering a node under
  * a lease (the registrar), and changing a node's record in place.

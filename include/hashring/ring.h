@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/ring.h - rings, offline and pure: nodes and their states, ring
  * options and placements, building and loading rings, lookups, batch

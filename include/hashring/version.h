@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring/version.h - the version of the hashring headers.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """hashring: a consistent-hash ring of cluster nodes, kept in sync with etcd.
 
 The package embeds libhashring (the C library): a Client follows the node

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Type stubs of the hashring package (the extension hashring._hashring
 # and the helpers of __init__.py).  tests/test_stubs.py checks that every
 # public name, method and attribute has its stub here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * acks.c - the module's functions over etcd that keep no object:
  * acknowledged epochs (acks, wait_acks), an operator's change of any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * args.c - Python arguments to the library's types: keys, names, timeouts
  * and the keyword settings of hr_etcd_config and the structs beside it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * client.c - hashring.Client: an hr_client, its lookups answered with the
  * objects of the ring that answered (ring.c), its callbacks delivered on

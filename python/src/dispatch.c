@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dispatch.c - the library's callbacks (ring changes, log lines, a lost
  * registration) delivered to Python callables on a Python thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * errors.c - the exception hierarchy: hashring.Error and one subclass per
  * HR_E* code, each also a subclass of the built-in exception a Python

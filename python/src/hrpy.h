@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hrpy.h - what the files of the Python extension (hashring._hashring)
  * share: the module state, the object layouts passed between files, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * module.c - the module hashring._hashring: its state (the exception
  * classes, the types, the State enum), its constants, and the objects

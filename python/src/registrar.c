@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * registrar.c - hashring.Registrar: a node announced under a lease
  * (hr_registrar_open), its record's updates, and its leave: draining for a

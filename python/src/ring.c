@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring.c - hashring.Ring: a ring held by Python (built offline from
  * members, or a client's), and the objects of its answers.

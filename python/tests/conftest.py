@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures of the Python suite: a real etcd on loopback (etcd_server.py),
 a fresh key prefix per test, the hashring command, and waits.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A real etcd on loopback for the Python suite and bench.py.
 
 As tests/integration/etcd_fixture.c does: /usr/bin/etcd on free 127.0.0.1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Acknowledged epochs: clients that ack their rings, hashring.acks() and
 wait_acks(), from the module and from a client."""
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """on_change: on a Python thread, under churn, during and from close(),
 its exceptions reported; a registrar's on_lost likewise."""
 import sys

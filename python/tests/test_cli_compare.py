@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package answers as the C library does: 100,000 keys on every
 placement, against `hashring lookup --members FILE --json` (the command
 takes its keys as arguments: a few thousand a run), for rings built from

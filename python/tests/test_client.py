@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Client against a real etcd: it follows puts, deletes, transactions and
 a restart of etcd, its rings equal the offline ring of the same records,
 and its methods behave around close() and from many threads."""

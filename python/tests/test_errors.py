@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Errors: the exception hierarchy, and bad input of every kind raising
 TypeError or ValueError (the library's refusals are ValueErrors too,
 with its own messages) - never a crash.  faulthandler is on (pytest's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """docs/python.md's example service runs as written against a real etcd:
 it joins warming, turns active, routes keys, logs ring changes, and on
 SIGTERM drains, leaves and exits 0."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """No reference leaks: after a million lookups and a thousand ring changes
 (a registrar's updates, followed by a client with a callback), the
 interpreter's objects and allocated blocks and the process's RSS are

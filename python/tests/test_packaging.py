@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package installs as docs/python.md says: `cmake --install` puts it
 in the interpreter's site directory, and setuptools builds it against an
 installed libhashring found by pkg-config, offline (pip without build

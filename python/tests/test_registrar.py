@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Registrar against a real etcd: the record under its lease, states and
 weights, leaving with a drain, and a process killed with SIGKILL whose
 node goes when its lease expires."""

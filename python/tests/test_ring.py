@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Offline rings: building them every way, every placement, the answers
 and their objects, shares and diffs."""
 import json

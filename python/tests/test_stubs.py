@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The type stubs (hashring/__init__.pyi) cover the package: every public
 name, and every public method and attribute of its classes, has a stub,
 and every stub names something that exists."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* buffer.c - appending with doubling capacity. */
 #include "buffer.h"
 

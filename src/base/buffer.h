@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* buffer.h - a growable byte buffer with a bound (internal): what a
  * transfer collects, or a line not yet complete. */
 #ifndef HR_BUFFER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clock.c - CLOCK_MONOTONIC milliseconds and deadlines. */
 #include "clock.h"
 

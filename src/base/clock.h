@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clock.h - monotonic time for timers and timed condition waits
  * (internal).  Wall-clock steps never shorten or stretch a wait. */
 #ifndef HR_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c - error codes and messages. */
 #include "error.h"
 

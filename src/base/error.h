@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.h - filling hr_error values (internal). */
 #ifndef HR_ERROR_H
 #define HR_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* escape.c - JSON and logfmt string escaping of arbitrary bytes. */
 #include "escape.h"
 

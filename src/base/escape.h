@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* escape.h - arbitrary bytes written as the inside of a double-quoted JSON
  * or logfmt string (internal); where valid UTF-8 ends.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json.c - JSON texts into cJSON values, refusing what cJSON would take
  * wrongly (a \u0000 escape), and giving each error its reason and byte.

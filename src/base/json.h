@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.h - JSON texts from etcd and files into cJSON, with errors that say
  * why: the byte, too deep, cut short (internal). */
 #ifndef HR_JSON_H

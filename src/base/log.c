@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c - one logfmt line per event, through the user's callback. */
 #include "log.h"
 

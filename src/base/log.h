@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.h - the log callback and the logfmt line format (internal). */
 #ifndef HR_LOG_H
 #define HR_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* settings.c - the size protocol of the public settings structs: the
  * defaults a caller's struct starts from, and the check of its size
  * (settings.h; hashring.h, "Structs that grow"; docs/abi.md). */

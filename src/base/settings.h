@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* settings.h - the size protocol of the public settings structs
  * (internal; hashring.h, "Structs that grow"; docs/abi.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tsan.h - HR__TSAN: 1 when ThreadSanitizer instruments this build (GCC
  * says so with a macro, Clang with __has_feature), else 0.  For the few
  * places that must show TSan what it cannot see (liburcu's grace periods,

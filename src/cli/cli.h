@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what every `hashring` command shares: exit statuses, the option
  * tables and their one parser, error lines, output, and the etcd options.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_errors.c - the one-line error, warning and usage messages of every
  * command. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_etcd.c - the etcd connection options shared by every command that
  * talks to etcd, named and read from the environment as etcdctl does; the

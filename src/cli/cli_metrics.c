@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_metrics.c - the options of the Prometheus exposition, shared by
  * `hashring metrics`, which prints it once, and `hashring serve`, which
  * serves it at /metrics: the same flags give the same text. */

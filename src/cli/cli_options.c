@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_options.c - the one option parser of every command, the readers of
  * its value types, and the help printed from the same tables.

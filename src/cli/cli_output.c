@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_output.c - the commands' standard output, and how bytes are shown in
  * it: JSON strings, text fields and their display widths.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_svg.c - the plots of `nodes --svg`, `sim --svg` and `sim --compare
  * --svg`, written as plain SVG text, and the ring's arcs they (and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_svg.h - plain SVG written by the commands (`nodes --svg`, `sim
  * --svg`, `sim --compare --svg`), and the ring's arcs that both the plots and the dashboard draw.

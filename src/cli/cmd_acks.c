@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_acks.c - `hashring acks`: the clients that acknowledge their ring,
  * and the wait until every one has a given revision. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_diff.c - `hashring diff`: the arcs of the key space that change owner
  * between two rings, from two members files or from each ring etcd gives. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_lookup.c - `hashring lookup`: which nodes own the given keys. */
 #include "cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_metrics.c - `hashring metrics`: the Prometheus exposition of a
  * client after its first sync, or of a members file's ring, once. */
 #include "cli.h"

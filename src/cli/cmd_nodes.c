@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_nodes.c - `hashring nodes`: the members of a ring, from etcd or from a
  * members file. */
 #include "cli.h"

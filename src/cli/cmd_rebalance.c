@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_rebalance.c - `hashring rebalance`: the handoff of docs/handoff.md
  * (hr_rebalancer_run) for every warming and draining node of the ring, or
  * one, against memcached; its figures on a terminal or as JSON lines. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_register.c - `hashring register`: a sidecar that keeps a node
  * registered under a lease until SIGTERM or SIGINT; and `hashring state` /
  * `hashring weight`, which change a registered node in place. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_serve.c - `hashring serve`: follows the ring and serves a live page
  * of it, /ring.json and /metrics, until SIGINT or SIGTERM. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_sim.c - `hashring sim`: reproduces the seed articles' tables on the
  * library's ring.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_sim_compare.c - `hashring sim --compare`: the alternatives to a ring
  * with many vnodes, measured on one membership and one key set.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_tokens.c - `hashring tokens --allocate`: the record of a node that
  * joins with allocated tokens (docs/placement.md section 16), printed for
  * `etcdctl put`. */

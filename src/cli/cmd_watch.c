@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_watch.c - `hashring watch`: one line per published ring, flushed at
  * once so that other programs can follow it. */
 #include "cli.h"

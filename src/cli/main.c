@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c - the `hashring` command: finds the command, runs it, and ends the
  * process the way its result says. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sim_tokens.c - `hashring sim --placement tokens`: N nodes join an empty
  * ring one at a time, each with the tokens hr_tokens_allocate() gives it

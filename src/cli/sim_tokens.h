@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_tokens.h - `hashring sim --placement tokens`: joins with allocated
  * tokens, one at a time, then leaves (sim_tokens.c). */
 #ifndef HR_SIM_TOKENS_H

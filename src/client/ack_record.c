@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ack_record.c - the acknowledgement record: writing, parsing, and the
  * rules for client ids and ack prefixes (docs/handoff.md). */
 #include "ack_record.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ack_record.h - the acknowledgement record (internal): the JSON value a
  * client puts at <ack prefix><client id> (docs/handoff.md), and the rules
  * for client ids and ack prefixes.  Pure: no I/O. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ack_sender.c - the announcing side of acknowledged epochs: a client's ack
  * thread, its lease and the coalescing of acks (ack_sender.h; docs/handoff.md). */
 #include "ack_sender.h"

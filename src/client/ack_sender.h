@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ack_sender.h - the announcing side of acknowledged epochs (internal): a small
  * thread per client that puts the ring's (revision, digest) at
  * <ack prefix><client id> under the client's own lease, coalesced.

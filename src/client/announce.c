@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* announce.c - the event=ring line and the host's callbacks. */
 #include "announce.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* announce.h - telling the log and the host about each published ring
  * (internal).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client.c - the public client: open/close, and the lookup entry points
  * over the published ring. */
 #include "client.h"

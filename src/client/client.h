@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client.h - client internals shared with tests and the benchmark
  * (internal). */
 #ifndef HR_CLIENT_H

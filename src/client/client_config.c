@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_config.c - hr_client_config: its defaults and its one reading;
  * an hr_etcd_config read with its ring options (client_config.h,
  * settings.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_config.h - hr_client_config, and an hr_etcd_config with its
  * ring options, read once, checked once (internal; settings.h says how). */
 #ifndef HR_CLIENT_CONFIG_H

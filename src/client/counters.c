@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counters.c - a client's per-node lookup counters: per-thread segments,
  * folded by node id (see counters.h). */
 #include "counters.h"

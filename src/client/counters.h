@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counters.h - a client's per-node lookup counters (internal).
  *
  * A lookup adds one to its write owner's and its read owner's count in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * owner.c - the client's copy-out answers: a lookup's owners into an
  * hr_owner, a preference list into hr_replicas, straight from a ring's

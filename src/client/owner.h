@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* owner.h - the client's copy-out answers from one ring: a lookup's owners
  * (hr_owner) and a preference list (hr_replica) (internal). */
 #ifndef HR_OWNER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* publish.c - RCU pointer swap, grace periods, and reclamation of rings
  * that followers still hold. */
 #include "publish.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* publish.h - RCU publication of immutable rings (internal).
  *
  * One writer (the watcher thread) swaps in new rings; any number of threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* share.c - feeds (a watcher and its clients) and the shares that let
  * clients with equal settings follow one feed. */
 #include "share.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* share.h - which watcher a client follows (internal).
  *
  * A feed is one watcher with the clients it publishes to (subscribers.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sketch.c - Space-Saving over sampled keys (see sketch.h). */
 #include "sketch.h"
 

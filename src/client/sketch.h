@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sketch.h - a Space-Saving heavy-hitter summary over sampled lookups
  * (internal).
  *

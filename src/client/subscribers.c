@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* subscribers.c - one watcher's rings published to every client that
  * follows it, an alias each, with one grace period per ring. */
 #include "subscribers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* subscribers.h - the clients a watcher publishes to (internal).
  *
  * Every client follows a watcher through its subscriber: its own publisher

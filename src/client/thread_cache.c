@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread_cache.c - per-thread ring references behind hr_client_lookup(). */
 #include "thread_cache.h"
 #include "counters.h"

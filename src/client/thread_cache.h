@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* thread_cache.h - per-thread ring references behind hr_client_lookup()
  * (internal).
  *

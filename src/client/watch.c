@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * watch.c - the watcher thread: the watch stream (its messages, and the
  * probes and progress notifications that prove it alive) and the loop that

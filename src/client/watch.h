@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch.h - the watcher thread (internal): full sync at revision R, watch
  * from R+1, one ring per batch, compaction -> resync, reconnect with
  * backoff, liveness probes and staleness warnings.

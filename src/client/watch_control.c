@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch_control.c - the watcher as other threads use it: start, the wait
  * for the first ring, status, stop. */
 #include "watch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch_opts.h - what a watcher is started with (internal): apart from
  * watch.h, so that the watcher's own state (watch_state.h) can hold a copy
  * without depending on the interface its files implement. */

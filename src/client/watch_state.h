@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch_state.h - the watcher's state (internal to the watcher): watch.c
  * runs its thread (watch_sync.c its records and ring), watch_control.c
  * serves the other threads (start, the wait for the first ring, status,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * watch_sync.c - what the watcher knows of etcd's records (watch_sync.h):
  * the set they make, kept by a full sync and by each revision's events;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * watch_sync.h - the watcher's records, ring and confirmation, as its
  * thread's stream loop (watch.c) drives them (internal to the watcher;

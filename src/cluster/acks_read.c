@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* acks_read.c - the reading side of acknowledged epochs: the live clients' acks
  * under a prefix, their lag and conflicts, and the wait for a revision
  * (hashring.h, "Acknowledged epochs"; docs/handoff.md). */

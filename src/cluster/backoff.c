@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backoff.c - the wait between the attempts of a conditional write under
  * contention, shared by token joins (register_tokens.c) and hand-overs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backoff.h - the randomized, doubling wait between the attempts of a
  * conditional write that others' writes keep failing (token joins and
  * hand-overs), within a time budget (internal). */

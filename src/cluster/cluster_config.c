@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cluster_config.c - hr_registration and hr_record_update: their
  * defaults and their one reading (cluster_config.h, settings.h). */
 #include "cluster_config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cluster_config.h - hr_registration and hr_record_update read once,
  * checked once (internal; settings.h says how). */
 #ifndef HR_CLUSTER_CONFIG_H

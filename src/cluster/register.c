@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* register.c - lease-backed self-registration of a node: the lease's life
  * (grant, renewal, loss and repair) and the registrar's own record.  The
  * in-place edit of a record is update.c's. */

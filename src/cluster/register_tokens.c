@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * register_tokens.c - a registration with allocated tokens
  * (docs/placement.md section 16): the records under the prefix read at one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* register_tokens.h - registering with allocated tokens: read, allocate,
  * put if unchanged, again on a change (internal). */
 #ifndef HR_REGISTER_TOKENS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* update.c - in-place edits of a node's record: the fields an
  * hr_record_update names are changed, every other field and the lease are
  * kept, and nothing the clients would refuse is written. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* update.h - in-place edits of a node's record in etcd, shared by a
  * registrar changing its own record and an operator's hr_node_update()
  * (internal). */

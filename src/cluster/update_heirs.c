@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * update_heirs.c - a node that leaves hands its tokens to heirs
  * (docs/placement.md section 16, "Leaving"): the records under the prefix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* update_heirs.h - the writer of an edited record, and the edit that
  * hands a leaving node's tokens to its heirs (internal; update.h's edits
  * call it, so it depends on nothing of theirs). */

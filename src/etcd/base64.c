@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* base64.c - RFC 4648 base64 with padding, over libcrypto's codec.
  *
  * EVP_DecodeBlock() alone is too lenient for bytes from etcd: it skips

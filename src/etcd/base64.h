@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* base64.h - standard padded base64, as etcd's JSON gateway requires for
  * every bytes field (internal). */
 #ifndef HR_BASE64_H

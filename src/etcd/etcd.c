@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd.c - the etcd client: construction, endpoints, transfers, auth and
  * the unary call every request goes through. */
 #include "etcd.h"

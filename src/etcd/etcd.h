@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd.h - a small client for etcd's v3 HTTP/JSON gateway (internal).
  *
  * etcd.c holds the client itself (endpoints, transfers, auth, the unary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_config.c - hr_etcd_config: its defaults and its one reading
  * (etcd_config.h, settings.h). */
 #include "etcd_config.h"

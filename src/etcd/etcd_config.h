@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_config.h - hr_etcd_config read once, checked once (internal;
  * settings.h says how). */
 #ifndef HR_ETCD_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_endpoints.c - endpoint URLs and the user:password@ they may carry. */
 #define _GNU_SOURCE
 #include "etcd_endpoints.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_endpoints.h - the etcd client's endpoint list as configured
  * (internal to etcd.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_json.c - int64 strings, base64 bytes, kvs and prefix ranges as the
  * gateway writes and reads them. */
 #include "etcd_json.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_json.h - the v3 JSON gateway's wire conventions (internal).
  *
  * int64s travel as JSON strings (lease ids need all 64 bits), bytes fields

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_kv.c - the requests built on hr__etcd_call(): paged prefix ranges,
  * single keys, conditional puts and leases. */
 #include "etcd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_stream.c - the watch stream and its probes on one multi handle. */
 #include "etcd_stream.h"
 

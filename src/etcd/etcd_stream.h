@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* etcd_stream.h - a watch stream and its liveness probes over etcd's
  * gateway (internal).
  *

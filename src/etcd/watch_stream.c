@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch_stream.c - newline framing and message classification for the
  * gateway's watch stream (see the table in etcd's clientv3 watch.go). */
 #include "watch_stream.h"

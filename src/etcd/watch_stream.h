@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch_stream.h - the watch stream's wire format (internal): splitting the
  * newline-delimited byte stream into messages and classifying each message.
  * Pure functions over bytes: no I/O, fuzzable. */

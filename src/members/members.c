@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * members.c - members documents and files (docs/placement.md section 8,
  * "Members file"): a JSON object mapping node id to record, built into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nodeset.c - a sorted array of records: lookups by binary search, and the
  * ring builder gets the nodes already in id order. */
 #include "nodeset.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nodeset.h - the current membership: valid node records keyed by id, from
  * which each new ring is built (internal).  Single-threaded. */
 #ifndef HR_NODESET_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record.c - node records (docs/placement.md section 8): an etcd value
  * under <prefix><id>, or an entry of a members document, parsed into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* record.h - node records: an etcd value, or an entry of a members
  * document, parsed into a valid node (internal).  docs/placement.md
  * section 8 is the format. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c - the metric families of a ring and of a client, in the order
  * and with the names hashring.h lists; written by metrics_text.c.  A new
  * family is one more function called below, with its HR_METRICS_OMIT_*

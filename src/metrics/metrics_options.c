@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_options.c - hr_metrics_options: its defaults and its one
  * reading (metrics_options.h, settings.h). */
 #include "metrics_options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_options.h - hr_metrics_options read once, checked once
  * (internal; settings.h says how). */
 #ifndef HR_METRICS_OPTIONS_H

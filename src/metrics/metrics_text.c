@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_text.c - the Prometheus text exposition format 0.0.4: names and
  * constant labels checked, label values escaped, numbers in the C locale,
  * output buffered to the caller's callback. */

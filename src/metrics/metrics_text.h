@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_text.h - the Prometheus text exposition format 0.0.4, written
  * to a caller's callback (internal).
  *

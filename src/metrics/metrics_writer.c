@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_writer.c - hr_metrics_writer: the exposition format of
  * metrics_text.c offered to programs and libraries built on hashring, with
  * every name and label they give checked (hashring/metrics.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ketama.c - the ketama placement: the continuum of libmemcached's
  * weighted ketama, rebuilt from its documented behaviour so that a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ketama.h - placement compatible with libmemcached's weighted ketama
  * (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, libmemcached 1.1.4): the MD5 key

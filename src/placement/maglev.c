@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * maglev.c - Maglev placement (docs/placement.md section 14).  Each view is
  * a table of M slots built from the view's nodes: a node's permutation of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * maglev.h - Maglev placement (Eisenbud et al., NSDI 2016): a table of M
  * slots per view, each slot a point of the circle, filled by the nodes'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * placement.h - a placement: how one ring's nodes and keys sit on the
  * circle, as one table of operations per hr_placement (internal).

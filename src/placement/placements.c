@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* placements.c - the placements by hr_placement value: the one list a new
  * placement joins (see placement.h). */
 #include "placements.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * placements.h - the placements by hr_placement value (internal): the one
  * list a new placement joins.  Apart from the interface (placement.h),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rendezvous.c - weighted rendezvous placement (docs/placement.md section
  * 15): Schindelhauer and Schomaker's logarithmic method.  A key of hash k

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rendezvous.h - weighted rendezvous (highest random weight) placement by
  * the logarithmic method (internal; docs/placement.md section 15 is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tokens_placement.c - the tokens placement (docs/placement.md section
  * 16): a node with tokens has one point at each, a node without has the

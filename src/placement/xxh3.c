@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * xxh3.c - the native placement, docs/placement.md sections 1 and 3: a
  * node of weight w has max(1, round(w * vnodes_per_weight)) points, point i

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memcache.c - one memcached connection: metadump and meta commands
  * (see memcache.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * memcache.h - one connection to a memcached server, speaking what the
  * rebalancer needs of its text protocol: the item list of

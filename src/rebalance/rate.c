@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rate.c - two token buckets, keys and bytes per second (see rate.h). */
 #define _GNU_SOURCE
 #include "rate.h"

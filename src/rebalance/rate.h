@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rate.h - the rebalancer's rate cap: two token buckets, keys per second
  * and bytes per second, that a copy takes from before each store.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance.c - the rebalancer: its object, the start and end of each
  * call, and the whole handoff of a run (see rebalance_impl.h and
  * hashring/rebalance.h). */

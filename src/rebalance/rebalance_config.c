@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance_config.c - the rebalancer's settings structs: their defaults,
  * the size protocol and the one reading of each (hashring/common.h,
  * "Structs that grow"; docs/abi.md), and its errors.  The library is

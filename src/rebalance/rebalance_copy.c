@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance_copy.c - the rebalancer's work on the store, through its
  * backend: the scan of a source node, the copy of its moving keys, the
  * purge (docs/handoff.md sections 2, 4 and 5; see rebalance_impl.h). */

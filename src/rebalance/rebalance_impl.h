@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance_impl.h - the rebalancer's object, shared by its steps (internal).
  *
  * rebalance.c owns the object and the public steps: settings, the start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance_memcached.c - the rebalancer's memcached backend
  * (hr_rebalance_memcached): a connection per node over memcache.c, made
  * on first use and made again after an error. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance_metrics.c - the rebalancer's metric families
  * (hr_rebalancer_metrics_write; docs/metrics.md), written with libhashring's
  * hr_metrics_writer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rebalance_progress.c - the rebalancer's figures: the counters of a step
  * and of each node's life, the rate and ETA, the progress and per-node
  * log lines, the copies that hr_rebalancer_progress() and the metrics

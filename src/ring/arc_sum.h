@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arc_sum.h - sums of arc lengths on the 64-bit circle, exact: in 128
  * bits (a whole circle is 2^64), and their share of the circle
  * (internal). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * arcs.c - measuring the circle (docs/placement.md sections 6 and 12): the
  * share of each node of one view, and the one walk over two views that

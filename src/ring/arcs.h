@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arcs.h - measuring the circle: the arcs where two rings' owners differ,
  * and the share that moved (internal). */
 #ifndef HR_ARCS_H

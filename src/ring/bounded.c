@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bounded.c - consistent hashing with bounded loads: a key walks clockwise
  * from its owner past every node at capacity.  Loads come from the caller

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * diff.c - which arcs of the circle changed owner between two rings, for
  * rebalancers: the arcs of hr__arcs_moved() (arcs.c) in ring order, and

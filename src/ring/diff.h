@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diff.h - what the library reads of a ring diff beyond the public API
  * (internal). */
 #ifndef HR_DIFF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * node.c - one node's validity: the rules of hr_node (docs/placement.md
  * section 2) and what a ring's placement needs of a node.  Every way in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* node.h - one node's validity: the rules of hr_node (hashring.h) and of
  * the placement a ring uses, checked the same way wherever a node enters
  * (internal). */

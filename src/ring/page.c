@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * page.c - the memory of a paged view's pages: a page's block, its count
  * of rings, and the slabs of equal regions that full builds cut pages from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * page.h - a page of a paged view (view.h) in memory: its header and
  * arrays in one block, the count of the rings that share it, and the slab

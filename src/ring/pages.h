@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pages.h - paged views (internal): a big ring's points in pages that the
  * rings after a small change share (see view.h for the layout, page.h for

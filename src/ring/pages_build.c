@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pages_build.c - a big ring's points sorted into pages from scratch
  * (see pages.h): every point placed into one slab by the top bits of its

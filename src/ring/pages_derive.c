@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pages_derive.c - a big ring's pages from the previous ring's (see
  * pages.h): the pages where a point comes or goes are merged again, the

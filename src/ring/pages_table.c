@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pages_table.c - the layout of a ring's pages (how many, how many index
  * buckets each) and the table of a paged view: the pages, and after each

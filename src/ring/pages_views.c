@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pages_views.c - the write and read views of a paged ring from the pages
  * of all its points (see pages.h): all itself where every node is in the

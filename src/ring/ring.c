@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring.c - a built ring: references, accessors, lookups and preference
  * lists (docs/placement.md sections 4 and 5).  The hot path: nothing here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring.h - a built ring's references, accessors and lookups: the internal
  * side of ring.c, for the library's other rooms and for tests. */
 #ifndef HR_RING_H

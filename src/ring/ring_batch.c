@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_batch.c - batch lookups: the owners of many keys from one ring, the
  * keys checked, then searched in its two views a batch at a time

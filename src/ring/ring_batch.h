@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_batch.h - batch lookups on one ring, software-pipelined
  * (internal; the public entry points are hr_ring_lookup_batch() and the
  * client's, in hashring.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_build.c - building a ring: its nodes in id order, their points and
  * zones, the digest (docs/placement.md sections 2, 3 and 7), then the

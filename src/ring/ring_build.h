@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_build.h - building rings: from a caller's nodes (checked), from
  * nodes already valid (the nodeset, members documents), derived from the
  * previous ring (internal). */

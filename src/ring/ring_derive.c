@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_derive.c - a ring's points from the previous ring's.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_derive.h - a ring's points from the previous ring's (internal). */
 #ifndef HR_RING_DERIVE_H
 #define HR_RING_DERIVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_impl.h - the layout of a ring, shared by the files that build and
  * read it (internal; nothing outside src/ring/ and owner.c includes it):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_match.c - the nodes of two rings matched by id: what a derived ring
  * keeps of the previous one (ring_derive.c, pages_derive.c) and whose arcs

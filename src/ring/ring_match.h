@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_match.h - the nodes of two rings matched by id (internal). */
 #ifndef HR_RING_MATCH_H
 #define HR_RING_MATCH_H

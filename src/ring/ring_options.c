@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_options.c - hr_ring_options: its defaults and its one reading
  * (ring_options.h, settings.h). */
 #include "ring_options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_options.h - hr_ring_options read once, checked once (internal;
  * settings.h says how). */
 #ifndef HR_RING_OPTIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_points.c - the views of a placement of points (placement.h,
  * HR__PLACE_POINTS: XXH3, tokens): every point placed and sorted, or, for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_points.h - the views of a placement of points (internal). */
 #ifndef HR_RING_POINTS_H
 #define HR_RING_POINTS_H

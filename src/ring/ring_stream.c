@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_stream.c - a big ring's points placed while its nodes arrive.  A
  * client's first sync of a 100,000-node ring waits for etcd about as long

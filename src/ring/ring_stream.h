@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_stream.h - a big ring's points placed on a thread of their own
  * while its nodes arrive, for the build that follows (internal). */
 #ifndef HR_RING_STREAM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring_views.c - a ring's two views: which nodes each holds, a view taken
  * from all the points of a ring (the placements of points, ring_points.c),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_views.h - a ring's two views: the nodes each holds, and the views
  * of placements that make each view from all its nodes at once
  * (internal; see view.h for a view, placement.h for the kinds, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * scores_moved.c - what moves between two rings when keys are not on
  * arcs: a rendezvous ring's owner of a key comes from scores, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scores_moved.h - what moves between two rings of which one or both are
  * rendezvous rings, whose keys are not on arcs (docs/placement.md section
  * 15; internal). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state.c - the node states by name, as records, the CLI and the settings
  * readers write and read them; state.h says which views each state is in. */
 #include "state.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state.h - node states: which views a node in each state is in
  * (internal; their names are state.c's, hr_state_name and hr_state_parse). */
 #ifndef HR_STATE_H

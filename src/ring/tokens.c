@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tokens.c - a node's tokens (docs/placement.md section 16), from its
  * record or from a program, checked the same way: distinct, sorted,

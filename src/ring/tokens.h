@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tokens.h - allocated tokens (docs/placement.md section 16): a node's
  * points are the positions its record lists, chosen when it joined so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tokens_alloc.c - hr_tokens_allocate(): the tokens of a joining node,
  * chosen against the ring it sees (docs/placement.md section 16).

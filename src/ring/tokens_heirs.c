@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tokens_heirs.c - hr_tokens_heirs(): which node takes each token of a
  * node that leaves (docs/placement.md section 16, "Leaving").

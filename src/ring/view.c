@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * view.c - the parts of the view interface (view.h) that are not inline:
  * shares of a view's nodes, and a view's memory: flat arrays and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * view.h - a view: the points of the nodes in one state of a ring (its
  * write or its read view) laid out for search, and the one interface that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * view_batch.c - batch searches: the owners of many keys in a ring's two
  * views, software-pipelined for each layout (view.h).

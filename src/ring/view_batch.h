@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* view_batch.h - batch searches of a ring's two views, software-pipelined
  * (internal; the entry points are hr_ring_lookup_batch(), ring_batch.c,
  * and the client's). */

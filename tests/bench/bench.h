@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h - hashring-bench: what each measurement fills in, and the small
  * tools the measurements share (clocks, percentiles, per-thread CPU,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_big.c - hashring-bench --big N: the first sync, one-node changes,
  * the CLI and the watcher's memory on a ring of N nodes (100,000 is

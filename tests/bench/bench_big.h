@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_big.h - hashring-bench --big N: a ring of N nodes (up to
  * HR_NODES_MAX) measured end to end against its own etcd on loopback.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_clients.c - what many idle watching clients cost etcd, and how
  * long a put takes to reach the last of them (hashring-bench --clients).

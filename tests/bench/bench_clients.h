@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_clients.h - many idle watching clients on one etcd: its CPU and
  * memory per client, this process's threads, sockets and memory per

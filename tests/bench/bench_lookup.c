@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_lookup.c - lookup figures, side by side in one run:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_lookup.h - hashring-bench, the lookup side: our lookup through the
  * public client API and on a raw ring of one placement, beside libmemcached's ketama and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_main.c - hashring-bench: runs every measurement once and prints the
  * report, readable or as one JSON object (--json).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_membership.c - membership figures against a real etcd on loopback:
  * how long a put takes to become a ring a reader thread sees, beside the

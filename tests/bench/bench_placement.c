@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_placement.c - hashring-bench-placement: Maglev's, rendezvous' and
  * allocated tokens' figures beside the 200-vnode ring of the native

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_put.c - writes over one kept-alive gateway connection. */
 #include "bench_put.h"
 #include "bench.h"

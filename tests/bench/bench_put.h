@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_put.h - writes to etcd over one kept-alive gateway connection, and
  * the node records the benchmarks fill a prefix with.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.c - clocks, percentiles, thread CPU and revision logs for the
  * benchmark (see bench.h). */
 #include "bench.h"

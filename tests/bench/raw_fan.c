@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* raw_fan.c - see raw_fan.h. */
 #define _GNU_SOURCE /* memmem */
 #include "raw_fan.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * raw_fan.h - the fan-out floor: many bare watch streams on the etcd
  * gateway, all on one thread, with no library in the way.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* raw_watch.c - see raw_watch.h. */
 #include "raw_watch.h"
 

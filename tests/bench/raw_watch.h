@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * raw_watch.h - the baseline: a bare watch on the etcd gateway, with no
  * library in the way.

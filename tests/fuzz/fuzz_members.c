@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_members.c - libFuzzer target for members documents (the JSON object
  * mapping node id to record that `hashring --members FILE` and
  * hr_ring_from_json() read).  One point per unit of weight keeps each run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_record.c - libFuzzer target for the node record parser: an etcd
  * value under <prefix><id>, which anyone with write access to the prefix
  * controls.  The first byte gives the id's length; the id and the value

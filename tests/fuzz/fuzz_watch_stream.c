@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_watch_stream.c - libFuzzer target for the watch stream's framing
  * and message parser: the bytes a gateway (or anything pretending to be
  * one) sends after HTTP 200.

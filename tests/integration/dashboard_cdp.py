@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """dashboard_cdp.py - the dashboard page in a real headless Chromium.
 
 Drives Debian's chromium over the DevTools protocol on a pipe

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * etcd_fixture.c - a real etcd on loopback for the integration tests.
  *

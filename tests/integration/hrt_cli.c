@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_cli.c - running the `hashring` command from integration tests. */
 #define _GNU_SOURCE
 #include "hrt_cli.h"

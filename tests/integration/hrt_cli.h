@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_cli.h - integration-test helpers that run the `hashring` command as a
  * child process and collect its exit status and output. */
 #ifndef HRT_CLI_H

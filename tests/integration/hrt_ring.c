@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_ring.c - see hrt_ring.h. */
 #include "hrt_ring.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hrt_ring.h - integration-test helpers around a client: writing records
  * over the gateway, the ring etcd holds now (from a fresh range), waiting for
  * a client to converge, and capturing its log lines. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memcached_fixture.c - memcached processes for the tests (see the .h). */
 #define _GNU_SOURCE
 #include "memcached_fixture.h"

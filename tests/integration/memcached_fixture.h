@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * memcached_fixture.h - Debian's memcached on loopback for the
  * integration tests: started on a free 127.0.0.1 port, TCP only, with

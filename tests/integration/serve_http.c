@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve_http.c - `hashring serve` and raw HTTP for the dashboard suites. */
 #define _GNU_SOURCE
 #include "serve_http.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve_http.h - the dashboard suites' helpers: `hashring serve` started
  * against the fixture's etcd, and raw HTTP over loopback sockets, so that
  * a test can send what no HTTP client library would (garbage, half a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_acks.c - acknowledged epochs against a real etcd: a client announces
  * its ring after a change, coalesces a burst, leaves by its lease when

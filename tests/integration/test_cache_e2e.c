@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cache_e2e.c - the cache cluster end to end, as its users run it:
  * a real etcd, four Debian memcached servers, the load generator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_etcd.c - the `hashring` command against a real etcd: a reader
  * that goes away, write errors, what one-shot commands log, the metrics of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_dashboard.c - the dashboard in a real headless Chromium.
  *

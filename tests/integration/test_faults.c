@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_faults.c - the fault suite: a client watching a real etcd on
  * loopback while membership churns and etcd, the network and the data go

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fixture.c - proves the etcd test fixture does what it promises, so
  * the integration suites built on it can trust it: members start healthy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_handoff.c - the handoff's copy against real memcached servers and a
  * real etcd (docs/handoff.md sections 2 and 5).  Keys are written through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_metrics_scrape.c - a real Prometheus scrapes a client's metrics.
  *
  * A client follows a real etcd; the test serves hr_client_metrics_write()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_register.c - joining the cluster under a lease, against a real etcd:
  * the API and the `hashring register` sidecar, crashes, clean exits, lost
  * leases, operators' edits, duplicate ids. */

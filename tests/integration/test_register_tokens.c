@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_register_tokens.c - registering with allocated tokens against a real
  * etcd (docs/placement.md section 16): records get their tokens, a client
  * follows their ring, a record put between the read and the transaction

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_serve.c - `hashring serve` against a real etcd, over raw loopback
  * sockets: the paths and their answers, an update after a put,

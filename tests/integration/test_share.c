@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_share.c - clients sharing a watcher (hr_share) against a real etcd:
  * one thread, one watch stream and one ring per revision for clients of
  * equal settings, a watcher each for settings that differ, each client's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_auth.c - TLS and etcd auth against a real etcd on loopback.
  *
  * TLS: a member with server TLS and --client-cert-auth, using certificates

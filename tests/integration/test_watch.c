@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_watch.c - membership from a real etcd: first sync, propagation,
  * transactions, compaction, restarts, hung members, clusters, bad records.
  * After every scenario the client's ring must equal a ring built from a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check_configure.sh - configures the source tree as on a machine without
 # Check, the test framework, which docs/install.md's first commands must
 # not need: pkg-config is shown every .pc file of this machine but

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check_deb.sh - builds the .deb packages with cpack, unpacks them with
 # dpkg -x into a temporary root (no dpkg database touched) and runs the
 # tool from there.  Also checks that each package declares the Debian

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Checks that the deploy files parse, that they agree with the packages and
 the docs, and that the real CLI accepts every hashring command they run.
 

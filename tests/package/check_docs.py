@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """What README.md and docs/*.md show, checked.
 
     check_docs.py SOURCE_DIR LIBHASHRING CC HASHRING_CLI
@@ -15,6 +16,7 @@
                                `key` and `key_len` declared
     <!-- c: declarations -->   file-scope code: compiled, not linked
     <!-- c: examples/F.c -->   a program that is examples/F.c verbatim
+                               (less its license line)
 
 - The README's programs run against a real etcd on loopback
   (python/tests/etcd_server.py) and print the owners `hashring lookup`
@@ -35,6 +37,7 @@ MARKER = re.compile(r"^<!--\s*c:\s*(.+?)\s*-->$")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 KEYS = ["user:%d" % i for i in range(20)]
 PREFIX = "/hashring/nodes/"
+SPDX = "/* SPDX-License-Identifier: MIT */\n"
 
 # What a fragment may take for granted.
 PRELUDE = """#define _POSIX_C_SOURCE 200809L
@@ -165,7 +168,7 @@ class Docs:
                 elif marker is None or marker.startswith("examples/"):
                     if marker:
                         with open(os.path.join(self.src, marker), encoding="utf-8") as f:
-                            if f.read() != body:
+                            if f.read().removeprefix(SPDX) != body:
                                 raise Fail("%s: the block is not %s as it stands" % (where, marker))
                     exe = self.compile(where, body, True)
                     if path.endswith("README.md"):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_err_last.py - every exported function that can fail takes an
 `hr_error *` as its last argument (docs/abi.md, "Naming and errors").
 

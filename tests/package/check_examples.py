@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The programs of examples/, built as a user builds them and run against
 a real etcd.
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check_headers.sh - every public header compiles on its own, as strict C11
 # and, when a C++ compiler is installed, as C++: a program may include any
 # one of them first (hashring.h includes all but hashring/rebalance.h).

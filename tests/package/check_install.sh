@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check_install.sh - installs hashring into a temporary prefix and builds
 # programs against it the ways a user would: find_package() (shared and
 # static library) and pkg-config, the last with the very commands

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Checks that the man page and the --help texts of the CLI agree.
 
     check_manpage.py HASHRING_BINARY MAN_PAGE

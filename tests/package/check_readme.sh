@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check_readme.sh - what the README's Quick start says, checked:
 #
 # - the offline example (the sh block after "Offline, with no etcd at

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Checks what libhashring exports against what its public headers declare.
 
     check_symbols.py SYMBOLS_TXT LIBHASHRING_SO LIBHASHRING_A HEADER...

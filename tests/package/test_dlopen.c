@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_dlopen.c - the shared library can be loaded with dlopen(), used from
  * several threads and closed while one of them still runs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_version.c - the version macros, the library and the CLI agree.
  *

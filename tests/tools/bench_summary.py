@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Best and median of the lookup figures over several hashring-bench runs.
 
     bench_summary.py [--strict] RUN.json...

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """check_cycles.py - no two library files depend on each other, and no
 file reaches up to a higher layer.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """dashboard_screenshot.py - makes docs/images/dashboard.png: the page of
 `hashring serve` while a fourth node joins a three-node ring, warming.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault_proxy.c - see fault_proxy.h.  One thread polls the listening socket
  * and every connection pair; the test's thread only posts commands, which
  * the proxy thread applies between two polls. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fault_proxy.h - a loopback TCP proxy for fault tests, run by a thread
  * inside the test process.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Generate the placement contract vectors (tests/vectors/placement.json).
 
 An independent implementation of docs/placement.md, written from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hashring_load.c - `hashring-load`, a cache client under load: a watching
  * client of the ring (acknowledging its rings when given a client id)

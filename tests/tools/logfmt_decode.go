@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // logfmt_decode reads logfmt lines on stdin and writes, for each, one JSON
 // array of [key, value] pairs on stdout, as go-logfmt (the reference
 // logfmt implementation, Debian's golang-github-go-logfmt-logfmt-dev)

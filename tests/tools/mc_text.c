@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mc_text.c - see mc_text.h.  Replies are read through a buffer of the
  * connection's own; a reply that is not what the protocol allows fails
  * the call rather than being guessed at. */

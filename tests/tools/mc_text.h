@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mc_text.h - a minimal blocking client of memcached's text protocol
  * (get, set, delete), for the load generator and the end-to-end suite.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sim_hashes.c - `hashring sim`'s tables with the point and key hash of the
  * seed articles: the same experiment on the library's ring, its points

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_rows.c - see sim_rows.h. */
 #include "sim_rows.h"
 

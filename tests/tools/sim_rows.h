@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_rows.h - the figures of `hashring sim`, computed by their definitions
  * on the library's ring built with any point hash (tests only).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_abi.c - the size protocol of the structs that grow (hashring.h,
  * "Structs that grow"): init macros write the caller's size and no more, a
  * struct of an older program (a smaller size) gets the defaults of the

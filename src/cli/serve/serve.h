@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve.h - `hashring serve`: what the dashboard shows (serve_state.c), the
  * drawings of each ring made on a thread of their own (serve_draw.c), and

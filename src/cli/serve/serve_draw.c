@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve_draw.c - what `hashring serve` draws of each ring, made once per
  * ring on a thread of its own: the HTTP thread only copies what is made,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve_http.c - the dashboard's HTTP side, on libmicrohttpd: GET and HEAD
  * of a few paths, read-only, with the limits that keep one bad client from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve_lookup.c - GET /lookup?key=K[&replicas=R] of `hashring serve`: a
  * key's owners in the ring the server follows, for an operator's curl.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve_state.c - what `hashring serve` shows: the history of the rings a
  * client published, each handed to the drawer (serve_draw.c), and the

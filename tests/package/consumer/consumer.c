@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * consumer.c - a program built against an installed hashring, as a user
  * would write it: it only sees <hashring.h> and what the install put

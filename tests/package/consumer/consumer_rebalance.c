@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * consumer_rebalance.c - a program built against an installed
  * libhashring-rebalance, as a user would write it: <hashring.h> and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_log.c - log lines are logfmt that a real parser reads back exactly:
  * escaping of every kind of byte, the printf subset, cut lines, and
  * record writers who try to inject fields. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_test.c - the helpers the suites of the `hashring` command share
  * (cli_test.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli_test.h - what the suites of the `hashring` command share: a
  * temporary directory per test, running the command and collecting its

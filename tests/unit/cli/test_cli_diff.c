@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_diff.c - the `hashring` command, run as a program: `hashring
  * diff`: the arcs and totals of the library's diff.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_lookup.c - the `hashring` command, run as a program: `hashring
  * lookup --members`: text and JSON answers, absent owners, escaping,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_main.c - the `hashring` command, run as a program: dispatch,
  * help and version; the options every command shares; --help against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_metrics.c - the `hashring` command, run as a program: `hashring
  * metrics --members`, and members files' errors named once.

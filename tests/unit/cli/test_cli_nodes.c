@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_nodes.c - the `hashring` command, run as a program: `hashring
  * nodes --members`: the table, its columns and its SVG plot.

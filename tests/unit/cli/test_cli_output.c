@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_output.c - the `hashring` command, run as a program: output of
  * any bytes as JSON and text; closed pipes and write errors.

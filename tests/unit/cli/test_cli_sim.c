@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_sim.c - the `hashring` command, run as a program: `hashring
  * sim`: its figures against the library and the seed articles, text, SVG

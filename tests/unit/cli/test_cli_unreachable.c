@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli_unreachable.c - the `hashring` command, run as a program:
  * commands against an etcd that is not there (a closed loopback port):

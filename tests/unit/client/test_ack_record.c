@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ack_record.c - the ack record (docs/handoff.md): what a client
  * writes reads back the same; what is not an ack is refused with its
  * reason; client ids and ack prefixes follow their rules. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_alloc.c - the lookup path never allocates: malloc and friends are
  * interposed with counters for the calling thread, and many lookups after
  * a warm-up must count zero, lookup counting included.  A check that the counters do count keeps the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_counters.c - a client's per-node lookup counts: exact against the
  * answers the lookups returned, single and batch, on one thread and on
  * several while rings are swapped under them and a reader reads the counts

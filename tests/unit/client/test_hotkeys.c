@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hotkeys.c - hot keys: the Space-Saving sketch exact on few keys and
  * accurate on a Zipf stream against exact counts (top-10 recall, share
  * error, printed); a client's hot keys through its lookups, with their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lookup_swaps.c - a client's lookups while a writer swaps rings as
  * fast as it can (run it under ASan and TSan too): every answer of
  * hr_client_lookup() comes from one whole ring, never older than the one

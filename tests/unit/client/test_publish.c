@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_publish.c - RCU publication under stress: one writer swaps rings as
  * fast as it can while reader threads look up through read sections, held
  * references and the per-thread cache, and every answer must come from one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_etcd.c - endpoints as the library reads them (credentials in URLs,
  * which never show again) and hr_client_wait_synced(), without an etcd:

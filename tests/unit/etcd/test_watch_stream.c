@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_watch_stream.c - the watch stream's framing and message parser, the
  * gateway's base64, and prefix range ends, on bytes as etcd 3.4 sends them;
  * and on hostile bytes: bad base64 and numbers, duplicate keys, messages

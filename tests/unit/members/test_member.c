@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_member.c - node records (etcd values) and members documents:
  * both record forms, defaults, every kind of malformed or invalid record,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_nodeset.c - the rings of a membership over the limits: a watcher's
  * set (nodeset.c) can hold more than a ring may, and which records are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_metrics.c - the Prometheus exposition of rings and clients: the
  * exact text for a small ring, escaping of any bytes, numbers in the C
  * locale whatever the program's, bad options refused before any output,

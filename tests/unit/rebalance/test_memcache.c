@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_memcache.c - the rebalancer's memcached connection against a
  * scripted server on loopback: good answers are read exactly, and every

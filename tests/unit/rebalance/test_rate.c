@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rate.c - the rebalancer's rate cap and its reading of memcached's
  * metadump lines, offline.  The cap runs on a fake clock: a copier that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rebalance.c - the rebalancer API (hashring.h, "Rebalancing") over a
  * fake in-memory store: the copy of a join and of a drain, one node only,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* same_ring.c - every answer of two rings compared (same_ring.h). */
 #include "same_ring.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * same_ring.h - two rings that must be one ring (a derived ring and a full
  * build, a nodeset's ring and the reference rule's): every answer

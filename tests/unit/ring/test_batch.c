@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_batch.c - batch lookups (hr_ring_lookup_batch, hr_client_lookup_batch):
  * every key's answer is the single lookup's, on
  * random rings of both placements with warming and draining nodes, on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_bounded.c - bounded-load lookups: with c = 1.25 and a skewed key
  * stream no node goes over its bound; below capacity the answers are the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_derive.c - a ring derived from the previous one (hr__ring_derive)
  * must be the ring a full build makes: random change sequences (adds,

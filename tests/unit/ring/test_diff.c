@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_diff.c - ring diffs: a position is inside a reported arc exactly
  * when its owner differs between the two rings (random keys and every arc

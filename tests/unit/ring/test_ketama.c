@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ketama.c - ketama placement against Debian's libmemcached itself:
  * for every server count from 1 to 100, with equal and unequal weights,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_maglev.c - Maglev placement (docs/placement.md section 14): the
  * vectors of the independent Python implementation, the table read

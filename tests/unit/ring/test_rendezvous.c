@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_rendezvous.c - weighted rendezvous placement (docs/placement.md
  * section 15): the vectors of the independent Python implementation

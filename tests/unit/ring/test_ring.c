@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ring.c - the placement core: contract vectors from an independent
  * implementation, the fast lookup against a naive reference, properties of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_tokens.c - the tokens placement (docs/placement.md section 16): the
  * vectors of the independent Python implementation, rings from given
