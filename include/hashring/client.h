@@ -288,14 +288,14 @@ HR_EXPORT int hr_client_lookup_batch(hr_client *client,
 /*
  * Lookup counts: every hr_client_lookup() and every key of an
  * hr_client_lookup_batch() that has owners adds one to its write owner's
- * `write` count and one to its read owner's `read` count (the same node
- * when no node warms or drains).  Preference lists and a thread that
- * could not set up its per-thread state (see hr_client_lookup) do not
- * count.  The counts are kept per thread, so a lookup writes no memory
- * another thread writes, and are summed when read.  A node's counts
- * follow its id across rings: a node that leaves keeps them, and one that comes back continues from them, so each count
- * only grows (a Prometheus counter).  They start at 0 when the client
- * opens.  Keeps its layout (an array of them is filled).
+ * `write` count and one to its read owner's `read` count (the same node when
+ * no node warms or drains).  Preference lists and a thread that could not set
+ * up its per-thread state (see hr_client_lookup) do not count.  The counts
+ * are kept per thread, so a lookup writes no memory another thread writes,
+ * and are summed when read.  A node's counts follow its id across rings: a
+ * node that leaves keeps them, and one that comes back continues from them,
+ * so each count only grows (a Prometheus counter).  They start at 0 when the
+ * client opens.  Keeps its layout (an array of them is filled).
  */
 typedef struct hr_node_lookups {
 	char node[HR_ID_MAX + 1];	/* the node's id                      */
@@ -349,20 +349,21 @@ typedef struct hr_hot_key {
 } hr_hot_key;
 
 /*
- * The client's hot keys, most frequent first, into out[0..n): the keys
- * that a Space-Saving sketch over a sample of the client's lookups (one
- * in hot_key_sample of each node's single lookups, batches not) finds most frequent over the last 10 to 20
- * seconds, with their estimated rates and shares, and their owners in
- * the current ring.  Any key above 1/128 of a thread's sampled lookups is
- * found; with few samples (a window holds about rate * 10 s /
- * hot_key_sample of them) estimates of small shares are noisy.  `size` is sizeof *out (the macro
- * passes it): fields beyond it are not written.  Returns the number
- * written (0 with hot_key_sample 0, or before any sample), or HR_EINVAL
- * (NULL client, out NULL with n > 0, size 0 or below the first field's
- * end), HR_ENOMEM.  The caller owns `out`.  Thread safe, beside lookups,
- * which never wait for it (a sample that finds its thread's sketch being
- * read is dropped); costs tens of microseconds per thread that looked
- * up, and allocates.  Not during or after hr_client_close().
+ * The client's hot keys, most frequent first, into out[0..n): the keys that a
+ * Space-Saving sketch over a sample of the client's lookups (one in
+ * hot_key_sample of each node's single lookups, batches not) finds most
+ * frequent over the last 10 to 20 seconds, with their estimated rates and
+ * shares, and their owners in the current ring.  Any key above 1/128 of a
+ * thread's sampled lookups is found; with few samples (a window holds about
+ * rate * 10 s / hot_key_sample of them) estimates of small shares are noisy.
+ * `size` is sizeof *out (the macro passes it): fields beyond it are not
+ * written.  Returns the number written (0 with hot_key_sample 0, or before
+ * any sample), or HR_EINVAL (NULL client, out NULL with n > 0, size 0 or
+ * below the first field's end), HR_ENOMEM.  The caller owns `out`.  Thread
+ * safe, beside lookups, which never wait for it (a sample that finds its
+ * thread's sketch being read is dropped); costs tens of microseconds per
+ * thread that looked up, and allocates.  Not during or after
+ * hr_client_close().
  */
 HR_EXPORT int hr_client_hot_keys_size(hr_client *client, hr_hot_key *out,
 				      size_t n, size_t size, hr_error *err);

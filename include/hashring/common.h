@@ -176,17 +176,17 @@ HR_EXPORT const char *hr_log_level_name(hr_log_level level);
 
 /*
  * (1.2) Writes one line as the library writes its own: `level=<level>
- * event=<event> <fields>`, handed to `log` (with `userdata`), or when
- * `log` is NULL written to stderr after a `ts=` timestamp; nothing when
- * `level` is above `max` or not a level, or `event` is NULL.  `fmt` is a printf format of more key=value
- * pairs: each %s value is written bare when logfmt allows it and
- * otherwise quoted and escaped, so that a value cannot forge fields
- * (write `msg=%s`, never `msg="%s"`); `%.*s` takes exactly that many
- * bytes, NULs included.  Conversions: d i u o x X c e E f F g G a A p s
- * and %, with the usual flags, widths, precisions and length modifiers
- * hh h l ll z j t L.  A line over 1023 bytes is cut at a field boundary.
- * For programs and libraries built on hashring that log as it does
- * (libhashring-rebalance does).  Thread safe.
+ * event=<event> <fields>`, handed to `log` (with `userdata`), or when `log`
+ * is NULL written to stderr after a `ts=` timestamp; nothing when `level` is
+ * above `max` or not a level, or `event` is NULL.  `fmt` is a printf format
+ * of more key=value pairs: each %s value is written bare when logfmt allows
+ * it and otherwise quoted and escaped, so that a value cannot forge fields
+ * (write `msg=%s`, never `msg="%s"`); `%.*s` takes exactly that many bytes,
+ * NULs included.  Conversions: d i u o x X c e E f F g G a A p s and %, with
+ * the usual flags, widths, precisions and length modifiers hh h l ll z j t L.
+ * A line over 1023 bytes is cut at a field boundary.  For programs and
+ * libraries built on hashring that log as it does (libhashring-rebalance
+ * does).  Thread safe.
  */
 HR_EXPORT void hr_log_write(hr_log_fn log, void *userdata, hr_log_level max,
 			    hr_log_level level, const char *event,

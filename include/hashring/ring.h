@@ -198,15 +198,15 @@ HR_EXPORT int hr_node_check(const hr_node *node, const hr_ring_options *opts,
 
 /*
  * Builds a ring from `n` nodes (order does not matter) at `revision` (the
- * etcd revision it reflects; 0 when offline).  `opts` may be NULL.
- * On success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
+ * etcd revision it reflects; 0 when offline).  `opts` may be NULL.  On
+ * success *out holds one reference.  Errors: HR_EINVAL (NULL out, bad id,
  * addr, zone, weight or state, tokens with another placement, NULL tokens
  * with ntokens > 0, a token given twice by one node; names the node),
  * HR_EDUPLICATE, HR_ELIMIT (too many nodes, points or tokens: the caller
- * gives the whole set, so nothing is left out), HR_ENOMEM.  Thread safe.  A ring kept in pages (262,144
- * points or more, placed by XXH3) sorts half of them on a second thread,
- * started and joined within the call (on this one alone when no thread
- * can be had).
+ * gives the whole set, so nothing is left out), HR_ENOMEM.  Thread safe.  A
+ * ring kept in pages (262,144 points or more, placed by XXH3) sorts half of
+ * them on a second thread, started and joined within the call (on this one
+ * alone when no thread can be had).
  */
 HR_EXPORT int hr_ring_build(const hr_node *nodes, size_t n,
 			    const hr_ring_options *opts, uint64_t revision,
@@ -303,17 +303,18 @@ HR_EXPORT const hr_node *hr_ring_find(const hr_ring *ring, const char *id);
 HR_EXPORT int hr_ring_node_index(const hr_ring *ring, const hr_node *node,
 				 hr_error *err);
 /* Points owned by `node` (a pointer from this ring). */
-HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring, const hr_node *node);
+HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring,
+				       const hr_node *node);
 
 /*
  * Every node's share of `view`, in one pass over the view's points: out[i]
- * gets the share of the 64-bit key space that hr_ring_node(ring, i) owns
- * in `view`, in [0, 1], 0 for a node outside the view: the exact sum of
- * its arcs' lengths over 2^64, rounded once (rendezvous: its weight over
- * the view's total, docs/placement.md section 15).  Returns the number of
- * nodes, and writes out[0..that) only when `n` is at least that number (so
- * hr_ring_node_shares(ring, view, NULL, 0) asks for it).  An invalid view gives zeros; a NULL ring has no node.
- * Never allocates or locks.
+ * gets the share of the 64-bit key space that hr_ring_node(ring, i) owns in
+ * `view`, in [0, 1], 0 for a node outside the view: the exact sum of its
+ * arcs' lengths over 2^64, rounded once (rendezvous: its weight over the
+ * view's total, docs/placement.md section 15).  Returns the number of nodes,
+ * and writes out[0..that) only when `n` is at least that number (so
+ * hr_ring_node_shares(ring, view, NULL, 0) asks for it).  An invalid view
+ * gives zeros; a NULL ring has no node.  Never allocates or locks.
  */
 HR_EXPORT size_t hr_ring_node_shares(const hr_ring *ring, hr_view view,
 				     double *out, size_t n);
@@ -347,8 +348,8 @@ HR_EXPORT int hr_ring_lookup(const hr_ring *ring, const void *key, size_t len,
  * their searches will read, so that the cache misses of several keys
  * overlap instead of following one another: on a ring larger than the
  * caches a key costs less than half of what a single lookup does
- * (docs/performance.md, "Batch lookups"); on a small ring about the same.  The answers are exactly
- * hr_ring_lookup()'s.
+ * (docs/performance.md, "Batch lookups"); on a small ring about the same.
+ * The answers are exactly hr_ring_lookup()'s.
  *
  * An answer is compact: the owners' numbers in the ring that answered,
  * the i of hr_ring_node(ring, i) (id order), or HR_NO_NODE for an empty
