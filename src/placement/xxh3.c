@@ -7,6 +7,7 @@
  */
 #include "placement.h"
 
+#include "decimal.h"
 #include "error.h"
 
 #include <math.h>
@@ -38,20 +39,6 @@ static int node_points(const hr_node *node, unsigned vpw, unsigned *points,
 	return HR_OK;
 }
 
-static size_t format_uint(char *buf, unsigned v)
-{
-	char tmp[12];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
-	return n;
-}
-
 /* Point i of a node is at hash("<id>#<i>"), the ring's point hash being
  * XXH3_64bits but for tests. */
 static void point_positions(const hr__place_opts *o, const hr__place_node *node,
@@ -63,7 +50,7 @@ static void point_positions(const hr__place_opts *o, const hr__place_node *node,
 	memcpy(name, node->id, len);
 	name[len] = '#';
 	for (unsigned i = from; i < to; i++, p++) {
-		size_t dl = format_uint(name + len + 1, i);
+		size_t dl = hr__decimal(name + len + 1, i);
 
 		p->pos = o->hash(name, len + 1 + dl);
 		p->node = slot;

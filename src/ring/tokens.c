@@ -6,6 +6,7 @@
  */
 #include "tokens.h"
 
+#include "decimal.h"
 #include "error.h"
 #include "node.h"
 
@@ -23,15 +24,8 @@ void hr__tokens_clear(hr__tokens *t)
 
 size_t hr__token_format(char *buf, uint64_t v)
 {
-	char tmp[21];
-	size_t n = 0;
+	size_t n = hr__decimal(buf, v);
 
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
 	buf[n] = '\0';
 	return n;
 }
