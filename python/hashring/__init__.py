@@ -46,7 +46,7 @@ from ._hashring import (
     __version__,
     acks,
     hash_key,
-    library_version,
+    libhashring_version,
     update_node,
     wait_acks,
 )
@@ -58,7 +58,7 @@ __all__ = [
     "EmptyRingError", "Error", "EtcdError", "ExistsError", "FileError",
     "InvalidArgumentError", "LimitError", "Node", "NoMemoryError", "NotFoundError", "Owner",
     "ParseError", "PermissionDeniedError", "Registrar", "Ring", "State", "Status",
-    "TimeoutError", "TLSError", "acks", "hash_key", "library_version", "log_to",
+    "TimeoutError", "TLSError", "acks", "hash_key", "libhashring_version", "log_to",
     "update_node", "wait_acks",
 ]
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias, final
 
 __version__: str
-library_version: str
+libhashring_version: str
 METRICS_CONTENT_TYPE: str
 
 Key: TypeAlias = str | bytes | bytearray | memoryview

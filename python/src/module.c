@@ -137,7 +137,7 @@ static int module_exec(PyObject *module)
 	    hrpy_acks_types_init(module, st) < 0)
 		return -1;
 	if (PyModule_AddStringConstant(module, "__version__", HR_VERSION_STRING) < 0 ||
-	    PyModule_AddStringConstant(module, "library_version", hr_version()) < 0 ||
+	    PyModule_AddStringConstant(module, "libhashring_version", hr_version()) < 0 ||
 	    PyModule_AddStringConstant(module, "METRICS_CONTENT_TYPE", HR_METRICS_CONTENT_TYPE) < 0)
 		return -1;
 	return 0;

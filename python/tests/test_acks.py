@@ -18,7 +18,7 @@ def test_acks_and_wait(etcd, prefix, ack_prefix):
         for a in acks.acks:
             assert a.revision >= c1.revision and a.lag == 0 and a.lease > 0
             assert a.digest == c1.ring().digest and not a.conflict
-            assert a.version == hashring.library_version and a.time_ms > 1.5e12
+            assert a.version == hashring.libhashring_version and a.time_ms > 1.5e12
         assert c2.acks() == hashring.acks(endpoints=etcd.url, prefix=prefix, ack_prefix=ack_prefix)
         rev = etcd.put(prefix + "b", etcd_server.record("10.0.0.2:1"))
         done = hashring.wait_acks(rev, 10, endpoints=etcd.url, prefix=prefix,
