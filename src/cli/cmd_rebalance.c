@@ -303,7 +303,7 @@ int cmd_rebalance(int argc, char **argv)
 {
 	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX, *node_id = NULL;
 	unsigned long rate = 0, bytes_rate = 0, clients = 1;
-	int json = 0, do_promote = 0, do_purge = 0, backend = 0;
+	int json = 0, do_promote = 0, do_purge = 0, backend = 0, ack_prefix_given = 0;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
 	hr_client_config cfg;
@@ -342,6 +342,7 @@ int cmd_rebalance(int argc, char **argv)
 		  .help = "print one JSON object per step, and the progress each 1000 keys" },
 		{ .name = "ack-prefix", .arg = "ACK_PREFIX", .type = CLI_STRING,
 		  .dest = &ack_prefix, .flags = CLI_ETCD | CLI_NONEMPTY,
+		  .given = &ack_prefix_given,
 		  .help = "key prefix of the clients' acks; must not overlap --prefix" },
 		CLI_RING_OPTIONS(&conn),
 		CLI_ETCD_OPTIONS(&conn, "seconds each wait for the clients waits"),
@@ -365,8 +366,7 @@ int cmd_rebalance(int argc, char **argv)
 		goto out;
 	}
 	/* Before etcd is asked anything: an overlap is a usage error. */
-	rc = cli_ack_prefix_check(CMD, strcmp(ack_prefix, CLI_DEFAULT_ACK_PREFIX) ? ack_prefix : NULL,
-				  conn.prefix);
+	rc = cli_ack_prefix_check(CMD, ack_prefix_given ? ack_prefix : NULL, conn.prefix);
 	if (rc)
 		goto out;
 	timeout_ms = !conn.timeout_s || conn.timeout_s > INT_MAX / 1000 ?
