@@ -660,10 +660,10 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	self->ack_prefix = cfg.ack_prefix ? cfg.ack_prefix : "/hashring/acks/";
 	if (self->etcd.log) {
 		self->etcd.cfg.log = hrpy_on_log;
-		self->etcd.cfg.log_userdata = self->dispatcher;
+		self->etcd.cfg.log_userdata = hrpy_dispatcher_userdata(self->dispatcher);
 	}
 	cfg.on_change = hrpy_on_change;
-	cfg.on_change_userdata = self->dispatcher;
+	cfg.on_change_userdata = hrpy_dispatcher_userdata(self->dispatcher);
 	/* Lookups take the batch path, which hot keys do not sample. */
 	cfg.hot_key_sample = 0;
 	if (extra.on_change && hrpy_dispatcher_add(self->dispatcher, extra.on_change) < 0)

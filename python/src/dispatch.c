@@ -18,8 +18,11 @@
  */
 #include "hrpy.h"
 
+#include <structmember.h>
+
 #include <stdio.h>
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +34,15 @@ struct line {
 	char text[];
 };
 
-struct hrpy_dispatcher {
-	PyObject_HEAD
+/*
+ * What the library's threads queue to and the Python thread takes from.
+ * It is apart from the dispatcher (which holds the callables) so that the
+ * running thread can hold it without holding the callables: a callable
+ * that refers to its client (client -> dispatcher -> callable -> client)
+ * is then a cycle the collector frees, not one rooted in a live thread.
+ * Owned by a capsule, held by the dispatcher and by its thread.
+ */
+struct queue {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	/* Under mu: */
@@ -46,11 +56,21 @@ struct hrpy_dispatcher {
 	int lost;
 	hr_error lost_err;
 	/* Under the GIL: */
+	unsigned long ident;    /* the thread's id, once it runs */
+};
+
+#define QUEUE_CAPSULE "hashring._dispatch_queue"
+
+struct hrpy_dispatcher {
+	PyObject_HEAD
+	struct queue *q;        /* owned by `capsule`; valid until dealloc */
+	PyObject *capsule;
+	/* Under the GIL: */
 	PyObject *callbacks;    /* list of on_change callables */
 	PyObject *log;
 	PyObject *on_lost;
 	PyObject *thread;       /* threading.Thread, once started */
-	unsigned long ident;    /* its id, once it runs */
+	PyObject *weakrefs;     /* the thread refers to us by these only */
 };
 
 /* What one turn of the thread delivers. */
@@ -67,59 +87,59 @@ struct work {
 
 void hrpy_on_change(void *userdata, const hr_ring *old_ring, const hr_ring *new_ring)
 {
-	hrpy_dispatcher *d = userdata;
+	struct queue *q = userdata;
 	hr_ring *drop = NULL;
 
-	pthread_mutex_lock(&d->mu);
-	if (d->want_changes && !d->stopped) {
+	pthread_mutex_lock(&q->mu);
+	if (q->want_changes && !q->stopped) {
 		/* Both rings are valid during the call only: retained to keep. */
-		if (d->new_ring) {
-			drop = d->new_ring;
+		if (q->new_ring) {
+			drop = q->new_ring;
 		} else {
-			d->old_ring = hr_ring_retain((hr_ring *)old_ring);
+			q->old_ring = hr_ring_retain((hr_ring *)old_ring);
 		}
-		d->new_ring = hr_ring_retain((hr_ring *)new_ring);
-		pthread_cond_signal(&d->cv);
+		q->new_ring = hr_ring_retain((hr_ring *)new_ring);
+		pthread_cond_signal(&q->cv);
 	}
-	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_unlock(&q->mu);
 	hr_ring_release(drop);
 }
 
 void hrpy_on_log(void *userdata, hr_log_level level, const char *text)
 {
-	hrpy_dispatcher *d = userdata;
+	struct queue *q = userdata;
 	size_t len = strlen(text);
 	struct line *line = malloc(sizeof *line + len + 1);
 
-	pthread_mutex_lock(&d->mu);
-	if (line && !d->stopped && d->nlines < LINES_MAX) {
+	pthread_mutex_lock(&q->mu);
+	if (line && !q->stopped && q->nlines < LINES_MAX) {
 		line->next = NULL;
 		line->level = level;
 		memcpy(line->text, text, len + 1);
-		*d->tail = line;
-		d->tail = &line->next;
-		d->nlines++;
+		*q->tail = line;
+		q->tail = &line->next;
+		q->nlines++;
 		line = NULL;
-		pthread_cond_signal(&d->cv);
-	} else if (!d->stopped) {
-		d->dropped++;
+		pthread_cond_signal(&q->cv);
+	} else if (!q->stopped) {
+		q->dropped++;
 	}
-	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_unlock(&q->mu);
 	free(line);
 }
 
 void hrpy_on_lost(void *userdata, hr_registrar *r, const hr_error *why)
 {
-	hrpy_dispatcher *d = userdata;
+	struct queue *q = userdata;
 
 	(void)r;
-	pthread_mutex_lock(&d->mu);
-	if (!d->stopped) {
-		d->lost = 1;
-		d->lost_err = *why;
-		pthread_cond_signal(&d->cv);
+	pthread_mutex_lock(&q->mu);
+	if (!q->stopped) {
+		q->lost = 1;
+		q->lost_err = *why;
+		pthread_cond_signal(&q->cv);
 	}
-	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_unlock(&q->mu);
 }
 
 /* ---- the Python side -------------------------------------------------------- */
@@ -135,29 +155,29 @@ static void lines_free(struct line *line)
 }
 
 /* Takes what is queued into `w`, under mu. */
-static void take(hrpy_dispatcher *d, struct work *w)
+static void take(struct queue *q, struct work *w)
 {
 	memset(w, 0, sizeof *w);
-	w->stopped = d->stopped;
-	if (d->stopped)
+	w->stopped = q->stopped;
+	if (q->stopped)
 		return;
-	w->old_ring = d->old_ring;
-	w->new_ring = d->new_ring;
-	d->old_ring = d->new_ring = NULL;
-	w->lines = d->lines;
-	d->lines = NULL;
-	d->tail = &d->lines;
-	d->nlines = 0;
-	w->dropped = d->dropped;
-	d->dropped = 0;
-	w->lost = d->lost;
-	w->lost_err = d->lost_err;
-	d->lost = 0;
+	w->old_ring = q->old_ring;
+	w->new_ring = q->new_ring;
+	q->old_ring = q->new_ring = NULL;
+	w->lines = q->lines;
+	q->lines = NULL;
+	q->tail = &q->lines;
+	q->nlines = 0;
+	w->dropped = q->dropped;
+	q->dropped = 0;
+	w->lost = q->lost;
+	w->lost_err = q->lost_err;
+	q->lost = 0;
 }
 
-static int has_work(const hrpy_dispatcher *d)
+static int has_work(const struct queue *q)
 {
-	return d->new_ring || d->lines || d->dropped || d->lost;
+	return q->new_ring || q->lines || q->dropped || q->lost;
 }
 
 /* Calls fn(*args); an exception has nowhere to go on this thread: it is
@@ -181,21 +201,27 @@ static void deliver_line(hrpy_dispatcher *d, hr_log_level level, const char *tex
 	Py_XDECREF(args);
 }
 
+/* Delivers `w` to d's callables (d NULL: their dispatcher is gone) and
+ * releases what it holds. */
 static void deliver(hrpy_dispatcher *d, struct work *w)
 {
-	hrpy_state *st = HRPY_STATE(d);
+	hrpy_state *st = d ? HRPY_STATE(d) : NULL;
+	PyObject *log = d ? d->log : NULL;
 
-	for (struct line *line = w->lines; line && d->log; line = line->next)
+	for (struct line *line = w->lines; line && log; line = line->next)
 		deliver_line(d, line->level, line->text);
 	lines_free(w->lines);
-	if (w->dropped && d->log) {
+	if (w->dropped && log) {
 		char text[96];
 
 		snprintf(text, sizeof text, "level=warn event=log_lines_dropped count=%lu",
 			 w->dropped);
 		deliver_line(d, HR_LOG_WARN, text);
 	}
-	if (w->new_ring) {
+	if (w->new_ring && !(d && d->callbacks)) {
+		hr_ring_release(w->old_ring);
+		hr_ring_release(w->new_ring);
+	} else if (w->new_ring) {
 		PyObject *old_ring = (PyObject *)hrpy_ring_wrap(st, w->old_ring);
 		PyObject *new_ring = (PyObject *)hrpy_ring_wrap(st, w->new_ring);
 		PyObject *fns = PySequence_Tuple(d->callbacks);
@@ -210,7 +236,7 @@ static void deliver(hrpy_dispatcher *d, struct work *w)
 		Py_XDECREF(old_ring);
 		Py_XDECREF(new_ring);
 	}
-	if (w->lost && d->on_lost) {
+	if (w->lost && d && d->on_lost) {
 		PyObject *exc = hrpy_error_new(st, HR_EEXIST, &w->lost_err);
 		PyObject *args = exc ? PyTuple_Pack(1, exc) : NULL;
 
@@ -220,57 +246,112 @@ static void deliver(hrpy_dispatcher *d, struct work *w)
 	}
 }
 
-static PyObject *dispatcher_run(hrpy_dispatcher *d, PyObject *unused)
+/*
+ * The thread's loop.  `self` is (capsule of the queue, weak reference to
+ * the dispatcher): the dispatcher is held only while a turn delivers, so
+ * that a client dropped with callables that refer to it is collected (and
+ * closed, which stops this loop).
+ */
+static PyObject *dispatcher_run(PyObject *self, PyObject *unused)
 {
-	d->ident = PyThread_get_thread_ident();
+	struct queue *q = PyCapsule_GetPointer(PyTuple_GetItem(self, 0), QUEUE_CAPSULE);
+	PyObject *ref = PyTuple_GetItem(self, 1);
+
+	if (!q)
+		return NULL;
+	q->ident = PyThread_get_thread_ident();
 	for (;;) {
 		struct work w;
+		PyObject *d;
 
 		Py_BEGIN_ALLOW_THREADS
-		pthread_mutex_lock(&d->mu);
-		while (!d->stopped && !has_work(d))
-			pthread_cond_wait(&d->cv, &d->mu);
-		take(d, &w);
-		pthread_mutex_unlock(&d->mu);
+		pthread_mutex_lock(&q->mu);
+		while (!q->stopped && !has_work(q))
+			pthread_cond_wait(&q->cv, &q->mu);
+		take(q, &w);
+		pthread_mutex_unlock(&q->mu);
 		Py_END_ALLOW_THREADS
 		if (w.stopped)
 			break;
-		deliver(d, &w);
+		d = PyObject_CallNoArgs(ref);   /* the dispatcher, or None */
+		if (!d)
+			return NULL;
+		deliver(d == Py_None ? NULL : (hrpy_dispatcher *)d, &w);
+		Py_DECREF(d);
 	}
 	Py_RETURN_NONE;
 }
 
 /* Drops what is queued, under mu. */
-static void drop_queue(hrpy_dispatcher *d, hr_ring **old_ring, hr_ring **new_ring,
+static void drop_queue(struct queue *q, hr_ring **old_ring, hr_ring **new_ring,
 		       struct line **lines)
 {
-	*old_ring = d->old_ring;
-	*new_ring = d->new_ring;
-	*lines = d->lines;
-	d->old_ring = d->new_ring = NULL;
-	d->lines = NULL;
-	d->tail = &d->lines;
-	d->nlines = 0;
-	d->dropped = 0;
-	d->lost = 0;
+	*old_ring = q->old_ring;
+	*new_ring = q->new_ring;
+	*lines = q->lines;
+	q->old_ring = q->new_ring = NULL;
+	q->lines = NULL;
+	q->tail = &q->lines;
+	q->nlines = 0;
+	q->dropped = 0;
+	q->lost = 0;
+}
+
+/* Stops the queue and drops what it holds. */
+static void queue_stop(struct queue *q)
+{
+	hr_ring *old_ring, *new_ring;
+	struct line *lines;
+
+	pthread_mutex_lock(&q->mu);
+	q->stopped = 1;
+	drop_queue(q, &old_ring, &new_ring, &lines);
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	hr_ring_release(old_ring);
+	hr_ring_release(new_ring);
+	lines_free(lines);
+}
+
+/* The capsule's destructor: once neither the dispatcher nor its thread
+ * holds the queue, and so once nothing queues to it any more. */
+static void queue_free(PyObject *capsule)
+{
+	struct queue *q = PyCapsule_GetPointer(capsule, QUEUE_CAPSULE);
+
+	if (!q)
+		return;
+	queue_stop(q);
+	pthread_cond_destroy(&q->cv);
+	pthread_mutex_destroy(&q->mu);
+	PyMem_Free(q);
+}
+
+static void queue_init(struct queue *q)
+{
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	q->stopped = q->want_changes = q->lost = 0;
+	q->old_ring = q->new_ring = NULL;
+	q->lines = NULL;
+	q->tail = &q->lines;
+	q->nlines = 0;
+	q->dropped = 0;
+	q->ident = 0;
+}
+
+void *hrpy_dispatcher_userdata(hrpy_dispatcher *d)
+{
+	return d->q;
 }
 
 int hrpy_dispatcher_stop(hrpy_dispatcher *d, int join)
 {
-	hr_ring *old_ring, *new_ring;
-	struct line *lines;
 	PyObject *r;
 
-	pthread_mutex_lock(&d->mu);
-	d->stopped = 1;
-	drop_queue(d, &old_ring, &new_ring, &lines);
-	pthread_cond_broadcast(&d->cv);
-	pthread_mutex_unlock(&d->mu);
-	hr_ring_release(old_ring);
-	hr_ring_release(new_ring);
-	lines_free(lines);
+	queue_stop(d->q);
 	/* Not from a callback: the thread would wait for itself. */
-	if (!join || !d->thread || d->ident == PyThread_get_thread_ident())
+	if (!join || !d->thread || d->q->ident == PyThread_get_thread_ident())
 		return 0;
 	r = PyObject_CallMethod(d->thread, "join", NULL);
 	Py_XDECREF(r);
@@ -279,43 +360,45 @@ int hrpy_dispatcher_stop(hrpy_dispatcher *d, int join)
 
 void hrpy_dispatcher_forget(hrpy_dispatcher *d)
 {
-	/* The lock may have been held by a thread that is not here. */
-	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->cv, NULL);
-	d->stopped = 1;
-	d->old_ring = d->new_ring = NULL; /* left to the parent's memory */
-	d->lines = NULL;
-	d->tail = &d->lines;
-	d->nlines = 0;
-	d->dropped = 0;
-	d->lost = 0;
-	d->ident = 0;
+	/* The lock may have been held by a thread that is not here; what
+	 * was queued is left to the parent's memory. */
+	queue_init(d->q);
+	d->q->stopped = 1;
 	Py_CLEAR(d->thread);
 }
 
 hrpy_dispatcher *hrpy_dispatcher_new(hrpy_state *st, PyObject *log, PyObject *on_lost)
 {
 	hrpy_dispatcher *d = PyObject_GC_New(hrpy_dispatcher, st->dispatcher_type);
+	struct queue *q;
 
 	if (!d)
 		return NULL;
-	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->cv, NULL);
-	d->stopped = d->want_changes = d->lost = 0;
-	d->old_ring = d->new_ring = NULL;
-	d->lines = NULL;
-	d->tail = &d->lines;
-	d->nlines = 0;
-	d->dropped = 0;
+	d->q = NULL;
+	d->capsule = NULL;
 	d->log = log;
 	Py_XINCREF(log);
 	d->on_lost = on_lost;
 	Py_XINCREF(on_lost);
 	d->thread = NULL;
-	d->ident = 0;
+	d->weakrefs = NULL;
 	d->callbacks = PyList_New(0);
 	PyObject_GC_Track(d);
-	if (!d->callbacks) {
+	q = PyMem_Malloc(sizeof *q);
+	if (q) {
+		queue_init(q);
+		d->capsule = PyCapsule_New(q, QUEUE_CAPSULE, queue_free);
+		if (!d->capsule) {
+			pthread_cond_destroy(&q->cv);
+			pthread_mutex_destroy(&q->mu);
+			PyMem_Free(q);
+			q = NULL;
+		}
+	} else {
+		PyErr_NoMemory();
+	}
+	d->q = q;
+	if (!d->callbacks || !d->q) {
 		Py_DECREF(d);
 		return NULL;
 	}
@@ -324,29 +407,45 @@ hrpy_dispatcher *hrpy_dispatcher_new(hrpy_state *st, PyObject *log, PyObject *on
 
 int hrpy_dispatcher_add(hrpy_dispatcher *d, PyObject *fn)
 {
+	if (!d->callbacks) {
+		PyErr_SetString(PyExc_RuntimeError, "the callbacks are being freed");
+		return -1;
+	}
 	if (PyList_Append(d->callbacks, fn) < 0)
 		return -1;
-	pthread_mutex_lock(&d->mu);
-	d->want_changes = 1;
-	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_lock(&d->q->mu);
+	d->q->want_changes = 1;
+	pthread_mutex_unlock(&d->q->mu);
 	return 0;
 }
+
+static PyMethodDef run_def = {
+	"_run", dispatcher_run, METH_NOARGS,
+	"The thread's loop: delivers callbacks until stopped."
+};
 
 int hrpy_dispatcher_start(hrpy_dispatcher *d, const char *name)
 {
 	hrpy_state *st = HRPY_STATE(d);
-	PyObject *run, *args, *kwargs, *thread = NULL, *r = NULL;
+	PyObject *ref, *self = NULL, *run = NULL, *args, *kwargs = NULL, *thread = NULL,
+		 *r = NULL;
 
 	if (d->thread)
 		return 0;
-	run = PyObject_GetAttrString((PyObject *)d, "_run");
+	ref = PyWeakref_NewRef((PyObject *)d, NULL);
+	if (ref)
+		self = PyTuple_Pack(2, d->capsule, ref);
+	if (self)
+		run = PyCFunction_New(&run_def, self);
 	args = PyTuple_New(0);
-	kwargs = run ? Py_BuildValue("{sOsssO}", "target", run, "name", name, "daemon",
-				     Py_True) : NULL;
+	if (run)
+		kwargs = Py_BuildValue("{sOsssO}", "target", run, "name", name, "daemon", Py_True);
 	if (args && kwargs)
 		thread = PyObject_Call(st->thread_class, args, kwargs);
 	if (thread)
 		r = PyObject_CallMethod(thread, "start", NULL);
+	Py_XDECREF(ref);
+	Py_XDECREF(self);
 	Py_XDECREF(run);
 	Py_XDECREF(args);
 	Py_XDECREF(kwargs);
@@ -369,6 +468,8 @@ static int dispatcher_traverse(hrpy_dispatcher *d, visitproc visit, void *arg)
 	return 0;
 }
 
+/* The queue stays until dealloc: the owner stops it after this, when the
+ * collector clears the dispatcher first. */
 static int dispatcher_clear(hrpy_dispatcher *d)
 {
 	Py_CLEAR(d->callbacks);
@@ -378,31 +479,26 @@ static int dispatcher_clear(hrpy_dispatcher *d)
 	return 0;
 }
 
-/* Only once nothing queues to it any more: its owner closed the library
- * object whose threads did, and its thread, which holds a reference to
- * it while it runs, has ended. */
+/* Only once its owner closed the library object whose threads queue to
+ * it; its thread, which may still run its last turn, holds the queue. */
 static void dispatcher_dealloc(hrpy_dispatcher *d)
 {
 	PyTypeObject *tp = Py_TYPE((PyObject *)d);
-	hr_ring *old_ring, *new_ring;
-	struct line *lines;
 
 	PyObject_GC_UnTrack(d);
+	if (d->weakrefs)
+		PyObject_ClearWeakRefs((PyObject *)d);
 	dispatcher_clear(d);
-	drop_queue(d, &old_ring, &new_ring, &lines);
-	hr_ring_release(old_ring);
-	hr_ring_release(new_ring);
-	lines_free(lines);
-	pthread_cond_destroy(&d->cv);
-	pthread_mutex_destroy(&d->mu);
+	if (d->q)
+		queue_stop(d->q);
+	Py_CLEAR(d->capsule);
 	((freefunc)PyType_GetSlot(tp, Py_tp_free))(d);
 	Py_DECREF(tp);
 }
 
-static PyMethodDef dispatcher_methods[] = {
-	{ "_run", (PyCFunction)dispatcher_run, METH_NOARGS,
-	  "The thread's loop: delivers callbacks until stopped." },
-	{ NULL, NULL, 0, NULL }
+static PyMemberDef dispatcher_members[] = {
+	{ "__weaklistoffset__", T_PYSSIZET, offsetof(hrpy_dispatcher, weakrefs), READONLY, NULL },
+	{ NULL, 0, 0, 0, NULL }
 };
 
 static PyType_Slot dispatcher_slots[] = {
@@ -410,7 +506,7 @@ static PyType_Slot dispatcher_slots[] = {
 	{ Py_tp_dealloc, dispatcher_dealloc },
 	{ Py_tp_traverse, dispatcher_traverse },
 	{ Py_tp_clear, dispatcher_clear },
-	{ Py_tp_methods, dispatcher_methods },
+	{ Py_tp_members, dispatcher_members },
 	{ 0, NULL }
 };
 

@@ -278,7 +278,9 @@ int hrpy_update_fields(PyObject *state, PyObject *weight, int heirs, hr_record_u
  */
 typedef struct hrpy_dispatcher hrpy_dispatcher;
 
-/* The library's callbacks, their userdata the dispatcher's queue. */
+/* The library's callbacks, their userdata the dispatcher's queue
+ * (hrpy_dispatcher_userdata), which lives as long as the dispatcher or
+ * its thread: the owner frees the library object first. */
 void hrpy_on_change(void *userdata, const hr_ring *old_ring,
 		    const hr_ring *new_ring);
 void hrpy_on_log(void *userdata, hr_log_level level, const char *line);
@@ -288,6 +290,7 @@ void hrpy_on_lost(void *userdata, hr_registrar *r, const hr_error *why);
  * line, `on_lost` (NULL: none) the exception of a lost registration. */
 hrpy_dispatcher *hrpy_dispatcher_new(hrpy_state *st, PyObject *log,
 				     PyObject *on_lost);
+void *hrpy_dispatcher_userdata(hrpy_dispatcher *d);
 /* Adds an on_change callable; ring changes are queued from then on. */
 int hrpy_dispatcher_add(hrpy_dispatcher *d, PyObject *fn);
 /* Starts its thread, if not running yet.  -1 with an exception set. */

@@ -359,11 +359,11 @@ static PyObject *registrar_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 	self->tokens = reg.tokens;
 	if (e.log) {
 		e.cfg.log = hrpy_on_log;
-		e.cfg.log_userdata = self->dispatcher;
+		e.cfg.log_userdata = hrpy_dispatcher_userdata(self->dispatcher);
 	}
 	if (extra.on_lost) {
 		reg.on_lost = hrpy_on_lost;
-		reg.on_lost_userdata = self->dispatcher;
+		reg.on_lost_userdata = hrpy_dispatcher_userdata(self->dispatcher);
 	}
 	if ((e.log || extra.on_lost) &&
 	    hrpy_dispatcher_start(self->dispatcher, "hashring-registrar-callbacks") < 0)

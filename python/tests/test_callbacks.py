@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
 """on_change: on a Python thread, under churn, during and from close(),
 its exceptions reported; a registrar's on_lost likewise."""
+import collections
+import gc
+import os
 import sys
 import threading
 import time
@@ -163,3 +166,36 @@ def test_registrar_on_lost(etcd, prefix):
     finally:
         first.close()
         second.close()
+
+
+def _task_count():
+    """The process's threads, the library's included."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_dropped_clients_with_callbacks_referring_to_them_are_collected(etcd, prefix):
+    # A callback that uses its client makes a cycle (client -> callbacks
+    # -> client); the callbacks' running thread must not keep it alive.
+    put_nodes(etcd, prefix, 1)
+    gc.collect()
+    threads_before, tasks_before = threading.active_count(), _task_count()
+    fired = collections.Counter()
+
+    def open_one(i):
+        client = hashring.Client(etcd.url, prefix)
+        client.on_change(lambda old, new: fired.update([i]) if client.revision else None)
+        return client
+
+    clients = [open_one(i) for i in range(20)]
+    rev = etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:7"))
+    wait_for(lambda: all(c.revision >= rev for c in clients), what="every client")
+    wait_for(lambda: len(fired) == 20, what="every callback")
+    assert threading.active_count() > threads_before
+    del clients
+    gc.collect()
+    wait_for(lambda: threading.active_count() == threads_before, what="the Python threads gone")
+    wait_for(lambda: _task_count() == tasks_before, what="the library's threads gone")
+    fired.clear()
+    etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:8"))
+    time.sleep(1.0)
+    assert not fired
