@@ -103,7 +103,11 @@ static PyObject *registrar_deregister(hrpy_registrar *self, PyObject *unused)
 	rc = hr_registrar_deregister(r, &err);
 	Py_END_ALLOW_THREADS
 	self->busy--;
-	if (rc < 0)
+	/* After a loss only our own lease went, and the record, now its
+	 * holder's, stays: the library says so through its status. */
+	if (rc == 0)
+		rc = hr_registrar_status(r, &err);
+	if (rc < 0 && rc != HR_ECLOSED)
 		return hrpy_raise(HRPY_STATE(self), rc, &err);
 	Py_RETURN_NONE;
 }
@@ -409,7 +413,8 @@ static PyMethodDef registrar_methods[] = {
 	  "after deregister().  Never blocks." },
 	{ "deregister", (PyCFunction)registrar_deregister, METH_NOARGS,
 	  "deregister() -> None\n\nRevokes the lease: the record goes at once.  A second call "
-	  "does nothing." },
+	  "does nothing.\nRaises ExistsError once the id was taken over: our lease is revoked,\n"
+	  "the record, now the new holder's, stays." },
 	{ "close", (PyCFunction)(void (*)(void))registrar_close, METH_VARARGS | METH_KEYWORDS,
 	  "close(drain=None) -> None\n\nLeaves: with `drain` seconds the node turns draining "
 	  "first and stays so\nthat long (reads stay with it, writes go to the next owner), "

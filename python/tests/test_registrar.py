@@ -77,6 +77,25 @@ def test_deregister_and_context_manager(etcd, prefix):
     assert record_of(etcd, prefix, "c2") is None
 
 
+def test_deregister_after_a_takeover_raises(etcd, prefix):
+    first = hashring.Registrar(etcd.url, prefix, id="t1", addr="10.0.0.4:1", ttl_s=3)
+    second = hashring.Registrar(etcd.url, prefix, id="t1", addr="10.0.0.4:2", ttl_s=3,
+                                replace=True)
+    try:
+        wait_for(lambda: first.lease == 0, timeout=15, what="the loss")
+        # Our own lease goes; the record, the new holder's, stays: said so.
+        with pytest.raises(hashring.ExistsError, match="t1"):
+            first.deregister()
+        with pytest.raises(hashring.ExistsError):
+            first.deregister()
+        assert record_of(etcd, prefix, "t1")["addr"] == "10.0.0.4:2"
+        first.close()  # a leave after a loss is not an error
+        assert second.status() is None
+    finally:
+        first.close()
+        second.close()
+
+
 def test_id_held_by_another(etcd, prefix):
     with hashring.Registrar(etcd.url, prefix, id="x1", addr="10.0.0.4:1"):
         with pytest.raises(hashring.ExistsError, match="x1"):
