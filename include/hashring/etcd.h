@@ -31,7 +31,9 @@ typedef struct hr_etcd_config {
 	 * NULL: "http://127.0.0.1:2379".  "http://user:password@host:port"
 	 * (percent-encoded, as curl takes it) gives the etcd user and
 	 * password when `username` is NULL; when it is set, the two must
-	 * agree (HR_EINVAL).  Endpoints appear in log lines, error messages
+	 * agree (HR_EINVAL).  An entry curl cannot read as a URL (an unclosed
+	 * IPv6 bracket, a port past 65535) is HR_EINVAL when opening, not a
+	 * connection error.  Endpoints appear in log lines, error messages
 	 * and hr_client_status without their "user:password@". */
 	const char *endpoints;
 	/* Key prefix of the records, used verbatim (normally ends in '/');

@@ -4,6 +4,7 @@ TypeError or ValueError (the library's refusals are ValueErrors too,
 with its own messages) - never a crash.  faulthandler is on (pytest's
 default, and PYTHONFAULTHANDLER in ctest), so a crash shows its stack."""
 import math
+import time
 
 import pytest
 
@@ -233,6 +234,18 @@ def test_client_unreachable(closed_port):
         hashring.Client("http://127.0.0.1:%d" % closed_port, "/p/", open_timeout_ms=300,
                         connect_timeout_ms=200, log_level="error")
     assert "127.0.0.1:%d" % closed_port in str(e.value) or e.value.code == -9
+
+
+@pytest.mark.parametrize("endpoints", ["http://[::1", "[::1", "http://[::1:2379",
+                                       ["http://127.0.0.1:2379", "https://[::1/v3"],
+                                       "http://127.0.0.1:99999"])
+def test_malformed_endpoint_is_refused_at_once(endpoints):
+    start = time.monotonic()
+    with pytest.raises(hashring.InvalidArgumentError, match="endpoints: malformed URL"):
+        hashring.Client(endpoints, "/p/", open_timeout_ms=5000)
+    with pytest.raises(hashring.InvalidArgumentError, match="endpoints: malformed URL"):
+        hashring.Registrar(endpoints, "/p/", id="a", addr="h:1", request_timeout_ms=5000)
+    assert time.monotonic() - start < 1.0
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@
 #include "error.h"
 #include "escape.h"
 
+#include <curl/curl.h>
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +142,25 @@ static const char *shown_entry(char *buf, size_t size, const char *s, size_t n)
 	return buf;
 }
 
+/* The URL as curl will read it (an unclosed IPv6 bracket, a bad port):
+ * refused now, rather than as a connection error after every retry. */
+static int check_url(const char *url, const char *shown, hr_error *err)
+{
+	CURLU *u = curl_url();
+	CURLUcode uc;
+
+	if (!u)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	uc = curl_url_set(u, CURLUPART_URL, url, 0);
+	curl_url_cleanup(u);
+	if (uc == CURLUE_OUT_OF_MEMORY)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	if (uc != CURLUE_OK)
+		return hr__error_set(err, HR_EINVAL, "endpoints: malformed URL \"%s\": %s",
+				     shown, curl_url_strerror(uc));
+	return 0;
+}
+
 static int add_endpoint(hr__endpoints *eps, const char *s, size_t n,
 			url_creds *creds, hr_error *err)
 {
@@ -189,6 +210,9 @@ static int add_endpoint(hr__endpoints *eps, const char *s, size_t n,
 				     shown_entry(shown, sizeof shown, s, n));
 	snprintf(buf, sizeof buf, "%s%.*s%.*s", has_scheme ? "" : "http://",
 		 (int)scheme_len, s, (int)(n - scheme_len - host), s + scheme_len + host);
+	rc = check_url(buf, shown_entry(shown, sizeof shown, s, n), err);
+	if (rc)
+		return rc;
 	eps->url[eps->n] = strdup(buf);
 	if (!eps->url[eps->n])
 		return hr__error_set(err, HR_ENOMEM, "out of memory");

@@ -29,7 +29,8 @@ typedef struct hr__endpoints {
  * Parses `list` (NULL: http://127.0.0.1:2379) into `out`, settling the
  * user: `user` and `password` as configured, else those of the entries.
  * HR_EINVAL names what is wrong (empty entry, unsupported scheme, blank or
- * control byte, bad %-escape, entries or configuration that disagree);
+ * control byte, bad %-escape, a URL curl cannot read such as an unclosed
+ * IPv6 bracket or a bad port, entries or configuration that disagree);
  * `out` is empty then.
  */
 int hr__endpoints_parse(const char *list, const char *user,

@@ -99,6 +99,7 @@ START_TEST(endpoint_userinfo_errors_never_show_the_password)
 		{ "http://u:s3cr%zzt@127.0.0.1:1", NULL, NULL, "%-escape" },
 		{ "http://u:s3cr%00t@127.0.0.1:1", NULL, NULL, "%-escape" },
 		{ "ftp://u:" SECRET "@127.0.0.1:1", NULL, NULL, "ftp://u:***@127.0.0.1:1" },
+		{ "http://u:" SECRET "@[::1", NULL, NULL, "malformed URL \"http://u:***@[::1\"" },
 	};
 	char buf[1024];
 	hr_error err;
@@ -118,6 +119,28 @@ START_TEST(endpoint_userinfo_errors_never_show_the_password)
 			      err.message);
 		assert_clean(err.message);
 	}
+}
+END_TEST
+
+START_TEST(endpoint_urls_curl_cannot_read_are_refused)
+{
+	static const char *const bad[] = {
+		"http://[::1", "[::1", "http://[::1:2379", "https://[::1/v3",
+		"http://127.0.0.1:99999", "http://127.0.0.1:2379,http://[::1",
+	};
+	char buf[1024];
+	hr_error err;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int rc = endpoints_of(bad[i], NULL, NULL, buf, sizeof buf, &err);
+
+		ck_assert_msg(rc == HR_EINVAL, "%s: %d %s", bad[i], rc, err.message);
+		ck_assert_msg(strstr(err.message, "endpoints: malformed URL"), "%s: %s", bad[i],
+			      err.message);
+	}
+	ck_assert_int_eq(endpoints_of("http://[::1]:2379,[::1]:2380/v3", NULL, NULL, buf,
+				      sizeof buf, &err), 0);
+	ck_assert_str_eq(buf, "http://[::1]:2379,http://[::1]:2380/v3");
 }
 END_TEST
 
@@ -220,6 +243,7 @@ int main(void)
 
 	tcase_add_test(tc, endpoint_userinfo_is_taken_and_stripped);
 	tcase_add_test(tc, endpoint_userinfo_errors_never_show_the_password);
+	tcase_add_test(tc, endpoint_urls_curl_cannot_read_are_refused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("client");
 	tcase_add_test(tc, client_status_and_logs_without_password);
