@@ -449,8 +449,11 @@ out:
 
 static PyObject *client_close(hrpy_client *self, PyObject *unused);
 
+/* As files do: a closed one cannot be entered again. */
 static PyObject *client_enter(hrpy_client *self, PyObject *unused)
 {
+	if (!self->c || self->closing)
+		return closed_error(self);
 	Py_INCREF((PyObject *)self);
 	return (PyObject *)self;
 }

@@ -235,8 +235,11 @@ static PyObject *registrar_close(hrpy_registrar *self, PyObject *args, PyObject 
 	Py_RETURN_NONE;
 }
 
+/* As files do: a closed one cannot be entered again. */
 static PyObject *registrar_enter(hrpy_registrar *self, PyObject *unused)
 {
+	if (!self->r || self->closing)
+		return closed_error(self);
 	Py_INCREF((PyObject *)self);
 	return (PyObject *)self;
 }

@@ -145,9 +145,12 @@ def test_close(etcd, prefix):
     for call in (lambda: client.lookup("k"), lambda: client.lookup_many(["k"]),
                  lambda: client.replicas("k"), client.nodes, client.ring, client.status,
                  lambda: client.revision, client.acks, lambda: client.wait_synced(1),
-                 lambda: client.on_change(print), client.metrics):
+                 lambda: client.on_change(print), client.metrics, client.__enter__):
         with pytest.raises(hashring.ClosedError):
             call()
+    with pytest.raises(hashring.ClosedError, match="closed"):
+        with client:
+            pytest.fail("entered a closed client")
     # What was taken stays valid.
     assert ring.lookup("k") is owner and owner.node in ("a", "b")
     with hashring.Client(etcd.url, prefix, log_level="warn") as c2:

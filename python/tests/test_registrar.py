@@ -72,6 +72,9 @@ def test_deregister_and_context_manager(etcd, prefix):
         with pytest.raises(hashring.ClosedError):
             reg.status()
     assert reg.closed
+    with pytest.raises(hashring.ClosedError, match="closed"):
+        with reg:
+            pytest.fail("entered a closed registrar")
     with hashring.Registrar(etcd.url, prefix, id="c2", addr="10.0.0.3:2"):
         assert record_of(etcd, prefix, "c2")
     assert record_of(etcd, prefix, "c2") is None
