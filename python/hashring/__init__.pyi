@@ -224,7 +224,8 @@ class Ring:
 
 @final
 class Client:
-    def __new__(cls, endpoints: str | Sequence[str] | None = None, prefix: str | None = None, *,
+    def __new__(cls, endpoints: str | Sequence[str] | None = None,
+                prefix: str = "/hashring/nodes/", *,
                 api_base: str | None = ..., placement: Placement = ...,
                 vnodes_per_weight: int = ..., maglev_size: int = ...,
                 request_timeout_ms: int = ..., connect_timeout_ms: int = ...,
@@ -262,7 +263,8 @@ class Client:
 
 @final
 class Registrar:
-    def __new__(cls, endpoints: str | Sequence[str] | None = None, prefix: str | None = None, *,
+    def __new__(cls, endpoints: str | Sequence[str] | None = None,
+                prefix: str = "/hashring/nodes/", *,
                 id: str, addr: str, zone: str | None = ..., weight: float = ...,
                 state: State | Literal["active", "warming", "draining"] = ...,
                 ttl_s: int = ..., replace: bool = ..., tokens: int = ...,
@@ -290,13 +292,13 @@ class Registrar:
 
 # ---- functions --------------------------------------------------------------
 
-def acks(endpoints: str | Sequence[str] | None = None, prefix: str | None = None, *,
+def acks(endpoints: str | Sequence[str] | None = None, prefix: str = "/hashring/nodes/", *,
          ack_prefix: str = "/hashring/acks/", **options: Any) -> Acks: ...
 def wait_acks(revision: int, timeout: float | None = 30.0, *,
-              endpoints: str | Sequence[str] | None = None, prefix: str | None = None,
+              endpoints: str | Sequence[str] | None = None, prefix: str = "/hashring/nodes/",
               ack_prefix: str = "/hashring/acks/", **options: Any) -> Acks: ...
 def update_node(id: str, /, *, state: State | str | None = None, weight: float | None = None,
                 heirs: bool = False, endpoints: str | Sequence[str] | None = None,
-                prefix: str | None = None, **options: Any) -> None: ...
+                prefix: str = "/hashring/nodes/", **options: Any) -> None: ...
 def hash_key(key: Key, /) -> int: ...
 def log_to(logger: logging.Logger) -> LogFn: ...

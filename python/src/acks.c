@@ -301,12 +301,13 @@ static PyObject *module_hash_key(PyObject *module, PyObject *key)
 
 PyMethodDef hrpy_acks_functions[] = {
 	{ "acks", (PyCFunction)(void (*)(void))module_acks, METH_VARARGS | METH_KEYWORDS,
-	  "acks(endpoints=None, prefix=None, *, ack_prefix='/hashring/acks/', **options) -> Acks\n\n"
+	  "acks(endpoints=None, prefix='/hashring/nodes/', *, ack_prefix='/hashring/acks/',\n"
+	  "     **options) -> Acks\n\n"
 	  "Reads every live client's ack under `ack_prefix`, with the newest revision\n"
 	  "of the records under `prefix` for their lag.  Options: those of Client's\n"
 	  "etcd settings (no `log`: lines go to stderr)." },
 	{ "wait_acks", (PyCFunction)(void (*)(void))module_wait_acks, METH_VARARGS | METH_KEYWORDS,
-	  "wait_acks(revision, timeout=30.0, *, endpoints=None, prefix=None,\n"
+	  "wait_acks(revision, timeout=30.0, *, endpoints=None, prefix='/hashring/nodes/',\n"
 	  "          ack_prefix='/hashring/acks/', **options) -> Acks\n\n"
 	  "Waits until every live client acknowledges `revision` or later.  Raises\n"
 	  "hashring.TimeoutError naming the clients behind, or ConflictError when two\n"
@@ -315,7 +316,7 @@ PyMethodDef hrpy_acks_functions[] = {
 	{ "update_node", (PyCFunction)(void (*)(void))module_update_node,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "update_node(id, *, state=None, weight=None, heirs=False, endpoints=None,\n"
-	  "            prefix=None, **options) -> None\n\n"
+	  "            prefix='/hashring/nodes/', **options) -> None\n\n"
 	  "Changes the record of node `id`, registered by any process, in place: its\n"
 	  "lease and other fields are kept.  heirs=True with state='draining' and the\n"
 	  "tokens placement hands its tokens to heirs in the same transaction." },

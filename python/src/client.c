@@ -613,6 +613,7 @@ int hrpy_etcd_init(hrpy_etcd *e)
 	hr_etcd_config_init(&e->cfg);
 	hr_ring_options_init(&e->ring);
 	e->cfg.ring = &e->ring;
+	e->cfg.prefix = HRPY_DEFAULT_PREFIX;
 	e->keep = PyList_New(0);
 	return e->keep ? 0 : -1;
 }
@@ -752,7 +753,7 @@ static PyGetSetDef client_getset[] = {
 };
 
 static PyType_Slot client_slots[] = {
-	{ Py_tp_doc, "Client(endpoints=None, prefix=None, **options)\n\n"
+	{ Py_tp_doc, "Client(endpoints=None, prefix='/hashring/nodes/', **options)\n\n"
 		     "A ring kept in sync with the node records under `prefix` in etcd: a\n"
 		     "background thread follows them, and lookups from any thread answer from\n"
 		     "the newest ring without blocking.  Opening waits for the first sync\n"

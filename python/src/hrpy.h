@@ -172,7 +172,11 @@ typedef struct hrpy_etcd {
 	PyObject *log;          /* the "log" callable, borrowed from kwargs */
 } hrpy_etcd;
 
-/* Sets up `e` with the defaults; -1 with an exception set. */
+/* The records' prefix when none is given, the command's default too. */
+#define HRPY_DEFAULT_PREFIX "/hashring/nodes/"
+
+/* Sets up `e` with the defaults (prefix HRPY_DEFAULT_PREFIX); -1 with an
+ * exception set. */
 int hrpy_etcd_init(hrpy_etcd *e);
 /* A copy of `kwargs` with the positional arguments (endpoints, prefix). */
 PyObject *hrpy_merge_positional(const char *fname, PyObject *args, PyObject *kwargs);

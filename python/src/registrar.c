@@ -438,9 +438,9 @@ static PyGetSetDef registrar_getset[] = {
 };
 
 static PyType_Slot registrar_slots[] = {
-	{ Py_tp_doc, "Registrar(endpoints=None, prefix=None, *, id, addr, zone=None, weight=1.0,\n"
-		     "          state='warming', ttl_s=10, replace=False, tokens=0, on_lost=None,\n"
-		     "          **options)\n\n"
+	{ Py_tp_doc, "Registrar(endpoints=None, prefix='/hashring/nodes/', *, id, addr, zone=None,\n"
+		     "          weight=1.0, state='warming', ttl_s=10, replace=False, tokens=0,\n"
+		     "          on_lost=None, **options)\n\n"
 		     "Registers node `id` under `prefix`, attached to a lease a background thread\n"
 		     "renews every ttl_s/3: if the process dies, the node leaves every ring\n"
 		     "within ttl_s.  Options: the etcd settings of Client.  on_lost(exc) is\n"

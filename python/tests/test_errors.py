@@ -189,7 +189,7 @@ def test_bad_arguments(ring):
 def test_client_bad_settings(etcd, prefix):
     url = etcd.url
     for kwargs, exc, message in [
-        ({}, hashring.InvalidArgumentError, "prefix must be set"),
+        ({"prefix": None}, hashring.InvalidArgumentError, "prefix must be set"),
         ({"prefix": ""}, hashring.InvalidArgumentError, "prefix must be set"),
         ({"prefix": b"/p/"}, TypeError, "prefix must be str"),
         ({"prefix": prefix, "endpoints": 1}, TypeError, "endpoints"),

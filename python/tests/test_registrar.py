@@ -99,6 +99,22 @@ def test_deregister_after_a_takeover_raises(etcd, prefix):
         second.close()
 
 
+def test_prefix_defaults_to_the_commands(etcd):
+    default = "/hashring/nodes/"
+    for obj in (hashring.Client, hashring.Registrar, hashring.acks, hashring.wait_acks,
+                hashring.update_node):
+        assert "prefix='%s'" % default in obj.__doc__
+    with hashring.Registrar(etcd.url, id="default-prefix", addr="10.0.0.5:1",
+                            state="active"):
+        assert record_of(etcd, default, "default-prefix")["addr"] == "10.0.0.5:1"
+        with hashring.Client(etcd.url) as client:
+            assert "default-prefix" in client.ring()
+            hashring.update_node("default-prefix", weight=2, endpoints=etcd.url)
+            wait_for(lambda: client.ring().find("default-prefix").weight == 2, what="weight 2")
+        assert hashring.acks(etcd.url).ring_revision > 0
+    assert record_of(etcd, default, "default-prefix") is None
+
+
 def test_id_held_by_another(etcd, prefix):
     with hashring.Registrar(etcd.url, prefix, id="x1", addr="10.0.0.4:1"):
         with pytest.raises(hashring.ExistsError, match="x1"):
