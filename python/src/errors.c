@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include <ctype.h>
 #include <string.h>
 
 static const struct {
@@ -106,9 +107,30 @@ out:
 	return rc;
 }
 
+/*
+ * The library names the struct of a setting it refuses ("hr_etcd_config:
+ * request_timeout_ms must be > 0"); a Python caller passed a keyword, the
+ * field's name, which the rest of the message names: the struct goes.
+ */
+static const char *without_struct(const char *msg)
+{
+	for (;;) {
+		size_t n = 3;
+
+		if (strncmp(msg, "hr_", 3) != 0)
+			return msg;
+		while (islower((unsigned char)msg[n]) || msg[n] == '_')
+			n++;
+		if (msg[n] != ':' || msg[n + 1] != ' ')
+			return msg;
+		msg += n + 2;
+	}
+}
+
 PyObject *hrpy_error_new(hrpy_state *st, int code, const hr_error *err)
 {
-	const char *msg = err && err->message[0] ? err->message : hr_strerror(code);
+	const char *msg = without_struct(err && err->message[0] ? err->message
+							      : hr_strerror(code));
 	PyObject *cls = code < 0 && code > -HRPY_NERRORS ? st->errors[-code] : st->errors[0];
 	PyObject *text, *exc, *value;
 

@@ -229,6 +229,24 @@ def test_client_bad_settings(etcd, prefix):
         hashring.Client(url, prefix, prefix=prefix)
 
 
+def test_errors_name_the_keyword_not_the_struct(etcd, prefix):
+    for make, keyword in [
+        (lambda: hashring.Client(etcd.url, prefix, request_timeout_ms=0), "request_timeout_ms"),
+        (lambda: hashring.Client(etcd.url, prefix, connect_timeout_ms=-1), "connect_timeout_ms"),
+        (lambda: hashring.Client(etcd.url, prefix, open_timeout_ms=0), "open_timeout_ms"),
+        (lambda: hashring.Client(etcd.url, prefix, probe_jitter_pct=99), "probe_jitter_pct"),
+        (lambda: hashring.Client(etcd.url, prefix, ack_client_id="c1", ack_prefix="/a/",
+                                 ack_ttl_s=1), "ack_ttl_s"),
+        (lambda: hashring.Client(etcd.url, ""), "prefix"),
+        (lambda: hashring.Registrar(etcd.url, prefix, id="a", addr="h:1", ttl_s=1), "ttl_s"),
+        (lambda: hashring.Ring(GOOD, placement="maglev", maglev_size=4), "maglev_size"),
+    ]:
+        with pytest.raises(hashring.InvalidArgumentError) as e:
+            make()
+        assert str(e.value).startswith(keyword + " "), str(e.value)
+        assert "hr_" not in str(e.value) and e.value.message == str(e.value)
+
+
 def test_client_unreachable(closed_port):
     with pytest.raises((hashring.ConnectError, hashring.TimeoutError)) as e:
         hashring.Client("http://127.0.0.1:%d" % closed_port, "/p/", open_timeout_ms=300,
