@@ -88,3 +88,8 @@ def log_to(logger):
         logger.log(_LEVELS.get(level, _logging.INFO), "%s", line)
 
     return log
+
+
+# Where a Client's or a Registrar's lines go without log=: the logger
+# "hashring", so that the application's logging configuration applies.
+_default_log = log_to(_logging.getLogger("hashring"))

@@ -132,7 +132,7 @@ PyObject *hrpy_acks_wait(hrpy_state *st, const hr_etcd_config *etcd, const char 
 
 /*
  * The etcd settings of a module function, from its keywords (no `log`:
- * a one-shot call logs through the library's default, stderr), with the
+ * a one-shot call has no callback thread; its lines go to stderr), with the
  * extra options given.  `e` is set up here; the caller clears e->keep.
  */
 static int function_settings(const char *fname, PyObject *args, PyObject *kwargs,
@@ -305,7 +305,8 @@ PyMethodDef hrpy_acks_functions[] = {
 	  "     **options) -> Acks\n\n"
 	  "Reads every live client's ack under `ack_prefix`, with the newest revision\n"
 	  "of the records under `prefix` for their lag.  Options: those of Client's\n"
-	  "etcd settings (no `log`: lines go to stderr)." },
+	  "etcd settings (no `log`: lines from log_level, 'warn' by default, go to\n"
+	  "stderr)." },
 	{ "wait_acks", (PyCFunction)(void (*)(void))module_wait_acks, METH_VARARGS | METH_KEYWORDS,
 	  "wait_acks(revision, timeout=30.0, *, endpoints=None, prefix='/hashring/nodes/',\n"
 	  "          ack_prefix='/hashring/acks/', **options) -> Acks\n\n"

@@ -420,6 +420,25 @@ size_t hrpy_etcd_options(hrpy_opt *out, int with_log)
 	return n;
 }
 
+int hrpy_default_log(PyObject *kwargs, hrpy_etcd *e)
+{
+	PyObject *package, *log;
+	int rc;
+
+	if (PyDict_GetItemString(kwargs, "log"))
+		return 0;
+	package = PyImport_ImportModule("hashring");
+	log = package ? PyObject_GetAttrString(package, "_default_log") : NULL;
+	Py_XDECREF(package);
+	if (!log)
+		return -1;
+	rc = PyList_Append(e->keep, log);
+	if (rc == 0)
+		e->log = log; /* held by e->keep */
+	Py_DECREF(log);
+	return rc;
+}
+
 long long hrpy_now_ms(void)
 {
 	struct timespec ts;

@@ -614,6 +614,7 @@ int hrpy_etcd_init(hrpy_etcd *e)
 	hr_ring_options_init(&e->ring);
 	e->cfg.ring = &e->ring;
 	e->cfg.prefix = HRPY_DEFAULT_PREFIX;
+	e->cfg.log_level = HR_LOG_WARN;
 	e->keep = PyList_New(0);
 	return e->keep ? 0 : -1;
 }
@@ -656,6 +657,8 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 				(void *const[]){ &self->etcd.cfg, &self->etcd.ring, &self->etcd,
 						 &cfg, &extra },
 				self->etcd.keep);
+	if (rc == 0)
+		rc = hrpy_default_log(all, &self->etcd);
 	/* The callables stay referenced by the dispatcher. */
 	self->dispatcher = rc < 0 ? NULL : hrpy_dispatcher_new(st, self->etcd.log, NULL);
 	Py_DECREF(all);

@@ -175,9 +175,13 @@ typedef struct hrpy_etcd {
 /* The records' prefix when none is given, the command's default too. */
 #define HRPY_DEFAULT_PREFIX "/hashring/nodes/"
 
-/* Sets up `e` with the defaults (prefix HRPY_DEFAULT_PREFIX); -1 with an
- * exception set. */
+/* Sets up `e` with the defaults (prefix HRPY_DEFAULT_PREFIX, log_level
+ * "warn"); -1 with an exception set. */
 int hrpy_etcd_init(hrpy_etcd *e);
+/* With no `log` in `kwargs`, e->log is hashring._default_log (the
+ * logging module's logger "hashring"); `log=None` leaves the library's
+ * own (stderr).  -1 with an exception set. */
+int hrpy_default_log(PyObject *kwargs, hrpy_etcd *e);
 /* A copy of `kwargs` with the positional arguments (endpoints, prefix). */
 PyObject *hrpy_merge_positional(const char *fname, PyObject *args, PyObject *kwargs);
 

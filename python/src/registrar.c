@@ -353,7 +353,8 @@ static PyObject *registrar_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 	all = hrpy_merge_positional("Registrar", args, kwargs);
 	if (!all || hrpy_options_parse("Registrar", all, opts, n,
 				       (void *const[]){ &e.cfg, &e.ring, &e, &reg, &extra },
-				       e.keep) < 0)
+				       e.keep) < 0 ||
+	    hrpy_default_log(all, &e) < 0)
 		goto fail;
 	if (!reg.id || !reg.addr) {
 		PyErr_SetString(PyExc_TypeError, "Registrar() needs id= and addr=");

@@ -234,9 +234,41 @@ def test_log_lines(etcd, prefix, caplog):
     assert all(level in ("error", "warn", "info", "debug") for level, _ in lines)
     logger = logging.getLogger("hashring-test")
     with caplog.at_level(logging.INFO, logger="hashring-test"):
-        with hashring.Client(etcd.url, prefix, log=hashring.log_to(logger)):
+        with hashring.Client(etcd.url, prefix, log=hashring.log_to(logger), log_level="info"):
             wait_for(lambda: any("event=synced" in r.getMessage() for r in caplog.records),
                      what="a logged line")
+
+
+def _closed_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_default_log_is_the_logging_module_at_warning(etcd, prefix, caplog, capfd):
+    put_nodes(etcd, prefix, ["a"])
+    down = "http://127.0.0.1:%d" % _closed_port()
+    with caplog.at_level(logging.DEBUG, logger="hashring"):
+        # Info lines (event=synced) are not passed by default ...
+        with hashring.Client(etcd.url, prefix):
+            pass
+        with hashring.Registrar(etcd.url, prefix, id="r1", addr="10.0.0.1:1"):
+            pass
+        assert not [r for r in caplog.records if r.name == "hashring"]
+        # ... warnings are, to the logger "hashring", at WARNING.
+        with hashring.Client(down, prefix, open_nonblocking=True):
+            wait_for(lambda: [r for r in caplog.records if "event=sync_failed" in r.getMessage()],
+                     what="a logged warning")
+    record = next(r for r in caplog.records if "event=sync_failed" in r.getMessage())
+    assert record.name == "hashring" and record.levelno == logging.WARNING
+    assert "level=" not in capfd.readouterr().err
+    # log=None: the library's own logfmt lines on stderr, as before.
+    caplog.clear()
+    with hashring.Client(down, prefix, open_nonblocking=True, log=None, log_level="info"):
+        time.sleep(0.5)
+    assert "level=warn event=sync_failed" in capfd.readouterr().err
+    assert not [r for r in caplog.records if r.name == "hashring"]
 
 
 def test_metrics(etcd, prefix):
