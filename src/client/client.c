@@ -410,6 +410,8 @@ int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
 	if (!c || !out)
 		return hr__error_set(err, HR_EINVAL, "status: %s",
 				     !c ? "client is NULL" : "out is NULL");
+	if (!size)
+		return hr__error_set(err, HR_EINVAL, "status: size is 0");
 	/* A size short of the first field is garbage, not an older struct. */
 	if (size < HR__END(hr_client_status, revision))
 		return hr__error_set(err, HR_EINVAL, "status: size %zu is below the"

@@ -611,9 +611,13 @@ START_TEST(status_written_up_to_the_callers_size)
 
 	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0, NULL), HR_EINVAL);
 	/* Too small for the first field: refused, and not a byte written. */
+	hr_error err = { 0 };
+
 	memset(&st, FILL, sizeof st);
-	ck_assert_int_eq(hr_client_status_get_size(c, &st, sizeof st.revision - 1, NULL),
+	ck_assert_int_eq(hr_client_status_get_size(c, &st, sizeof st.revision - 1, &err),
 			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "status: size 7 is below the first field"
+			 " (pass sizeof *out)");
 	ck_assert(all_bytes(&st, 0, sizeof st, FILL));
 	ck_assert_int_eq(hr_client_status_get_size(c, &st, sizeof st.revision, NULL), 0);
 	ck_assert_uint_eq(st.revision, 42);
