@@ -423,8 +423,9 @@ typedef struct hr_client_status {
  * that fit (a program built against older headers passes a smaller
  * struct), then zeros (the fields of a later release, for a program built
  * against newer headers).  Call it through the macro, which passes
- * sizeof *(out).  HR_EINVAL for a NULL argument or a size of 0.  Thread
- * safe.
+ * sizeof *(out).  HR_EINVAL for a NULL argument or a size below the end
+ * of the first field (revision), as for the structs a caller fills in.
+ * Thread safe.
  */
 HR_EXPORT int hr_client_status_get_size(hr_client *client,
 					hr_client_status *out, size_t size,

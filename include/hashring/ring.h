@@ -91,6 +91,11 @@ typedef struct hr_node {
  */
 typedef struct hr_ring hr_ring;
 
+/* A view is HR_VIEW_WRITE or HR_VIEW_READ.  Any other value is HR_EINVAL
+ * for every function that takes a view, the same check everywhere: the
+ * ones returning an error code or a count return it (negative), and
+ * hr_ring_moved_share(), which returns a share, returns it as a double
+ * (below every share).  Nothing is written for a bad view. */
 typedef enum hr_view { HR_VIEW_WRITE = 0, HR_VIEW_READ = 1 } hr_view;
 
 /*
@@ -313,11 +318,11 @@ HR_EXPORT unsigned hr_ring_node_vnodes(const hr_ring *ring,
  * arcs' lengths over 2^64, rounded once (rendezvous: its weight over the
  * view's total, docs/placement.md section 15).  Returns the number of nodes,
  * and writes out[0..that) only when `n` is at least that number (so
- * hr_ring_node_shares(ring, view, NULL, 0) asks for it).  An invalid view
- * gives zeros; a NULL ring has no node.  Never allocates or locks.
+ * hr_ring_node_shares(ring, view, NULL, 0) asks for it); a NULL ring has no
+ * node.  HR_EINVAL for a bad view (see hr_view).  Never allocates or locks.
  */
-HR_EXPORT size_t hr_ring_node_shares(const hr_ring *ring, hr_view view,
-				     double *out, size_t n);
+HR_EXPORT int hr_ring_node_shares(const hr_ring *ring, hr_view view,
+				  double *out, size_t n);
 
 /* The answer of a lookup.  Node pointers belong to the ring. */
 typedef struct hr_lookup {
@@ -404,8 +409,8 @@ HR_EXPORT int hr_ring_preflist(const hr_ring *ring, const void *key, size_t len,
  * the exact length of the arcs hr_diff_new() would list, rounded once.
  * For rendezvous rings, the method's exact formula in double
  * (docs/placement.md section 15).  Either ring may be NULL, meaning an
- * empty ring.  Cheaper than a diff,
- * whose share it is: it lists no arc.
+ * empty ring.  HR_EINVAL for a bad view (see hr_view).  Cheaper than a
+ * diff, whose share it is: it lists no arc.
  */
 HR_EXPORT double hr_ring_moved_share(const hr_ring *a, const hr_ring *b,
 				     hr_view view);

@@ -12,6 +12,7 @@
 #include "owner.h"
 #include "publish.h"
 #include "ring.h"
+#include "settings.h"
 #include "share.h"
 #include "thread_cache.h"
 
@@ -406,9 +407,15 @@ int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
 	hr_client_status st;
 	hr_ring *ring;
 
-	if (!c || !out || !size)
+	if (!c || !out)
 		return hr__error_set(err, HR_EINVAL, "status: %s",
-				     !c ? "client is NULL" : !out ? "out is NULL" : "size is 0");
+				     !c ? "client is NULL" : "out is NULL");
+	if (!size)
+		return hr__error_set(err, HR_EINVAL, "status: size is 0");
+	/* A size short of the first field is garbage, not an older struct. */
+	if (size < HR__END(hr_client_status, revision))
+		return hr__error_set(err, HR_EINVAL, "status: size %zu is below the"
+				     " first field (pass sizeof *out)", size);
 	memset(&st, 0, sizeof st);
 	ring = hr__publish_acquire(&c->pub);
 	st.revision = hr_ring_revision(ring);

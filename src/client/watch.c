@@ -148,6 +148,8 @@ static int take_fragment(hr__watcher *w, hr__wmsg *m)
 
 static int end_stream(hr__watcher *w, hr__stream_end how)
 {
+	if (how == HR__END_RESYNC)
+		w->resync_due = 1;
 	if (how > w->end)
 		w->end = how;
 	return 1;
@@ -185,7 +187,7 @@ static int on_line(void *ud, const char *line, size_t len)
 		w->progress_last_ms = w->last_activity_ms;
 		hr__log_emit(w->o.log, HR_LOG_INFO, "watching",
 			     "start_revision=%" PRId64 " endpoint=%s", w->next_rev, hr__watch_endpoint(w));
-		hr__watch_confirm(w, 0);
+		hr__watch_alive(w);
 		break;
 	case HR__WMSG_EVENTS:
 		if (take_fragment(w, &m)) {

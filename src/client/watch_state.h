@@ -59,7 +59,10 @@ struct hr__watcher {
 	int backoff_ms;
 	uint64_t rng;
 	int stale_warned;
+	int64_t stale_since_ms;     /* the last confirmation before it */
 	int64_t last_stale_log_ms;
+	int resync_due;             /* a full sync was decided: the ring is
+				       behind until it is rebuilt */
 
 	/* Per stream. */
 	hr__kv *frag;               /* events of fragments not yet complete */

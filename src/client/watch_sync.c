@@ -18,24 +18,51 @@
 
 /* ---- confirmation and staleness ------------------------------------------ */
 
-/* The ring is known to match etcd at `revision` (0: only liveness). */
-void hr__watch_confirm(hr__watcher *w, uint64_t revision)
+/* Restarts the stale timer at `revision` (0: only liveness); the time
+ * since the last confirmation into *since, the revision confirmed into
+ * *confirmed. */
+static void confirm_at(hr__watcher *w, uint64_t revision, int64_t *since,
+		       uint64_t *confirmed)
 {
-	int64_t now = hr__now_ms(), since;
+	int64_t now = hr__now_ms();
 
 	pthread_mutex_lock(&w->mu);
-	since = now - w->last_confirm_ms;
+	/* Since the stale warning's own clock, so that a confirmation
+	 * deferred past hr__watch_alive() still says how long it lasted. */
+	*since = now - (w->stale_warned ? w->stale_since_ms : w->last_confirm_ms);
 	w->last_confirm_ms = now;
 	if (revision > w->confirmed_revision)
 		w->confirmed_revision = revision;
-	revision = w->confirmed_revision;
+	*confirmed = w->confirmed_revision;
 	pthread_mutex_unlock(&w->mu);
-	if (w->stale_warned) {
-		w->stale_warned = 0;
-		hr__log_emit(w->o.log, HR_LOG_INFO, "stale_recovered",
-			     "unconfirmed_ms=%" PRId64 " revision=%" PRIu64 " endpoint=%s",
-			     since, revision, hr__watch_endpoint(w));
-	}
+}
+
+/* Takes a stale warning back, once the ring is current again. */
+static void recovered(hr__watcher *w, int64_t since, uint64_t revision)
+{
+	if (!w->stale_warned || w->resync_due)
+		return;
+	w->stale_warned = 0;
+	hr__log_emit(w->o.log, HR_LOG_INFO, "stale_recovered",
+		     "unconfirmed_ms=%" PRId64 " revision=%" PRIu64 " endpoint=%s",
+		     since, revision, hr__watch_endpoint(w));
+}
+
+void hr__watch_confirm(hr__watcher *w, uint64_t revision)
+{
+	int64_t since;
+	uint64_t confirmed;
+
+	confirm_at(w, revision, &since, &confirmed);
+	recovered(w, since, confirmed);
+}
+
+void hr__watch_alive(hr__watcher *w)
+{
+	int64_t since;
+	uint64_t confirmed;
+
+	confirm_at(w, 0, &since, &confirmed);
 }
 
 /* Runs often (loop iterations, transfer progress): warns while the ring
@@ -53,6 +80,8 @@ void hr__watch_check_stale(hr__watcher *w)
 		return;
 	if (w->stale_warned && now - w->last_stale_log_ms < w->o.stale_warn_ms)
 		return;
+	if (!w->stale_warned)
+		w->stale_since_ms = now - since;
 	w->stale_warned = 1;
 	w->last_stale_log_ms = now;
 	hr__log_emit(w->o.log, HR_LOG_WARN, "stale",
@@ -102,7 +131,8 @@ static void log_left_out(void *ud, const hr__member *m, const hr_error *why)
 static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		   hr_error *err)
 {
-	int64_t t0 = hr__now_us(), spent;
+	int64_t t0 = hr__now_us(), spent, since;
+	uint64_t confirmed;
 	hr_ring *ring = NULL, *old = hr__subs_current(w->o.subs), *prev;
 	bool unchanged = false;
 	/* Derived from the ring in use: only what changed is hashed again. */
@@ -124,7 +154,9 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		hr_ring_release(old);
 		return rc;
 	}
-	hr__watch_confirm(w, revision);
+	/* A resync ends here: the ring is current once it is published. */
+	w->resync_due = 0;
+	confirm_at(w, revision, &since, &confirmed);
 	if (unchanged) {
 		/* The ring in use is current at this revision too. */
 		hr__subs_confirmed(w->o.subs, revision);
@@ -136,6 +168,7 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		hr__log_emit(w->o.log, HR_LOG_DEBUG, "ring_unchanged",
 			     "revision=%" PRIu64 " build_ms=%.3f", revision,
 			     (double)spent / 1000.0);
+		recovered(w, since, confirmed);
 		return 0;
 	}
 	w->replaced = 0;
@@ -150,6 +183,8 @@ static int rebuild(hr__watcher *w, uint64_t revision, int64_t *build_us,
 		*build_us = spent;
 	hr__subs_announce(w->o.subs, prev, (double)spent / 1000.0);
 	hr_ring_release(old);
+	/* After event=ring: the warning is taken back by the ring itself. */
+	recovered(w, since, confirmed);
 	return 0;
 }
 

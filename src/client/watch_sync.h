@@ -19,8 +19,14 @@ static inline const char *hr__watch_endpoint(const hr__watcher *w)
 }
 
 /* The ring is known to match etcd at `revision` (0: only liveness); a
- * stale warning given is taken back. */
+ * stale warning given is taken back (event=stale_recovered) unless a
+ * resync is due: the ring is then behind, however alive etcd is. */
 void hr__watch_confirm(hr__watcher *w, uint64_t revision);
+
+/* etcd is alive, but a new stream's first message proves no more: etcd
+ * may say next that its start revision is compacted.  The stale timer
+ * restarts; a stale warning is taken back by the next confirmation. */
+void hr__watch_alive(hr__watcher *w);
 
 /* Runs often (loop iterations, transfer progress): warns while the ring
  * cannot be confirmed current. */

@@ -20,18 +20,20 @@
 
 /* ---- one view's shares --------------------------------------------------- */
 
-size_t hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
-			   size_t n)
+int hr_ring_node_shares(const hr_ring *ring, hr_view view, double *out,
+			size_t n)
 {
 	size_t count = hr_ring_node_count(ring);
 
+	if (!hr__valid_view(view))
+		return HR_EINVAL;
 	if (!count || !out || n < count)
-		return count;
-	if (!hr__valid_view(view) || !ring->views[view].npoints)
+		return (int)count;
+	if (!ring->views[view].npoints)
 		memset(out, 0, count * sizeof *out);
 	else
 		hr__view_shares(&ring->views[view], out, count);
-	return count;
+	return (int)count;
 }
 
 /* ---- two views: where owners differ -------------------------------------- */
@@ -312,7 +314,7 @@ double hr_ring_moved_share(const hr_ring *a, const hr_ring *b, hr_view view)
 	size_t na = hr__ring_view_points(a, view), nb = hr__ring_view_points(b, view);
 
 	if (!hr__valid_view(view))
-		return 0;
+		return HR_EINVAL;
 	/* One view empty: the whole circle moved, known without a walk (the
 	 * first ring a client builds, as large as it may be). */
 	if (!na != !nb)

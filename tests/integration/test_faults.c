@@ -966,6 +966,79 @@ START_TEST(compaction_while_disconnected)
 }
 END_TEST
 
+/* The log's lines in order, decoded; the caller frees the array. */
+static cJSON *log_lines(void)
+{
+	cJSON *all;
+
+	pthread_mutex_lock(&logbuf.mu);
+	all = hrt_logfmt_decode(logbuf.text ? logbuf.text : "", logbuf.len);
+	pthread_mutex_unlock(&logbuf.mu);
+	ck_assert_msg(all != NULL, "the logfmt decoder did not run");
+	return all;
+}
+
+/* A stale client whose watch comes back compacted: the stream's first
+ * message proves etcd alive, not the ring current, so the warning is taken
+ * back only once the resync has published the ring at etcd's revision. */
+START_TEST(compaction_while_stale_recovers_after_the_resync)
+{
+	const char *url = hrt_etcd_client_url(etcd, 0);
+	int ring_at = -1, recovered_at = -1, compacted_at = -1, i = 0;
+	hrt_proxy *px;
+	history h;
+	readers r;
+	hr_client *c;
+	http hc;
+	cJSON *all, *line;
+	int64_t rev;
+	char body[64];
+
+	http_init(&hc);
+	c = proxied_start(&px, &h, &r);
+	hrt_log_clear(&logbuf);
+	ck_assert_int_eq(hrt_proxy_refuse(px), 0);
+	ck_assert_int_ge(hrt_log_wait(&logbuf, 1, 10000, 50, "level=warn", "event=stale", NULL),
+			 1);
+	/* Two writes: the watch's next revision is then below the
+	 * compaction's. */
+	ck_assert_int_gt(hrt_put(url, PREFIX "while-stale", "127.6.0.3:1"), 0);
+	ck_assert_int_gt(hrt_put(url, PREFIX "while-stale", "127.6.0.4:1"), 0);
+	rev = current_revision(&hc, url);
+	snprintf(body, sizeof body, "{\"revision\":\"%" PRId64 "\"}", rev);
+	ck_assert_int_eq(http_post(&hc, url, "/kv/compaction", body), 200);
+	ck_assert_int_eq(hrt_proxy_pass(px), 0);
+	ck_assert_int_ge(wait_converged(c, url, CONVERGE_MS), 0);
+	ck_assert_int_ge(hrt_log_wait(&logbuf, 1, 10000, 50, "event=stale_recovered", NULL), 1);
+
+	all = log_lines();
+	cJSON_ArrayForEach(line, all) {
+		const char *ev = hrt_logfmt_get(line, "event");
+		const char *lrev = hrt_logfmt_get(line, "revision");
+
+		if (ev && !strcmp(ev, "compacted") && compacted_at < 0)
+			compacted_at = i;
+		if (ev && !strcmp(ev, "ring") && ring_at < 0 && lrev &&
+		    strtoll(lrev, NULL, 10) >= rev)
+			ring_at = i;
+		if (ev && !strcmp(ev, "stale_recovered") && recovered_at < 0) {
+			recovered_at = i;
+			ck_assert(lrev && strtoll(lrev, NULL, 10) >= rev);
+		}
+		i++;
+	}
+	cJSON_Delete(all);
+	ck_assert_int_ge(compacted_at, 0);
+	ck_assert_int_gt(ring_at, compacted_at);
+	ck_assert_int_gt(recovered_at, ring_at);
+	readers_check(&r);
+	hr_client_close(c);
+	http_free(&hc);
+	history_free(&h);
+	hrt_proxy_stop(px);
+}
+END_TEST
+
 /* A wiped etcd restarted as a new cluster: its revisions start again at
  * 1, below what the client confirmed.  The client must notice, say so
  * loudly, and take the new cluster's state. */
@@ -1700,6 +1773,7 @@ int main(void)
 	tcase_add_test(tc, kill_restart_and_freeze_during_churn);
 	tcase_add_test(tc, three_members_lose_leader_and_member_in_use);
 	tcase_add_test(tc, compaction_while_disconnected);
+	tcase_add_test(tc, compaction_while_stale_recovers_after_the_resync);
 	tcase_add_test(tc, wiped_data_new_cluster);
 	tcase_add_test(tc, proxy_cuts_mid_message);
 	tcase_add_test(tc, proxy_stall_stale_then_recovers);

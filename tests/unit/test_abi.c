@@ -610,6 +610,17 @@ START_TEST(status_written_up_to_the_callers_size)
 	ck_assert(all_bytes(&big, sizeof big - 1, sizeof big, FILL));
 
 	ck_assert_int_eq(hr_client_status_get_size(c, &st, 0, NULL), HR_EINVAL);
+	/* Too small for the first field: refused, and not a byte written. */
+	hr_error err = { 0 };
+
+	memset(&st, FILL, sizeof st);
+	ck_assert_int_eq(hr_client_status_get_size(c, &st, sizeof st.revision - 1, &err),
+			 HR_EINVAL);
+	ck_assert_str_eq(err.message, "status: size 7 is below the first field"
+			 " (pass sizeof *out)");
+	ck_assert(all_bytes(&st, 0, sizeof st, FILL));
+	ck_assert_int_eq(hr_client_status_get_size(c, &st, sizeof st.revision, NULL), 0);
+	ck_assert_uint_eq(st.revision, 42);
 	ck_assert_int_eq(hr_client_status_get_size(NULL, &st, sizeof st, NULL), HR_EINVAL);
 	hr_client_close(c);
 }

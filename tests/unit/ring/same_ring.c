@@ -159,8 +159,8 @@ void expect_same(const hr_ring *d, const hr_ring *f,
 		double *sd = calloc(n + 1, sizeof *sd), *sf = calloc(n + 1, sizeof *sf);
 
 		ck_assert(sd && sf);
-		EXPECT(hr_ring_node_shares(d, (hr_view)v, sd, n) == n);
-		EXPECT(hr_ring_node_shares(f, (hr_view)v, sf, n) == n);
+		EXPECT(hr_ring_node_shares(d, (hr_view)v, sd, n) == (int)n);
+		EXPECT(hr_ring_node_shares(f, (hr_view)v, sf, n) == (int)n);
 		for (size_t i = 0; i < n; i++)
 			EXPECT(sd[i] == sf[i]);
 		free(sd);

@@ -640,7 +640,12 @@ START_TEST(movement_minimal)
 	ck_assert_double_eq(hr_ring_moved_share(ten, NULL, HR_VIEW_WRITE), 1);
 	ck_assert_double_eq(hr_ring_moved_share(NULL, ten, HR_VIEW_READ), 1);
 	ck_assert_double_eq(hr_ring_moved_share(NULL, NULL, HR_VIEW_READ), 0);
-	ck_assert_double_eq(hr_ring_moved_share(ten, eleven, (hr_view)7), 0);
+	/* A bad view is HR_EINVAL, as for every call taking a view (hr_view),
+	 * whatever the rings. */
+	ck_assert_double_eq(hr_ring_moved_share(ten, eleven, (hr_view)7), HR_EINVAL);
+	ck_assert_double_eq(hr_ring_moved_share(ten, ten, (hr_view)-1), HR_EINVAL);
+	ck_assert_double_eq(hr_ring_moved_share(NULL, ten, (hr_view)2), HR_EINVAL);
+	ck_assert_double_eq(hr_ring_moved_share(NULL, NULL, (hr_view)2), HR_EINVAL);
 	hr_ring_release(heavier);
 	hr_ring_release(ten);
 	hr_ring_release(eleven);
@@ -764,16 +769,18 @@ START_TEST(shares_exact)
 		ck_assert_double_eq_tol(total, 1.0, 1e-12);
 		free(p);
 	}
-	/* A NULL ring has no node; a bad view gives zeros; too small an
-	 * array is not written. */
+	/* A NULL ring has no node; too small an array is not written; a bad
+	 * view is HR_EINVAL (hr_view), and nothing is written. */
 	double shares[30] = { 7 };
 
-	ck_assert_uint_eq(hr_ring_node_shares(NULL, HR_VIEW_WRITE, shares, 30), 0);
-	ck_assert_uint_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, 29), 30);
+	ck_assert_int_eq(hr_ring_node_shares(NULL, HR_VIEW_WRITE, shares, 30), 0);
+	ck_assert_int_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, 29), 30);
 	ck_assert_double_eq(shares[0], 7);
-	ck_assert_uint_eq(hr_ring_node_shares(ring, (hr_view)2, shares, 30), 30);
-	for (size_t i = 0; i < 30; i++)
-		ck_assert_double_eq(shares[i], 0);
+	ck_assert_int_eq(hr_ring_node_shares(ring, (hr_view)2, shares, 30), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_node_shares(ring, (hr_view)-1, shares, 30), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_node_shares(ring, (hr_view)2, NULL, 0), HR_EINVAL);
+	ck_assert_int_eq(hr_ring_node_shares(NULL, (hr_view)2, shares, 30), HR_EINVAL);
+	ck_assert_double_eq(shares[0], 7);
 	hr_ring_release(ring);
 	hrt_nodes_free(s);
 }
@@ -1379,8 +1386,8 @@ START_TEST(ring_of_100000_nodes_default_vnodes)
 	ck_assert_int_eq(hr_ring_build(nodes, HR_NODES_MAX, NULL, 7, &ring, &err), 0);
 	ck_assert_uint_eq(hr_ring_point_count(ring), 200u * HR_NODES_MAX);
 	ck_assert_uint_gt(hr_ring_point_count(ring), 1u << 24);
-	ck_assert_uint_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, HR_NODES_MAX),
-			  HR_NODES_MAX);
+	ck_assert_int_eq(hr_ring_node_shares(ring, HR_VIEW_WRITE, shares, HR_NODES_MAX),
+			 HR_NODES_MAX);
 	for (size_t i = 0; i < HR_NODES_MAX; i++)
 		sum += shares[i];
 	ck_assert_double_eq_tol(sum, 1.0, 1e-9);
