@@ -37,6 +37,19 @@ extern "C" {
 				   members document (HR_EPARSE beyond)       */
 #define HR_VNODES_PER_WEIGHT_DEFAULT 200
 
+/*
+ * The weights a node record in etcd may carry (docs/placement.md section
+ * 8), bounds included; a record outside them is skipped as bad
+ * (HR_EINVAL), and hr_node_check() refuses them.  Weights are ratios, and
+ * within this range the total weight of HR_NODES_MAX nodes over the
+ * smallest weight (at most 1e301) is still a finite double, so every sum,
+ * share and load derived from a ring's weights is finite and nonzero.
+ * Rings built from nodes given at once (hr_ring_build, members documents)
+ * take any weight hr_node allows.
+ */
+#define HR_RECORD_WEIGHT_MIN 1e-6
+#define HR_RECORD_WEIGHT_MAX 1e290
+
 typedef enum hr_state {
 	HR_STATE_ACTIVE = 0,   /* serves reads and writes                        */
 	HR_STATE_WARMING = 1,  /* joining: takes writes, reads go to old owner   */
@@ -188,14 +201,15 @@ HR_EXPORT int hr_ring_options_get(const hr_ring *ring, hr_ring_options *out,
 				  hr_error *err);
 
 /*
- * Checks one node with exactly the rules a ring built with `opts` (NULL:
- * the defaults) applies to it, and that every watching client with those
- * options applies to a record: the rules of hr_node above, a weight whose
- * points alone stay within HR_POINTS_MAX, in ketama mode a whole weight
- * and an address ketama can name, and in rendezvous mode a weight from
- * 1e-300 to 1e290.  For writers of records (registrars,
- * tools) that must not write what clients would skip.  Cheap: builds
- * nothing.  Errors: HR_EINVAL, HR_ELIMIT, with a message naming the node.
+ * Checks one node with the rules that every watching client with ring
+ * options `opts` (NULL: the defaults) applies to a record: the rules of
+ * hr_node above, a weight from HR_RECORD_WEIGHT_MIN to
+ * HR_RECORD_WEIGHT_MAX whose points alone stay within HR_POINTS_MAX, in
+ * ketama mode a whole weight and an address ketama can name.  These are
+ * the rules of a ring built with `opts` but for the record weight range,
+ * stricter.  For writers of records (registrars, tools) that must not
+ * write what clients would skip.  Cheap: builds nothing.  Errors:
+ * HR_EINVAL, HR_ELIMIT, with a message naming the node.
  * Thread safe.
  */
 HR_EXPORT int hr_node_check(const hr_node *node, const hr_ring_options *opts,

@@ -180,3 +180,17 @@ def test_sigkill_expiry(etcd, prefix):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_weight_outside_the_record_range_is_refused(etcd, prefix):
+    """The record weight range (1e-6 to 1e290), as clients read records."""
+    for weight in (1e-320, 1e-7, 2e290):
+        with pytest.raises(hashring.InvalidArgumentError, match="outside a record's range"):
+            hashring.Registrar(etcd.url, prefix, id="w", addr="10.0.0.9:1", weight=weight)
+    assert record_of(etcd, prefix, "w") is None
+    with hashring.Registrar(etcd.url, prefix, id="w", addr="10.0.0.9:1", weight=1e-6,
+                            log_level="warn"):
+        assert record_of(etcd, prefix, "w")["weight"] == 1e-6
+        with pytest.raises(hashring.InvalidArgumentError, match="outside a record's range"):
+            hashring.update_node("w", weight=1e-320, endpoints=etcd.url, prefix=prefix)
+        assert record_of(etcd, prefix, "w")["weight"] == 1e-6

@@ -12,6 +12,7 @@
 #include "node.h"
 #include "tokens.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,17 +164,43 @@ static int record_start(hr__record *rec, const char *id, size_t id_len,
 }
 
 /* Ends a parse that has come to `rc`: the node's one check, and nothing
- * kept on error. */
+ * kept on error.  A value `in_etcd` also has a record's weight range;
+ * members documents keep the ring's rules (the placement vectors are
+ * documents with weights at the extremes each placement takes). */
 static int record_end(hr__record *rec, hr__tokens *tokens, int rc,
-		      hr_error *err)
+		      bool in_etcd, hr_error *err)
 {
 	if (!rc)
 		rc = hr__node_validate(rec, err);
+	if (!rc && in_etcd)
+		rc = hr__record_weight_validate(rec, err);
 	if (rc) {
 		hr__record_clear(rec);
 		hr__tokens_clear(tokens);
 	}
 	return rc;
+}
+
+/* True for a value that is JSON in full but neither an object (read as a
+ * record) nor a string (an address that happens to be quoted, as it always
+ * has been): an array, number, true, false or null is a mistake, not an
+ * address.  "[::1]:11211" is not JSON, so IPv6 addresses stay addresses. */
+static bool json_not_address(const char *s, size_t len)
+{
+	const char *end = NULL;
+	cJSON *json = cJSON_ParseWithLengthOpts(s, len, &end, 0);
+	bool yes = false;
+
+	if (json && !cJSON_IsString(json)) {
+		len -= (size_t)(end - s);
+		while (len && hr__json_blank(*end)) {
+			end++;
+			len--;
+		}
+		yes = len == 0;
+	}
+	cJSON_Delete(json);
+	return yes;
 }
 
 int hr__record_parse(const char *id, size_t id_len, const char *value,
@@ -207,7 +234,7 @@ int hr__record_parse_tokens(const char *id, size_t id_len, const char *value,
 				     HR_RECORD_MAX);
 	rc = record_start(out, id, id_len, err);
 	if (rc)
-		return record_end(out, tokens, rc, err);
+		return record_end(out, tokens, rc, false, err);
 
 	while (i < len && hr__json_blank(value[i]))
 		i++;
@@ -218,13 +245,17 @@ int hr__record_parse_tokens(const char *id, size_t id_len, const char *value,
 		snprintf(what, sizeof what, "node \"%s\"", out->id);
 		json = hr__json_parse(value, len, what, err);
 		if (!json)
-			return record_end(out, tokens, HR_EPARSE, err);
+			return record_end(out, tokens, HR_EPARSE, true, err);
 		rc = record_object(out, json, tokens, err);
 		cJSON_Delete(json);
+	} else if (json_not_address(value + i, len - i)) {
+		rc = hr__error_set(err, HR_EPARSE,
+				   "node \"%s\": record must be a JSON object or a bare address",
+				   out->id);
 	} else {
 		rc = record_bare(out, value, len, err);
 	}
-	return record_end(out, tokens, rc, err);
+	return record_end(out, tokens, rc, true, err);
 }
 
 int hr__record_from_item(const cJSON *item, hr__record *out, hr_error *err)
@@ -245,7 +276,7 @@ int hr__record_from_item_tokens(const cJSON *item, hr__record *out,
 	if (!rc)
 		rc = record_start(out, id, strlen(id), err);
 	if (rc)
-		return record_end(out, tokens, rc, err);
+		return record_end(out, tokens, rc, false, err);
 	if (cJSON_IsObject(item))
 		rc = record_object(out, item, tokens, err);
 	else if (cJSON_IsString(item) && item->valuestring)
@@ -255,7 +286,7 @@ int hr__record_from_item_tokens(const cJSON *item, hr__record *out,
 		rc = hr__error_set(err, HR_EPARSE,
 				   "node \"%s\": record must be an object or a string",
 				   id);
-	return record_end(out, tokens, rc, err);
+	return record_end(out, tokens, rc, false, err);
 }
 
 /* ---- edits ------------------------------------------------------------- */

@@ -135,6 +135,17 @@ int hr__node_validate(const hr_node *node, hr_error *err)
 	return HR_OK;
 }
 
+int hr__record_weight_validate(const hr_node *node, hr_error *err)
+{
+	if (!(node->weight >= HR_RECORD_WEIGHT_MIN &&
+	      node->weight <= HR_RECORD_WEIGHT_MAX))
+		return hr__error_set(err, HR_EINVAL,
+				     "node \"%s\": weight %g is outside a record's range, %g to %g",
+				     node->id, node->weight, HR_RECORD_WEIGHT_MIN,
+				     HR_RECORD_WEIGHT_MAX);
+	return HR_OK;
+}
+
 /* ---- what a ring's placement needs --------------------------------------- */
 
 unsigned hr__vnodes_per_weight(const hr_ring_options *opts)

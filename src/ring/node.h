@@ -35,6 +35,11 @@ int hr__addr_validate(const char *id, const char *addr, size_t len,
  * node and the field.  HR_EINVAL or HR_ELIMIT. */
 int hr__node_validate(const hr_node *node, hr_error *err);
 
+/* Checks that a valid node's weight is one a node record may carry:
+ * HR_RECORD_WEIGHT_MIN to HR_RECORD_WEIGHT_MAX.  HR_EINVAL naming the node
+ * and the range. */
+int hr__record_weight_validate(const hr_node *node, hr_error *err);
+
 /*
  * The points a valid `node` has in a ring built with `opts` (may be NULL),
  * checked with that ring's placement: docs/placement.md section 3, or 11

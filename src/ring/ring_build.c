@@ -446,6 +446,8 @@ int hr_node_check(const hr_node *node, const hr_ring_options *opts,
 	if (!rc)
 		rc = hr__node_validate(node, err);
 	if (!rc)
+		rc = hr__record_weight_validate(node, err);
+	if (!rc)
 		rc = hr__node_points(node, &o, &points, err);
 	if (!rc && node->ntokens) {
 		rc = node_tokens(node, &o, &t, err);

@@ -562,6 +562,15 @@ START_TEST(weights_clients_refuse_are_refused)
 		"--prefix", PREFIX, "--id", "bad", "170000", NULL });
 	ck_assert_msg(run.status == 1, "weight: %d %s", run.status, run.err);
 	ck_assert_ptr_nonnull(strstr(run.err, "33554432"));
+
+	/* Below a record's weight range: refused, as the clients would skip it. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "register", "--endpoints", eps,
+		"--prefix", PREFIX, "--id", "light", "--addr", "127.0.0.1:1",
+		"--weight", "0.0000001", NULL });
+	ck_assert_msg(run.status != 0, "register --weight 0.0000001: %d", run.status);
+	ck_assert_msg(strstr(run.err, "weight 1e-07 is outside a record's range, 1e-06 to 1e+290"),
+		      "%s", run.err);
+	ck_assert_int_eq(key_lease("light", NULL, 0), -1);
 }
 END_TEST
 

@@ -65,6 +65,12 @@ START_TEST(record_bare)
 	ck_assert_int_eq(parse("n1", "[::1]:11211", &rec, &err), HR_OK);
 	ck_assert_str_eq(rec.addr, "[::1]:11211");
 	hr__record_clear(&rec);
+	/* a JSON string is an address with its quotes, as it always was */
+	ck_assert_int_eq(parse("n1", "\"127.0.0.1:11211\"", &rec, &err), HR_OK);
+	ck_assert_str_eq(rec.addr, "\"127.0.0.1:11211\"");
+	hr__record_clear(&rec);
+	ck_assert_int_eq(parse("n1", "[::1]", &rec, &err), HR_OK);
+	hr__record_clear(&rec);
 
 	/* the id is `id_len` bytes, not up to a NUL */
 	ck_assert_int_eq(hr__record_parse("abc/def", 3, "127.0.0.1:1", 11, &rec, &err),
@@ -172,6 +178,46 @@ START_TEST(record_invalid)
 	expect_bad("n", "", HR_EINVAL, "addr is empty");
 	expect_bad("n", " \t\r\n", HR_EINVAL, "addr is empty");
 	expect_bad("n", "127.0.0.1\x01:1", HR_EINVAL, "addr contains a control character");
+	/* JSON that is neither an object nor a string is no address */
+	expect_bad("n", "[1,2]", HR_EPARSE,
+		   "node \"n\": record must be a JSON object or a bare address");
+	expect_bad("n", " true\n", HR_EPARSE, "must be a JSON object or a bare address");
+	expect_bad("n", "false", HR_EPARSE, "must be a JSON object or a bare address");
+	expect_bad("n", "3", HR_EPARSE, "must be a JSON object or a bare address");
+	expect_bad("n", "null", HR_EPARSE, "must be a JSON object or a bare address");
+	expect_bad("n", "[]", HR_EPARSE, "must be a JSON object or a bare address");
+	/* a record's weight range, bounds included, in etcd values */
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":1e-320}", HR_EINVAL,
+		   "node \"n\": weight 9.99989e-321 is outside a record's range, 1e-06 to 1e+290");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":1e-310}", HR_EINVAL, "outside");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":9.9e-7}", HR_EINVAL, "outside");
+	expect_bad("n", "{\"addr\":\"a\",\"weight\":1.0001e290}", HR_EINVAL, "outside");
+	{
+		hr__record rec;
+		hr_error err = { 0 };
+		hr_node node = { .id = "n", .addr = "a:1", .weight = 1e-7 };
+
+		ck_assert_int_eq(parse("n", "{\"addr\":\"a\",\"weight\":1e-6}", &rec, &err),
+				 HR_OK);
+		hr__record_clear(&rec);
+		ck_assert_int_eq(parse("n", "{\"addr\":\"a\",\"weight\":1e290}", &rec, &err),
+				 HR_OK);
+		hr__record_clear(&rec);
+		/* writers check the same range */
+		ck_assert_int_eq(hr_node_check(&node, NULL, &err), HR_EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.message, "outside a record's range"));
+		node.weight = 1e-6;
+		ck_assert_int_eq(hr_node_check(&node, NULL, &err), HR_OK);
+		/* members documents keep the ring's rules */
+		{
+			const char *doc = "{\"a\":{\"addr\":\"x:1\",\"weight\":1e-9}}";
+			hr_ring *ring = NULL;
+
+			ck_assert_int_eq(hr_ring_from_json(doc, strlen(doc), NULL, &ring, &err),
+					 HR_OK);
+			hr_ring_release(ring);
+		}
+	}
 	{
 		/* a NUL inside a bare value is refused, not cut */
 		hr__record rec;
