@@ -19,6 +19,9 @@ ALLOWED = {
     # A writer's failures go to the hr_error given to hr_metrics_writer_new,
     # which the writer keeps (hashring/metrics.h).
     "hr_metrics_writer_free": "reports into the writer's hr_error",
+    # Returns a count; its one failure is a bad view (HR_EINVAL), the
+    # caller's constant, as for hr_ring_moved_share() (hashring/ring.h).
+    "hr_ring_node_shares": "a count, or HR_EINVAL for a bad view",
 }
 
 DECL = re.compile(r"HR_EXPORT\s+([^;{()]*?)\b(hr_\w+)\s*\(([^;]*?)\)\s*;", re.S)
