@@ -87,6 +87,15 @@ typedef struct hr_registration {
 	 * burst of joiners spreads out and each gets through.
 	 * docs/placement.md section 16. */
 	size_t tokens;
+	/* (2.0) While etcd cannot be reached (HR_ECONNECT, HR_ETIMEDOUT: it
+	 * starts with this process, or restarts), hr_registrar_open() tries
+	 * again for up to open_timeout_ms (default 10000, as a client's
+	 * open; 0: one attempt), waiting backoff_initial_ms (default 100),
+	 * then twice as long each time up to 5 s, with a warn line
+	 * (event=etcd_retry) per attempt.  Once etcd answers, the lease is
+	 * renewed and retried by the registrar's own thread. */
+	int open_timeout_ms;
+	int backoff_initial_ms;
 } hr_registration;
 
 /* Sets `size` bytes of `reg` (NULL: nothing) to the defaults above, with
@@ -106,7 +115,9 @@ HR_EXPORT void hr_registration_init_size(hr_registration *reg, size_t size);
  * vnodes_per_weight: the message names the limit), HR_EEXIST (the key
  * exists and `replace` is not set: the message names its lease),
  * HR_ECONNECT, HR_ETIMEDOUT, HR_EAUTH, HR_EPERM, HR_ETLS, HR_EETCD,
- * HR_ENOMEM.  Neither struct is kept: strings are copied.  With `replace`
+ * HR_ENOMEM; the last two once open_timeout_ms has passed without an
+ * answer from etcd (the message says for how long and how often it was
+ * tried).  Neither struct is kept: strings are copied.  With `replace`
  * the record is taken over whoever holds it; that registrar loses the id
  * (see above).
  */

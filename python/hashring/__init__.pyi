@@ -268,6 +268,7 @@ class Registrar:
                 id: str, addr: str, zone: str | None = ..., weight: float = ...,
                 state: State | Literal["active", "warming", "draining"] = ...,
                 ttl_s: int = ..., replace: bool = ..., tokens: int = ...,
+                open_timeout_ms: int = ..., backoff_initial_ms: int = ...,
                 on_lost: Callable[[ExistsError], object] | None = ...,
                 api_base: str | None = ..., placement: Placement = ...,
                 vnodes_per_weight: int = ..., maglev_size: int = ...,

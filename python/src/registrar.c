@@ -315,6 +315,8 @@ static const hrpy_opt registration_options[] = {
 	REG(ttl_s, HRPY_OPT_INT),
 	REG(replace, HRPY_OPT_BOOL),
 	REG(tokens, HRPY_OPT_SIZE),
+	REG(open_timeout_ms, HRPY_OPT_INT),
+	REG(backoff_initial_ms, HRPY_OPT_INT),
 	{ "on_lost", HRPY_OPT_OBJECT, 4, offsetof(struct registrar_extra, on_lost) },
 };
 
@@ -441,7 +443,8 @@ static PyGetSetDef registrar_getset[] = {
 static PyType_Slot registrar_slots[] = {
 	{ Py_tp_doc, "Registrar(endpoints=None, prefix='/hashring/nodes/', *, id, addr, zone=None,\n"
 		     "          weight=1.0, state='warming', ttl_s=10, replace=False, tokens=0,\n"
-		     "          on_lost=None, **options)\n\n"
+		     "          open_timeout_ms=10000, backoff_initial_ms=100, on_lost=None,\n"
+		     "          **options)\n\n"
 		     "Registers node `id` under `prefix`, attached to a lease a background thread\n"
 		     "renews every ttl_s/3: if the process dies, the node leaves every ring\n"
 		     "within ttl_s.  Options: the etcd settings of Client.  on_lost(exc) is\n"

@@ -239,6 +239,10 @@ def test_errors_name_the_keyword_not_the_struct(etcd, prefix):
                                  ack_ttl_s=1), "ack_ttl_s"),
         (lambda: hashring.Client(etcd.url, ""), "prefix"),
         (lambda: hashring.Registrar(etcd.url, prefix, id="a", addr="h:1", ttl_s=1), "ttl_s"),
+        (lambda: hashring.Registrar(etcd.url, prefix, id="a", addr="h:1", open_timeout_ms=-1),
+         "open_timeout_ms"),
+        (lambda: hashring.Registrar(etcd.url, prefix, id="a", addr="h:1", backoff_initial_ms=0),
+         "backoff_initial_ms"),
         (lambda: hashring.Ring(GOOD, placement="maglev", maglev_size=4), "maglev_size"),
     ]:
         with pytest.raises(hashring.InvalidArgumentError) as e:
@@ -252,6 +256,20 @@ def test_client_unreachable(closed_port):
         hashring.Client("http://127.0.0.1:%d" % closed_port, "/p/", open_timeout_ms=300,
                         connect_timeout_ms=200, log_level="error")
     assert "127.0.0.1:%d" % closed_port in str(e.value) or e.value.code == -9
+
+
+def test_registrar_tries_an_unreachable_etcd_for_open_timeout_ms(closed_port):
+    url = "http://127.0.0.1:%d" % closed_port
+    start = time.monotonic()
+    with pytest.raises(hashring.ConnectError, match=r"etcd unreachable for \d+ ms \(\d+ attempts\)"):
+        hashring.Registrar(url, "/p/", id="a", addr="127.0.0.1:1", open_timeout_ms=500,
+                           log_level="error")
+    assert 0.5 <= time.monotonic() - start < 3.0
+    start = time.monotonic()
+    with pytest.raises(hashring.ConnectError) as e:
+        hashring.Registrar(url, "/p/", id="a", addr="127.0.0.1:1", open_timeout_ms=0)
+    assert "unreachable for" not in str(e.value)
+    assert time.monotonic() - start < 1.0
 
 
 @pytest.mark.parametrize("endpoints", ["http://[::1", "[::1", "http://[::1:2379",

@@ -81,6 +81,8 @@ int cmd_register(int argc, char **argv)
 	int rc;
 
 	hr_registration_init(&reg);
+	/* Retried here for --timeout, where a signal can end the wait. */
+	reg.open_timeout_ms = 0;
 	ttl = (unsigned long)reg.ttl_s;
 	cli_etcd_init(&conn, HR_LOG_INFO);
 	const struct cli_option options[] = {

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-HR__NO_TAIL_PADDING(hr_registration, tokens);
+HR__NO_TAIL_PADDING(hr_registration, backoff_initial_ms);
 HR__NO_TAIL_PADDING(hr_record_update, weight);
 
 static const hr_registration registration_defaults = {
@@ -16,6 +16,8 @@ static const hr_registration registration_defaults = {
 	.weight = 1,
 	.state = HR_STATE_WARMING,
 	.ttl_s = 10,
+	.open_timeout_ms = 10000,
+	.backoff_initial_ms = 100,
 };
 
 static const hr_record_update update_defaults = {
@@ -53,11 +55,21 @@ int hr__registration_read(const hr_registration *in, hr_registration *out,
 	HR__TAKE(hr_registration, in, out, on_lost);
 	HR__TAKE(hr_registration, in, out, on_lost_userdata);
 	HR__TAKE(hr_registration, in, out, tokens);
+	HR__TAKE(hr_registration, in, out, open_timeout_ms);
+	HR__TAKE(hr_registration, in, out, backoff_initial_ms);
 	if (!out->id || !out->addr)
 		return hr__error_set(err, HR_EINVAL, "hr_registration: id and addr are required");
 	if (out->ttl_s < 2 || out->ttl_s > 3600)
 		return hr__error_set(err, HR_EINVAL,
 				     "hr_registration: ttl_s must be 2..3600 (is %d)", out->ttl_s);
+	if (out->open_timeout_ms < 0)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_registration: open_timeout_ms must be 0 or more (is %d)",
+				     out->open_timeout_ms);
+	if (out->backoff_initial_ms <= 0)
+		return hr__error_set(err, HR_EINVAL,
+				     "hr_registration: backoff_initial_ms must be > 0 (is %d)",
+				     out->backoff_initial_ms);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "register_tokens.h"
 #include "update.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <math.h>
@@ -27,6 +28,9 @@
 #define RETRY_MIN_MS 100
 /* During an outage at most one failure line is logged this often. */
 #define FAILURE_LOG_MS 5000
+/* The longest wait between tries of the first lease (a client's default
+ * backoff_max_ms). */
+#define FIRST_GRANT_WAIT_MAX_MS 5000
 
 /* Lease ids as etcdctl prints and reads them: 16 lowercase hex digits. */
 #define LEASE_FMT "%016" PRIx64
@@ -448,6 +452,44 @@ static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *n
 	return HR_OK;
 }
 
+/* The first lease, tried again while etcd cannot be reached: a service
+ * and its etcd often start together.  *t0: when the granted try began. */
+static int first_grant(hr_registrar *r, const hr_registration *reg, int64_t *granted,
+		       int64_t *t0, hr_error *err)
+{
+	int64_t start = hr__now_ms(), wait = reg->backoff_initial_ms;
+	hr_error why = { 0 };
+	int attempts = 0, rc;
+
+	for (;;) {
+		struct timespec ts;
+		int64_t left;
+
+		*t0 = hr__now_ms();
+		attempts++;
+		memset(&why, 0, sizeof why);
+		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, granted, &why);
+		left = start + reg->open_timeout_ms - hr__now_ms();
+		if ((rc != HR_ECONNECT && rc != HR_ETIMEDOUT) || left <= 0)
+			break;
+		if (wait > left)
+			wait = left;
+		hr__log_emit(&r->log, HR_LOG_WARN, "etcd_retry",
+			     "id=%s attempt=%d wait_ms=%" PRId64 " code=%d msg=%s", r->id, attempts,
+			     wait, rc, why.message);
+		ts = (struct timespec){ wait / 1000, (long)(wait % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		wait = wait * 2 > FIRST_GRANT_WAIT_MAX_MS ? FIRST_GRANT_WAIT_MAX_MS : wait * 2;
+	}
+	if (!rc)
+		return 0;
+	if (attempts == 1)
+		return hr__error_set(err, rc, "%s", why.message);
+	return hr__error_set(err, rc, "etcd unreachable for %" PRId64 " ms (%d attempts): %.200s",
+			     hr__now_ms() - start, attempts, why.message);
+}
+
 int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
 		      hr_registrar **out, hr_error *err)
 {
@@ -493,10 +535,9 @@ int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
 		registrar_free(r);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
-	t0 = hr__now_ms();
 	rc = hr__etcd_new(&conn.etcd, &r->etcd, err);
 	if (!rc)
-		rc = hr__etcd_lease_grant(r->etcd, reg.ttl_s, &r->lease, &granted, err);
+		rc = first_grant(r, &reg, &granted, &t0, err);
 	if (rc) {
 		registrar_free(r);
 		return rc;

@@ -7,6 +7,7 @@
 #include "hrt_ring.h"
 #include "hrt_check.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -611,6 +612,86 @@ START_TEST(outage_backs_off_and_logs_sparsely)
 }
 END_TEST
 
+static int open_with_timeout(const char *id, int timeout_ms, hr_registrar **r, hr_error *err)
+{
+	hr_registration reg;
+
+	hr_registration_init(&reg);
+	reg.id = id;
+	reg.addr = "127.0.0.1:11211";
+	reg.ttl_s = 5;
+	reg.open_timeout_ms = timeout_ms;
+	reg.backoff_initial_ms = 100;
+	return hr_registrar_open(&ecfg, &reg, r, err);
+}
+
+struct opening {
+	hr_registrar *r;
+	hr_error err;
+	int rc;
+};
+
+/* Opens "w2" on a thread of its own: etcd, restarted by the test's thread,
+ * dies with the thread that started it. */
+static void *open_w2(void *arg)
+{
+	struct opening *o = arg;
+
+	o->rc = open_with_timeout("w2", 30000, &o->r, &o->err);
+	return NULL;
+}
+
+/* A service that starts while its etcd is away: the first lease is tried
+ * again within open_timeout_ms, then the registration holds; without the
+ * time, or past it, the error says how long etcd was tried. */
+START_TEST(first_lease_waits_for_etcd)
+{
+	hr_registrar *r = NULL;
+	hr_error err = { 0 };
+	pthread_t t;
+	int64_t t0, took;
+
+	ck_assert_int_eq(hrt_etcd_kill_member(etcd, 0), 0);
+
+	/* One attempt: at once. */
+	t0 = hrt_now_ms();
+	ck_assert_int_eq(open_with_timeout("w0", 0, &r, &err), HR_ECONNECT);
+	ck_assert_ptr_null(r);
+	ck_assert_int_lt(hrt_now_ms() - t0, 1000);
+	ck_assert_msg(!strstr(err.message, "unreachable for"), "%s", err.message);
+	ck_assert_int_eq(hrt_log_count(&logbuf, "event=etcd_retry", NULL), 0);
+
+	/* Past the time: the attempts' count and how long. */
+	t0 = hrt_now_ms();
+	ck_assert_int_eq(open_with_timeout("w1", 700, &r, &err), HR_ECONNECT);
+	took = hrt_now_ms() - t0;
+	ck_assert_int_ge(took, 700);
+	ck_assert_int_lt(took, 3000);
+	ck_assert_msg(strstr(err.message, "etcd unreachable for ") &&
+		      strstr(err.message, " attempts): "), "%s", err.message);
+	/* 100, 200, 400 ms waits, the last cut to what is left. */
+	ck_assert_int_ge(hrt_log_count(&logbuf, "level=warn", "event=etcd_retry", "id=w1", NULL), 3);
+	ck_assert_int_le(hrt_log_count(&logbuf, "event=etcd_retry", "id=w1", NULL), 4);
+
+	/* Back within the time: registered, the key on the lease. */
+	struct opening o = { 0 };
+
+	t0 = hrt_now_ms();
+	ck_assert_int_eq(pthread_create(&t, NULL, open_w2, &o), 0);
+	hrt_sleep_ms(1500);
+	ck_assert_int_eq(hrt_etcd_restart_member(etcd, 0), 0);
+	pthread_join(t, NULL);
+	ck_assert_msg(o.rc == 0, "%s", o.err.message);
+	ck_assert_int_ge(hrt_now_ms() - t0, 1500);
+	r = o.r;
+	ck_assert_int_ge(hrt_log_count(&logbuf, "event=etcd_retry", "id=w2", NULL), 1);
+	ck_assert_int_eq(hr_registrar_status(r, &err), 0);
+	ck_assert_int_eq(key_lease("w2", NULL, 0), hr_registrar_lease(r));
+	hr_registrar_close(r);
+	ck_assert_int_eq(key_lease("w2", NULL, 0), -1);
+}
+END_TEST
+
 /* Starts `hashring register` for node `id` (active) as a child. */
 static hrt_child start_sidecar(const char *id, const char *ttl, const char *drain)
 {
@@ -793,6 +874,7 @@ int main(void)
 	tcase_add_test(tc, sidecar_replaced_exits_and_key_survives);
 	tcase_add_test(tc, weights_clients_refuse_are_refused);
 	tcase_add_test(tc, outage_backs_off_and_logs_sparsely);
+	tcase_add_test(tc, first_lease_waits_for_etcd);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

@@ -347,7 +347,8 @@ START_TEST(older_settings_are_not_read_past_their_size)
 	ck_assert_str_eq(err.message, "hr_etcd_config: prefix must be set and not empty");
 
 	/* The TTL 1 past the size is not read: the registration goes as far
-	 * as etcd, which is not there. */
+	 * as etcd, which is not there, and tries it again for the default
+	 * open_timeout_ms (10 s), also past that size. */
 	etcd_closed(&etcd);
 	etcd.connect_timeout_ms = 200;
 	hr_registration_init(&reg);
@@ -357,6 +358,7 @@ START_TEST(older_settings_are_not_read_past_their_size)
 	ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_EINVAL);
 	reg.size = offsetof(hr_registration, ttl_s);
 	ck_assert_int_eq(hr_registrar_open(&etcd, &reg, &r, &err), HR_ECONNECT);
+	ck_assert_msg(strstr(err.message, "etcd unreachable for "), "%s", err.message);
 	ck_assert_ptr_null(r);
 }
 END_TEST
@@ -442,6 +444,24 @@ START_TEST(readers_take_defaults_past_the_size)
 	ck_assert_double_eq(got_reg.weight, 1);
 	ck_assert_int_eq(got_reg.state, HR_STATE_WARMING);
 	ck_assert_int_eq(got_reg.replace, 0);
+	/* The first lease's retries: the defaults past an older size, and
+	 * values refused by name. */
+	hr_registration_init(&reg);
+	reg.id = "a";
+	reg.addr = "b";
+	reg.open_timeout_ms = -1;
+	reg.backoff_initial_ms = 0;
+	reg.size = offsetof(hr_registration, open_timeout_ms);
+	ck_assert_int_eq(hr__registration_read(&reg, &got_reg, &err), 0);
+	ck_assert_int_eq(got_reg.open_timeout_ms, 10000);
+	ck_assert_int_eq(got_reg.backoff_initial_ms, 100);
+	reg.size = sizeof reg;
+	ck_assert_int_eq(hr__registration_read(&reg, &got_reg, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message,
+			 "hr_registration: open_timeout_ms must be 0 or more (is -1)");
+	reg.open_timeout_ms = 0;
+	ck_assert_int_eq(hr__registration_read(&reg, &got_reg, &err), HR_EINVAL);
+	ck_assert_str_eq(err.message, "hr_registration: backoff_initial_ms must be > 0 (is 0)");
 
 	upd = (hr_record_update){ .size = offsetof(hr_record_update, weight),
 				  .fields = HR_UPDATE_STATE, .state = HR_STATE_DRAINING,
