@@ -329,15 +329,9 @@ static void queue_free(PyObject *capsule)
 
 static void queue_init(struct queue *q)
 {
+	*q = (struct queue){ .tail = &q->lines };
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
-	q->stopped = q->want_changes = q->lost = 0;
-	q->old_ring = q->new_ring = NULL;
-	q->lines = NULL;
-	q->tail = &q->lines;
-	q->nlines = 0;
-	q->dropped = 0;
-	q->ident = 0;
 }
 
 void *hrpy_dispatcher_userdata(hrpy_dispatcher *d)
