@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* clock.h - monotonic time for timers and timed condition waits
- * (internal).  Wall-clock steps never shorten or stretch a wait. */
+ * (internal; the tools of src/cli/ may use it too).  Wall-clock steps never
+ * shorten or stretch a wait. */
 #ifndef HR_CLOCK_H
 #define HR_CLOCK_H
 

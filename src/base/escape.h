@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* escape.h - arbitrary bytes written as the inside of a double-quoted JSON
- * or logfmt string (internal); where valid UTF-8 ends.
+ * or logfmt string (internal; the tools of src/cli/ may use it too); where
+ * valid UTF-8 ends.
  *
  * One escaping for log lines and the CLI's JSON, so that any JSON or logfmt
  * parser reads back exactly what was written:

@@ -15,7 +15,7 @@
  */
 #include "cli.h"
 #include "cli_svg.h"
-#include "ring.h" /* hr__ring_bytes() */
+#include "ring_inspect.h" /* hr__ring_bytes() */
 
 #include <stdint.h>
 #include <stdio.h>

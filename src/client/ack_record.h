@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* ack_record.h - the acknowledgement record (internal): the JSON value a
- * client puts at <ack prefix><client id> (docs/handoff.md), and the rules
- * for client ids and ack prefixes.  Pure: no I/O. */
+/* ack_record.h - the acknowledgement record (internal; the tools of
+ * src/cli/ may use it too, to check ids and prefixes as the library does):
+ * the JSON value a client puts at <ack prefix><client id>
+ * (docs/handoff.md), and the rules for client ids and ack prefixes.  Pure:
+ * no I/O. */
 #ifndef HR_ACK_RECORD_H
 #define HR_ACK_RECORD_H
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* metrics_text.h - the Prometheus text exposition format 0.0.4, written
- * to a caller's callback (internal).
+ * to a caller's callback (internal; the tools of src/cli/ may use its
+ * name and label checks too, to name their own options).
  *
  * One exposition is begun with the caller's options (a name prefix and
  * constant labels, checked here against the format's rules), then written

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* arc_sum.h - sums of arc lengths on the 64-bit circle, exact: in 128
  * bits (a whole circle is 2^64), and their share of the circle
- * (internal). */
+ * (internal; the tools of src/cli/ may use it too, so that the dashboard's
+ * shares are the library's to the last bit). */
 #ifndef HR_ARC_SUM_H
 #define HR_ARC_SUM_H
 

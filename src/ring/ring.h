@@ -5,6 +5,7 @@
 #define HR_RING_H
 
 #include "hashring.h"
+#include "ring_inspect.h"
 #include "state.h"
 
 #include <stdbool.h>
@@ -34,14 +35,6 @@ int hr__ring_preflist_pos(const hr_ring *ring, uint64_t pos, hr_view view,
  * and figures: the answers are the same either way). */
 bool hr__ring_derived(const hr_ring *ring);
 
-/* Whether the write and the read view are one array (no node warms or
- * drains): every key then has one owner in both, and lookup counts keep
- * only the write count of such a ring (counters.h). */
-bool hr__ring_views_shared(const hr_ring *ring);
-
-/* True for a ring of rendezvous placement, whose keys are not on arcs. */
-bool hr__ring_rendezvous(const hr_ring *ring);
-
 /* Releases `ring` and returns true if the caller holds its only reference;
  * otherwise returns false and changes nothing.  Sound only when nobody can
  * take a new reference meanwhile (a ring out of publication). */
@@ -56,37 +49,12 @@ bool hr__ring_release_if_last(hr_ring *ring);
  */
 hr_ring *hr__ring_alias(hr_ring *ring);
 
-/* Bytes the ring holds, as asked of malloc (not the allocator's own
- * overhead): the ring, its nodes and their strings, and its views' points,
- * index and node numbers, a block shared by both views counted once.  0
- * for NULL.  For figures (`hashring sim --compare`). */
-size_t hr__ring_bytes(const hr_ring *ring);
-
 /* Points per unit of weight the ring was built with. */
 unsigned hr__ring_vnodes_per_weight(const hr_ring *ring);
 
-/* Number of nodes and points in one view. */
-size_t hr__ring_view_nodes(const hr_ring *ring, hr_view view);
-size_t hr__ring_view_points(const hr_ring *ring, hr_view view);
 
 /* A key's position on the ring's circle: hr_hash_key(), or in ketama mode
  * the MD5 key hash shifted into the top 32 bits. */
 uint64_t hr__ring_key_pos(const hr_ring *ring, const void *key, size_t len);
-
-/* Point i (0 <= i < hr__ring_view_points()) of a view, in ring order: its
- * position and its node's index in id order.  HR_EINVAL out of range.
- * For walks over the circle (bounded loads, tests). */
-int hr__ring_view_point(const hr_ring *ring, hr_view view, size_t i,
-			uint64_t *pos, size_t *node);
-
-/* Index of the point owning `pos` in a view that is not empty: the first
- * at or after it, wrapping to 0. */
-size_t hr__ring_view_find(const hr_ring *ring, hr_view view, uint64_t pos);
-
-/* The point after point `i` in the walk from `pos` (preference lists,
- * bounded loads): the next clockwise, wrapping; for rendezvous the node of
- * the next lower score. */
-size_t hr__ring_view_next(const hr_ring *ring, hr_view view, uint64_t pos,
-			  size_t i);
 
 #endif

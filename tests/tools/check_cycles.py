@@ -25,7 +25,8 @@ objects (so that the check covers them all), and every file of a layer
 may include only headers of its own layer and of those below it
 (LAYERS; the build enforces the same with each layer's include path,
 docs/architecture.md draws it): a file that reaches up is named with
-the header and the layer it belongs to.
+the header and the layer it belongs to.  The tools (src/cli/) may include
+public headers and the few internal interfaces of TOOL_INTERFACES only.
 
     tests/tools/check_cycles.py [--src SRC_DIR] LIBRARY.a...
 """
@@ -176,6 +177,57 @@ def layer_problems(src, objects):
                             " layer may not use (it may use: %s)"
                             % (rel, number, m.group(1), to, layer,
                                ", ".join(LAYERS[layer]) or "the public API only"))
+    return problems
+
+
+# The tools of src/cli/ build on the public headers (include/) and on these
+# internal interfaces only, each of which says so at its top
+# (docs/architecture.md lists them): a tool reaching any other header of a
+# layer would tie it to that layer's insides.
+TOOLS = "cli"
+TOOL_INTERFACES = {
+    "clock.h": "base",          # hr__now_ms(): the library's one clock
+    "escape.h": "base",         # control bytes shown as the library shows them
+    "ring_inspect.h": "ring",   # the walk over a ring's points, its bytes
+    "arc_sum.h": "ring",        # exact sums of arcs, as the shares are made
+    "maglev.h": "placement",    # the table sizes Maglev takes
+    "ack_record.h": "client",   # acknowledgement records and their prefixes
+    "metrics_text.h": "metrics",  # the exposition's name and label rules
+}
+
+
+def tool_problems(src):
+    """Includes of src/cli/ that are neither the tools' own, nor public,
+    nor one of TOOL_INTERFACES; and interfaces that do not say they are."""
+    files = layer_files(src)
+    owner = {os.path.basename(f): layer
+             for layer, fs in files.items() for f in fs if f.endswith(".h")}
+    problems = []
+    for name, layer in sorted(TOOL_INTERFACES.items()):
+        path = os.path.join(src, layer, name)
+        if owner.get(name) != layer or not os.path.exists(path):
+            problems.append("%s/%s: a tools' interface that is not there" % (layer, name))
+            continue
+        with open(path, encoding="utf-8") as f:
+            if "src/cli/" not in f.read(2000):
+                problems.append("%s/%s: a tools' interface whose top comment does"
+                                " not say src/cli/ may use it" % (layer, name))
+    for root, _, names in os.walk(os.path.join(src, TOOLS)):
+        for name in sorted(names):
+            if not name.endswith((".c", ".h")):
+                continue
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, src)
+            with open(path, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                    if not m or m.group(1) not in owner:
+                        continue
+                    if m.group(1) not in TOOL_INTERFACES:
+                        problems.append(
+                            "%s:%d: includes %s, private to the %s layer (the tools"
+                            " may use: %s)" % (rel, number, m.group(1), owner[m.group(1)],
+                                               ", ".join(sorted(TOOL_INTERFACES))))
     return problems
 
 
@@ -427,7 +479,7 @@ def main():
     found = cycles(graph)
     for comp in found:
         print("cycle: " + " -> ".join(path_in(graph, comp)))
-    problems = layer_problems(src, graph) if src else []
+    problems = layer_problems(src, graph) + tool_problems(src) if src else []
     for line in problems:
         print("layers: " + line)
     modules = merge(name_graph(src), object_modules(graph, src)) if src else {}
@@ -451,7 +503,8 @@ def main():
             print("%d: %s" % (level, " ".join(names)))
         print("no cycle among %d objects, nor among the %d modules by names"
               % (len(graph), len(plain)))
-        print("no file of src/ reaches up a layer")
+        print("no file of src/ reaches up a layer, and src/%s/ includes only"
+              " public headers and %d internal interfaces" % (TOOLS, len(TOOL_INTERFACES)))
         return
     depth = layers(graph)
     for level in range(max(depth.values()) + 1):

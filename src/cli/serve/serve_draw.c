@@ -27,7 +27,7 @@
 #include "cli.h"
 #include "cli_svg.h"
 #include "arc_sum.h" /* exact sums of arcs */
-#include "ring.h" /* hr__ring_view_*(): the walk over the points */
+#include "ring_inspect.h" /* hr__ring_view_*(): the walk over the points */
 
 #include <inttypes.h>
 #include <math.h>
