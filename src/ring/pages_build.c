@@ -420,6 +420,7 @@ int hr__pages_build(hr_ring *ring, hr_error *err)
 	v->npoints = ring->npoints;
 	v->nnodes = ring->nnodes;
 	v->handle_slot = ring->handle_slot;
+	v->nhandles = ring->nhandles;
 	hr__pages_after_all(v);
 	return HR_OK;
 nomem:

@@ -271,6 +271,7 @@ int hr__pages_derive(hr_ring *ring, const hr_ring *prev, bool *done,
 	ring->all.npoints = ring->npoints;
 	ring->all.nnodes = ring->nnodes;
 	ring->all.handle_slot = ring->handle_slot;
+	ring->all.nhandles = ring->nhandles;
 	*done = true;
 	rc = HR_OK;
 out:

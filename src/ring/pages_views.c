@@ -26,6 +26,7 @@ static int view_filtered(hr_ring *ring, hr_view which, struct view *v,
 	if (!out || !dirty || hr__pages_table_like(v, all))
 		goto done;
 	v->handle_slot = ring->handle_slot;
+	v->nhandles = ring->nhandles;
 	for (uint32_t j = 0; j < ring->nnodes; j++) {
 		const struct ring_node *rn = &ring->nodes[j];
 

@@ -39,10 +39,41 @@ static inline void add_arc_at(double *out, uint32_t node, uint64_t len)
 		}							\
 	} while (0)
 
+/*
+ * Moves each handle h's share, out[h] (h < nhandles <= nslots), to
+ * out[handle_slot[h]], in place: a chain of moves starts at each handle
+ * not moved yet, leaves NaN there (vacated) and stops at a vacated place
+ * or one past the handles.  A share put in its place is marked by its
+ * sign (shares are >= 0) until the last pass; a vacated place nothing
+ * moved to is 0.  A handle without a slot (a node gone) has no points.
+ */
+static void shares_to_slots(const struct view *v, double *out, size_t nslots)
+{
+	for (uint32_t h = 0; h < v->nhandles; h++) {
+		double carry;
+		uint32_t p = h;
+
+		if (isnan(out[h]) || signbit(out[h]))
+			continue;
+		carry = out[h];
+		out[h] = NAN;
+		while ((p = v->handle_slot[p]) != NO_NODE) {
+			double was = out[p];
+
+			out[p] = -carry;
+			if (p >= v->nhandles || isnan(was))
+				break;
+			carry = was;
+		}
+	}
+	for (size_t j = 0; j < nslots; j++)
+		out[j] = isnan(out[j]) ? 0 : fabs(out[j]);
+}
+
 void hr__view_shares(const struct view *v, double *out, size_t nslots)
 {
 	uint64_t prev;
-	bool any = false;
+	bool any = false, by_handle = false;
 
 	memset(out, 0, nslots * sizeof *out);	/* 0.0 and sums of 0 alike */
 	if (v->kind == VIEW_SCORES) {
@@ -53,7 +84,20 @@ void hr__view_shares(const struct view *v, double *out, size_t nslots)
 		return;
 	}
 	prev = view_last_pos(v);
-	if (v->kind == VIEW_PAGED) {
+	/* Summed by handle where the handles fit in `out` (always after a
+	 * full build, where they are the slots): the handle_slot[] read per
+	 * point, a second random access, doubled the time at 20 M points. */
+	by_handle = v->kind == VIEW_PAGED && v->nhandles <= nslots;
+	if (by_handle) {
+		for (size_t p = 0; p < v->npages; p++) {
+			const struct vpage *pg = v->pages[p];
+
+			for (size_t i = 0; i < pg->n; i++) {
+				add_arc_at(out, pg->node[i], pg->pos[i] - prev);
+				prev = pg->pos[i];
+			}
+		}
+	} else if (v->kind == VIEW_PAGED) {
 		for (size_t p = 0; p < v->npages; p++) {
 			const struct vpage *pg = v->pages[p];
 
@@ -74,6 +118,8 @@ void hr__view_shares(const struct view *v, double *out, size_t nslots)
 		any = any || s;
 		out[j] = ldexp((double)s, -64);	/* rounded once */
 	}
+	if (by_handle)
+		shares_to_slots(v, out, nslots);
 	/* One node owns everything (all points at one position, or every
 	 * other arc empty): the node of the first point, whose arc is the
 	 * circle. */

@@ -88,6 +88,7 @@ struct view {
 	/* PAGED: points name their node by a handle that stays with it from
 	 * ring to ring; handle_slot[h] is the slot of handle h (the ring's). */
 	const uint32_t *handle_slot;
+	uint32_t nhandles;	/* PAGED: handles 0..nhandles-1 exist */
 };
 
 /* No node: a slot that a ring does not have. */
