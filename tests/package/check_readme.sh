@@ -91,7 +91,7 @@ for name in $names; do
 	grep -qE "\\\$\\{$name-" "$src/tests/run.sh" ||
 		fail "README.md names $name, which tests/run.sh does not read"
 done
-echo "ok: the README's shortcuts are tests/run.sh's ($(echo $names))"
+echo "ok: the README's shortcuts are tests/run.sh's ($(echo "$names" | xargs))"
 
 # CMAKE_BUILD_PARALLEL_LEVEL, as README.md says of the three scripts.
 grep -q 'CMAKE_BUILD_PARALLEL_LEVEL' "$src/README.md" ||
@@ -104,7 +104,10 @@ for script in deploy/demo.sh deploy/demo-cache.sh tests/run.sh; do
 	fi
 	rc=0
 	CMAKE_BUILD_PARALLEL_LEVEL=two bash "$src/$script" >"$work/out" 2>"$work/err" || rc=$?
-	[ "$rc" = 2 ] && grep -q "CMAKE_BUILD_PARALLEL_LEVEL must be a whole number above 0, not 'two'" \
-		"$work/err" || { cat "$work/out" "$work/err" >&2; fail "$script took CMAKE_BUILD_PARALLEL_LEVEL=two (exit $rc)"; }
+	if [ "$rc" != 2 ] || ! grep -q "CMAKE_BUILD_PARALLEL_LEVEL must be a whole number above 0, not 'two'" \
+		"$work/err"; then
+		cat "$work/out" "$work/err" >&2
+		fail "$script took CMAKE_BUILD_PARALLEL_LEVEL=two (exit $rc)"
+	fi
 done
 echo "ok: the Quick start's scripts take CMAKE_BUILD_PARALLEL_LEVEL"
