@@ -11,16 +11,26 @@
 # stopped by PID at the end and its data removed.
 #
 #   bash deploy/demo-cache.sh [KEYS]      (default 100000)
+#
+# CMAKE_BUILD_PARALLEL_LEVEL=N sets the compile jobs (default: one per core,
+# nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KEYS=${1:-100000}
 RATE=5000        # the load generator's operations a second, 10% writes
 COPY_RATE=20000  # the rebalancer's cap, keys a second
+# Compile jobs: CMAKE_BUILD_PARALLEL_LEVEL when set (what `cmake --build`
+# itself reads), else one per core.
+jobs=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+if ! [[ $jobs =~ ^[0-9]+$ ]] || [ "$jobs" -eq 0 ]; then
+	echo "demo-cache.sh: CMAKE_BUILD_PARALLEL_LEVEL must be a whole number above 0, not '$jobs'" >&2
+	exit 2
+fi
 
 deploy/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHR_BUILD_TESTS=OFF >/dev/null
-cmake --build build -j"$(nproc)" --target hashring hashring-load >/dev/null
+cmake --build build -j"$jobs" --target hashring hashring-load >/dev/null
 
 # A port nobody listens on, below the kernel's ephemeral range (as demo.sh).
 free_port() {

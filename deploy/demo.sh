@@ -5,15 +5,26 @@
 # nodes registered with etcdctl, lookups, a warming node joining, its switch
 # to active, a node draining and leaving, with each ring's revision.  The
 # etcd is stopped and its data removed at the end.
+#
+#   CMAKE_BUILD_PARALLEL_LEVEL=N bash deploy/demo.sh   compile jobs (default:
+#                                                      one per core, nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Compile jobs: CMAKE_BUILD_PARALLEL_LEVEL when set (what `cmake --build`
+# itself reads), else one per core.
+jobs=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+if ! [[ $jobs =~ ^[0-9]+$ ]] || [ "$jobs" -eq 0 ]; then
+	echo "demo.sh: CMAKE_BUILD_PARALLEL_LEVEL must be a whole number above 0, not '$jobs'" >&2
+	exit 2
+fi
 
 deploy/install-deps.sh
 # Only the library and the CLI: the test suite needs packages the demo does
 # not install (deploy/install-deps.sh --tests).  tests/run.sh turns the
 # tests on again in the same build directory.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHR_BUILD_TESTS=OFF >/dev/null
-cmake --build build -j"$(nproc)" --target hashring >/dev/null
+cmake --build build -j"$jobs" --target hashring >/dev/null
 
 # A port nobody listens on (a connect to it fails), below the kernel's
 # ephemeral range so that no outgoing connection holds it either.

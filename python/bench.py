@@ -183,7 +183,7 @@ def churn_writer(url, seconds):
     period, puts = 1.0 / CHURN_RATE, 0
     start = next_t = time.monotonic()
     while time.monotonic() - start < seconds:
-        etcd.put(PREFIX + "node-000", etcd_server.record("10.0.0.0:11211", weight=1 + puts % 4))
+        etcd.put(PREFIX + "node-000", etcd_server.record("127.0.0.0:11211", weight=1 + puts % 4))
         puts += 1
         next_t += period
         time.sleep(max(0.0, next_t - time.monotonic()))
@@ -209,7 +209,7 @@ def main():
     etcd = etcd_server.Etcd().start()
     try:
         etcd.txn(puts={PREFIX + "node-%03d" % i:
-                       etcd_server.record("10.0.%d.%d:11211" % (i // 250, i % 250))
+                       etcd_server.record("127.0.%d.%d:11211" % (i // 250, i % 250))
                        for i in range(NODES)})
         with hashring.Client(etcd.url, PREFIX, log_level="warn",
                              vnodes_per_weight=VNODES) as client:

@@ -5,6 +5,7 @@ pkg-config finds the library (hashring.pc, installed with its headers:
 `cmake --install`); PKG_CONFIG_PATH points it elsewhere.  The extension
 uses CPython's stable ABI (one abi3 module for Python 3.11 and later).
 """
+import os
 import subprocess
 
 from setuptools import Extension, setup
@@ -31,12 +32,19 @@ def strip(flags, prefix):
     return [f[len(prefix):] for f in flags if f.startswith(prefix)]
 
 
-LIBRARY_DIRS = strip(pkg_config("--libs-only-L"), "-L")
+def dirs(flags, prefix):
+    """The directories of -I or -L flags, normalised: the relocatable .pc
+    file gives <prefix>/lib/pkgconfig/../../lib, which as an RPATH would
+    only resolve while lib/pkgconfig exists."""
+    return [os.path.normpath(d) for d in strip(flags, prefix)]
+
+
+LIBRARY_DIRS = dirs(pkg_config("--libs-only-L"), "-L")
 
 extension = Extension(
     "hashring._hashring",
     sources=["src/" + s for s in SOURCES],
-    include_dirs=strip(pkg_config("--cflags-only-I"), "-I"),
+    include_dirs=dirs(pkg_config("--cflags-only-I"), "-I"),
     library_dirs=LIBRARY_DIRS,
     # The library is found where it was at build time, without ldconfig
     # (cmake --install runs none) or LD_LIBRARY_PATH.

@@ -16,14 +16,23 @@
 #                                          (set it empty to skip them)
 #   HR_FUZZ_SECONDS=25                     then each fuzz target runs this
 #                                          long (build-fuzz/; 0 skips)
+#   CMAKE_BUILD_PARALLEL_LEVEL=N           compile jobs, and suites run side
+#                                          by side (default: one per core,
+#                                          nproc)
 #
 # A failing suite does not stop the run: every stage runs, the total is
 # printed at the end and the exit status is 1 if anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Compile jobs, and suites run side by side: CMAKE_BUILD_PARALLEL_LEVEL
+# when set (what `cmake --build` itself reads), else one per core.
+jobs=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+if ! [[ $jobs =~ ^[0-9]+$ ]] || [ "$jobs" -eq 0 ]; then
+	echo "run.sh: CMAKE_BUILD_PARALLEL_LEVEL must be a whole number above 0, not '$jobs'" >&2
+	exit 2
+fi
 deploy/install-deps.sh --tests
-jobs=$(nproc)
 passed=0
 failed=0
 problems=() # one line per failed test, build or fuzz target, for the end

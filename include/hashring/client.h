@@ -29,7 +29,10 @@ typedef struct hr_client hr_client;
 
 /* Called on the watcher thread after each publication, with the ring it
  * replaced: after the first sync, the client's initial empty ring
- * (revision 0).  A ring is published when its digest differs from the
+ * (revision 0).  That first call comes while a blocking hr_client_open()
+ * still waits (with a watcher of its own), before the open returns the
+ * client; with open_nonblocking, or on joining a share whose watcher has a
+ * ring, it may come after.  A ring is published when its digest differs from the
  * published ring's, and after a resync that found etcd's data replaced
  * (another cluster id, or its revision below the ring's) even with the same
  * digest: then the new ring's revision may be lower than the old one's.

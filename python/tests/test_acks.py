@@ -8,7 +8,7 @@ import hashring
 
 
 def test_acks_and_wait(etcd, prefix, ack_prefix):
-    etcd.put(prefix + "a", etcd_server.record("10.0.0.1:1"))
+    etcd.put(prefix + "a", etcd_server.record("127.0.0.1:1"))
     opts = dict(ack_prefix=ack_prefix, log_level="warn")
     with hashring.Client(etcd.url, prefix, ack_client_id="c1", ack_interval_ms=10, **opts) as c1, \
             hashring.Client(etcd.url, prefix, ack_client_id="c2", ack_interval_ms=10, **opts) as c2:
@@ -20,7 +20,7 @@ def test_acks_and_wait(etcd, prefix, ack_prefix):
             assert a.digest == c1.ring().digest and not a.conflict
             assert a.version == hashring.libhashring_version and a.time_ms > 1.5e12
         assert c2.acks() == hashring.acks(endpoints=etcd.url, prefix=prefix, ack_prefix=ack_prefix)
-        rev = etcd.put(prefix + "b", etcd_server.record("10.0.0.2:1"))
+        rev = etcd.put(prefix + "b", etcd_server.record("127.0.0.2:1"))
         done = hashring.wait_acks(rev, 10, endpoints=etcd.url, prefix=prefix,
                                   ack_prefix=ack_prefix)
         assert all(a.revision >= rev for a in done.acks)
@@ -45,7 +45,7 @@ def test_ack_id_in_use(etcd, prefix, ack_prefix):
 
 
 def test_no_client_is_success(etcd, prefix, ack_prefix):
-    rev = etcd.put(prefix + "a", etcd_server.record("10.0.0.1:1"))
+    rev = etcd.put(prefix + "a", etcd_server.record("127.0.0.1:1"))
     acks = hashring.wait_acks(rev, timeout=1, endpoints=etcd.url, prefix=prefix,
                               ack_prefix=ack_prefix)
     assert acks.acks == [] and acks.ring_revision == rev

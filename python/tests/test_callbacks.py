@@ -16,7 +16,7 @@ from conftest import wait_for
 
 
 def put_nodes(etcd, prefix, n):
-    return etcd.txn(puts={prefix + "n%02d" % i: etcd_server.record("10.0.0.1:%d" % i)
+    return etcd.txn(puts={prefix + "n%02d" % i: etcd_server.record("127.0.0.1:%d" % i)
                           for i in range(n)})
 
 
@@ -51,7 +51,7 @@ def test_churn_chains_and_ends_at_the_last_ring(etcd, prefix, sanitized):
         for i in range(100 if sanitized else 300):
             if i == 100:
                 slow.set()
-            rev = etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:0", weight=1 + i % 5))
+            rev = etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:0", weight=1 + i % 5))
         final = client.ring
         wait_for(lambda: seen and seen[-1][2] == rev, what="the last ring's call")
         # Coalesced or not, each call's old ring is the previous call's new.
@@ -73,7 +73,7 @@ def test_close_waits_for_a_running_callback(etcd, prefix):
         # The client still answers while close() waits for us.
         done.append(client.lookup("k").node)
 
-    etcd.put(prefix + "x", etcd_server.record("10.0.0.9:1"))
+    etcd.put(prefix + "x", etcd_server.record("127.0.0.9:1"))
     assert inside.wait(10)
     closer = threading.Thread(target=client.close)
     closer.start()
@@ -94,7 +94,7 @@ def test_close_from_the_callback(etcd, prefix):
         closed.set()
 
     client.on_change(on_change)
-    etcd.put(prefix + "x", etcd_server.record("10.0.0.9:1"))
+    etcd.put(prefix + "x", etcd_server.record("127.0.0.9:1"))
     assert closed.wait(10) and client.closed
 
 
@@ -106,7 +106,7 @@ def test_callbacks_under_churn_while_closing(etcd, prefix, sanitized):
     def churn():
         i = 0
         while not stop.is_set():
-            etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:0", weight=1 + i % 3))
+            etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:0", weight=1 + i % 3))
             i += 1
 
     writer = threading.Thread(target=churn)
@@ -136,7 +136,7 @@ def test_callback_exceptions_are_reported(etcd, prefix, monkeypatch):
 
     with hashring.Client(etcd.url, prefix, log_level="warn", on_change=bad) as client:
         client.on_change(lambda old, new: calls.append(new.revision))
-        rev = etcd.put(prefix + "x", etcd_server.record("10.0.0.9:1"))
+        rev = etcd.put(prefix + "x", etcd_server.record("127.0.0.9:1"))
         wait_for(lambda: rev in calls, what="the second callback, after the first raised")
     assert reported and isinstance(reported[0].exc_value, ValueError)
     assert reported[0].object is bad
@@ -144,10 +144,10 @@ def test_callback_exceptions_are_reported(etcd, prefix, monkeypatch):
 
 def test_registrar_on_lost(etcd, prefix):
     lost = []
-    first = hashring.Registrar(etcd.url, prefix, id="n1", addr="10.0.0.1:1", ttl_s=3,
+    first = hashring.Registrar(etcd.url, prefix, id="n1", addr="127.0.0.1:1", ttl_s=3,
                                on_lost=lambda exc: lost.append((exc, threading.current_thread())))
     first.status()
-    second = hashring.Registrar(etcd.url, prefix, id="n1", addr="10.0.0.2:1", ttl_s=3,
+    second = hashring.Registrar(etcd.url, prefix, id="n1", addr="127.0.0.2:1", ttl_s=3,
                                 replace=True)
     try:
         wait_for(lambda: lost, timeout=15, what="on_lost")
@@ -162,7 +162,7 @@ def test_registrar_on_lost(etcd, prefix):
         first.close()  # only our own lease goes: the record is the new holder's
         assert second.lease and second.status() is None
         value = etcd.get_prefix(prefix)[prefix + "n1"]
-        assert b"10.0.0.2:1" in value
+        assert b"127.0.0.2:1" in value
     finally:
         first.close()
         second.close()
@@ -187,7 +187,7 @@ def test_dropped_clients_with_callbacks_referring_to_them_are_collected(etcd, pr
         return client
 
     clients = [open_one(i) for i in range(20)]
-    rev = etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:7"))
+    rev = etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:7"))
     wait_for(lambda: all(c.revision >= rev for c in clients), what="every client")
     wait_for(lambda: len(fired) == 20, what="every callback")
     assert threading.active_count() > threads_before
@@ -196,6 +196,6 @@ def test_dropped_clients_with_callbacks_referring_to_them_are_collected(etcd, pr
     wait_for(lambda: threading.active_count() == threads_before, what="the Python threads gone")
     wait_for(lambda: _task_count() == tasks_before, what="the library's threads gone")
     fired.clear()
-    etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:8"))
+    etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:8"))
     time.sleep(1.0)
     assert not fired

@@ -15,7 +15,7 @@ from conftest import wait_for
 
 
 def put_nodes(etcd, prefix, ids, **fields):
-    return etcd.txn(puts={prefix + i: etcd_server.record("10.0.0.1:%d" % n, **fields)
+    return etcd.txn(puts={prefix + i: etcd_server.record("127.0.0.1:%d" % n, **fields)
                           for n, i in enumerate(ids)})
 
 
@@ -43,7 +43,7 @@ def test_follows_puts_deletes_and_txns(etcd, prefix):
         keys = ["key-%d" % i for i in range(2000)]
         assert client.lookup_many(keys) == client.ring().lookup_many(keys)
 
-        rev = etcd.put(prefix + "d", etcd_server.record("10.0.0.9:1", weight=2, zone="z2"))
+        rev = etcd.put(prefix + "d", etcd_server.record("127.0.0.9:1", weight=2, zone="z2"))
         synced(client, etcd, prefix, rev)
         assert client.ring().find("d").weight == 2
 
@@ -53,8 +53,8 @@ def test_follows_puts_deletes_and_txns(etcd, prefix):
 
         # A transaction is one revision, and one ring.
         published = client.status().rings_published
-        rev = etcd.txn(puts={prefix + "e": etcd_server.record("10.0.0.5:1"),
-                             prefix + "b": etcd_server.record("10.0.0.2:1", state="draining")},
+        rev = etcd.txn(puts={prefix + "e": etcd_server.record("127.0.0.5:1"),
+                             prefix + "b": etcd_server.record("127.0.0.2:1", state="draining")},
                        deletes=[prefix + "c"])
         synced(client, etcd, prefix, rev)
         assert client.status().rings_published == published + 1
@@ -107,7 +107,7 @@ def test_lookup_answers_and_rings(etcd, prefix):
         assert st.revision == ring.revision and st.unconfirmed_ms == 0
         assert st.endpoint == etcd.url and st.watcher_clients == 1 and st.rings_published >= 1
         # A ring taken is held: the client moves on, it stays.
-        rev = etcd.put(prefix + "n9", etcd_server.record("10.0.0.9:1"))
+        rev = etcd.put(prefix + "n9", etcd_server.record("127.0.0.9:1"))
         wait_for(lambda: client.revision == rev, what="the new ring")
         assert "n9" not in ring and "n9" in client.ring()
         assert ring.lookup("k") is owner
@@ -214,8 +214,8 @@ def test_threads_under_churn(etcd, prefix, sanitized):
             t.start()
         changes = 50 if sanitized else 200
         for i in range(changes):
-            etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:1", weight=1 + i % 3))
-        rev = etcd.put(prefix + "n00", etcd_server.record("10.0.0.1:1", weight=7))
+            etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:1", weight=1 + i % 3))
+        rev = etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:1", weight=7))
         wait_for(lambda: client.revision == rev, what="the last change")
         stop.set()
         for t in threads:
@@ -253,7 +253,7 @@ def test_default_log_is_the_logging_module_at_warning(etcd, prefix, caplog, capf
         # Info lines (event=synced) are not passed by default ...
         with hashring.Client(etcd.url, prefix):
             pass
-        with hashring.Registrar(etcd.url, prefix, id="r1", addr="10.0.0.1:1"):
+        with hashring.Registrar(etcd.url, prefix, id="r1", addr="127.0.0.1:1"):
             pass
         assert not [r for r in caplog.records if r.name == "hashring"]
         # ... warnings are, to the logger "hashring", at WARNING.
@@ -277,7 +277,7 @@ def test_metrics(etcd, prefix):
         client.lookup_many(["k%d" % i for i in range(100)])
         text = client.metrics()
         assert "hashring_ring_revision %d\n" % rev in text
-        assert 'hashring_node_info{node="a",addr="10.0.0.1:0",zone=""} 1' in text
+        assert 'hashring_node_info{node="a",addr="127.0.0.1:0",zone=""} 1' in text
         assert "hashring_node_lookups_total" in text
         text = client.metrics(name_prefix="svc_", labels={"instance": "i1"})
         assert 'svc_hashring_ring_revision{instance="i1"} %d' % rev in text

@@ -77,5 +77,13 @@ def test_setuptools_wheel_and_pip(installed, tmp_path):
                     "--no-index", "--target", str(target), str(src)], check=True, env=env,
                    stdout=subprocess.DEVNULL, cwd=str(tmp_path))
     assert run_check(str(target)).startswith(str(target))
-    assert glob.glob(str(target / "hashring" / "_hashring.abi3.so"))
+    modules = glob.glob(str(target / "hashring" / "_hashring.abi3.so"))
+    assert modules
+    # Its RPATH is the library's directory, clean: not the .pc file's
+    # <prefix>/lib/pkgconfig/../../lib.
+    dyn = subprocess.run(["readelf", "-d", modules[0]], check=True, stdout=subprocess.PIPE,
+                         text=True).stdout
+    runpaths = [line.split("[", 1)[1].rstrip("]") for line in dyn.splitlines()
+                if "(RUNPATH)" in line or "(RPATH)" in line]
+    assert runpaths == [os.path.normpath(libdir)], runpaths
     assert os.path.exists(target / "hashring" / "__init__.pyi")

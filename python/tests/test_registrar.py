@@ -23,11 +23,11 @@ def record_of(etcd, prefix, node_id):
 
 def test_register_update_and_leave(etcd, prefix):
     with hashring.Client(etcd.url, prefix, log_level="warn") as client:
-        reg = hashring.Registrar(etcd.url, prefix, id="n1", addr="10.0.0.1:11211",
+        reg = hashring.Registrar(etcd.url, prefix, id="n1", addr="127.0.0.1:11211",
                                  zone="z1", ttl_s=5, log_level="warn")
         assert reg.id == "n1" and reg.lease > 0 and not reg.closed
         assert "lease=" in repr(reg)
-        assert record_of(etcd, prefix, "n1") == {"addr": "10.0.0.1:11211", "zone": "z1",
+        assert record_of(etcd, prefix, "n1") == {"addr": "127.0.0.1:11211", "zone": "z1",
                                                  "weight": 1, "state": "warming"}
         wait_for(lambda: "n1" in client.ring(), what="the node")
         assert client.ring().find("n1").state is hashring.State.WARMING
@@ -55,7 +55,7 @@ def test_drain_is_seen_by_clients(etcd, prefix):
     with hashring.Client(etcd.url, prefix, log_level="warn") as client:
         client.on_change(lambda old, new: states.append(
             new.find("d1").state if "d1" in new else None))
-        with hashring.Registrar(etcd.url, prefix, id="d1", addr="10.0.0.2:1", state="active",
+        with hashring.Registrar(etcd.url, prefix, id="d1", addr="127.0.0.2:1", state="active",
                                 log_level="warn") as reg:
             wait_for(lambda: "active" in states, what="active")
             reg.close(drain=0.5)
@@ -64,7 +64,7 @@ def test_drain_is_seen_by_clients(etcd, prefix):
 
 
 def test_deregister_and_context_manager(etcd, prefix):
-    with hashring.Registrar(etcd.url, prefix, id="c1", addr="10.0.0.3:1") as reg:
+    with hashring.Registrar(etcd.url, prefix, id="c1", addr="127.0.0.3:1") as reg:
         assert record_of(etcd, prefix, "c1")
         reg.deregister()
         reg.deregister()
@@ -75,14 +75,14 @@ def test_deregister_and_context_manager(etcd, prefix):
     with pytest.raises(hashring.ClosedError, match="closed"):
         with reg:
             pytest.fail("entered a closed registrar")
-    with hashring.Registrar(etcd.url, prefix, id="c2", addr="10.0.0.3:2"):
+    with hashring.Registrar(etcd.url, prefix, id="c2", addr="127.0.0.3:2"):
         assert record_of(etcd, prefix, "c2")
     assert record_of(etcd, prefix, "c2") is None
 
 
 def test_deregister_after_a_takeover_raises(etcd, prefix):
-    first = hashring.Registrar(etcd.url, prefix, id="t1", addr="10.0.0.4:1", ttl_s=3)
-    second = hashring.Registrar(etcd.url, prefix, id="t1", addr="10.0.0.4:2", ttl_s=3,
+    first = hashring.Registrar(etcd.url, prefix, id="t1", addr="127.0.0.4:1", ttl_s=3)
+    second = hashring.Registrar(etcd.url, prefix, id="t1", addr="127.0.0.4:2", ttl_s=3,
                                 replace=True)
     try:
         wait_for(lambda: first.lease == 0, timeout=15, what="the loss")
@@ -91,7 +91,7 @@ def test_deregister_after_a_takeover_raises(etcd, prefix):
             first.deregister()
         with pytest.raises(hashring.ExistsError):
             first.deregister()
-        assert record_of(etcd, prefix, "t1")["addr"] == "10.0.0.4:2"
+        assert record_of(etcd, prefix, "t1")["addr"] == "127.0.0.4:2"
         first.close()  # a leave after a loss is not an error
         assert second.status() is None
     finally:
@@ -104,9 +104,9 @@ def test_prefix_defaults_to_the_commands(etcd):
     for obj in (hashring.Client, hashring.Registrar, hashring.acks, hashring.wait_acks,
                 hashring.update_node):
         assert "prefix='%s'" % default in obj.__doc__
-    with hashring.Registrar(etcd.url, id="default-prefix", addr="10.0.0.5:1",
+    with hashring.Registrar(etcd.url, id="default-prefix", addr="127.0.0.5:1",
                             state="active"):
-        assert record_of(etcd, default, "default-prefix")["addr"] == "10.0.0.5:1"
+        assert record_of(etcd, default, "default-prefix")["addr"] == "127.0.0.5:1"
         with hashring.Client(etcd.url) as client:
             assert "default-prefix" in client.ring()
             hashring.update_node("default-prefix", weight=2, endpoints=etcd.url)
@@ -116,13 +116,13 @@ def test_prefix_defaults_to_the_commands(etcd):
 
 
 def test_id_held_by_another(etcd, prefix):
-    with hashring.Registrar(etcd.url, prefix, id="x1", addr="10.0.0.4:1"):
+    with hashring.Registrar(etcd.url, prefix, id="x1", addr="127.0.0.4:1"):
         with pytest.raises(hashring.ExistsError, match="x1"):
-            hashring.Registrar(etcd.url, prefix, id="x1", addr="10.0.0.4:2")
+            hashring.Registrar(etcd.url, prefix, id="x1", addr="127.0.0.4:2")
 
 
 def test_update_node(etcd, prefix):
-    with hashring.Registrar(etcd.url, prefix, id="u1", addr="10.0.0.5:1") as reg:
+    with hashring.Registrar(etcd.url, prefix, id="u1", addr="127.0.0.5:1") as reg:
         hashring.update_node("u1", state="active", weight=2, endpoints=etcd.url, prefix=prefix)
         rec = record_of(etcd, prefix, "u1")
         assert rec["state"] == "active" and rec["weight"] == 2
@@ -131,7 +131,7 @@ def test_update_node(etcd, prefix):
 
 def test_tokens_are_allocated_and_handed_over(etcd, prefix):
     opts = dict(placement="tokens", vnodes_per_weight=16, log_level="warn")
-    regs = [hashring.Registrar(etcd.url, prefix, id="t%d" % i, addr="10.0.1.%d:1" % i,
+    regs = [hashring.Registrar(etcd.url, prefix, id="t%d" % i, addr="127.0.1.%d:1" % i,
                                state="active", tokens=16, **opts) for i in range(3)]
     try:
         with hashring.Client(etcd.url, prefix, **opts) as client:
@@ -152,7 +152,7 @@ def test_tokens_are_allocated_and_handed_over(etcd, prefix):
 
 CHILD = """
 import sys, time, hashring
-r = hashring.Registrar(sys.argv[1], sys.argv[2], id="killed", addr="10.0.0.6:1", ttl_s=2,
+r = hashring.Registrar(sys.argv[1], sys.argv[2], id="killed", addr="127.0.0.6:1", ttl_s=2,
                        state="active")
 print(r.lease, flush=True)
 time.sleep(600)
@@ -186,9 +186,9 @@ def test_weight_outside_the_record_range_is_refused(etcd, prefix):
     """The record weight range (1e-6 to 1e290), as clients read records."""
     for weight in (1e-320, 1e-7, 2e290):
         with pytest.raises(hashring.InvalidArgumentError, match="outside a record's range"):
-            hashring.Registrar(etcd.url, prefix, id="w", addr="10.0.0.9:1", weight=weight)
+            hashring.Registrar(etcd.url, prefix, id="w", addr="127.0.0.9:1", weight=weight)
     assert record_of(etcd, prefix, "w") is None
-    with hashring.Registrar(etcd.url, prefix, id="w", addr="10.0.0.9:1", weight=1e-6,
+    with hashring.Registrar(etcd.url, prefix, id="w", addr="127.0.0.9:1", weight=1e-6,
                             log_level="warn"):
         assert record_of(etcd, prefix, "w")["weight"] == 1e-6
         with pytest.raises(hashring.InvalidArgumentError, match="outside a record's range"):

@@ -91,7 +91,7 @@ def test_empty_views():
 
 @pytest.mark.parametrize("placement", PLACEMENTS)
 def test_every_placement(placement, tmp_path):
-    nodes = [dict(id="node-%d" % i, addr="10.0.0.%d:11211" % i, weight=1 + i % 3,
+    nodes = [dict(id="node-%d" % i, addr="127.0.0.%d:11211" % i, weight=1 + i % 3,
                   zone="z%d" % (i % 3)) for i in range(12)]
     if placement == "tokens":
         for i, n in enumerate(nodes[:6]):

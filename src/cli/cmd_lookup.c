@@ -113,8 +113,12 @@ static int print_answers(const struct lookup_args *a, const hr_ring *ring)
 	const hr_node **replicas;
 	int status = CLI_EXIT_OK;
 
+	/* Only etcd's ring can be empty here (lookup_members said so of a
+	 * file): name where it looked, as a wrong --prefix is the usual cause. */
 	if (count == 0) {
-		cli_error(CMD, "the ring has no node");
+		cli_error(CMD, "no node under %s at revision %" PRIu64,
+			  a->conn.prefix ? a->conn.prefix : CLI_DEFAULT_PREFIX,
+			  hr_ring_revision(ring));
 		return CLI_EXIT_ERROR;
 	}
 	replicas = calloc(r ? r : 1, sizeof *replicas);

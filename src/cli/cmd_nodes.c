@@ -12,27 +12,32 @@
 
 static const char description[] =
 	"Lists the nodes of the ring built from the records under PREFIX (or from\n"
-	"FILE), in id order: id, addr, zone, state, weight, vnodes, and share (the\n"
-	"part of the key space the node owns: in the write view for active and\n"
-	"warming nodes, in the read view for draining ones).  Columns are as wide\n"
-	"as their widest cell; a last line sums the ring up.  With --json each\n"
-	"line is\n"
+	"FILE), in id order: id, addr, zone, state, weight, vnodes, and the part of\n"
+	"the key space the node owns in each view: WRITE_SHARE where writes go\n"
+	"(active and warming nodes), READ_SHARE where the data is (active and\n"
+	"draining nodes).  Columns are as wide as their widest cell; a last line\n"
+	"sums the ring up.  With --json each line is\n"
 	"  {\"id\":\"a\",\"addr\":\"127.0.0.1:11211\",\"zone\":\"\",\"state\":\"active\",\n"
-	"   \"weight\":1,\"vnodes\":200,\"share\":0.5,\"revision\":42}\n"
-	"(no revision for a members file).";
+	"   \"weight\":1,\"vnodes\":200,\"share\":0.5,\"write_share\":0.5,\n"
+	"   \"read_share\":0.5,\"revision\":42}\n"
+	"where share is that of the view the node serves in: read for a draining\n"
+	"node, else write (no revision for a members file).";
 
-enum { COL_ID, COL_ADDR, COL_ZONE, COL_STATE, COL_WEIGHT, COL_VNODES, COL_SHARE, NCOLS };
+enum { COL_ID, COL_ADDR, COL_ZONE, COL_STATE, COL_WEIGHT, COL_VNODES, COL_WRITE_SHARE,
+       COL_READ_SHARE, NCOLS };
 
+/* Each share names its view: a warming node's write share and a draining
+ * node's read share are the ones that differ from the other view. */
 static const char *const headers[NCOLS] = {
-	"ID", "ADDR", "ZONE", "STATE", "WEIGHT", "VNODES", "SHARE"
+	"ID", "ADDR", "ZONE", "STATE", "WEIGHT", "VNODES", "WRITE_SHARE", "READ_SHARE"
 };
 
 /* One node's figures and the texts of its cells, worked out once. */
 struct row {
 	const hr_node *node;
 	unsigned vnodes;
-	double share;
-	char weight[32], vnodes_text[16], share_text[16];
+	double share[2]; /* by hr_view */
+	char weight[32], vnodes_text[16], share_text[2][16];
 };
 
 static const char *cell(const struct row *r, int col)
@@ -50,8 +55,10 @@ static const char *cell(const struct row *r, int col)
 		return r->weight;
 	case COL_VNODES:
 		return r->vnodes_text;
+	case COL_WRITE_SHARE:
+		return r->share_text[HR_VIEW_WRITE];
 	default:
-		return r->share_text;
+		return r->share_text[HR_VIEW_READ];
 	}
 }
 
@@ -75,7 +82,7 @@ static void print_table(FILE *out, const struct row *rows, size_t n)
 
 			if (c)
 				fputs("  ", out);
-			/* Numbers to the right; SHARE, last, ends the line. */
+			/* Numbers to the right; READ_SHARE, last, ends the line. */
 			cli_text_cell(out, s, width[c], c >= COL_WEIGHT);
 		}
 		fputc('\n', out);
@@ -94,9 +101,11 @@ static void print_json(FILE *out, const struct row *rows, size_t n, int etcd,
 		cli_json_string(out, node->addr, strlen(node->addr));
 		fputs(",\"zone\":", out);
 		cli_json_string(out, node->zone, strlen(node->zone));
-		fprintf(out, ",\"state\":\"%s\",\"weight\":%.17g,\"vnodes\":%u,\"share\":%.6f",
+		fprintf(out, ",\"state\":\"%s\",\"weight\":%.17g,\"vnodes\":%u,\"share\":%.6f"
+			",\"write_share\":%.6f,\"read_share\":%.6f",
 			hr_state_name(node->state), node->weight, rows[i].vnodes,
-			rows[i].share);
+			rows[i].share[node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE],
+			rows[i].share[HR_VIEW_WRITE], rows[i].share[HR_VIEW_READ]);
 		if (etcd)
 			fprintf(out, ",\"revision\":%" PRIu64, revision);
 		fputs("}\n", out);
@@ -120,15 +129,15 @@ static int print_nodes(const hr_ring *ring, int json, int etcd)
 	hr_ring_node_shares(ring, HR_VIEW_READ, shares + n, n);
 	for (size_t i = 0; i < n; i++) {
 		struct row *r = &rows[i];
-		hr_view view;
 
 		r->node = hr_ring_node(ring, i);
-		view = r->node->state == HR_STATE_DRAINING ? HR_VIEW_READ : HR_VIEW_WRITE;
-		r->share = shares[(size_t)view * n + i];
 		r->vnodes = hr_ring_node_vnodes(ring, r->node);
 		snprintf(r->weight, sizeof r->weight, "%g", r->node->weight);
 		snprintf(r->vnodes_text, sizeof r->vnodes_text, "%u", r->vnodes);
-		snprintf(r->share_text, sizeof r->share_text, "%.4f", r->share);
+		for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++) {
+			r->share[v] = shares[(size_t)v * n + i];
+			snprintf(r->share_text[v], sizeof r->share_text[v], "%.4f", r->share[v]);
+		}
 	}
 	if (json) {
 		print_json(out, rows, n, etcd, hr_ring_revision(ring));

@@ -56,9 +56,11 @@ static void print_help(FILE *out)
 	      "  --version      print the version and exit\n"
 	      "\n"
 	      "Run 'hashring COMMAND --help' for the options of a command.\n"
-	      "Exit status: 0 success, 1 error, 2 usage error; 130 (SIGINT) or 143\n"
-	      "(SIGTERM) when interrupted, 141 (SIGPIPE) when the reader of the output\n"
-	      "went away: the command then ends by that signal, after cleaning up.\n", out);
+	      "Exit status: 0 success, 1 error, 2 usage error.  SIGINT or SIGTERM end\n"
+	      "watch, diff (following etcd), register and serve, which run until\n"
+	      "stopped, with exit 0; any other command cleans up and ends by that\n"
+	      "signal: 130 (SIGINT), 143 (SIGTERM).  141 (SIGPIPE) when the reader of\n"
+	      "the output went away, after cleaning up.\n", out);
 }
 
 /* Ends the process by `sig`, as if it had never been caught, so that the

@@ -3,7 +3,7 @@
  * test_cli_etcd.c - the `hashring` command against a real etcd: a reader
  * that goes away, write errors, what one-shot commands log, the metrics of
  * a client, retries while etcd is down, lease ids in hex, records with
- * allocated tokens put with etcdctl.
+ * allocated tokens put with etcdctl, a lookup in a prefix with no node.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -127,6 +127,40 @@ START_TEST(one_shot_commands_show_bad_records)
 	ck_assert_ptr_nonnull(strstr(run.err, "warning: --prefix '/cli/nodes' does not end in '/'"));
 	ck_assert_ptr_nonnull(strstr(run.err, "id must not contain '/'"));
 	fprintf(stderr, "%s", run.err);
+}
+END_TEST
+
+/* A lookup where there is no node says where it looked and when: a wrong
+ * --prefix is the usual cause.  The revision is etcd's, the last put's. */
+START_TEST(lookup_with_no_node_names_the_prefix)
+{
+	const char *eps = hrt_etcd_endpoints(etcd);
+	char want[160];
+	hrt_cli_run run;
+	int64_t rev;
+
+	put("a", "127.0.0.1:1");
+	rev = hrt_put(hrt_etcd_client_url(etcd, 0), "/cli/other", "x");
+	ck_assert_int_gt(rev, 0);
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "lookup", "--endpoints", eps,
+		"--prefix", "/cli/nodes-typo/", "k", NULL });
+	ck_assert_int_eq(run.status, 1);
+	snprintf(want, sizeof want,
+		 "hashring: lookup: no node under /cli/nodes-typo/ at revision %" PRId64 "\n", rev);
+	ck_assert_str_eq(run.err, want);
+	ck_assert_str_eq(run.out, "");
+	/* The default prefix, named as such. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "lookup", "--endpoints", eps, "k", NULL });
+	ck_assert_int_eq(run.status, 1);
+	snprintf(want, sizeof want,
+		 "hashring: lookup: no node under /hashring/nodes/ at revision %" PRId64 "\n", rev);
+	ck_assert_str_eq(run.err, want);
+	/* A control byte in the prefix stays escaped: one line. */
+	hrt_cli_run_cmd(&run, NULL, (const char *const[]){ "lookup", "--endpoints", eps,
+		"--prefix", "/cli/x\ny/", "k", NULL });
+	ck_assert_int_eq(run.status, 1);
+	ck_assert_ptr_nonnull(strstr(run.err, "no node under /cli/x"));
+	ck_assert_ptr_eq(strchr(run.err, '\n'), run.err + strlen(run.err) - 1);
 }
 END_TEST
 
@@ -375,6 +409,7 @@ int main(void)
 	tcase_add_test(tc, register_and_state_wait_for_etcd);
 	tcase_add_test(tc, allocated_tokens_put_with_etcdctl);
 	tcase_add_test(tc, commands_say_what_they_did);
+	tcase_add_test(tc, lookup_with_no_node_names_the_prefix);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

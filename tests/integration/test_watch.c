@@ -412,6 +412,69 @@ START_TEST(diffs_reach_the_callback)
 }
 END_TEST
 
+/* What the first on_change saw, for first_change_inside_open. */
+struct first_change {
+	pthread_t caller;     /* the thread that called hr_client_open() */
+	int opened;           /* set once hr_client_open() returned      */
+	int calls;
+	int on_caller;        /* the first call ran on the caller's thread */
+	int after_open;       /* ... after hr_client_open() returned       */
+	uint64_t old_revision, new_revision;
+	size_t old_nodes, new_nodes;
+};
+
+static void note_first_change(void *ud, const hr_ring *old, const hr_ring *ring)
+{
+	struct first_change *f = ud;
+
+	if (__atomic_fetch_add(&f->calls, 1, __ATOMIC_ACQ_REL))
+		return;
+	f->on_caller = pthread_equal(pthread_self(), f->caller);
+	f->after_open = __atomic_load_n(&f->opened, __ATOMIC_ACQUIRE);
+	f->old_revision = hr_ring_revision(old);
+	f->old_nodes = hr_ring_node_count(old);
+	f->new_revision = hr_ring_revision(ring);
+	f->new_nodes = hr_ring_node_count(ring);
+}
+
+/* docs/embedding.md: with a watcher of its own and a blocking open, the
+ * first on_change (from the empty ring at revision 0 to the first synced
+ * ring) runs on the watcher thread while hr_client_open() still waits. */
+START_TEST(first_change_inside_open)
+{
+	struct first_change f = { .caller = pthread_self() };
+	hr_etcd_config ecfg;
+	hr_client_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+	hr_ring *ring;
+
+	put_node("a", "127.0.0.1:1");
+	put_node("b", "127.0.0.2:1");
+	hr_etcd_config_init(&ecfg);
+	hr_client_config_init(&cfg);
+	ecfg.endpoints = hrt_etcd_endpoints(etcd);
+	ecfg.prefix = PREFIX;
+	ecfg.log = hrt_log_fn;
+	ecfg.log_userdata = &logbuf;
+	cfg.on_change = note_first_change;
+	cfg.on_change_userdata = &f;
+	ck_assert_int_eq(hr_client_open(&ecfg, &cfg, &c, &err), 0);
+	__atomic_store_n(&f.opened, 1, __ATOMIC_RELEASE);
+	ck_assert_int_ge(__atomic_load_n(&f.calls, __ATOMIC_ACQUIRE), 1);
+	ck_assert_int_eq(f.after_open, 0);
+	ck_assert_int_eq(f.on_caller, 0);
+	ck_assert_uint_eq(f.old_revision, 0);
+	ck_assert_uint_eq(f.old_nodes, 0);
+	ck_assert_uint_eq(f.new_nodes, 2);
+	/* The ring open returned with is the one the callback heard of. */
+	ring = hr_client_ring(c);
+	ck_assert_uint_eq(f.new_revision, hr_ring_revision(ring));
+	hr_ring_release(ring);
+	hr_client_close(c);
+}
+END_TEST
+
 START_TEST(compaction_forces_resync)
 {
 	hr_client *c;
@@ -1297,6 +1360,11 @@ int main(void)
 	tcase_add_checked_fixture(tc, up_progress, down);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, progress_notifications_replace_probes);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("callbacks");
+	tcase_add_checked_fixture(tc, up1, down);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, first_change_inside_open);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }

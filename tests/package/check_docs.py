@@ -23,6 +23,8 @@
   gives for the keys they are given.
 - Every relative link (and image) of those files points to a file that
   exists, and its #anchor to a heading of that file.
+- docs/embedding.md names every field of the answer of hr_client_lookup()
+  (struct hr_owner, include/hashring/client.h), each as `field`.
 """
 import glob
 import json
@@ -177,6 +179,23 @@ class Docs:
                     raise Fail("%s: unknown C block marker %r" % (where, marker))
         return readme_programs
 
+    def check_owner_fields(self):
+        """Returns the fields of hr_owner, each of which embedding.md names."""
+        with open(os.path.join(self.src, "include", "hashring", "client.h"),
+                  encoding="utf-8") as f:
+            m = re.search(r"typedef struct hr_owner \{(.*?)\} hr_owner;", f.read(), re.S)
+        if not m:
+            raise Fail("include/hashring/client.h: no struct hr_owner")
+        body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+        fields = re.findall(r"(\w+)\s*(?:\[[^\]]*\])?\s*;", body)
+        with open(os.path.join(self.src, "docs", "embedding.md"), encoding="utf-8") as f:
+            guide = f.read()
+        missing = [name for name in fields if "`%s`" % name not in guide]
+        if not fields or missing:
+            raise Fail("docs/embedding.md does not name hr_owner's %s"
+                       % ", ".join(missing or ["fields"]))
+        return fields
+
     def check_links(self):
         problems = []
         for path in self.files:
@@ -252,6 +271,12 @@ def main():
         finally:
             if docs.etcd:
                 docs.etcd.stop()
+        try:
+            fields = docs.check_owner_fields()
+            print("ok: docs/embedding.md names hr_owner's %d fields" % len(fields))
+        except Fail as e:
+            print("FAIL: %s" % e)
+            failures += 1
         try:
             docs.check_links()
             print("ok: the relative links of %d files" % len(docs.files))

@@ -97,7 +97,14 @@ class Examples:
         return out
 
     def check_loads_installed(self, exe):
-        """ldd finds the prefix's libhashring.so, with no LD_LIBRARY_PATH."""
+        """ldd finds the prefix's libhashring.so, with no LD_LIBRARY_PATH,
+        through an RPATH that is the library's directory as a clean path
+        (not the .pc file's <prefix>/lib/pkgconfig/../../lib)."""
+        dyn = run(["readelf", "-d", exe])
+        paths = [line.split("[", 1)[1].rstrip("]") for line in dyn.splitlines()
+                 if "(RUNPATH)" in line or "(RPATH)" in line]
+        check(paths == [self.libdir], "%s records the RPATH %s, not %s"
+              % (exe, paths, self.libdir))
         out = run(["ldd", exe], env=self.env())
         found = [line.split()[2] for line in out.splitlines()
                  if line.split()[:1] == ["libhashring.so.%s" % self.major()]

@@ -21,6 +21,11 @@ fail() {
 	exit 1
 }
 
+# The RPATH or RUNPATH an executable records (one entry: no colon).
+runpath() {
+	readelf -d "$1" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]/\2/p'
+}
+
 # The one file, of all those lines of output, where `ldd` found a library.
 resolved() {
 	local lib=$1 exe=$2
@@ -103,9 +108,14 @@ pcdir=$prefix/$libdir/pkgconfig
 pc() { PKG_CONFIG_PATH=$pcdir pkg-config "$@"; }
 
 [ "$(pc --modversion hashring)" = "$version" ] || fail "pkg-config version"
-requires=$(pc --print-requires-private hashring | awk '{print $1}' | sort | xargs)
-[ "$requires" = "libcjson libcrypto libcurl liburcu-bp libxxhash" ] ||
-	fail "Requires.private is '$requires'"
+# The dependencies are for static linking only (Libs.private), and none of
+# their headers is hashring's business: --cflags is our include directory
+# alone, not libcjson's or libcurl's.
+[ -z "$(pc --print-requires --print-requires-private hashring)" ] ||
+	fail "hashring.pc requires modules: $(pc --print-requires --print-requires-private hashring | xargs)"
+cflags=$(pc --cflags hashring | xargs)
+[ "$cflags" = "-I$(pc --variable=includedir hashring)" ] ||
+	fail "pkg-config --cflags hashring gives '$cflags', more than its include directory"
 static_libs=" $(pc --static --libs hashring) "
 for l in -lhashring -lxxhash -lcjson -lcurl -lurcu-bp -lcrypto -lm -pthread; do
 	[[ $static_libs == *" $l "* ]] || fail "pkg-config --static lacks $l"
@@ -155,6 +165,10 @@ fi
 [ "$(unset LD_LIBRARY_PATH; resolved "libhashring.so.$major" "$shared")" \
   -ef "$prefix/$libdir/libhashring.so.$major" ] ||
 	fail "docs/install.md's shared program does not load the installed library"
+# ... through the library's directory itself, not the .pc file's
+# <prefix>/lib/pkgconfig/../../lib, which breaks once lib/pkgconfig goes.
+[ "$(runpath "$shared")" = "$prefix/$libdir" ] ||
+	fail "docs/install.md's shared program records the RPATH '$(runpath "$shared")', not '$prefix/$libdir'"
 if readelf -d "$static" | grep -q libhashring; then
 	fail "docs/install.md's static program needs libhashring.so"
 fi
@@ -162,8 +176,8 @@ fi
 # The .pc file follows the prefix when it is moved.
 mv "$prefix" "$work/moved"
 pcdir=$work/moved/$libdir/pkgconfig
-# (--cflags also carries those of the Requires.private: take ours, the first.)
-incdir=$(pc --cflags-only-I hashring | awk '{ sub(/^-I/, "", $1); print $1 }')
+incdir=$(pc --cflags-only-I hashring | xargs)
+incdir=${incdir#-I}
 [ "$incdir" -ef "$work/moved/$includedir" ] ||
 	fail "after a move, pkg-config --cflags gives '$incdir'"
 

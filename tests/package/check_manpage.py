@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Checks that the man page and the --help texts of the CLI agree.
 
-    check_manpage.py HASHRING_BINARY MAN_PAGE
+    check_manpage.py HASHRING_BINARY MAN_PAGE CLI_DOC
 
 - The commands listed by `hashring --help` are the COMMANDS subsections of
   the man page, and the global options are those of its OPTIONS section.
@@ -12,6 +12,10 @@
   the RING OPTIONS and the ETCD CONNECTION OPTIONS when the subsection
   says it takes them, and -h/--help, which every command accepts.
 - The title line names the version `hashring --version` prints.
+- The commands that exit 0 when SIGINT or SIGTERM end them (the others end
+  by the signal) are the same in `hashring --help`, the man page's EXIT
+  STATUS and CLI_DOC (docs/cli.md); test_cli_unreachable checks that the
+  commands do as --help says.
 - The page renders without groff warnings.
 """
 import re
@@ -89,6 +93,28 @@ def parse_man(text):
     return sections
 
 
+def words_between(text, start, end, commands):
+    """The command names that are words of `text` (lines joined) between
+    `start` and the next `end`; None if either is missing."""
+    flat = " ".join(text.split())
+    i = flat.find(start)
+    j = flat.find(end, i + len(start)) if i >= 0 else -1
+    if j < 0:
+        return None
+    part = flat[i + len(start):j]
+    return {c for c in commands if re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(c), part)}
+
+
+def man_exit_zero(page_text, commands):
+    """The commands the man page's EXIT STATUS entry for 0 names."""
+    text = page_text.split('.SH "EXIT STATUS"', 1)[-1]
+    m = re.search(r"^\.TP\n\.B 0\n(.*?)^\.TP", text, re.M | re.S)
+    if not m:
+        return None
+    body = " ".join(unescape(line) for line in m.group(1).splitlines())
+    return words_between(body + " END", "", "END", commands)
+
+
 def compare(what, from_help, from_man, failures):
     for opt in sorted(from_help - from_man):
         failures.append("%s: %s is in --help but not in the man page"
@@ -99,15 +125,18 @@ def compare(what, from_help, from_man, failures):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: check_manpage.py HASHRING MAN_PAGE")
-    cli, page = sys.argv[1], sys.argv[2]
+    if len(sys.argv) != 4:
+        sys.exit("usage: check_manpage.py HASHRING MAN_PAGE CLI_DOC")
+    cli, page, cli_doc = sys.argv[1], sys.argv[2], sys.argv[3]
     with open(page, encoding="utf-8") as f:
         page_text = f.read()
+    with open(cli_doc, encoding="utf-8") as f:
+        doc_text = f.read()
     man = parse_man(page_text)
     failures = []
 
-    _, global_opts, commands = parse_help(run([cli, "--help"]))
+    help_text = run([cli, "--help"])
+    _, global_opts, commands = parse_help(help_text)
     if not commands:
         failures.append("no command found in `hashring --help`")
     compare("hashring", global_opts, man.get("OPTIONS", {}).get("terms", set()),
@@ -138,6 +167,25 @@ def main():
             documented |= ring
         compare(cmd, opts, documented, failures)
         print("%s: %d options" % (cmd, len(opts)))
+
+    # Which commands exit 0 when a signal ends them, said three times.
+    zero = {
+        "--help": words_between(help_text, "SIGINT or SIGTERM end ", "with exit 0;",
+                                commands),
+        "the man page's EXIT STATUS 0": man_exit_zero(page_text, commands),
+        cli_doc: words_between(doc_text, "SIGINT or SIGTERM stop any wait at once:",
+                               "then exit 0", commands),
+    }
+    for where, names in zero.items():
+        if not names:
+            failures.append("%s: no list of the commands that exit 0 on SIGINT or SIGTERM"
+                            % where)
+    if all(zero.values()) and len({frozenset(v) for v in zero.values()}) != 1:
+        failures.append("the commands that exit 0 on SIGINT or SIGTERM differ: %s"
+                        % "; ".join("%s: %s" % (k, " ".join(sorted(v)))
+                                    for k, v in zero.items()))
+    else:
+        print("exit 0 on a signal: %s" % " ".join(sorted(zero["--help"] or [])))
 
     version = run([cli, "--version"]).strip()
     th = re.search(r'^\.TH\s+\S+\s+1\s+"[^"]*"\s+"([^"]*)"', page_text, re.M)

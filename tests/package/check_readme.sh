@@ -12,7 +12,12 @@
 # - the packages it says each command installs are deploy/install-deps.sh's
 #   lists: deploy/demo.sh's are PACKAGES and PYTHON_PACKAGES (what
 #   install-deps.sh installs without --tests), tests/run.sh's adds
-#   TEST_PACKAGES and PYTHON_TEST_PACKAGES ("the same, and ...").
+#   TEST_PACKAGES and PYTHON_TEST_PACKAGES ("the same, and ...");
+# - the variables it names for tests/run.sh (HR_...=) are those the
+#   script's header documents and reads;
+# - its three scripts honour CMAKE_BUILD_PARALLEL_LEVEL, as it says: each
+#   header says so, no build takes nproc directly, and a bad value is
+#   refused with a message (exit 2) before anything is installed or built.
 #
 #   check_readme.sh SOURCE_DIR HASHRING_BINARY
 set -euo pipefail
@@ -75,3 +80,34 @@ for list in PACKAGES PYTHON_PACKAGES TEST_PACKAGES PYTHON_TEST_PACKAGES; do
 	[ -n "$(deps_list "$list")" ] || fail "install-deps.sh has no $list list"
 done
 echo "ok: the Quick start's package lists are install-deps.sh's"
+
+# The Quick start's shortcuts for tests/run.sh are the script's own.
+# (Environment variables: CMake's -DHR_... options are not.)
+names=$(grep -oE '(^|[ `])HR_[A-Z_]+=' "$src/README.md" | tr -d ' `=' | sort -u)
+[ -n "$names" ] || fail "the README names no HR_... variable for tests/run.sh"
+for name in $names; do
+	grep -qE "^#   $name=" "$src/tests/run.sh" ||
+		fail "README.md names $name, which tests/run.sh's header does not document"
+	grep -qE "\\\$\\{$name-" "$src/tests/run.sh" ||
+		fail "README.md names $name, which tests/run.sh does not read"
+done
+echo "ok: the README's shortcuts are tests/run.sh's ($(echo "$names" | xargs))"
+
+# CMAKE_BUILD_PARALLEL_LEVEL, as README.md says of the three scripts.
+grep -q 'CMAKE_BUILD_PARALLEL_LEVEL' "$src/README.md" ||
+	fail "README.md does not say the scripts take CMAKE_BUILD_PARALLEL_LEVEL"
+for script in deploy/demo.sh deploy/demo-cache.sh tests/run.sh; do
+	sed -n '2,/^set -euo pipefail/p' "$src/$script" | grep -q CMAKE_BUILD_PARALLEL_LEVEL ||
+		fail "$script: its header does not mention CMAKE_BUILD_PARALLEL_LEVEL"
+	if grep -E 'cmake --build|ctest ' "$src/$script" | grep -q nproc; then
+		fail "$script: a build or test run takes nproc directly"
+	fi
+	rc=0
+	CMAKE_BUILD_PARALLEL_LEVEL=two bash "$src/$script" >"$work/out" 2>"$work/err" || rc=$?
+	if [ "$rc" != 2 ] || ! grep -q "CMAKE_BUILD_PARALLEL_LEVEL must be a whole number above 0, not 'two'" \
+		"$work/err"; then
+		cat "$work/out" "$work/err" >&2
+		fail "$script took CMAKE_BUILD_PARALLEL_LEVEL=two (exit $rc)"
+	fi
+done
+echo "ok: the Quick start's scripts take CMAKE_BUILD_PARALLEL_LEVEL"

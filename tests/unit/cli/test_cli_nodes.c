@@ -60,7 +60,7 @@ START_TEST(test_nodes_table_columns)
 		" \"c\":{\"addr\":\"[::1]:11211\",\"zone\":\"x\xffy\",\"state\":\"draining\",\"weight\":2.5},"
 		" \"d\":{\"addr\":\"127.0.0.1:4\"}}");
 	struct run r = RUN("nodes", "--members", path);
-	int edge[7] = { 0 }, lines = 0;
+	int edge[8] = { 0 }, lines = 0;
 	char *line, *save = NULL;
 
 	ck_assert(setlocale(LC_CTYPE, "C.UTF-8"));
@@ -75,8 +75,12 @@ START_TEST(test_nodes_table_columns)
 			ck_assert_ptr_null(strstr(line, "revision"));
 			continue;
 		}
+		/* Each share column names its view. */
+		if (lines == 0)
+			ck_assert_msg(strstr(line, "  VNODES  WRITE_SHARE  READ_SHARE") &&
+				      !strstr(line, "READ_SHARE "), "header: %s", line);
 		/* Cells are separated by two blanks at least; none holds one. */
-		for (int c = 0; c < 7; c++) {
+		for (int c = 0; c < 8; c++) {
 			const char *start, *end;
 			int at;
 
@@ -103,6 +107,49 @@ START_TEST(test_nodes_table_columns)
 }
 END_TEST
 
+/* The table's two share columns are each node's share of that view: a
+ * warming node has none of the reads yet, a draining one none of the
+ * writes any more. */
+START_TEST(test_nodes_table_shares)
+{
+	char *path = write_file("members.json", members_states);
+	hr_ring *ring = load_ring(path);
+	struct run r = RUN("nodes", "--members", path);
+	char *line, *save = NULL;
+	size_t i = 0;
+
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	line = strtok_r(r.out, "\n", &save); /* the header */
+	for (line = strtok_r(NULL, "\n", &save); line && line[0] != '#';
+	     line = strtok_r(NULL, "\n", &save), i++) {
+		const hr_node *node = hr_ring_node(ring, i);
+		char id[64], addr[64], zone[64], state[64], want[64];
+		double weight, write_share, read_share;
+		unsigned vnodes;
+
+		ck_assert_int_eq(sscanf(line, "%63s %63s %63s %63s %lf %u %lf %lf", id, addr, zone,
+					state, &weight, &vnodes, &write_share, &read_share), 8);
+		ck_assert_str_eq(id, node->id);
+		snprintf(want, sizeof want, "%.4f", hrt_node_share(ring, node, HR_VIEW_WRITE));
+		ck_assert_double_eq_tol(write_share, strtod(want, NULL), 1e-9);
+		snprintf(want, sizeof want, "%.4f", hrt_node_share(ring, node, HR_VIEW_READ));
+		ck_assert_double_eq_tol(read_share, strtod(want, NULL), 1e-9);
+		if (node->state == HR_STATE_WARMING) {
+			ck_assert_double_gt(write_share, 0);
+			ck_assert_double_eq(read_share, 0);
+		}
+		if (node->state == HR_STATE_DRAINING) {
+			ck_assert_double_eq(write_share, 0);
+			ck_assert_double_gt(read_share, 0);
+		}
+	}
+	ck_assert_uint_eq(i, hr_ring_node_count(ring));
+	run_free(&r);
+	hr_ring_release(ring);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_nodes_members)
 {
 	char *path = write_file("members.json", members_states);
@@ -123,6 +170,10 @@ START_TEST(test_nodes_members)
 		ck_assert_str_eq(cJSON_GetObjectItem(obj, "state")->valuestring,
 				 hr_state_name(node->state));
 		ck_assert_double_eq_tol(num(obj, "share"), hrt_node_share(ring, node, view), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "write_share"),
+					hrt_node_share(ring, node, HR_VIEW_WRITE), 1e-6);
+		ck_assert_double_eq_tol(num(obj, "read_share"),
+					hrt_node_share(ring, node, HR_VIEW_READ), 1e-6);
 		ck_assert_double_eq(num(obj, "vnodes"), hr_ring_node_vnodes(ring, node));
 		/* An offline ring has no revision. */
 		ck_assert_ptr_null(cJSON_GetObjectItem(obj, "revision"));
@@ -200,6 +251,7 @@ static Suite *cli_nodes_suite(void)
 	tc = tcase_create("output");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_nodes_table_columns);
+	tcase_add_test(tc, test_nodes_table_shares);
 	tcase_add_test(tc, test_nodes_members);
 	tcase_add_test(tc, test_nodes_svg);
 	suite_add_tcase(s, tc);

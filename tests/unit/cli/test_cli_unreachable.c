@@ -145,6 +145,105 @@ START_TEST(test_signal_ends_the_wait)
 }
 END_TEST
 
+/* Whether `word` is in `text` as a word of its own. */
+static int has_word(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = strstr(text, word); p; p = strstr(p + 1, word))
+		if ((p == text || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n]))
+			return 1;
+	return 0;
+}
+
+/* `hashring --help` names the commands that exit 0 when SIGINT or SIGTERM
+ * end them, and says every other one ends by the signal: each command of
+ * its list, waiting for an etcd that is not there, does as it says. */
+START_TEST(test_signal_exit_as_help_says)
+{
+	/* What makes each command wait for etcd. */
+	static const char *const cases[][8] = {
+		{ "lookup", "k", NULL },
+		{ "nodes", NULL },
+		{ "watch", NULL },
+		{ "register", "--id", "x", "--addr", "127.0.0.9:1", "--log-level", "error", NULL },
+		{ "state", "--id", "x", "active", NULL },
+		{ "weight", "--id", "x", "2", NULL },
+		{ "acks", "--wait-revision", "5", NULL },
+		{ "rebalance", "--log-level", "error", NULL },
+		{ "serve", "--listen", "127.0.0.1:0", "--log-level", "error", NULL },
+		{ "diff", "--log-level", "error", NULL },
+		{ "metrics", NULL },
+		{ "tokens", "--allocate", "--id", "x", "--addr", "127.0.0.9:1", NULL },
+	};
+	static const char *const offline[] = { "sim" }; /* no etcd to wait for */
+	struct run help = RUN("--help");
+	char *flat, *clause, *end, *line, *save = NULL;
+	int zero = 0, commands = 0;
+
+	ck_assert_int_eq(help.status, 0);
+	/* "SIGINT or SIGTERM end watch, ..., with exit 0; any other ...",
+	 * over several lines. */
+	flat = strdup(help.out);
+	ck_assert_ptr_nonnull(flat);
+	for (char *p = flat; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	clause = strstr(flat, "SIGINT or SIGTERM end ");
+	ck_assert_ptr_nonnull(clause);
+	end = strstr(clause, "with exit 0;");
+	ck_assert_ptr_nonnull(end);
+	ck_assert_ptr_nonnull(strstr(end, "any other command cleans up and ends by that"));
+	clause = strndup(clause, (size_t)(end - clause));
+	line = strstr(help.out, "Commands:\n");
+	ck_assert_ptr_nonnull(line);
+	for (line = strtok_r(line + strlen("Commands:\n"), "\n", &save);
+	     line && strncmp(line, "  ", 2) == 0; line = strtok_r(NULL, "\n", &save)) {
+		char name[32];
+		const char *const *args = NULL;
+		const char *argv[16];
+		int n = 0, known = 0, st, exits_zero;
+		int64_t took;
+
+		ck_assert_int_eq(sscanf(line, "%31s", name), 1);
+		commands++;
+		for (size_t i = 0; i < sizeof offline / sizeof *offline; i++)
+			known |= strcmp(name, offline[i]) == 0;
+		for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+			if (strcmp(name, cases[i][0]) == 0)
+				args = cases[i];
+		ck_assert_msg(known || args, "--help lists '%s', which this test does not know", name);
+		ck_assert_msg(!known || !has_word(clause, name),
+			      "--help says %s exits 0 on a signal, offline", name);
+		if (!args)
+			continue;
+		exits_zero = has_word(clause, name);
+		zero += exits_zero;
+		argv[n++] = name;
+		for (const char *const *a = args + 1; *a; a++)
+			argv[n++] = *a;
+		argv[n++] = "--endpoints";
+		argv[n++] = "127.0.0.1:1";
+		argv[n++] = "--timeout";
+		argv[n++] = "30";
+		argv[n] = NULL;
+		/* Those that exit 0 handle the signal: sent once they do. */
+		st = signal_after_ex(argv, SIGTERM, 300, exits_zero, &took);
+		if (exits_zero)
+			ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+				      "%s: --help says exit 0 on SIGTERM; status %#x", name, st);
+		else
+			ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
+				      "%s: --help says it ends by SIGTERM; status %#x", name, st);
+	}
+	ck_assert_int_eq(commands, (int)(sizeof cases / sizeof *cases + sizeof offline / sizeof *offline));
+	ck_assert_int_eq(zero, 4); /* watch, diff, register, serve */
+	free(clause);
+	free(flat);
+	run_free(&help);
+}
+END_TEST
+
 /* --timeout bounds the wait of every etcd command, retries included. */
 START_TEST(test_timeout)
 {
@@ -262,6 +361,7 @@ static Suite *cli_unreachable_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_signal_ends_the_wait);
+	tcase_add_test(tc, test_signal_exit_as_help_says);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_endpoint_password_never_shown);
 	tcase_add_test(tc, test_prefix_without_slash);
