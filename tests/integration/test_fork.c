@@ -200,6 +200,14 @@ static void child_lookups(const before *b)
 	hr_ring_release(ring);
 }
 
+/* Counts the bytes a metrics call wrote. */
+static int count_bytes(void *userdata, const char *data, size_t len)
+{
+	(void)data;
+	*(size_t *)userdata += len;
+	return 0;
+}
+
 static void child_thread_calls(const before *b)
 {
 	hr_error err = { 0 };
@@ -207,6 +215,7 @@ static void child_thread_calls(const before *b)
 	hr_node_lookups counts[8];
 	hr_hot_key hot[4];
 	hr_record_update upd;
+	size_t written = 0;
 	int rc;
 
 	rc = hr_client_wait_synced(b->c, 0, &err);
@@ -220,6 +229,13 @@ static void child_thread_calls(const before *b)
 	memset(&err, 0, sizeof err);
 	rc = hr_client_hot_keys(b->c, hot, 4, &err);
 	child_check_forked(rc, &err, "hot_keys");
+	memset(&err, 0, sizeof err);
+	rc = hr_client_metrics_write(b->c, count_bytes, &written, NULL, &err);
+	child_check_forked(rc, &err, "status");
+	CHILD_CHECK(written == 0);
+	/* A ring's metrics need no thread. */
+	CHILD_CHECK(hr_ring_metrics_write(b->ring, count_bytes, &written, NULL, NULL) == 0);
+	CHILD_CHECK(written > 0);
 
 	memset(&err, 0, sizeof err);
 	rc = hr_registrar_status(b->r, &err);
