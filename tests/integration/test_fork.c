@@ -316,7 +316,6 @@ static int child_main(before *b)
 	t0 = hrt_now_ms();
 	hr_client_close(b->c);
 	hr_client_close(b->shared);
-	hr_share_free(b->share);
 	hr_registrar_close(b->r);
 	/* Nothing to wait for: generous bounds for a busy machine. */
 	CHILD_CHECK(hrt_now_ms() - t0 < 2000);
@@ -325,6 +324,7 @@ static int child_main(before *b)
 	CHILD_CHECK(hr_ring_revision(b->ring) == b->revision);
 	hr_ring_release(b->ring);
 	child_opens_its_own(b);
+	hr_share_free(b->share);
 	return failures ? 1 : 0;
 }
 
