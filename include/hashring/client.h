@@ -167,7 +167,10 @@ HR_EXPORT int hr_share_new(hr_share **out, hr_error *err);
 /* Drops the caller's reference: the share is freed once the clients
  * opened with it have closed as well.  No client may be opened with it
  * after this call.  Clients of one share may be opened and closed from
- * any threads at once.  Accepts NULL. */
+ * any threads at once.  Accepts NULL.  A share made before fork() is of
+ * no use in the child, where its watchers are not: hr_client_open() with
+ * it returns HR_ECLOSED, and hr_share_free() returns leaving it (its
+ * memory is left to the child, by design; see hr_client_open). */
 HR_EXPORT void hr_share_free(hr_share *share);
 
 /* Values of hr_client_config.endpoint_order. */
@@ -205,6 +208,24 @@ HR_EXPORT int hr_client_open(const hr_etcd_config *etcd,
 			     hr_error *err);
 
 /*
+ * fork(): a client's threads stay in the process that opened it.  In a
+ * child of fork() the client's lookups (hr_client_lookup,
+ * hr_client_lookup_batch, hr_client_replicas, hr_client_ring) answer
+ * from the last ring published before the fork, which never changes
+ * there, lock free as ever; rings held before the fork stay valid.  The
+ * calls that need its threads or the locks they take -
+ * hr_client_wait_synced(), hr_client_status_get(),
+ * hr_client_lookup_counts(), hr_client_hot_keys() - return HR_ECLOSED,
+ * the message naming fork(); hr_client_open() with a share made before
+ * the fork too.  hr_client_close() in the child returns at once: it frees
+ * the client's rings and leaves the parent's watcher, etcd connections
+ * and ack lease alone (their memory stays, a leak by design: a lock held
+ * at the fork is never released in the child).  The parent's client
+ * carries on unchanged.  Open clients after fork(), in each process that
+ * looks up (docs/embedding.md, "fork()").
+ */
+
+/*
  * Waits up to `timeout_ms` (0: only checks) for the client's first full
  * sync to publish a ring, and for a client that acknowledges its rings
  * (ack_client_id) for its first ack to be in etcd, as hr_client_open()
@@ -218,8 +239,8 @@ HR_EXPORT int hr_client_open(const hr_etcd_config *etcd,
  * HR_EAUTH, HR_EPERM, HR_ETLS, HR_ELIMIT, HR_ENOMEM (the first ring could
  * not be built; the watcher retries), HR_EEXIST (the ack client id is
  * another live client's, the message naming its lease; see "Acknowledged
- * epochs").  HR_EINVAL for a NULL client or a negative timeout.  Thread
- * safe.
+ * epochs").  HR_EINVAL for a NULL client or a negative timeout;
+ * HR_ECLOSED in a child of fork() (see hr_client_open).  Thread safe.
  */
 HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
 				    hr_error *err);
@@ -231,7 +252,9 @@ HR_EXPORT int hr_client_wait_synced(hr_client *client, int timeout_ms,
  * exits or has since looked up four other clients.  A client that
  * acknowledges its rings revokes its ack lease first (see "Acknowledged
  * epochs").  Must not run concurrently with other calls on the same client
- * (callers stop their lookups first).  Accepts NULL.
+ * (callers stop their lookups first).  Accepts NULL.  In a child of
+ * fork() it stops and joins nothing, revokes no lease and waits for no
+ * lock: it frees what the child can and returns (see hr_client_open).
  */
 HR_EXPORT void hr_client_close(hr_client *client);
 
@@ -315,7 +338,8 @@ typedef struct hr_node_lookups {
  * with n > 0), HR_ENOMEM.  Thread safe, beside lookups, which it never
  * makes wait (they only try the lock it takes); costs O(nodes) per
  * thread that has looked up, and allocates.  Not during or after
- * hr_client_close().  Memory: each thread that has looked up on the
+ * hr_client_close().  HR_ECLOSED in a child of fork(): a thread of the
+ * parent's may have held the lock (see hr_client_open).  Memory: each thread that has looked up on the
  * client keeps its counts (24 bytes per node of its ring, and a reference
  * to that ring) and, unless hot_key_sample is 0, its hot-key sketch (26
  * KiB) until the client closes.  A spread read (hot_key_spread) is
@@ -366,7 +390,8 @@ typedef struct hr_hot_key {
  * safe, beside lookups, which never wait for it (a sample that finds its
  * thread's sketch being read is dropped); costs tens of microseconds per
  * thread that looked up, and allocates.  Not during or after
- * hr_client_close().
+ * hr_client_close().  HR_ECLOSED in a child of fork(), as
+ * hr_client_lookup_counts().
  */
 HR_EXPORT int hr_client_hot_keys_size(hr_client *client, hr_hot_key *out,
 				      size_t n, size_t size, hr_error *err);
@@ -427,8 +452,9 @@ typedef struct hr_client_status {
  * struct), then zeros (the fields of a later release, for a program built
  * against newer headers).  Call it through the macro, which passes
  * sizeof *(out).  HR_EINVAL for a NULL argument or a size below the end
- * of the first field (revision), as for the structs a caller fills in.
- * Thread safe.
+ * of the first field (revision), as for the structs a caller fills in;
+ * HR_ECLOSED in a child of fork(), where the watcher is not (see
+ * hr_client_open).  Thread safe.
  */
 HR_EXPORT int hr_client_status_get_size(hr_client *client,
 					hr_client_status *out, size_t size,

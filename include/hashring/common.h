@@ -61,7 +61,8 @@ enum {
 	HR_ETLS = -13,       /* TLS set-up or certificate verification failed     */
 	HR_ENOTFOUND = -14,  /* no such node, key or lease                        */
 	HR_EEXIST = -15,     /* the id is already registered by someone else      */
-	HR_ECLOSED = -16,    /* the object is closing or closed                   */
+	HR_ECLOSED = -16,    /* the object is closing or closed; or, in a child
+	                        of fork(), it was opened before the fork          */
 	HR_ECOMPACTED = -17, /* the revision asked for was compacted              */
 	HR_ECONFLICT = -18   /* clients report different rings at one revision   */
 };

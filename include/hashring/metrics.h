@@ -143,7 +143,8 @@ HR_EXPORT void hr_metrics_options_init_size(hr_metrics_options *opts,
  *
  * Returns 0 once everything was written.  Errors: HR_EINVAL (NULL client
  * or write_fn, bad options: nothing written), HR_ENOMEM, HR_EIO (`write_fn`
- * returned nonzero: the message gives its value).  On an error after
+ * returned nonzero: the message gives its value), HR_ECLOSED (in a child
+ * of fork(), as hr_client_status_get(): nothing written).  On an error after
  * some output the exposition is cut short: a server collects it and
  * sends it once the call returned 0 (and answers 500 otherwise).
  *

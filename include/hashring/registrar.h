@@ -46,6 +46,16 @@ extern "C" {
  *
  * Lease ids in log lines and messages are written as etcdctl writes them:
  * 16 lowercase hex digits.
+ *
+ * fork(): the node stays the parent's, renewed by the parent's thread,
+ * which is not in the child.  In a child of fork(), hr_registrar_status(),
+ * hr_registrar_update() and hr_registrar_deregister() return HR_ECLOSED,
+ * the message naming fork(), and hr_registrar_lease() returns 0;
+ * hr_registrar_close() returns at once and neither revokes the lease nor
+ * removes the record, so a child that exits never takes its parent's node
+ * with it.  What the renewal thread holds (the etcd connection) stays
+ * allocated in the child, by design.  A child that is a node of its own
+ * opens a registrar of its own (docs/embedding.md, "fork()").
  */
 typedef struct hr_registrar hr_registrar;
 
@@ -172,7 +182,8 @@ HR_EXPORT void hr_record_update_init_size(hr_record_update *upd, size_t size);
  * (HR_EINVAL, HR_ELIMIT: the new record would be refused by the clients;
  * nothing is written), HR_ENOTFOUND (the key was deleted; the renewal puts
  * it back), HR_EEXIST once the id was taken over (the message of
- * hr_registrar_status), HR_ECLOSED after deregistration; with
+ * hr_registrar_status), HR_ECLOSED after deregistration and in a child
+ * of fork(); with
  * HR_UPDATE_HEIRS, HR_ECONFLICT when the records under the prefix kept
  * changing for 30 s (each change is retried after a random wait, the
  * lease renewed meanwhile).
@@ -181,8 +192,8 @@ HR_EXPORT int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 				  hr_error *err);
 
 /* The lease the record is attached to now (it changes if the lease is
- * lost and granted again); 0 after deregistration and once the id was
- * taken over.  Thread safe. */
+ * lost and granted again); 0 after deregistration, once the id was taken
+ * over, and in a child of fork().  Thread safe. */
 HR_EXPORT int64_t hr_registrar_lease(hr_registrar *r);
 
 /*
@@ -191,7 +202,8 @@ HR_EXPORT int64_t hr_registrar_lease(hr_registrar *r);
  * meanwhile is granted again); HR_EEXIST once another process took the id
  * over (for good: the message names the id and the holder's lease);
  * HR_ECLOSED after hr_registrar_deregister() (a registrar that lost its id
- * keeps answering HR_EEXIST).  HR_EINVAL for NULL.  Never blocks; thread
+ * keeps answering HR_EEXIST); HR_ECLOSED in a child of fork(), whatever
+ * the parent's state.  HR_EINVAL for NULL.  Never blocks; thread
  * safe.  A sidecar polls it to exit when it is replaced.
  */
 HR_EXPORT int hr_registrar_status(hr_registrar *r, hr_error *err);
@@ -199,11 +211,14 @@ HR_EXPORT int hr_registrar_status(hr_registrar *r, hr_error *err);
 /* Revokes our lease and stops renewing.  While we hold the id the record
  * disappears from etcd at once and every client drops the node; after a
  * loss only our own lease is revoked, and the record, now attached to its
- * holder's lease, stays.  Thread safe; a second call returns 0. */
+ * holder's lease, stays.  Thread safe; a second call returns 0.  In a
+ * child of fork(): HR_ECLOSED, nothing revoked (the lease is the
+ * parent's). */
 HR_EXPORT int hr_registrar_deregister(hr_registrar *r, hr_error *err);
 
 /* Deregisters (if not done yet: the same rules), stops the thread and
- * frees.  Accepts NULL. */
+ * frees.  Accepts NULL.  In a child of fork() it only frees what the
+ * child can, at once: the parent's node stays registered. */
 HR_EXPORT void hr_registrar_close(hr_registrar *r);
 
 /*

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "counters.h"
 #include "error.h"
+#include "fork.h"
 #include "log.h"
 #include "owner.h"
 #include "publish.h"
@@ -30,7 +31,18 @@ struct hr_client {
 	hr__feed *feed;		/* the watcher followed, NULL until joined */
 	hr__acker *acker;	/* NULL without acks; stopped after leaving */
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
+	pid_t pid;		/* the process that opened it (fork.h) */
 };
+
+/* The error of a call that needs the client's threads, in a child of
+ * fork(); else 0. */
+static int forked(const hr_client *c, const char *call, hr_error *err)
+{
+	if (!hr__forked_since(c->pid))
+		return 0;
+	return hr__forked_error(err, call, "the client was opened", "open one in this process",
+				c->pid);
+}
 
 int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		   hr_client **out, hr_error *err)
@@ -64,6 +76,7 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	}
 	c->opened_ms = hr__now_ms();
+	c->pid = hr__process();
 	c->log = conn.log;
 	hr__counters_init(&c->counters, cc.hot_key_sample, cc.hot_key_spread,
 			  cc.hot_key_replicas);
@@ -136,6 +149,9 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 	if (!c || timeout_ms < 0)
 		return hr__error_set(err, HR_EINVAL,
 				     "wait_synced: NULL client or negative timeout");
+	rc = forked(c, "wait_synced", err);
+	if (rc)
+		return rc;
 	rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), timeout_ms, &last);
 	switch (rc) {
 	case 0:
@@ -163,10 +179,35 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 			     (long long)(hr__now_ms() - c->opened_ms));
 }
 
+/*
+ * hr_client_close() in a child of fork().  The watcher and ack threads
+ * stayed in the parent, and a lock one of them held at the fork stays held
+ * here, so nothing of theirs is stopped, joined or locked: the watcher
+ * (its feed, its etcd connections), the acker and libcurl's reference are
+ * left as they are, a leak by design.  Freeing them would wait forever or
+ * speak on the parent's connections (a TLS close), and revoking the ack
+ * lease would remove the parent's ack.  What is freed: the calling
+ * thread's cached ring, the client's own rings, the counters unless a
+ * parent thread was folding them, and the client.
+ */
+static void close_in_child(hr_client *c)
+{
+	if (c->feed) {
+		hr__thread_cache_forget(&c->pub);
+		hr__publish_destroy_in_child(&c->pub);
+	}
+	hr__counters_destroy_in_child(&c->counters);
+	free(c);
+}
+
 void hr_client_close(hr_client *c)
 {
 	if (!c)
 		return;
+	if (hr__forked_since(c->pid)) {
+		close_in_child(c);
+		return;
+	}
 	/* Joined: pub is set up, and the watcher may reach it until left. */
 	if (c->feed) {
 		hr__feed_leave(c->feed, &c->sub);
@@ -321,6 +362,10 @@ int hr_client_lookup_counts(hr_client *c, hr_node_lookups *out, size_t n,
 	if (!c || (!out && n))
 		return hr__error_set(err, HR_EINVAL, "lookup_counts: %s",
 				     c ? "out is NULL with n > 0" : "NULL client");
+	/* The parent's lookup threads may have held the counters' locks. */
+	rc = forked(c, "lookup_counts", err);
+	if (rc)
+		return rc;
 	ring = hr__publish_acquire(&c->pub);
 	rc = hr__counters_read(&c->counters, ring, &t);
 	if (rc) {
@@ -359,6 +404,9 @@ int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
 	if (size < offsetof(hr_hot_key, len) + sizeof out->len)
 		return hr__error_set(err, HR_EINVAL, "hot_keys: size %zu is below the"
 				     " first fields (pass sizeof *out)", size);
+	k = forked(c, "hot_keys", err);
+	if (k)
+		return k;
 	if (n > HOT_KEYS_MAX)
 		n = HOT_KEYS_MAX;
 	all = calloc(n ? n : 1, sizeof *all);
@@ -406,6 +454,7 @@ int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
 {
 	hr_client_status st;
 	hr_ring *ring;
+	int rc;
 
 	if (!c || !out)
 		return hr__error_set(err, HR_EINVAL, "status: %s",
@@ -416,6 +465,10 @@ int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
 	if (size < HR__END(hr_client_status, revision))
 		return hr__error_set(err, HR_EINVAL, "status: size %zu is below the"
 				     " first field (pass sizeof *out)", size);
+	/* The watcher's state is under its lock, maybe held at the fork. */
+	rc = forked(c, "status", err);
+	if (rc)
+		return rc;
 	memset(&st, 0, sizeof st);
 	ring = hr__publish_acquire(&c->pub);
 	st.revision = hr_ring_revision(ring);

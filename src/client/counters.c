@@ -76,7 +76,8 @@ static void seg_free(seg *s)
 	free(s);
 }
 
-void hr__counters_destroy(hr__counters *c)
+/* Every block with its segments; with `locks`, their mutexes destroyed. */
+static void free_blocks(hr__counters *c, bool locks)
 {
 	struct hr__count_block *b = c->blocks, *nb;
 
@@ -88,13 +89,36 @@ void hr__counters_destroy(hr__counters *c)
 			seg_free(s);
 		}
 		nb = b->next;
-		pthread_mutex_destroy(&b->mu);
+		if (locks)
+			pthread_mutex_destroy(&b->mu);
 		free(b);
 	}
 	c->blocks = NULL;
+}
+
+void hr__counters_destroy(hr__counters *c)
+{
+	free_blocks(c, true);
 	free(c->buf);
 	tally_free(&c->totals);
 	pthread_mutex_destroy(&c->mu);
+}
+
+bool hr__counters_destroy_in_child(hr__counters *c)
+{
+	/* Held at the fork: a fold or a read was changing the lists or the
+	 * totals, which stay as the fork left them. */
+	if (pthread_mutex_trylock(&c->mu))
+		return false;
+	pthread_mutex_unlock(&c->mu);
+	/* Each list is whole without the lock (pushed with one store), and
+	 * a block's lock guards only the windows inside it: a sample under
+	 * way at the fork left it held, so it is freed, not destroyed. */
+	free_blocks(c, false);
+	free(c->buf);
+	tally_free(&c->totals);
+	pthread_mutex_destroy(&c->mu);
+	return true;
 }
 
 void hr__counters_enable(hr__counters *c, bool on)

@@ -165,6 +165,11 @@ void hr__counters_init(hr__counters *c, unsigned sample, double spread,
 /* Frees every block and segment; no lookup may run. */
 void hr__counters_destroy(hr__counters *c);
 
+/* hr__counters_destroy() in a child of fork(), where the parent's lookup
+ * threads are gone: frees it all unless one of them held the counters'
+ * lock at the fork (then false: it is left as it is, fork.h). */
+bool hr__counters_destroy_in_child(hr__counters *c);
+
 /* Counting on or off for the threads' next moves to a ring (the
  * benchmark measures lookups both ways on one client). */
 void hr__counters_enable(hr__counters *c, bool on);

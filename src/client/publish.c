@@ -5,6 +5,7 @@
 #include "ring.h"
 #include "tsan.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <urcu/urcu-bp.h>
 
@@ -25,8 +26,30 @@ void __tsan_release(void *addr);
 #define tsan_release(a) ((void)(a))
 #endif
 
+/*
+ * fork() without exec: liburcu-bp keeps a registry of reader threads and
+ * two locks a grace period holds, and leaves it to the program to call its
+ * fork hooks.  Without them a child inherits the registry entry of a parent
+ * thread that was inside a read section at the fork, and its first grace
+ * period (a client it opens publishing its first ring) waits forever for
+ * that thread, or the child's first read section waits for a registry
+ * lock the watcher held.  The hooks take the locks across the fork and
+ * drop the parent's other threads from the child's registry.  Registered
+ * once, with the first publisher: no read section happens before one.
+ * The library is never unloaded (linked "nodelete"), so neither are they.
+ */
+static pthread_once_t fork_hooks_once = PTHREAD_ONCE_INIT;
+
+static void fork_hooks(void)
+{
+	/* On failure (no memory) fork() works as without them. */
+	(void)pthread_atfork(urcu_bp_before_fork, urcu_bp_after_fork_parent,
+			     urcu_bp_after_fork_child);
+}
+
 void hr__publish_init(hr__publisher *p, hr_ring *initial)
 {
+	pthread_once(&fork_hooks_once, fork_hooks);
 	pthread_mutex_init(&p->lock, NULL);
 	p->retired = NULL;
 	p->nretired = p->retired_cap = 0;
@@ -148,5 +171,19 @@ void hr__publish_destroy(hr__publisher *p)
 	for (size_t i = 0; i < p->nretired; i++)
 		hr_ring_release(p->retired[i]);
 	free(p->retired);
+	pthread_mutex_destroy(&p->lock);
+}
+
+void hr__publish_destroy_in_child(hr__publisher *p)
+{
+	hr_ring_release(__atomic_exchange_n(&p->current, NULL, __ATOMIC_ACQ_REL));
+	/* A lock held at the fork (the watcher retiring a ring) stays held,
+	 * and the list it guards may be half-written: then it is left. */
+	if (pthread_mutex_trylock(&p->lock))
+		return;
+	for (size_t i = 0; i < p->nretired; i++)
+		hr_ring_release(p->retired[i]);
+	free(p->retired);
+	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_destroy(&p->lock);
 }

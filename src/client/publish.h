@@ -98,4 +98,9 @@ static inline const hr_ring *hr__publish_follow(hr__publisher *p, hr_ring **held
  * no read section open. */
 void hr__publish_destroy(hr__publisher *p);
 
+/* hr__publish_destroy() in a child of fork(), where the writer is gone and
+ * may have held the lock at the fork: waits for nothing, and leaves the
+ * retired rings if the lock is held (fork.h). */
+void hr__publish_destroy_in_child(hr__publisher *p);
+
 #endif

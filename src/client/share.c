@@ -5,6 +5,7 @@
 
 #include "buffer.h"
 #include "error.h"
+#include "fork.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ struct hr_share {
 	pthread_mutex_t mu;
 	size_t refs;            /* the owner's until hr_share_free, one per feed */
 	hr__feed *feeds;
+	pid_t pid;              /* the process that made it (fork.h) */
 };
 
 struct hr__feed {
@@ -37,6 +39,7 @@ int hr_share_new(hr_share **out, hr_error *err)
 		return hr__error_set(err, HR_ENOMEM, "out of memory");
 	pthread_mutex_init(&sh->mu, NULL);
 	sh->refs = 1;
+	sh->pid = hr__process();
 	*out = sh;
 	return 0;
 }
@@ -56,7 +59,10 @@ static void share_unref(hr_share *sh)
 
 void hr_share_free(hr_share *sh)
 {
-	if (sh)
+	/* In a child of fork() its feeds are the parent's, and its lock may
+	 * have been held at the fork: it is left as it is (a leak by design;
+	 * the clients of the child close without it). */
+	if (sh && !hr__forked_since(sh->pid))
 		share_unref(sh);
 }
 
@@ -179,6 +185,11 @@ int hr__feed_join(hr_share *sh, const hr__conn *conn, const hr_client_config *cc
 	*out = NULL;
 	if (!sh)
 		return feed_start(conn, cc, sub, out, err);
+	/* Its watchers are in the parent: a client here would wait for
+	 * rings that never come. */
+	if (hr__forked_since(sh->pid))
+		return hr__forked_error(err, "hr_client_config.share", "the share was made",
+					"make one with hr_share_new() in this process", sh->pid);
 	if (make_key(&key, conn, cc)) {
 		key_free(&key);
 		return hr__error_set(err, HR_ENOMEM, "out of memory");

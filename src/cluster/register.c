@@ -7,6 +7,7 @@
 #include "cluster_config.h"
 #include "error.h"
 #include "etcd.h"
+#include "fork.h"
 #include "log.h"
 #include "record.h"
 #include "register_tokens.h"
@@ -67,7 +68,19 @@ struct hr_registrar {
 	int unlogged;             /* since the last failure line */
 	int64_t logged_ms;        /* when that line was logged */
 	int64_t failing_since_ms;
+
+	pid_t pid;                /* the process that opened it (fork.h) */
 };
+
+/* The error of a call in a child of fork(), which neither renews nor owns
+ * the parent's registration; else 0. */
+static int forked(const hr_registrar *r, const char *call, hr_error *err)
+{
+	if (!hr__forked_since(r->pid))
+		return 0;
+	return hr__forked_error(err, call, "the registrar was opened",
+				"only that process renews or removes its node", r->pid);
+}
 
 static int status_of(hr_registrar *r)
 {
@@ -524,6 +537,7 @@ int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
 	}
 	pthread_mutex_init(&r->mu, NULL);
 	hr__cond_init_monotonic(&r->cv);
+	r->pid = hr__process();
 	r->log = conn.log;
 	r->ring = conn.ring;
 	r->on_lost = reg.on_lost;
@@ -614,6 +628,8 @@ int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
 	rc = hr__record_update_read(upd, &u, err);
+	if (!rc)
+		rc = forked(r, "hr_registrar_update", err);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&r->mu);
@@ -649,14 +665,19 @@ int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 
 int64_t hr_registrar_lease(hr_registrar *r)
 {
-	return r ? __atomic_load_n(&r->held_lease, __ATOMIC_ACQUIRE) : 0;
+	if (!r || hr__forked_since(r->pid))
+		return 0;
+	return __atomic_load_n(&r->held_lease, __ATOMIC_ACQUIRE);
 }
 
 int hr_registrar_status(hr_registrar *r, hr_error *err)
 {
+	int rc;
+
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
-	return status_error(r, err);
+	rc = forked(r, "hr_registrar_status", err);
+	return rc ? rc : status_error(r, err);
 }
 
 int hr_registrar_deregister(hr_registrar *r, hr_error *err)
@@ -665,6 +686,11 @@ int hr_registrar_deregister(hr_registrar *r, hr_error *err)
 
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
+	/* The lease is the parent's: revoking it would remove the node of
+	 * a process that still serves. */
+	rc = forked(r, "hr_registrar_deregister", err);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&r->mu);
 	if (r->lease) {
 		/* Deletes only the keys attached to our lease: after a loss the
@@ -687,12 +713,36 @@ int hr_registrar_deregister(hr_registrar *r, hr_error *err)
 	return rc;
 }
 
+/*
+ * hr_registrar_close() in a child of fork(): the node stays the parent's,
+ * registered and renewed there.  The renewal thread stayed in the parent
+ * and holds `mu` through its requests, so nothing here waits for it or
+ * joins; the etcd connection and libcurl's reference are left as they are
+ * (a leak by design: closing the connection could speak on the parent's
+ * socket, a TLS close).  The record goes if `mu` was free at the fork (it
+ * was not being replaced), and the strings no thread writes.
+ */
+static void close_in_child(hr_registrar *r)
+{
+	if (pthread_mutex_trylock(&r->mu) == 0) {
+		free(r->value);
+		pthread_mutex_unlock(&r->mu);
+	}
+	free(r->key);
+	free(r->id);
+	free(r);
+}
+
 void hr_registrar_close(hr_registrar *r)
 {
 	hr_error err = { 0 };
 
 	if (!r)
 		return;
+	if (hr__forked_since(r->pid)) {
+		close_in_child(r);
+		return;
+	}
 	if (hr_registrar_deregister(r, &err))
 		hr__log_emit(&r->log, HR_LOG_WARN, "deregister_failed",
 			     "id=%s msg=%s note=%s", r->id, err.message,

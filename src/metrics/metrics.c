@@ -323,7 +323,10 @@ int hr_client_metrics_write(hr_client *client, hr_metrics_write_fn write_fn,
 	if (!client || !write_fn)
 		return hr__error_set(err, HR_EINVAL, "hr_client_metrics_write: %s is NULL",
 				     client ? "write_fn" : "client");
-	hr_client_status_get(client, &st, err);
+	/* Fails only in a child of fork(), where the watcher is not. */
+	rc = hr_client_status_get(client, &st, err);
+	if (rc)
+		return rc;
 	/* The ring families describe this one ring, not the status's. */
 	ring = hr_client_ring(client);
 	rc = metrics_write(ring, &st, client, write_fn, userdata, opts, err);
