@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve.h - `hashring serve`: what the dashboard shows (serve_state.c), the
- * drawings of each ring made on a thread of their own (serve_draw.c), and
- * how it is served over HTTP (serve_http.c), apart from the command itself
- * (cmd_serve.c).
+ * drawings of each ring made on a thread of their own (serve_drawer.c, and
+ * the files of serve_drawing.h), and how it is served over HTTP
+ * (serve_http.c), apart from the command itself (cmd_serve.c).
  */
 #ifndef HR_CLI_SERVE_H
 #define HR_CLI_SERVE_H
@@ -15,7 +15,7 @@
 
 #include "hashring.h"
 
-/* ---- drawings (serve_draw.c) --------------------------------------------- */
+/* ---- drawings (serve_drawer.c, serve_nodes.c) ---------------------------- */
 
 /*
  * What is made once per ring, off the HTTP thread: the ring's arcs, the
