@@ -15,6 +15,24 @@
 
 #include "hashring.h"
 
+/* ---- numbers (serve_json.c) ----------------------------------------------- */
+
+/* The significant digits serve writes a number with: */
+#define SERVE_DIGITS_EXACT 17 /* the fewest that read back as it: weights */
+#define SERVE_DIGITS_SHARE 6  /* shares of the circle, loads: the page shows 3 */
+#define SERVE_DIGITS_PLACE 7  /* places on the circle: the arcs, the takeover */
+#define SERVE_DIGITS_RATE 9   /* lookups per second, their intervals */
+
+/*
+ * Writes `x` as a JSON number with at most `digits` significant digits
+ * (trailing zeros dropped, an exponent where %g puts one: 1e-06, 1e+290;
+ * more digits only near DBL_MAX, which fewer would round past); with
+ * SERVE_DIGITS_EXACT, the fewest of 15, 16 or 17 that read back as x.
+ * NaN and infinities, which JSON cannot hold, are written as null (and a
+ * caller passes NAN for a rate not measured yet, null too).
+ */
+void serve_json_number(FILE *out, double x, int digits);
+
 /* ---- drawings (serve_drawer.c, serve_nodes.c) ---------------------------- */
 
 /*

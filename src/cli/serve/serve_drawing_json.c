@@ -36,6 +36,10 @@ static double end_share(uint64_t last)
 	return last == UINT64_MAX ? 1.0 : cli_arc_share(last + 1);
 }
 
+/* The members of d->shares, in its order. */
+static const char *const share_names[4] = { "share_write", "share_read", "fair_write",
+					     "fair_read" };
+
 void serve_drawing_node_json(FILE *out, const struct serve_drawing *d, size_t i)
 {
 	const hr_node *node = hr_ring_node(d->ring, i);
@@ -47,12 +51,14 @@ void serve_drawing_node_json(FILE *out, const struct serve_drawing *d, size_t i)
 	json_str(out, node->addr);
 	fputs(",\"zone\":", out);
 	json_str(out, node->zone);
-	fprintf(out, ",\"state\":\"%s\",\"hue\":%u,\"weight\":%.17g,\"vnodes\":%u,"
-		"\"share_write\":%.6f,\"share_read\":%.6f,"
-		"\"fair_write\":%.6f,\"fair_read\":%.6f",
-		hr_state_name(node->state), cli_node_hue(node->id), node->weight,
-		hr_ring_node_vnodes(d->ring, node), d->shares[i], d->shares[n + i],
-		d->shares[2 * n + i], d->shares[3 * n + i]);
+	fprintf(out, ",\"state\":\"%s\",\"hue\":%u,\"weight\":", hr_state_name(node->state),
+		cli_node_hue(node->id));
+	serve_json_number(out, node->weight, SERVE_DIGITS_EXACT);
+	fprintf(out, ",\"vnodes\":%u", hr_ring_node_vnodes(d->ring, node));
+	for (int k = 0; k < 4; k++) {
+		fprintf(out, ",\"%s\":", share_names[k]);
+		serve_json_number(out, d->shares[k * n + i], SERVE_DIGITS_SHARE);
+	}
 }
 
 /* [start, node] pairs; `map`, if not NULL, numbers the nodes instead. */
@@ -62,8 +68,9 @@ static void write_arcs(FILE *out, const struct serve_arcs *s, const uint32_t *ma
 	for (size_t i = 0; i < s->n; i++) {
 		uint32_t node = s->a[i].node;
 
-		fprintf(out, "%s[%.7f,%" PRId64 "]", i ? "," : "", cli_arc_share(s->a[i].start),
-			number(map && node != CLI_NO_NODE ? map[node] : node));
+		fputs(i ? ",[" : "[", out);
+		serve_json_number(out, cli_arc_share(s->a[i].start), SERVE_DIGITS_PLACE);
+		fprintf(out, ",%" PRId64 "]", number(map && node != CLI_NO_NODE ? map[node] : node));
 	}
 	fputc(']', out);
 }
@@ -79,8 +86,11 @@ static void write_takes(FILE *out, const struct serve_takes *s, const uint32_t *
 			r = r == CLI_NO_NODE ? r : map[r];
 			w = w == CLI_NO_NODE ? w : map[w];
 		}
-		fprintf(out, "%s[%.7f,%.7f,%" PRId64 ",%" PRId64 "]", i ? "," : "",
-			cli_arc_share(t->first), end_share(t->last), number(r), number(w));
+		fputs(i ? ",[" : "[", out);
+		serve_json_number(out, cli_arc_share(t->first), SERVE_DIGITS_PLACE);
+		fputc(',', out);
+		serve_json_number(out, end_share(t->last), SERVE_DIGITS_PLACE);
+		fprintf(out, ",%" PRId64 ",%" PRId64 "]", number(r), number(w));
 	}
 	fputc(']', out);
 }
@@ -106,7 +116,9 @@ void serve_drawing_full_json(FILE *out, const struct serve_drawing *d,
 	fprintf(out, ",\"coarse\":%s},\"takeover\":",
 		w->full[HR_VIEW_WRITE].thin || w->full[HR_VIEW_READ].thin ? "true" : "false");
 	write_takes(out, &w->full_take, NULL);
-	fprintf(out, ",\"takeover_share\":%.6f}", w->takeover_share);
+	fputs(",\"takeover_share\":", out);
+	serve_json_number(out, w->takeover_share, SERVE_DIGITS_SHARE);
+	fputc('}', out);
 }
 
 static int by_zone(const void *a, const void *b)
@@ -202,9 +214,13 @@ int serve_drawing_overview_json(FILE *out, const struct serve_drawing *d,
 	if (in_view) {
 		size_t most = d->by_load[0], least = d->by_load[in_view - 1];
 
-		fprintf(out, ",\"load\":{\"max\":%.4f,\"max_node\":", serve_drawing_load(d, most));
+		fputs(",\"load\":{\"max\":", out);
+		serve_json_number(out, serve_drawing_load(d, most), SERVE_DIGITS_SHARE);
+		fputs(",\"max_node\":", out);
 		json_str(out, hr_ring_node(d->ring, most)->id);
-		fprintf(out, ",\"min\":%.4f,\"min_node\":", serve_drawing_load(d, least));
+		fputs(",\"min\":", out);
+		serve_json_number(out, serve_drawing_load(d, least), SERVE_DIGITS_SHARE);
+		fputs(",\"min_node\":", out);
 		json_str(out, hr_ring_node(d->ring, least)->id);
 		fputc('}', out);
 	} else {
@@ -224,7 +240,9 @@ int serve_drawing_overview_json(FILE *out, const struct serve_drawing *d,
 	write_arcs(out, a[HR_VIEW_READ], map);
 	fputs("},\"takeover\":", out);
 	write_takes(out, &w->page_take, map);
-	fprintf(out, ",\"takeover_share\":%.6f}", w->takeover_share);
+	fputs(",\"takeover_share\":", out);
+	serve_json_number(out, w->takeover_share, SERVE_DIGITS_SHARE);
+	fputc('}', out);
 	free(map);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "serve_drawing.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,10 +94,12 @@ static void write_lookups(FILE *out, const char *id, serve_lookups_fn fn, void *
 		return;
 	}
 	fprintf(out, "{\"write\":%" PRIu64 ",\"read\":%" PRIu64 ",", w, r);
-	if (wps >= 0)
-		fprintf(out, "\"write_per_s\":%.3f,\"read_per_s\":%.3f}", wps, rps);
-	else
-		fputs("\"write_per_s\":null,\"read_per_s\":null}", out);
+	/* A negative rate: none yet, which null says too. */
+	fputs("\"write_per_s\":", out);
+	serve_json_number(out, wps >= 0 ? wps : NAN, SERVE_DIGITS_RATE);
+	fputs(",\"read_per_s\":", out);
+	serve_json_number(out, wps >= 0 ? rps : NAN, SERVE_DIGITS_RATE);
+	fputc('}', out);
 }
 
 /* The matching nodes by lookups per second (a node never looked up, or
