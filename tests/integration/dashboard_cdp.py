@@ -7,7 +7,8 @@ Drives Debian's chromium over the DevTools protocol on a pipe
 watched as it updates: the page must render and list every node, then
 show the lookups made through /lookup (rates, the hot key and its owner); after
 `etcdctl put` of a new node it must show the new ring without a reload, and
-the numbers the server writes as null (not finite) it shows as "-".
+the numbers the server writes as null (not finite) it shows as "-", and a
+count of 1 with a singular noun.
 Screenshots and the DOM of both moments are written to --out.  In a window
 of --window (1280x900 by default) no table may be cut off: neither the
 page nor any of its sections scrolls sideways.
@@ -237,6 +238,37 @@ def check_nulls(b):
     return shown
 
 
+# The counts the page writes with a noun, for 1 and for more: the ring's
+# nodes under its circle, and the lookups in the summary.
+PLURALS = """(() => {
+  const ring = n => ({ revision: 7, nodes: n, arcs: { write: [], read: [] }, owners: [],
+                       takeover: [] });
+  const status = (n, rate) => ({ status: { revision: 7, digest: "d", endpoint: null,
+    rings_published: 1, unconfirmed_ms: 0 }, ring: { revision: 7 },
+    lookups: { write: n, write_per_s: rate }, hot_keys: [] });
+  const shown = [];
+  for (const n of [1, 1000]) {
+    drawRing(ring(n));
+    shown.push(document.querySelectorAll("#ring text")[1].textContent);
+  }
+  for (const [n, rate] of [[1, null], [2, null], [1, 0.5], [0, 0]]) {
+    drawStatus(status(n, rate));
+    shown.push($("rate").textContent);
+  }
+  return shown;
+})()"""
+
+
+def check_plurals(b):
+    """"1 node", "1 lookup"; "1,000 nodes", "2 lookups"."""
+    shown = b.eval(PLURALS)
+    want = ["1 node", "1,000 nodes", "1 lookup", "2 lookups", "0.5 (1 lookup since the start)",
+            "0.0 (0 lookups since the start)"]
+    if shown != want:
+        raise RuntimeError("the page counts %s, not %s" % (shown, want))
+    return shown
+
+
 def wait_for(browser, what, pred, timeout=30):
     deadline = time.monotonic() + timeout
     state = None
@@ -297,6 +329,7 @@ def small(b, a):
     print("fits: %s" % json.dumps(fits))
     # Last, as it draws into the page's elements: the next ring redraws.
     print("nulls: %s" % json.dumps(check_nulls(b)))
+    print("plurals: %s" % json.dumps(check_plurals(b)))
 
 
 def put(a):
