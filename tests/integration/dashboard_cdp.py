@@ -6,7 +6,9 @@ Drives Debian's chromium over the DevTools protocol on a pipe
 (--remote-debugging-pipe: no port is opened), so that one page load can be
 watched as it updates: the page must render and list every node, then
 show the lookups made through /lookup (rates, the hot key and its owner); after
-`etcdctl put` of a new node it must show the new ring without a reload.
+`etcdctl put` of a new node it must show the new ring without a reload, and
+the numbers the server writes as null (not finite) it shows as "-", and a
+count of 1 with a singular noun.
 Screenshots and the DOM of both moments are written to --out.  In a window
 of --window (1280x900 by default) no table may be cut off: neither the
 page nor any of its sections scrolls sideways.
@@ -189,6 +191,84 @@ COST = """(() => ({
 }))()"""
 
 
+# The page's drawing functions given what the server writes for numbers it
+# cannot (null: not finite, or a rate not measured yet), into the page's
+# own elements: the texts they show, or the error thrown.
+NULLS = """(() => {
+  try {
+    const ring = { revision: 7, nodes: 2, points: 2,
+      states: { active: 2, warming: 0, draining: 0 }, zones: [{ zone: null, nodes: 2 }],
+      zones_more: 0, load: { max: null, max_node: "n", min: null, min_node: "m" },
+      owners: [{ id: "n", hue: 1 }], arcs: { write: [[0, 0], [0.5, 0], [null, 0]], read: [[null, 0]] },
+      takeover: [[null, 0.5, 0, 0], [0.1, null, 0, 0]], takeover_share: null };
+    drawRing(ring);
+    drawSummary(ring);
+    drawRows({ rows: [{ id: "n", addr: "a", zone: null, state: "active", hue: 1, weight: null,
+      vnodes: 1, share_write: null, share_read: null, fair_write: null, fair_read: null,
+      lookups: { write: 1, read: 1, write_per_s: 2, read_per_s: null } }],
+      matched: 1, total: 1, offset: 0 });
+    drawHistory([{ revision: 7, time_ms: 0, digest: "d", nodes: 2, moved_write: null,
+      moved_read: null, moves: [{ from: null, to: "n", share: null }] }]);
+    drawHotKeys([{ key: "k", len: 1, rate: null, share: null, error: null, spread: false,
+      node: "n", read_node: "n" }]);
+    const texts = sel => [...document.querySelectorAll(sel)].map(e => e.textContent);
+    return { load: $("load").textContent, takeover: $("takeover").textContent,
+      row: texts("#nodes tbody td"), history: texts("#history tbody td"),
+      hot: texts("#hotkeys td"), paths: document.querySelectorAll("#ring path").length };
+  } catch (e) {
+    return { error: String(e) };
+  }
+})()"""
+
+
+def check_nulls(b):
+    """Nulls where numbers go show as "-", and throw nothing."""
+    shown = b.eval(NULLS)
+    if not shown or "error" in shown:
+        raise RuntimeError("the page cannot show null numbers: %s" % shown)
+    text = json.dumps(shown)
+    for bad in ("null", "NaN", "Infinity", "undefined"):
+        if bad in text:
+            raise RuntimeError("the page shows %s for a null number: %s" % (bad, text))
+    if shown["takeover"] != "-" or "-\u00d7" not in shown["load"] or "-" not in shown["row"]:
+        raise RuntimeError("null numbers not shown as -: %s" % text)
+    # The one arc whose start and end are numbers, of the write view.
+    if shown["paths"] != 1:
+        raise RuntimeError("arcs of null places drawn: %s" % text)
+    return shown
+
+
+# The counts the page writes with a noun, for 1 and for more: the ring's
+# nodes under its circle, and the lookups in the summary.
+PLURALS = """(() => {
+  const ring = n => ({ revision: 7, nodes: n, arcs: { write: [], read: [] }, owners: [],
+                       takeover: [] });
+  const status = (n, rate) => ({ status: { revision: 7, digest: "d", endpoint: null,
+    rings_published: 1, unconfirmed_ms: 0 }, ring: { revision: 7 },
+    lookups: { write: n, write_per_s: rate }, hot_keys: [] });
+  const shown = [];
+  for (const n of [1, 1000]) {
+    drawRing(ring(n));
+    shown.push(document.querySelectorAll("#ring text")[1].textContent);
+  }
+  for (const [n, rate] of [[1, null], [2, null], [1, 0.5], [0, 0]]) {
+    drawStatus(status(n, rate));
+    shown.push($("rate").textContent);
+  }
+  return shown;
+})()"""
+
+
+def check_plurals(b):
+    """"1 node", "1 lookup"; "1,000 nodes", "2 lookups"."""
+    shown = b.eval(PLURALS)
+    want = ["1 node", "1,000 nodes", "1 lookup", "2 lookups", "0.5 (1 lookup since the start)",
+            "0.0 (0 lookups since the start)"]
+    if shown != want:
+        raise RuntimeError("the page counts %s, not %s" % (shown, want))
+    return shown
+
+
 def wait_for(browser, what, pred, timeout=30):
     deadline = time.monotonic() + timeout
     state = None
@@ -247,6 +327,9 @@ def small(b, a):
     print("first: %s" % json.dumps(first))
     print("after the put: %s" % json.dumps(second))
     print("fits: %s" % json.dumps(fits))
+    # Last, as it draws into the page's elements: the next ring redraws.
+    print("nulls: %s" % json.dumps(check_nulls(b)))
+    print("plurals: %s" % json.dumps(check_plurals(b)))
 
 
 def put(a):

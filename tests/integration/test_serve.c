@@ -7,8 +7,9 @@
  * malformed, too many; a clean exit on SIGTERM with a client hanging; and
  * etcd down at the start, then up.  A ring of 10,000 nodes: /lookup is
  * answered while the ring is drawn, SIGTERM ends it at once, the page's
- * answers stay small, and its nodes are searched and paged.  The metrics'
- * options.
+ * answers stay small, and its nodes are searched and paged.  Records of
+ * weights 1e-6 beside 1e7 and 1e290: every answer is JSON of short, finite
+ * numbers.  The metrics' options.
  */
 #define _GNU_SOURCE
 #include "etcd_fixture.h"
@@ -18,6 +19,7 @@
 #include "serve_http.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1083,6 +1085,154 @@ START_TEST(page_answers_at_10000_nodes)
 }
 END_TEST
 
+/* ---- extreme weights ------------------------------------------------------------- */
+
+#define EXTREME_PREFIX "/serve/extreme/"
+#define EXTREME_RDV_PREFIX "/serve/extreme-rdv/"
+
+/* Every number of the JSON text `s` (outside its strings) is short: no
+ * load of 300 digits. */
+static void numbers_short(const char *path, const char *s)
+{
+	for (const char *p = s; *p; p++) {
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++)
+				if (*p == '\\' && p[1])
+					p++;
+			if (!*p)
+				break;
+		} else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+			size_t n = strspn(p, "0123456789+-.eE");
+
+			ck_assert_msg(n <= 24, "%s: a number of %zu characters: %.40s", path, n, p);
+			p += n - 1;
+		}
+	}
+}
+
+/* Every number in `j` is finite: cJSON reads 1e999 as infinite. */
+static void numbers_finite(const char *path, const cJSON *j)
+{
+	const cJSON *c;
+
+	if (cJSON_IsNumber(j))
+		ck_assert_msg(isfinite(j->valuedouble), "%s: %s is not finite", path,
+			      j->string ? j->string : "an element");
+	cJSON_ArrayForEach(c, j)
+		numbers_finite(path, c);
+}
+
+/* GET `path`: 200 and JSON of short, finite numbers, parsed. */
+static cJSON *sane_json(int port, const char *path)
+{
+	cJSON *j;
+
+	ck_assert_int_eq(get_json(port, path, &j), 200);
+	numbers_short(path, hrt_http_body(buf));
+	numbers_finite(path, j);
+	return j;
+}
+
+/* Every JSON answer of the page, and /ring.json, sane; /nodes.json (the
+ * most loaded first, a page of every node here) and /overview.json kept. */
+static void sane_answers(int port, cJSON **nodes, cJSON **overview)
+{
+	static const char *const paths[] = { "/status.json", "/ring.json",
+					     "/nodes.json?sort=share", "/nodes.json?sort=id" };
+
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+		cJSON_Delete(sane_json(port, paths[i]));
+	*overview = sane_json(port, "/overview.json");
+	*nodes = sane_json(port, "/nodes.json");
+}
+
+static const cJSON *row_of(const cJSON *nodes, const char *id)
+{
+	const cJSON *r;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(nodes, "rows"))
+		if (!strcmp(str_of(r, "id"), id))
+			return r;
+	ck_abort_msg("no row of %s", id);
+	return NULL;
+}
+
+/* The overview's most loaded node: its load is its row's share over its
+ * fair share, both there and neither 0; returns the load. */
+static double max_load(const cJSON *nodes, const cJSON *overview)
+{
+	const cJSON *load = cJSON_GetObjectItem(cJSON_GetObjectItem(overview, "ring"), "load");
+	const cJSON *row = row_of(nodes, str_of(load, "max_node"));
+	double share = num_of(row, "share_write"), fair = num_of(row, "fair_write");
+
+	ck_assert_double_gt(share, 0);
+	ck_assert_double_gt(fair, 0);
+	ck_assert_double_eq_tol(num_of(load, "max") / (share / fair), 1, 1e-4);
+	return num_of(load, "max");
+}
+
+/* Records at the ends of the weights they may have, 1e-6 beside 1e6 and
+ * 1e7 (a third of a ring's point limit at one point per unit of weight)
+ * and, on a rendezvous ring, which has no points, beside 1e290: every
+ * answer is JSON of short, finite numbers, and a node of weight 1e-6 has
+ * a fair share (it was 0.000000, and its load a division by it). */
+START_TEST(extreme_weights)
+{
+	static const char *const points[] = { "--vnodes-per-weight", "1", NULL };
+	static const char *const rdv[] = { "--placement", "rendezvous", NULL };
+	static const struct {
+		const char *id, *value;
+	} recs[] = {
+		{ "tiny", "{\"addr\":\"127.0.0.1:11211\",\"weight\":1e-6}" },
+		{ "tiny-warming", "{\"addr\":\"127.0.0.1:11212\",\"weight\":0.000001,"
+				  "\"state\":\"warming\"}" },
+		{ "one", "{\"addr\":\"127.0.0.1:11213\"}" },
+	};
+	const char *url = hrt_etcd_client_url(etcd, 0);
+	const cJSON *tiny;
+	cJSON *nodes, *overview;
+	hrt_serve s;
+	char key[64];
+
+	for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++) {
+		snprintf(key, sizeof key, EXTREME_PREFIX "%s", recs[i].id);
+		ck_assert_int_gt(hrt_put(url, key, recs[i].value), 0);
+		snprintf(key, sizeof key, EXTREME_RDV_PREFIX "%s", recs[i].id);
+		ck_assert_int_gt(hrt_put(url, key, recs[i].value), 0);
+	}
+	ck_assert_int_gt(hrt_put(url, EXTREME_PREFIX "big",
+				 "{\"addr\":\"127.0.0.1:11214\",\"weight\":1e6}"), 0);
+	ck_assert_int_gt(hrt_put(url, EXTREME_PREFIX "huge",
+				 "{\"addr\":\"127.0.0.1:11215\",\"weight\":1e7}"), 0);
+	ck_assert_int_gt(hrt_put(url, EXTREME_RDV_PREFIX "huge",
+				 "{\"addr\":\"127.0.0.1:11215\",\"weight\":1e290}"), 0);
+
+	/* 11,000,003 points: a node of 1e-6 has one, a million times its
+	 * fair share's worth. */
+	start_at(&s, EXTREME_PREFIX, points);
+	sane_answers(s.port, &nodes, &overview);
+	tiny = row_of(nodes, "tiny");
+	ck_assert_double_eq(num_of(tiny, "weight"), 1e-6);
+	ck_assert_double_eq_tol(num_of(tiny, "fair_write") / (1e-6 / (2e-6 + 1 + 1e6 + 1e7)), 1,
+				1e-5);
+	ck_assert_double_gt(max_load(nodes, overview), 1e3);
+	cJSON_Delete(nodes);
+	cJSON_Delete(overview);
+	hrt_serve_stop(&s);
+
+	/* Rendezvous: shares by weight, of 1e-296 beside 1e290. */
+	start_at(&s, EXTREME_RDV_PREFIX, rdv);
+	sane_answers(s.port, &nodes, &overview);
+	tiny = row_of(nodes, "tiny");
+	ck_assert_double_eq_tol(num_of(tiny, "fair_write") / 1e-296, 1, 1e-5);
+	ck_assert_double_eq_tol(max_load(nodes, overview), 1, 1e-3);
+	ck_assert_double_eq(num_of(row_of(nodes, "huge"), "weight"), 1e290);
+	cJSON_Delete(nodes);
+	cJSON_Delete(overview);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
 /* The metrics' options, as `hashring metrics` has them. */
 START_TEST(metrics_options)
 {
@@ -1162,6 +1312,7 @@ int main(void)
 	tcase_add_test(tc, lookup_while_drawing);
 	tcase_add_test(tc, sigterm_while_drawing);
 	tcase_add_test(tc, page_answers_at_10000_nodes);
+	tcase_add_test(tc, extreme_weights);
 	tcase_add_test(tc, metrics_options);
 	suite_add_tcase(s, tc);
 	tcase_add_test(offline, listen_options);

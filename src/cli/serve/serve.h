@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serve.h - `hashring serve`: what the dashboard shows (serve_state.c), the
- * drawings of each ring made on a thread of their own (serve_draw.c), and
- * how it is served over HTTP (serve_http.c), apart from the command itself
- * (cmd_serve.c).
+ * drawings of each ring made on a thread of their own (serve_drawer.c, and
+ * the files of serve_drawing.h), and how it is served over HTTP
+ * (serve_http.c), apart from the command itself (cmd_serve.c).
  */
 #ifndef HR_CLI_SERVE_H
 #define HR_CLI_SERVE_H
@@ -15,7 +15,25 @@
 
 #include "hashring.h"
 
-/* ---- drawings (serve_draw.c) --------------------------------------------- */
+/* ---- numbers (serve_json.c) ----------------------------------------------- */
+
+/* The significant digits serve writes a number with: */
+#define SERVE_DIGITS_EXACT 17 /* the fewest that read back as it: weights */
+#define SERVE_DIGITS_SHARE 6  /* shares of the circle, loads: the page shows 3 */
+#define SERVE_DIGITS_PLACE 7  /* places on the circle: the arcs, the takeover */
+#define SERVE_DIGITS_RATE 9   /* lookups per second, their intervals */
+
+/*
+ * Writes `x` as a JSON number with at most `digits` significant digits
+ * (trailing zeros dropped, an exponent where %g puts one: 1e-06, 1e+290;
+ * more digits only near DBL_MAX, which fewer would round past); with
+ * SERVE_DIGITS_EXACT, the fewest of 15, 16 or 17 that read back as x.
+ * NaN and infinities, which JSON cannot hold, are written as null (and a
+ * caller passes NAN for a rate not measured yet, null too).
+ */
+void serve_json_number(FILE *out, double x, int digits);
+
+/* ---- drawings (serve_drawer.c, serve_nodes.c) ---------------------------- */
 
 /*
  * What is made once per ring, off the HTTP thread: the ring's arcs, the

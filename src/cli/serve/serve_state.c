@@ -16,6 +16,7 @@
 #include "clock.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -257,17 +258,21 @@ static void write_history(FILE *out, struct serve_state *s, uint64_t seq)
 		if (e->seq > seq)
 			continue;
 		fprintf(out, "%s{\"revision\":%" PRIu64 ",\"digest\":\"%016" PRIx64 "\","
-			"\"time_ms\":%" PRId64 ",\"nodes\":%zu,\"moved_write\":%.6f,"
-			"\"moved_read\":%.6f,\"moves\":[",
-			first ? "" : ",", e->revision, e->digest, e->time_ms, e->nodes,
-			e->moved_write, e->moved_read);
+			"\"time_ms\":%" PRId64 ",\"nodes\":%zu,\"moved_write\":",
+			first ? "" : ",", e->revision, e->digest, e->time_ms, e->nodes);
+		serve_json_number(out, e->moved_write, SERVE_DIGITS_SHARE);
+		fputs(",\"moved_read\":", out);
+		serve_json_number(out, e->moved_read, SERVE_DIGITS_SHARE);
+		fputs(",\"moves\":[", out);
 		first = 0;
 		for (size_t i = 0; i < e->nmoves; i++) {
 			fputs(i ? ",{\"from\":" : "{\"from\":", out);
 			json_str(out, e->moves[i].from);
 			fputs(",\"to\":", out);
 			json_str(out, e->moves[i].to);
-			fprintf(out, ",\"share\":%.6f}", e->moves[i].share);
+			fputs(",\"share\":", out);
+			serve_json_number(out, e->moves[i].share, SERVE_DIGITS_SHARE);
+			fputc('}', out);
 		}
 		fputs("]}", out);
 	}
@@ -393,10 +398,9 @@ static void write_lookups(FILE *out, struct serve_state *s, hr_client *client)
 
 	pthread_mutex_lock(&s->rate_lock);
 	rates_update(s, cur, n, hr__now_ms());
-	if (s->interval_s > 0)
-		fprintf(out, "\"lookups\":{\"interval_s\":%.3f,\"nodes\":[", s->interval_s);
-	else
-		fputs("\"lookups\":{\"interval_s\":null,\"nodes\":[", out);
+	fputs("\"lookups\":{\"interval_s\":", out);
+	serve_json_number(out, s->interval_s > 0 ? s->interval_s : NAN, SERVE_DIGITS_RATE);
+	fputs(",\"nodes\":[", out);
 	for (size_t i = 0; i < n; i++) {
 		const struct node_rate *r = NULL;
 
@@ -409,10 +413,11 @@ static void write_lookups(FILE *out, struct serve_state *s, hr_client *client)
 		json_str(out, cur[i].node);
 		fprintf(out, ",\"write\":%" PRIu64 ",\"read\":%" PRIu64 ",", cur[i].write,
 			cur[i].read);
-		if (r)
-			fprintf(out, "\"write_per_s\":%.3f,\"read_per_s\":%.3f}", r->write, r->read);
-		else
-			fputs("\"write_per_s\":null,\"read_per_s\":null}", out);
+		fputs("\"write_per_s\":", out);
+		serve_json_number(out, r ? r->write : NAN, SERVE_DIGITS_RATE);
+		fputs(",\"read_per_s\":", out);
+		serve_json_number(out, r ? r->read : NAN, SERVE_DIGITS_RATE);
+		fputc('}', out);
 	}
 	pthread_mutex_unlock(&s->rate_lock);
 	fputs("]}", out);
@@ -433,9 +438,13 @@ static void write_hot_keys(FILE *out, hr_client *client)
 		fputs(i ? ",{\"key\":" : "{\"key\":", out);
 		cli_json_string(out, (const char *)k->key,
 				k->len < HR_HOT_KEY_MAX ? k->len : HR_HOT_KEY_MAX);
-		fprintf(out, ",\"len\":%zu,\"rate\":%.3f,\"share\":%.6f,\"error\":%.6f,"
-			"\"spread\":%s,\"node\":", k->len, k->rate, k->share, k->error,
-			k->spread ? "true" : "false");
+		fprintf(out, ",\"len\":%zu,\"rate\":", k->len);
+		serve_json_number(out, k->rate, SERVE_DIGITS_RATE);
+		fputs(",\"share\":", out);
+		serve_json_number(out, k->share, SERVE_DIGITS_SHARE);
+		fputs(",\"error\":", out);
+		serve_json_number(out, k->error, SERVE_DIGITS_SHARE);
+		fprintf(out, ",\"spread\":%s,\"node\":", k->spread ? "true" : "false");
 		json_str(out, k->node[0] ? k->node : NULL);
 		fputs(",\"read_node\":", out);
 		json_str(out, k->read_node[0] ? k->read_node : NULL);
@@ -528,11 +537,14 @@ int serve_status_json(struct serve_state *s, hr_client *client, FILE *out)
 	rates_tick(s, client);
 	fprintf(out, "\"lookups\":{\"sample\":%" PRIu64 ",\"nodes\":%zu,\"write\":%" PRIu64
 		",\"read\":%" PRIu64 ",", s->samples, s->nbase, s->total_write, s->total_read);
-	if (s->interval_s > 0)
-		fprintf(out, "\"interval_s\":%.3f,\"write_per_s\":%.3f,\"read_per_s\":%.3f},",
-			s->interval_s, s->total_write_per_s, s->total_read_per_s);
-	else
-		fputs("\"interval_s\":null,\"write_per_s\":null,\"read_per_s\":null},", out);
+	/* No interval yet: no rates, null. */
+	fputs("\"interval_s\":", out);
+	serve_json_number(out, s->interval_s > 0 ? s->interval_s : NAN, SERVE_DIGITS_RATE);
+	fputs(",\"write_per_s\":", out);
+	serve_json_number(out, s->interval_s > 0 ? s->total_write_per_s : NAN, SERVE_DIGITS_RATE);
+	fputs(",\"read_per_s\":", out);
+	serve_json_number(out, s->interval_s > 0 ? s->total_read_per_s : NAN, SERVE_DIGITS_RATE);
+	fputs("},", out);
 	pthread_mutex_unlock(&s->rate_lock);
 	write_hot_keys(out, client);
 	fputs("}\n", out);
