@@ -918,24 +918,217 @@ START_TEST(lookup_while_drawing)
 }
 END_TEST
 
+/* Every family `hashring serve`'s /metrics has with the defaults. */
+static const char *const families[] = {
+	"hashring_build_info", "hashring_ring_revision", "hashring_ring_info",
+	"hashring_confirmed_revision", "hashring_unconfirmed_seconds",
+	"hashring_rings_published_total", "hashring_resyncs_total",
+	"hashring_reconnects_total", "hashring_watcher_clients",
+	"hashring_etcd_endpoint_info", "hashring_ring_nodes", "hashring_ring_points",
+	"hashring_node_info", "hashring_node_state", "hashring_node_weight",
+	"hashring_node_points", "hashring_node_share_ratio", "hashring_node_lookups_total",
+	"hashring_hot_key_lookups_per_second", "hashring_hot_key_share_ratio",
+};
+#define FAMILIES (sizeof families / sizeof families[0])
+
+/*
+ * `text` (NUL-terminated) is an exposition that holds every family above:
+ * each one's HELP and TYPE once, its samples right after them and nowhere
+ * else (families in any order), comment lines aside.  Returns "" or what
+ * is wrong, in `why`.
+ */
+static const char *exposition_bad(const char *text, char *why, size_t size)
+{
+	int seen[FAMILIES] = { 0 };
+	char current[128] = "";
+	size_t k;
+
+	why[0] = '\0';
+	for (const char *line = text; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char name[128];
+		size_t n;
+
+		if (!end) {
+			snprintf(why, size, "no newline after \"%.60s\"", line);
+			return why;
+		}
+		if (!strncmp(line, "# TYPE ", 7) || !strncmp(line, "# HELP ", 7)) {
+			n = strcspn(line + 7, " \n");
+			snprintf(name, sizeof name, "%.*s", (int)n, line + 7);
+			if (strcmp(name, current)) {
+				for (k = 0; k < FAMILIES && strcmp(families[k], name); k++)
+					;
+				if (k == FAMILIES) {
+					snprintf(why, size, "unknown family %s", name);
+					return why;
+				}
+				if (seen[k]++) {
+					snprintf(why, size, "family %s twice", name);
+					return why;
+				}
+				snprintf(current, sizeof current, "%s", name);
+			}
+		} else if (line[0] != '#') {
+			n = strcspn(line, "{ \n");
+			if (n != strlen(current) || strncmp(line, current, n)) {
+				snprintf(why, size, "sample \"%.60s\" outside family %s", line,
+					 current);
+				return why;
+			}
+		}
+		line += len + 1;
+	}
+	for (k = 0; k < FAMILIES; k++)
+		if (!seen[k]) {
+			snprintf(why, size, "no family %s", families[k]);
+			return why;
+		}
+	return why;
+}
+
+/* The body of the answer on `fd` (read to its end into big), which must
+ * be a 200. */
+static const char *answer_of(int fd, char *big, const char *path)
+{
+	hrt_http_read_all(fd, big, BIG_ANSWER_MAX);
+	close(fd);
+	ck_assert_msg(!strncmp(big, "HTTP/1.1 200", 12), "%s: %.200s", path, big);
+	return hrt_http_body(big);
+}
+
+#define SLOW_AT_ONCE 8
+
+/* Whether every one of `n` sockets has something to read. */
+static int all_readable(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) != 1)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * /metrics and /ring.json of 10,000 nodes, several at once, used to be
+ * made one after the other on the server's only HTTP thread: a /lookup
+ * meanwhile waited until they all were made.  Now they are made
+ * elsewhere, and /lookup is answered again and again before the last of
+ * them begins to arrive (an order, not a speed).  What they answer is
+ * whole: /ring.json parses, /metrics is a valid exposition with every
+ * family (the ring's part made once per ring, the client's per scrape)
+ * and, once the ring changes, the node families of the new ring.
+ */
+START_TEST(slow_answers_beside_lookups)
+{
+	char *big = malloc(BIG_ANSWER_MAX), why[256];
+	int64_t deadline;
+	hrt_serve s;
+
+	ck_assert_ptr_nonnull(big);
+	big_extras_del("beside", 1);
+	start_big(&s);
+	/* The ring's part of /metrics comes a moment after the ring. */
+	deadline = hrt_now_ms() + 60000;
+	for (;;) {
+		ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", big,
+						  BIG_ANSWER_MAX), 200);
+		if (strstr(big, "\nhashring_node_share_ratio{"))
+			break;
+		ck_assert_msg(hrt_now_ms() < deadline, "no node families in /metrics: %.300s",
+			      hrt_http_body(big));
+		hrt_sleep_ms(100);
+	}
+	ck_assert_str_eq(exposition_bad(hrt_http_body(big), why, sizeof why), "");
+	for (int round = 0; round < 2; round++) {
+		int slow[2 * SLOW_AT_ONCE], before_last = 0;
+
+		for (int i = 0; i < SLOW_AT_ONCE; i++) {
+			slow[2 * i] = send_get(s.port, "/metrics");
+			slow[2 * i + 1] = send_get(s.port, "/ring.json");
+		}
+		hrt_sleep_ms(20); /* on their way */
+		for (int i = 0; i < 200 && !all_readable(slow, 2 * SLOW_AT_ONCE); i++) {
+			int64_t t0 = hrt_now_ms(), ms;
+			int st = hrt_http_request(s.port, "GET", "/lookup?key=beside", buf,
+						  ANSWER_MAX);
+
+			ms = hrt_now_ms() - t0;
+			ck_assert_int_eq(st, 200);
+			/* Generous for a loaded machine. */
+			ck_assert_msg(ms < 1000, "/lookup took %lld ms beside %d /metrics and"
+				      " %d /ring.json", (long long)ms, SLOW_AT_ONCE, SLOW_AT_ONCE);
+			before_last += !all_readable(slow, 2 * SLOW_AT_ONCE);
+		}
+		ck_assert_msg(before_last >= 3, "%d /lookup answered before the last of %d"
+			      " /metrics and /ring.json began", before_last, 2 * SLOW_AT_ONCE);
+		for (int i = 0; i < SLOW_AT_ONCE; i++) {
+			int *metrics = &slow[2 * i], *ring = &slow[2 * i + 1];
+			const char *body = answer_of(*metrics, big, "/metrics");
+			cJSON *j;
+
+			ck_assert_msg(!exposition_bad(body, why, sizeof why)[0], "/metrics: %s", why);
+			ck_assert_ptr_nonnull(strstr(body, "\nhashring_node_lookups_total{"
+						     "node=\"node-"));
+			body = answer_of(*ring, big, "/ring.json");
+			j = cJSON_Parse(body);
+			ck_assert_ptr_nonnull(j);
+			ck_assert_int_ge(cJSON_GetArraySize(cJSON_GetObjectItem(
+						 cJSON_GetObjectItem(j, "ring"), "nodes")), BIG_NODES);
+			cJSON_Delete(j);
+		}
+		/* The next ring: its node families come in their turn. */
+		if (round == 0) {
+			big_change(s.port, "beside", 0);
+			deadline = hrt_now_ms() + 60000;
+			for (;;) {
+				ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", big,
+								  BIG_ANSWER_MAX), 200);
+				if (strstr(big, "\nhashring_node_info{node=\"beside-0\""))
+					break;
+				ck_assert_msg(hrt_now_ms() < deadline,
+					      "no beside-0 in /metrics' node families");
+				hrt_sleep_ms(100);
+			}
+			ck_assert_str_eq(exposition_bad(hrt_http_body(big), why, sizeof why), "");
+		}
+	}
+	hrt_serve_stop(&s);
+	big_extras_del("beside", 1);
+	free(big);
+}
+END_TEST
+
 /* SIGTERM while a ring of 10,000 nodes is drawn (its first /ring.json
- * asked for): a clean exit, at once rather than once the drawing is
- * done. */
+ * asked for), its metrics made, and /metrics and /ring.json answers made
+ * or waiting for their turn: a clean exit, at once rather than once the
+ * work is done. */
 START_TEST(sigterm_while_drawing)
 {
 	hrt_serve s;
 	int64_t t0, took;
-	int fd;
+	int fd, slow[8];
 
 	big_extras_del("sigterm", 1);
 	start_big(&s);
 	big_change(s.port, "sigterm", 0);
 	fd = send_get(s.port, "/ring.json");
+	/* And answers being made, and waiting their turn, on their
+	 * suspended connections. */
+	for (int i = 0; i < 4; i++) {
+		slow[2 * i] = send_get(s.port, "/metrics");
+		slow[2 * i + 1] = send_get(s.port, i % 2 ? "/ring.json" : "/status.json");
+	}
 	hrt_sleep_ms(100);
 	t0 = hrt_now_ms();
 	hrt_serve_stop(&s); /* exit status 0, nothing on stderr but log lines */
 	took = hrt_now_ms() - t0;
 	close(fd);
+	for (int i = 0; i < 8; i++)
+		close(slow[i]);
 	/* Generous for a loaded machine: it took as long as the drawing. */
 	ck_assert_msg(took < 2000, "serve took %lld ms to exit after SIGTERM", (long long)took);
 	big_extras_del("sigterm", 1);
@@ -1160,6 +1353,7 @@ int main(void)
 	tcase_add_test(tc, trickling_client);
 	tcase_add_test(tc, etcd_down_at_start);
 	tcase_add_test(tc, lookup_while_drawing);
+	tcase_add_test(tc, slow_answers_beside_lookups);
 	tcase_add_test(tc, sigterm_while_drawing);
 	tcase_add_test(tc, page_answers_at_10000_nodes);
 	tcase_add_test(tc, metrics_options);
