@@ -18,6 +18,8 @@
 #include "serve_http.h"
 
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +351,174 @@ START_TEST(malformed_requests)
 			ck_assert_msg(st > 0, "request %zu got no answer", i);
 		still_serves(s.port);
 	}
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* `req` (NUL bytes and all, `len` of them) on a connection of its own:
+ * its status, the answer in buf. */
+static int raw(int port, const char *req, size_t len)
+{
+	return hrt_http_raw(port, req, len, buf, ANSWER_MAX);
+}
+
+/* `fmt` with each %d the port, Connection: close added before the blank
+ * line ending it; `nul_at` (or -1): a byte of the request line made NUL. */
+static int request_line(int port, const char *fmt, int nul_at)
+{
+	char req[512];
+	int len = snprintf(req, sizeof req, fmt, port, port, port);
+
+	ck_assert_int_lt(len, (int)sizeof req);
+	if (nul_at >= 0)
+		req[nul_at] = '\0';
+	return raw(port, req, (size_t)len);
+}
+
+/*
+ * The request target in the absolute form (RFC 9112 3.2.2), which a
+ * server must accept: served as its path, its authority standing for the
+ * Host header in the loopback check (a good Host does not save a bad
+ * authority, nor a bad Host a good one).  A NUL byte in the target is a
+ * 400, not the target up to it.  A loopback name without a port means
+ * port 80: not ours.
+ */
+START_TEST(request_targets)
+{
+	static const struct { const char *req; int status; const char *body; } cases[] = {
+		{ "GET http://127.0.0.1:%d/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"lookups\":" },
+		{ "GET HTTP://localhost:%d/lookup?key=a HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"key\":\"a\"" },
+		{ "GET http://127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "<svg id=\"ring\"" },
+		{ "GET http://[::1]:%d/nodes.json?state=warming HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"cache-c\"" },
+		/* The authority replaces the Host, both ways. */
+		{ "GET http://127.0.0.1:%d/status.json HTTP/1.1\r\nHost: rebound.example\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"lookups\":" },
+		{ "GET http://rebound.example:%d/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 403, "not a loopback name" },
+		{ "GET http://127.0.0.1:%d@rebound.example/ HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET http:///status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET https://127.0.0.1:%d/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET http://127.0.0.1:%d/etc/passwd HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 404, "not found" },
+		/* Without a port: port 80, not ours. */
+		{ "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET /status.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET /status.json HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1:80\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET http://127.0.0.1/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 403, "not a loopback name" },
+	};
+	/* Each request line with a NUL at the marked byte ('@'). */
+	static const char *const nul_lines[] = {
+		"GET /status.json@x HTTP/1.1",
+		"GET /status.json@ HTTP/1.1",
+		"GET /@status.json HTTP/1.1",
+		"GET @/status.json HTTP/1.1",
+		"GET /lookup?key=a@b HTTP/1.1",
+		"GET /lookup?key=@ HTTP/1.1",
+		"GET http://127.0.0.1:%d/status.json@ HTTP/1.1",
+		"GET /status.json@HTTP/1.1 HTTP/1.1",
+		"HEAD /ring.json@.bak HTTP/1.1",
+	};
+	hrt_serve s;
+
+	three_nodes();
+	start(&s, NULL);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int st = request_line(s.port, cases[i].req, -1);
+
+		ck_assert_msg(st == cases[i].status, "request %zu got %d, not %d: %.300s", i, st,
+			      cases[i].status, buf);
+		ck_assert_msg(strstr(buf, cases[i].body), "request %zu: no %s in %.300s", i,
+			      cases[i].body, buf);
+	}
+	for (size_t i = 0; i < sizeof nul_lines / sizeof nul_lines[0]; i++) {
+		char fmt[384], line[256];
+		int st, at;
+
+		snprintf(line, sizeof line, nul_lines[i], s.port);
+		at = (int)(strchr(line, '@') - line);
+		snprintf(fmt, sizeof fmt, "%s\r\nHost: 127.0.0.1:%%d\r\nConnection: close\r\n\r\n",
+			 line);
+		/* The port is in the Host: the line has none left to fill. */
+		st = request_line(s.port, fmt, at);
+		ck_assert_msg(st == 400, "%s (@ a NUL) got %d: %.300s", nul_lines[i], st, buf);
+		ck_assert_msg(!strncmp(line, "HEAD", 4) || strstr(buf, "NUL"), "%s: %.300s",
+			      nul_lines[i], buf);
+	}
+	/* The same without the NUL: served. */
+	ck_assert_int_eq(request_line(s.port, "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+				      "Connection: close\r\n\r\n", -1), 200);
+	/* A NUL %-encoded in the path, which libmicrohttpd decodes into one,
+	 * too; in a query's value it is a byte of the key. */
+	ck_assert_int_eq(request_line(s.port, "GET /status.json%%00 HTTP/1.1\r\n"
+				      "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", -1), 400);
+	ck_assert_int_eq(request_line(s.port, "GET /status.json%%00.x HTTP/1.1\r\n"
+				      "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", -1), 400);
+	ck_assert_int_eq(request_line(s.port, "GET /lookup?key=a%%00b HTTP/1.1\r\n"
+				      "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", -1), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "\"key\":\"a\\u0000b\""));
+	still_serves(s.port);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Whether 127.0.0.1:80 can be listened on here (root, and free). */
+static int port_80_free(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(80) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* On port 80, the scheme's default, a loopback name without a port names
+ * the server: served; a name that is not loopback still is not. */
+START_TEST(host_without_port_on_port_80)
+{
+	static const char *const listen80[] = { "--listen", "127.0.0.1:80", NULL };
+	static const struct { const char *host; int status; } hosts[] = {
+		{ "127.0.0.1", 200 }, { "localhost", 200 }, { "LocalHost", 200 },
+		{ "[::1]", 200 }, { "127.0.0.1:80", 200 }, { "127.1.2.3", 200 },
+		{ "rebound.example", 403 }, { "127.0.0.1:8080", 403 }, { "10.0.0.1", 403 },
+	};
+	char req[256];
+	hrt_serve s;
+
+	if (!port_80_free()) {
+		fprintf(stderr, "host_without_port_on_port_80: 127.0.0.1:80 is taken or not"
+			" allowed here; skipped\n");
+		return;
+	}
+	three_nodes();
+	start(&s, listen80);
+	ck_assert_int_eq(s.port, 80);
+	for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+		int len = snprintf(req, sizeof req, "GET /status.json HTTP/1.1\r\nHost: %s\r\n"
+				   "Connection: close\r\n\r\n", hosts[i].host);
+
+		ck_assert_msg(raw(s.port, req, (size_t)len) == hosts[i].status,
+			      "Host: %s on port 80: %.200s", hosts[i].host, buf);
+	}
+	ck_assert_int_eq(request_line(s.port, "GET http://localhost/status.json HTTP/1.1\r\n"
+				      "Host: 127.0.0.1\r\nConnection: close\r\n\r\n", -1), 200);
 	hrt_serve_stop(&s);
 }
 END_TEST
@@ -1347,6 +1517,8 @@ int main(void)
 	tcase_add_test(tc, lookup_path);
 	tcase_add_test(tc, oversized_requests);
 	tcase_add_test(tc, malformed_requests);
+	tcase_add_test(tc, request_targets);
+	tcase_add_test(tc, host_without_port_on_port_80);
 	tcase_add_test(tc, slow_clients);
 	tcase_add_test(tc, connection_limit);
 	tcase_add_test(tc, port_in_use);

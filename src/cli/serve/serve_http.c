@@ -96,6 +96,7 @@ typedef unsigned (*make_fn)(struct req *r, FILE *f);
 struct req {
 	struct serve_http *h;
 	uintptr_t target_end; /* where the target the URI log saw ends */
+	int encoded_nul;      /* "%00" in the target's path */
 	int seen;             /* the handler's first call came */
 	/* An answer made on a lane: handed over (made 1), then made (2) by
 	 * the lane, which touches nothing of it after that. */
@@ -119,8 +120,17 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 
 	(void)c;
 	if (r) {
+		size_t path_len = strcspn(uri, "?");
+
 		r->h = cls;
 		r->target_end = (uintptr_t)(uri + strlen(uri));
+		/* libmicrohttpd decodes it into a NUL, which would cut the
+		 * path as a raw one does (in a query value it is a byte of
+		 * the value: a key may hold any). */
+		for (const char *p = uri; (p = strchr(p, '%')) && (size_t)(p - uri) + 2 < path_len;
+		     p++)
+			if (p[1] == '0' && p[2] == '0')
+				r->encoded_nul = 1;
 	}
 	return r; /* NULL: the handler answers 500 */
 }
@@ -736,7 +746,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		conn_waits(h, c, 0);
 		/* libmicrohttpd would serve the target up to the NUL, which
 		 * is not what the client asked for. */
-		if (target_has_nul(h, r, version))
+		if (r->encoded_nul || target_has_nul(h, r, version))
 			return send_text(c, MHD_HTTP_BAD_REQUEST,
 					 "a NUL byte in the request target\n");
 		/* Other methods are answered at the first call, before any
