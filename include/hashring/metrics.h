@@ -104,6 +104,15 @@ typedef struct hr_metrics_label {
 /* Leaves the hot-key families out (hr_client_metrics_write): their read
  * merges the threads' sketches (hr_client_hot_keys). */
 #define HR_METRICS_OMIT_HOT_KEYS 0x4u
+/* (2.0) Leaves out what hr_ring_metrics_write() writes of a ring
+ * (hashring_build_info, the hashring_ring_* families and, unless
+ * HR_METRICS_OMIT_NODES, the hashring_node_* families):
+ * hr_client_metrics_write() then writes the client's families alone.  A
+ * server can so write a ring's part, O(points), once per ring with
+ * hr_ring_metrics_write() and the client's per scrape with this flag:
+ * the two, one after the other, are one valid exposition with each
+ * family once.  hr_ring_metrics_write() with it writes nothing. */
+#define HR_METRICS_OMIT_RING 0x8u
 
 /*
  * How the metrics are written.  A NULL `const hr_metrics_options *` means

@@ -147,7 +147,7 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 		 unsigned long request_timeout_s, unsigned long history,
 		 const hr_metrics_options *metrics)
 {
-	struct serve_state *state = serve_state_new(history);
+	struct serve_state *state = serve_state_new(history, metrics);
 	struct serve_http_options hopts = { 0 };
 	struct serve_http *http = NULL;
 	hr_client_config cfg;
@@ -181,7 +181,6 @@ static int serve(struct cli_etcd *conn, const struct listen_addr *l,
 	hopts.timeout_s = (unsigned)timeout_s;
 	hopts.request_timeout_s = (unsigned)request_timeout_s;
 	hopts.memory_limit = MEMORY_LIMIT;
-	hopts.metrics = metrics;
 	http = serve_http_start(&hopts, state, client, CMD);
 	if (!http) {
 		rc = CLI_EXIT_ERROR;

@@ -273,7 +273,8 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 	if (rc)
 		return rc;
 	/* A failure here ends the exposition before its first byte. */
-	e.rc = snapshot_take(&s, ring, opts.omit, err);
+	e.rc = snapshot_take(&s, ring, opts.omit | (opts.omit & HR_METRICS_OMIT_RING ?
+						   HR_METRICS_OMIT_NODES : 0), err);
 	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
 		e.rc = lookups_take(&s, client, err);
 	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_HOT_KEYS)) {
@@ -285,12 +286,17 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 			s.nhot = (size_t)k;
 	}
 	if (!e.rc) {
-		build_family(&e);
-		ring_families(&e, &s);
+		int ring_part = !(opts.omit & HR_METRICS_OMIT_RING);
+
+		if (ring_part) {
+			build_family(&e);
+			ring_families(&e, &s);
+		}
 		if (status)
 			client_families(&e, status);
-		count_families(&e, &s);
-		if (!(opts.omit & HR_METRICS_OMIT_NODES))
+		if (ring_part)
+			count_families(&e, &s);
+		if (ring_part && !(opts.omit & HR_METRICS_OMIT_NODES))
 			node_families(&e, &s);
 		if (client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
 			lookup_family(&e, &s);

@@ -21,7 +21,7 @@ void hr_metrics_options_init_size(hr_metrics_options *opts, size_t size)
 
 /* The omit flags this release knows. */
 #define KNOWN_OMIT ((uint64_t)(HR_METRICS_OMIT_NODES | HR_METRICS_OMIT_LOOKUPS | \
-				 HR_METRICS_OMIT_HOT_KEYS))
+				 HR_METRICS_OMIT_HOT_KEYS | HR_METRICS_OMIT_RING))
 
 
 int hr__metrics_options_read(const hr_metrics_options *in, hr_metrics_options *out,

@@ -19,7 +19,9 @@
 #include "serve_http.h"
 
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +353,174 @@ START_TEST(malformed_requests)
 			ck_assert_msg(st > 0, "request %zu got no answer", i);
 		still_serves(s.port);
 	}
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* `req` (NUL bytes and all, `len` of them) on a connection of its own:
+ * its status, the answer in buf. */
+static int raw(int port, const char *req, size_t len)
+{
+	return hrt_http_raw(port, req, len, buf, ANSWER_MAX);
+}
+
+/* `fmt` with each %d the port, Connection: close added before the blank
+ * line ending it; `nul_at` (or -1): a byte of the request line made NUL. */
+static int request_line(int port, const char *fmt, int nul_at)
+{
+	char req[512];
+	int len = snprintf(req, sizeof req, fmt, port, port, port);
+
+	ck_assert_int_lt(len, (int)sizeof req);
+	if (nul_at >= 0)
+		req[nul_at] = '\0';
+	return raw(port, req, (size_t)len);
+}
+
+/*
+ * The request target in the absolute form (RFC 9112 3.2.2), which a
+ * server must accept: served as its path, its authority standing for the
+ * Host header in the loopback check (a good Host does not save a bad
+ * authority, nor a bad Host a good one).  A NUL byte in the target is a
+ * 400, not the target up to it.  A loopback name without a port means
+ * port 80: not ours.
+ */
+START_TEST(request_targets)
+{
+	static const struct { const char *req; int status; const char *body; } cases[] = {
+		{ "GET http://127.0.0.1:%d/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"lookups\":" },
+		{ "GET HTTP://localhost:%d/lookup?key=a HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"key\":\"a\"" },
+		{ "GET http://127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "<svg id=\"ring\"" },
+		{ "GET http://[::1]:%d/nodes.json?state=warming HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"cache-c\"" },
+		/* The authority replaces the Host, both ways. */
+		{ "GET http://127.0.0.1:%d/status.json HTTP/1.1\r\nHost: rebound.example\r\n"
+		  "Connection: close\r\n\r\n", 200, "\"lookups\":" },
+		{ "GET http://rebound.example:%d/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 403, "not a loopback name" },
+		{ "GET http://127.0.0.1:%d@rebound.example/ HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET http:///status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET https://127.0.0.1:%d/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 400, "http://HOST:PORT/PATH" },
+		{ "GET http://127.0.0.1:%d/etc/passwd HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 404, "not found" },
+		/* Without a port: port 80, not ours. */
+		{ "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET /status.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET /status.json HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1:80\r\nConnection: close\r\n\r\n",
+		  403, "not a loopback name" },
+		{ "GET http://127.0.0.1/status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		  "Connection: close\r\n\r\n", 403, "not a loopback name" },
+	};
+	/* Each request line with a NUL at the marked byte ('@'). */
+	static const char *const nul_lines[] = {
+		"GET /status.json@x HTTP/1.1",
+		"GET /status.json@ HTTP/1.1",
+		"GET /@status.json HTTP/1.1",
+		"GET @/status.json HTTP/1.1",
+		"GET /lookup?key=a@b HTTP/1.1",
+		"GET /lookup?key=@ HTTP/1.1",
+		"GET http://127.0.0.1:%d/status.json@ HTTP/1.1",
+		"GET /status.json@HTTP/1.1 HTTP/1.1",
+		"HEAD /ring.json@.bak HTTP/1.1",
+	};
+	hrt_serve s;
+
+	three_nodes();
+	start(&s, NULL);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int st = request_line(s.port, cases[i].req, -1);
+
+		ck_assert_msg(st == cases[i].status, "request %zu got %d, not %d: %.300s", i, st,
+			      cases[i].status, buf);
+		ck_assert_msg(strstr(buf, cases[i].body), "request %zu: no %s in %.300s", i,
+			      cases[i].body, buf);
+	}
+	for (size_t i = 0; i < sizeof nul_lines / sizeof nul_lines[0]; i++) {
+		char fmt[384], line[256];
+		int st, at;
+
+		snprintf(line, sizeof line, nul_lines[i], s.port);
+		at = (int)(strchr(line, '@') - line);
+		snprintf(fmt, sizeof fmt, "%s\r\nHost: 127.0.0.1:%%d\r\nConnection: close\r\n\r\n",
+			 line);
+		/* The port is in the Host: the line has none left to fill. */
+		st = request_line(s.port, fmt, at);
+		ck_assert_msg(st == 400, "%s (@ a NUL) got %d: %.300s", nul_lines[i], st, buf);
+		ck_assert_msg(!strncmp(line, "HEAD", 4) || strstr(buf, "NUL"), "%s: %.300s",
+			      nul_lines[i], buf);
+	}
+	/* The same without the NUL: served. */
+	ck_assert_int_eq(request_line(s.port, "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+				      "Connection: close\r\n\r\n", -1), 200);
+	/* A NUL %-encoded in the path, which libmicrohttpd decodes into one,
+	 * too; in a query's value it is a byte of the key. */
+	ck_assert_int_eq(request_line(s.port, "GET /status.json%%00 HTTP/1.1\r\n"
+				      "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", -1), 400);
+	ck_assert_int_eq(request_line(s.port, "GET /status.json%%00.x HTTP/1.1\r\n"
+				      "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", -1), 400);
+	ck_assert_int_eq(request_line(s.port, "GET /lookup?key=a%%00b HTTP/1.1\r\n"
+				      "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", -1), 200);
+	ck_assert_ptr_nonnull(strstr(buf, "\"key\":\"a\\u0000b\""));
+	still_serves(s.port);
+	hrt_serve_stop(&s);
+}
+END_TEST
+
+/* Whether 127.0.0.1:80 can be listened on here (root, and free). */
+static int port_80_free(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(80) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* On port 80, the scheme's default, a loopback name without a port names
+ * the server: served; a name that is not loopback still is not. */
+START_TEST(host_without_port_on_port_80)
+{
+	static const char *const listen80[] = { "--listen", "127.0.0.1:80", NULL };
+	static const struct { const char *host; int status; } hosts[] = {
+		{ "127.0.0.1", 200 }, { "localhost", 200 }, { "LocalHost", 200 },
+		{ "[::1]", 200 }, { "127.0.0.1:80", 200 }, { "127.1.2.3", 200 },
+		{ "rebound.example", 403 }, { "127.0.0.1:8080", 403 }, { "10.0.0.1", 403 },
+	};
+	char req[256];
+	hrt_serve s;
+
+	if (!port_80_free()) {
+		fprintf(stderr, "host_without_port_on_port_80: 127.0.0.1:80 is taken or not"
+			" allowed here; skipped\n");
+		return;
+	}
+	three_nodes();
+	start(&s, listen80);
+	ck_assert_int_eq(s.port, 80);
+	for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+		int len = snprintf(req, sizeof req, "GET /status.json HTTP/1.1\r\nHost: %s\r\n"
+				   "Connection: close\r\n\r\n", hosts[i].host);
+
+		ck_assert_msg(raw(s.port, req, (size_t)len) == hosts[i].status,
+			      "Host: %s on port 80: %.200s", hosts[i].host, buf);
+	}
+	ck_assert_int_eq(request_line(s.port, "GET http://localhost/status.json HTTP/1.1\r\n"
+				      "Host: 127.0.0.1\r\nConnection: close\r\n\r\n", -1), 200);
 	hrt_serve_stop(&s);
 }
 END_TEST
@@ -920,24 +1090,217 @@ START_TEST(lookup_while_drawing)
 }
 END_TEST
 
+/* Every family `hashring serve`'s /metrics has with the defaults. */
+static const char *const families[] = {
+	"hashring_build_info", "hashring_ring_revision", "hashring_ring_info",
+	"hashring_confirmed_revision", "hashring_unconfirmed_seconds",
+	"hashring_rings_published_total", "hashring_resyncs_total",
+	"hashring_reconnects_total", "hashring_watcher_clients",
+	"hashring_etcd_endpoint_info", "hashring_ring_nodes", "hashring_ring_points",
+	"hashring_node_info", "hashring_node_state", "hashring_node_weight",
+	"hashring_node_points", "hashring_node_share_ratio", "hashring_node_lookups_total",
+	"hashring_hot_key_lookups_per_second", "hashring_hot_key_share_ratio",
+};
+#define FAMILIES (sizeof families / sizeof families[0])
+
+/*
+ * `text` (NUL-terminated) is an exposition that holds every family above:
+ * each one's HELP and TYPE once, its samples right after them and nowhere
+ * else (families in any order), comment lines aside.  Returns "" or what
+ * is wrong, in `why`.
+ */
+static const char *exposition_bad(const char *text, char *why, size_t size)
+{
+	int seen[FAMILIES] = { 0 };
+	char current[128] = "";
+	size_t k;
+
+	why[0] = '\0';
+	for (const char *line = text; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char name[128];
+		size_t n;
+
+		if (!end) {
+			snprintf(why, size, "no newline after \"%.60s\"", line);
+			return why;
+		}
+		if (!strncmp(line, "# TYPE ", 7) || !strncmp(line, "# HELP ", 7)) {
+			n = strcspn(line + 7, " \n");
+			snprintf(name, sizeof name, "%.*s", (int)n, line + 7);
+			if (strcmp(name, current)) {
+				for (k = 0; k < FAMILIES && strcmp(families[k], name); k++)
+					;
+				if (k == FAMILIES) {
+					snprintf(why, size, "unknown family %s", name);
+					return why;
+				}
+				if (seen[k]++) {
+					snprintf(why, size, "family %s twice", name);
+					return why;
+				}
+				snprintf(current, sizeof current, "%s", name);
+			}
+		} else if (line[0] != '#') {
+			n = strcspn(line, "{ \n");
+			if (n != strlen(current) || strncmp(line, current, n)) {
+				snprintf(why, size, "sample \"%.60s\" outside family %s", line,
+					 current);
+				return why;
+			}
+		}
+		line += len + 1;
+	}
+	for (k = 0; k < FAMILIES; k++)
+		if (!seen[k]) {
+			snprintf(why, size, "no family %s", families[k]);
+			return why;
+		}
+	return why;
+}
+
+/* The body of the answer on `fd` (read to its end into big), which must
+ * be a 200. */
+static const char *answer_of(int fd, char *big, const char *path)
+{
+	hrt_http_read_all(fd, big, BIG_ANSWER_MAX);
+	close(fd);
+	ck_assert_msg(!strncmp(big, "HTTP/1.1 200", 12), "%s: %.200s", path, big);
+	return hrt_http_body(big);
+}
+
+#define SLOW_AT_ONCE 8
+
+/* Whether every one of `n` sockets has something to read. */
+static int all_readable(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) != 1)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * /metrics and /ring.json of 10,000 nodes, several at once, used to be
+ * made one after the other on the server's only HTTP thread: a /lookup
+ * meanwhile waited until they all were made.  Now they are made
+ * elsewhere, and /lookup is answered again and again before the last of
+ * them begins to arrive (an order, not a speed).  What they answer is
+ * whole: /ring.json parses, /metrics is a valid exposition with every
+ * family (the ring's part made once per ring, the client's per scrape)
+ * and, once the ring changes, the node families of the new ring.
+ */
+START_TEST(slow_answers_beside_lookups)
+{
+	char *big = malloc(BIG_ANSWER_MAX), why[256];
+	int64_t deadline;
+	hrt_serve s;
+
+	ck_assert_ptr_nonnull(big);
+	big_extras_del("beside", 1);
+	start_big(&s);
+	/* The ring's part of /metrics comes a moment after the ring. */
+	deadline = hrt_now_ms() + 60000;
+	for (;;) {
+		ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", big,
+						  BIG_ANSWER_MAX), 200);
+		if (strstr(big, "\nhashring_node_share_ratio{"))
+			break;
+		ck_assert_msg(hrt_now_ms() < deadline, "no node families in /metrics: %.300s",
+			      hrt_http_body(big));
+		hrt_sleep_ms(100);
+	}
+	ck_assert_str_eq(exposition_bad(hrt_http_body(big), why, sizeof why), "");
+	for (int round = 0; round < 2; round++) {
+		int slow[2 * SLOW_AT_ONCE], before_last = 0;
+
+		for (int i = 0; i < SLOW_AT_ONCE; i++) {
+			slow[2 * i] = send_get(s.port, "/metrics");
+			slow[2 * i + 1] = send_get(s.port, "/ring.json");
+		}
+		hrt_sleep_ms(20); /* on their way */
+		for (int i = 0; i < 200 && !all_readable(slow, 2 * SLOW_AT_ONCE); i++) {
+			int64_t t0 = hrt_now_ms(), ms;
+			int st = hrt_http_request(s.port, "GET", "/lookup?key=beside", buf,
+						  ANSWER_MAX);
+
+			ms = hrt_now_ms() - t0;
+			ck_assert_int_eq(st, 200);
+			/* Generous for a loaded machine. */
+			ck_assert_msg(ms < 1000, "/lookup took %lld ms beside %d /metrics and"
+				      " %d /ring.json", (long long)ms, SLOW_AT_ONCE, SLOW_AT_ONCE);
+			before_last += !all_readable(slow, 2 * SLOW_AT_ONCE);
+		}
+		ck_assert_msg(before_last >= 3, "%d /lookup answered before the last of %d"
+			      " /metrics and /ring.json began", before_last, 2 * SLOW_AT_ONCE);
+		for (int i = 0; i < SLOW_AT_ONCE; i++) {
+			int *metrics = &slow[2 * i], *ring = &slow[2 * i + 1];
+			const char *body = answer_of(*metrics, big, "/metrics");
+			cJSON *j;
+
+			ck_assert_msg(!exposition_bad(body, why, sizeof why)[0], "/metrics: %s", why);
+			ck_assert_ptr_nonnull(strstr(body, "\nhashring_node_lookups_total{"
+						     "node=\"node-"));
+			body = answer_of(*ring, big, "/ring.json");
+			j = cJSON_Parse(body);
+			ck_assert_ptr_nonnull(j);
+			ck_assert_int_ge(cJSON_GetArraySize(cJSON_GetObjectItem(
+						 cJSON_GetObjectItem(j, "ring"), "nodes")), BIG_NODES);
+			cJSON_Delete(j);
+		}
+		/* The next ring: its node families come in their turn. */
+		if (round == 0) {
+			big_change(s.port, "beside", 0);
+			deadline = hrt_now_ms() + 60000;
+			for (;;) {
+				ck_assert_int_eq(hrt_http_request(s.port, "GET", "/metrics", big,
+								  BIG_ANSWER_MAX), 200);
+				if (strstr(big, "\nhashring_node_info{node=\"beside-0\""))
+					break;
+				ck_assert_msg(hrt_now_ms() < deadline,
+					      "no beside-0 in /metrics' node families");
+				hrt_sleep_ms(100);
+			}
+			ck_assert_str_eq(exposition_bad(hrt_http_body(big), why, sizeof why), "");
+		}
+	}
+	hrt_serve_stop(&s);
+	big_extras_del("beside", 1);
+	free(big);
+}
+END_TEST
+
 /* SIGTERM while a ring of 10,000 nodes is drawn (its first /ring.json
- * asked for): a clean exit, at once rather than once the drawing is
- * done. */
+ * asked for), its metrics made, and /metrics and /ring.json answers made
+ * or waiting for their turn: a clean exit, at once rather than once the
+ * work is done. */
 START_TEST(sigterm_while_drawing)
 {
 	hrt_serve s;
 	int64_t t0, took;
-	int fd;
+	int fd, slow[8];
 
 	big_extras_del("sigterm", 1);
 	start_big(&s);
 	big_change(s.port, "sigterm", 0);
 	fd = send_get(s.port, "/ring.json");
+	/* And answers being made, and waiting their turn, on their
+	 * suspended connections. */
+	for (int i = 0; i < 4; i++) {
+		slow[2 * i] = send_get(s.port, "/metrics");
+		slow[2 * i + 1] = send_get(s.port, i % 2 ? "/ring.json" : "/status.json");
+	}
 	hrt_sleep_ms(100);
 	t0 = hrt_now_ms();
 	hrt_serve_stop(&s); /* exit status 0, nothing on stderr but log lines */
 	took = hrt_now_ms() - t0;
 	close(fd);
+	for (int i = 0; i < 8; i++)
+		close(slow[i]);
 	/* Generous for a loaded machine: it took as long as the drawing. */
 	ck_assert_msg(took < 2000, "serve took %lld ms to exit after SIGTERM", (long long)took);
 	big_extras_del("sigterm", 1);
@@ -1304,12 +1667,15 @@ int main(void)
 	tcase_add_test(tc, lookup_path);
 	tcase_add_test(tc, oversized_requests);
 	tcase_add_test(tc, malformed_requests);
+	tcase_add_test(tc, request_targets);
+	tcase_add_test(tc, host_without_port_on_port_80);
 	tcase_add_test(tc, slow_clients);
 	tcase_add_test(tc, connection_limit);
 	tcase_add_test(tc, port_in_use);
 	tcase_add_test(tc, trickling_client);
 	tcase_add_test(tc, etcd_down_at_start);
 	tcase_add_test(tc, lookup_while_drawing);
+	tcase_add_test(tc, slow_answers_beside_lookups);
 	tcase_add_test(tc, sigterm_while_drawing);
 	tcase_add_test(tc, page_answers_at_10000_nodes);
 	tcase_add_test(tc, extreme_weights);

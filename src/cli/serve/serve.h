@@ -116,9 +116,12 @@ int serve_drawing_write_nodes(const struct serve_drawing *d, const struct serve_
  */
 struct serve_state;
 
-/* NULL without memory or a thread for the drawer. */
-struct serve_state *serve_state_new(size_t history_max);
+/* NULL without memory or a thread for the drawer or the metrics;
+ * `metrics` (kept; NULL: the defaults) are /metrics' options. */
+struct serve_state *serve_state_new(size_t history_max, const hr_metrics_options *metrics);
 void serve_state_free(struct serve_state *s);
+/* The maker of /metrics that the state hands each ring to. */
+struct serve_metrics *serve_state_metrics(struct serve_state *s);
 
 /* An hr_ring_change_fn, with a serve_state as userdata. */
 void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring);
@@ -143,6 +146,64 @@ int serve_nodes_json(struct serve_state *s, hr_client *client,
  * before it is drawn: version, time_ms and status, "ring": null and
  * "error". */
 void serve_no_ring_json(hr_client *client, const char *error, FILE *out);
+
+/* ---- /metrics (serve_metrics.c) -------------------------------------------- */
+
+/*
+ * The ring's part of /metrics (hr_ring_metrics_write()) made once per ring
+ * on a thread of its own, and the client's part made per scrape: see
+ * serve_metrics.c.  A part is immutable once made; counted references.
+ */
+struct serve_metrics;
+struct serve_metrics_part;
+
+/* Starts the thread; `opts` kept (NULL: the defaults).  NULL without
+ * memory or a thread. */
+struct serve_metrics *serve_metrics_start(const hr_metrics_options *opts);
+/* Makes the writers stop at their next piece of output, from now on
+ * (any thread); a scrape then fails.  Accepts NULL. */
+void serve_metrics_halt(struct serve_metrics *m);
+/* Halts, waits for the thread and frees everything.  Accepts NULL. */
+void serve_metrics_stop(struct serve_metrics *m);
+/* Hands over the ring to make the part of next (retained): a ring still
+ * waiting is replaced. */
+void serve_metrics_submit(struct serve_metrics *m, const hr_ring *ring);
+/*
+ * A scrape: writes the client's part to `out` and gives the newest ring
+ * part made in *part (a reference; NULL before the first, the client's
+ * part then holding the ring's families but the node_* ones), to be sent
+ * after it.  Returns 0, or an HR_E* error (*part NULL; halted: HR_EIO).
+ */
+int serve_metrics_scrape(struct serve_metrics *m, hr_client *client, FILE *out,
+			 struct serve_metrics_part **part);
+const char *serve_metrics_part_text(const struct serve_metrics_part *p, size_t *len);
+void serve_metrics_part_release(struct serve_metrics_part *p);
+
+/* ---- lanes (serve_work.c) ------------------------------------------------ */
+
+/*
+ * A thread that runs jobs one after the other, off the HTTP thread.  A
+ * job handed over is run, or cancelled if the lane stops first: exactly
+ * one of the two, on the lane's thread or the stopping one.
+ */
+struct serve_job {
+	struct serve_job *next; /* the lane's */
+	void (*run)(struct serve_job *j);
+	void (*cancel)(struct serve_job *j);
+};
+struct serve_lane;
+
+/* NULL without memory or a thread. */
+struct serve_lane *serve_lane_start(void);
+/* Queues `j`: 0, or -1 once the lane stops (not taken). */
+int serve_lane_submit(struct serve_lane *l, struct serve_job *j);
+/* Whether the lane is stopping: a long job may end early. */
+int serve_lane_stopping(const struct serve_lane *l);
+/* Waits for the job under way and cancels those waiting; from then on
+ * submit refuses jobs.  Accepts NULL. */
+void serve_lane_stop(struct serve_lane *l);
+/* Frees a stopped lane, once nothing submits to it.  Accepts NULL. */
+void serve_lane_free(struct serve_lane *l);
 
 /* ---- /lookup (serve_lookup.c) -------------------------------------------- */
 
@@ -174,7 +235,6 @@ struct serve_http_options {
 				     arrive within this (serve_http_tick) */
 	size_t memory_limit;      /* per connection: request line and
 				     headers must fit (431 or 414 else)  */
-	const hr_metrics_options *metrics; /* /metrics; kept, NULL: defaults */
 };
 
 struct serve_http;
@@ -182,8 +242,9 @@ struct serve_http;
 /*
  * Starts serving GET and HEAD of "/", "/status.json", "/overview.json",
  * "/nodes.json", "/ring.json", "/metrics" and "/lookup" on one thread of
- * libmicrohttpd's (other methods: 405).  Returns NULL after an error line
- * naming the address.
+ * libmicrohttpd's, with two lanes that make the answers that cost more
+ * (other methods: 405).  Returns NULL after an error line naming the
+ * address.
  */
 struct serve_http *serve_http_start(const struct serve_http_options *opts,
 				    struct serve_state *state, hr_client *client,

@@ -4,14 +4,36 @@
  * of a few paths, read-only, with the limits that keep one bad client from
  * hurting the others.
  *
- * One internal polling thread (epoll) serves every connection: a request
- * is answered from memory in one pass once it is complete (keeping the
- * connection alive for the page's next poll), from what the drawer made
- * on its own thread (serve_draw.c), so nothing blocks, and a slow client
- * (slowloris) only holds its own connection, which the timeout closes.
- * The connection limit bounds what many of them can hold; the
- * per-connection memory limit bounds the request line and headers, which
- * libmicrohttpd answers with 414 or 431 when they do not fit.
+ * One internal polling thread (epoll) reads every request and sends every
+ * answer, and is never held up by the making of one: what it makes itself
+ * is cheap whatever the ring's size (the page, /lookup, errors, the 503
+ * before the first ring).  The other answers are made on two lanes, the
+ * threads of serve_work.c: /ring.json (every node and its lookups) and
+ * /metrics (the client's part of it, per scrape; the ring's part is made
+ * once per ring, serve_metrics.c) on the slow lane, and what the page
+ * polls (/status.json, /overview.json, /nodes.json: small answers, from
+ * what the drawer made on its own thread, serve_draw.c) on the quick one,
+ * so that a /ring.json of 100,000 nodes does not hold up the page either.
+ * The request's connection is suspended meanwhile
+ * (MHD_ALLOW_SUSPEND_RESUME): the job is the request's own state, made on
+ * the lane into memory, and the lane's last touch of it is
+ * MHD_resume_connection(); libmicrohttpd then calls the handler again on
+ * its thread, which sends what was made.  A suspended connection reads
+ * nothing and does not time out, but it counts against the connection
+ * limit, which so bounds the jobs waiting.  A /metrics answer is sent
+ * from the client's part and the ring's (a counted reference) as they are,
+ * without a copy of its tens of megabytes.
+ *
+ * Stopping: the metrics' writers stop at their next 8 KiB, the lanes end
+ * their jobs under way and resume the connection of each job still
+ * waiting (503), and only then is the daemon stopped, which libmicrohttpd
+ * requires of suspended connections.  A request that comes meanwhile is
+ * refused by the stopped lane, its connection resumed at once (503).
+ *
+ * A slow client (slowloris) only holds its own connection, which the
+ * timeout closes.  The connection limit bounds what many of them can hold;
+ * the per-connection memory limit bounds the request line and headers,
+ * which libmicrohttpd answers with 414 or 431 when they do not fit.
  *
  * A client that trickles its request, a byte just inside the timeout at a
  * time, would keep its connection until the memory limit: libmicrohttpd
@@ -20,11 +42,12 @@
  * its start, or the end of the previous answer), and serve_http_tick()
  * shuts down the socket of one that waited longer than the request
  * timeout.  libmicrohttpd then reads the end of the stream and closes the
- * connection itself, on its own thread.  The list is the only state both
- * threads touch (one mutex), and a connection leaves it at libmicrohttpd's
- * close notice, which comes before it closes the socket, so the tick never
- * shuts down a descriptor that has been reused.  An answer being sent is
- * not waiting: only the idle timeout bounds it.
+ * connection itself, on its own thread.  The list is the only state the
+ * tick shares with the other threads (one mutex), and a connection leaves
+ * it at libmicrohttpd's close notice, which comes before it closes the
+ * socket, so the tick never shuts down a descriptor that has been reused.
+ * An answer being made or sent is not waiting: only the idle timeout
+ * bounds its sending.
  */
 #include "serve.h"
 #include "cli.h"
@@ -35,9 +58,11 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,13 +78,84 @@ struct serve_http {
 	struct MHD_Daemon *daemon;
 	struct serve_state *state;
 	hr_client *client;
-	const hr_metrics_options *metrics;
+	struct serve_metrics *metrics;
+	struct serve_lane *slow, *quick; /* see the top */
 	int loopback;
 	unsigned port;
+	size_t memory_limit;
 	int64_t request_timeout_ms;
 	pthread_mutex_t mu;	/* conns and their `since` */
 	struct conn *conns;
 };
+
+/* What a path answers, into `f`: an HTTP status (500: nothing sent). */
+struct req;
+typedef unsigned (*make_fn)(struct req *r, FILE *f);
+
+/* A request, from its line (the URI log) to its end (on_completed). */
+struct req {
+	struct serve_http *h;
+	uintptr_t target_end; /* where the target the URI log saw ends */
+	int encoded_nul;      /* "%00" in the target's path */
+	int seen;             /* the handler's first call came */
+	/* An answer made on a lane: handed over (made 1), then made (2) by
+	 * the lane, which touches nothing of it after that. */
+	struct serve_job job;
+	struct MHD_Connection *c;
+	make_fn make;
+	const char *type;
+	struct serve_node_query q; /* /nodes.json's */
+	int made;
+	unsigned status;           /* 503 without data: the lane stopped */
+	char *data;
+	size_t len;
+	struct serve_metrics_part *part; /* /metrics: sent after data */
+};
+
+/* The URI log comes first, with the target as libmicrohttpd has it before
+ * it decodes it in place: the request's state starts there. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct req *r = calloc(1, sizeof *r);
+
+	(void)c;
+	if (r) {
+		size_t path_len = strcspn(uri, "?");
+
+		r->h = cls;
+		r->target_end = (uintptr_t)(uri + strlen(uri));
+		/* libmicrohttpd decodes it into a NUL, which would cut the
+		 * path as a raw one does (in a query value it is a byte of
+		 * the value: a key may hold any). */
+		for (const char *p = uri; (p = strchr(p, '%')) && (size_t)(p - uri) + 2 < path_len;
+		     p++)
+			if (p[1] == '0' && p[2] == '0')
+				r->encoded_nul = 1;
+	}
+	return r; /* NULL: the handler answers 500 */
+}
+
+/*
+ * Whether the request target held a NUL byte.  libmicrohttpd 0.9.75 hands
+ * the target over as a C string, so the URI log and the handler see it cut
+ * at the first NUL, and nothing in its API gives the target's length.
+ * What it does keep is the request line in one buffer: the target, the
+ * NUL it writes over the space before the version, the version (which the
+ * handler gets).  So the target seen by the URI log ends right before the
+ * version unless a NUL of the client's ended it earlier: the version then
+ * starts further on, within the line.  A layout other than that one (an
+ * other libmicrohttpd) makes this say no, never yes, and the test of a
+ * NUL in the target fail.
+ */
+static int target_has_nul(const struct serve_http *h, const struct req *r,
+			  const char *version)
+{
+	uintptr_t v = (uintptr_t)version;
+
+	if (!version || !version[0])
+		return 0; /* no version: libmicrohttpd refuses it itself */
+	return v > r->target_end + 1 && v - r->target_end <= h->memory_limit;
+}
 
 /* The connection's entry (NULL if there was no memory for it). */
 static struct conn *conn_of(struct MHD_Connection *c)
@@ -121,12 +217,20 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	*socket_context = NULL;
 }
 
-/* An answer sent (or a request given up): the next one's wait starts. */
+/* An answer sent (or a request given up): the request's state goes, and
+ * the next one's wait starts. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)req_cls;
+	struct req *r = *req_cls;
+
 	(void)toe;
+	if (r) {
+		free(r->data);
+		serve_metrics_part_release(r->part);
+		free(r);
+		*req_cls = NULL;
+	}
 	conn_waits(cls, c, 1);
 }
 
@@ -149,18 +253,12 @@ void serve_http_tick(struct serve_http *h)
 		 "style-src 'unsafe-inline'; img-src data:; connect-src 'self'; " \
 		 "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned status,
-				   const char *type, void *data, size_t len,
-				   enum MHD_ResponseMemoryMode mode, int page)
+/* Queues `r` with the headers every answer has. */
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, const char *type,
+			     struct MHD_Response *r, int page)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, mode);
 	enum MHD_Result ok;
 
-	if (!r) {
-		if (mode == MHD_RESPMEM_MUST_FREE)
-			free(data);
-		return MHD_NO;
-	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
@@ -174,6 +272,20 @@ static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned status,
 	return ok;
 }
 
+static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned status,
+				   const char *type, void *data, size_t len,
+				   enum MHD_ResponseMemoryMode mode, int page)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, mode);
+
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(data);
+		return MHD_NO;
+	}
+	return queue(c, status, type, r, page);
+}
+
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
 				 const char *text)
 {
@@ -181,47 +293,24 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status,
 			   strlen(text), MHD_RESPMEM_PERSISTENT, 0);
 }
 
-/* What a path answers, into `f`: an HTTP status (500: nothing sent). */
-typedef unsigned (*make_fn)(struct serve_http *h, struct MHD_Connection *c, FILE *f);
-
-/* A body made by `fn` into memory; 500 if it failed. */
-static enum MHD_Result send_made(struct MHD_Connection *c, const char *type, make_fn fn,
-				 struct serve_http *h)
+static unsigned make_ring_json(struct req *r, FILE *f)
 {
-	char *data = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&data, &len);
-	unsigned status;
-
-	if (!f)
-		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-	status = fn(h, c, f);
-	if (fclose(f) || status == MHD_HTTP_INTERNAL_SERVER_ERROR) {
-		free(data);
-		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make the answer\n");
-	}
-	/* A bad query's 400 is a line of text. */
-	if (status == MHD_HTTP_BAD_REQUEST)
-		type = "text/plain; charset=utf-8";
-	return send_buffer(c, status, type, data, len, MHD_RESPMEM_MUST_FREE, 0);
+	return (unsigned)serve_ring_json(r->h->state, r->h->client, f);
 }
 
-static unsigned make_ring_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+static unsigned make_status_json(struct req *r, FILE *f)
 {
-	(void)c;
-	return (unsigned)serve_ring_json(h->state, h->client, f);
+	return (unsigned)serve_status_json(r->h->state, r->h->client, f);
 }
 
-static unsigned make_status_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+static unsigned make_overview_json(struct req *r, FILE *f)
 {
-	(void)c;
-	return (unsigned)serve_status_json(h->state, h->client, f);
+	return (unsigned)serve_overview_json(r->h->state, r->h->client, f);
 }
 
-static unsigned make_overview_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+static unsigned make_nodes_json(struct req *r, FILE *f)
 {
-	(void)c;
-	return (unsigned)serve_overview_json(h->state, h->client, f);
+	return (unsigned)serve_nodes_json(r->h->state, r->h->client, &r->q, f);
 }
 
 /* ---- /nodes.json's query --------------------------------------------------- */
@@ -312,22 +401,23 @@ static enum MHD_Result take_nodes_arg(void *cls, enum MHD_ValueKind kind, const 
 	return MHD_YES;
 }
 
-static unsigned make_nodes_json(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+/* /nodes.json's query, read on the HTTP thread (the lanes never touch a
+ * connection): 0, or -1 with a 400 queued. */
+static int nodes_query(struct MHD_Connection *c, struct req *r, enum MHD_Result *sent)
 {
 	struct nodes_args a = { .q = { .state = -1, .sort = SERVE_SORT_LOAD,
 				       .limit = SERVE_NODES_LIMIT } };
+	char msg[sizeof a.bad + 1];
 
 	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, take_nodes_arg, &a);
 	if (a.bad[0]) {
-		fprintf(f, "%s\n", a.bad);
-		return MHD_HTTP_BAD_REQUEST;
+		snprintf(msg, sizeof msg, "%s\n", a.bad);
+		*sent = send_buffer(c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", msg,
+				    strlen(msg), MHD_RESPMEM_MUST_COPY, 0);
+		return -1;
 	}
-	return (unsigned)serve_nodes_json(h->state, h->client, &a.q, f);
-}
-
-static int metrics_write(void *userdata, const char *data, size_t len)
-{
-	return fwrite(data, 1, len, userdata) == len ? 0 : 1;
+	r->q = a.q;
+	return 0;
 }
 
 static enum MHD_Result send_lookup(struct MHD_Connection *c, struct serve_http *h)
@@ -399,25 +489,158 @@ static enum MHD_Result send_no_ring(struct MHD_Connection *c, struct serve_http 
 
 /* The metrics, after a comment line saying why there is no ring yet if
  * there is none (a scrape still gets the client's gauges). */
-static unsigned make_metrics(struct serve_http *h, struct MHD_Connection *c, FILE *f)
+static unsigned make_metrics(struct req *r, FILE *f)
 {
 	char why[HR_ERROR_MSG_MAX + 64];
-	hr_error err = { 0 };
 
-	(void)c;
 	/* An hr_error message is one line: so is the comment. */
-	if (no_ring_yet(h, why, sizeof why))
+	if (no_ring_yet(r->h, why, sizeof why))
 		fprintf(f, "# %s\n", why);
-	if (hr_client_metrics_write(h->client, metrics_write, f, h->metrics, &err))
+	if (serve_metrics_scrape(r->h->metrics, r->h->client, f, &r->part))
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	return MHD_HTTP_OK;
 }
 
+/* ---- answers made on a lane ---------------------------------------------------- */
+
+/* A /metrics body: the client's part, then the ring's. */
+struct metrics_body {
+	char *data;
+	size_t len;
+	struct serve_metrics_part *part;
+};
+
+static ssize_t metrics_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct metrics_body *b = cls;
+	size_t plen, n, done = 0;
+	const char *ptext = serve_metrics_part_text(b->part, &plen);
+
+	if (pos < b->len) {
+		n = b->len - (size_t)pos < max ? b->len - (size_t)pos : max;
+		memcpy(buf, b->data + pos, n);
+		done = n;
+		pos += n;
+	}
+	if (done < max && pos >= b->len && pos - b->len < plen) {
+		size_t at = (size_t)(pos - b->len);
+
+		n = plen - at < max - done ? plen - at : max - done;
+		memcpy(buf + done, ptext + at, n);
+		done += n;
+	}
+	return done ? (ssize_t)done : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void metrics_free(void *cls)
+{
+	struct metrics_body *b = cls;
+
+	free(b->data);
+	serve_metrics_part_release(b->part);
+	free(b);
+}
+
+/* Sends what the lane made, which the response takes over. */
+static enum MHD_Result send_made(struct MHD_Connection *c, struct req *r)
+{
+	const char *type = r->type;
+	struct metrics_body *b;
+	struct MHD_Response *resp;
+	size_t plen;
+	char *data = r->data;
+
+	if (r->status == MHD_HTTP_INTERNAL_SERVER_ERROR)
+		return send_text(c, r->status, "cannot make the answer\n");
+	if (!data)
+		return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+	r->data = NULL;
+	if (!r->part)
+		return send_buffer(c, r->status, type, data, r->len, MHD_RESPMEM_MUST_FREE, 0);
+	b = malloc(sizeof *b);
+	if (!b) {
+		free(data);
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	*b = (struct metrics_body){ data, r->len, r->part };
+	r->part = NULL;
+	serve_metrics_part_text(b->part, &plen);
+	resp = MHD_create_response_from_callback(b->len + plen, 64 * 1024, metrics_read, b,
+						 metrics_free);
+	if (!resp) {
+		metrics_free(b);
+		return MHD_NO;
+	}
+	return queue(c, r->status, type, resp, 0);
+}
+
+static struct req *req_of(struct serve_job *j)
+{
+	return (struct req *)((char *)j - offsetof(struct req, job));
+}
+
+/* On the lane: makes the answer, then hands the request back. */
+static void job_run(struct serve_job *j)
+{
+	struct req *r = req_of(j);
+	FILE *f = open_memstream(&r->data, &r->len);
+	unsigned status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+
+	if (f) {
+		status = r->make(r, f);
+		if (fclose(f))
+			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	if (status == MHD_HTTP_INTERNAL_SERVER_ERROR) {
+		free(r->data);
+		r->data = NULL;
+		serve_metrics_part_release(r->part);
+		r->part = NULL;
+	}
+	r->status = status;
+	r->made = 2;
+	/* The last touch: the HTTP thread may free r from here on. */
+	MHD_resume_connection(r->c);
+}
+
+/* The lane stopped before the job's turn: 503. */
+static void job_cancel(struct serve_job *j)
+{
+	struct req *r = req_of(j);
+
+	r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+	r->made = 2;
+	MHD_resume_connection(r->c);
+}
+
+/* Hands the answer to `lane`, the connection suspended until it is made. */
+static enum MHD_Result to_lane(struct MHD_Connection *c, struct req *r,
+			       struct serve_lane *lane, make_fn make, const char *type)
+{
+	r->c = c;
+	r->make = make;
+	r->type = type;
+	r->made = 1;
+	r->job.run = job_run;
+	r->job.cancel = job_cancel;
+	MHD_suspend_connection(c);
+	if (serve_lane_submit(lane, &r->job)) {
+		/* Stopping: the handler's next call says so. */
+		r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		r->made = 2;
+		MHD_resume_connection(c);
+	}
+	return MHD_YES;
+}
+
 /*
- * In loopback mode the Host header must name a loopback address or
- * localhost, with our port: a web page elsewhere that rebinds its own
+ * In loopback mode the request's authority (its Host header, or the
+ * target's authority in the absolute form) must name a loopback address
+ * or localhost, with our port: a web page elsewhere that rebinds its own
  * name to 127.0.0.1 (DNS rebinding) then cannot read the dashboard
- * through the operator's browser.
+ * through the operator's browser.  A name without a port means the
+ * scheme's default, 80 (RFC 9110 4.2.1): accepted only when that is the
+ * port we listen on, as it names some other server otherwise.
  */
 static int host_ok(const char *host, unsigned port)
 {
@@ -452,16 +675,47 @@ static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
-/* The paths that need a ring: 503 with why until there is one. */
+/*
+ * The path of the request target `url` (decoded, without its query): the
+ * origin form "/PATH" as it is, or the absolute form "http://AUTHORITY/PATH"
+ * (RFC 9112 3.2.2: a server must accept it), whose authority, which then
+ * stands for the Host header, is copied to `authority` ("" for the origin
+ * form).  NULL for anything else, or an authority with userinfo (RFC 9110
+ * 4.2.4 forbids it in http URIs) or too long.
+ */
+static const char *target_path(const char *url, char *authority, size_t size)
+{
+	const char *a = url + 7, *slash;
+	size_t n;
+
+	authority[0] = '\0';
+	if (url[0] == '/')
+		return url;
+	if (strncasecmp(url, "http://", 7) != 0)
+		return NULL;
+	slash = strchr(a, '/');
+	n = slash ? (size_t)(slash - a) : strlen(a);
+	if (n == 0 || n >= size || memchr(a, '@', n))
+		return NULL;
+	memcpy(authority, a, n);
+	authority[n] = '\0';
+	return slash ? slash : "/";
+}
+
+/* The paths that need a ring: 503 with why until there is one; each
+ * made on a lane but /lookup, which costs a lookup. */
+enum lane { QUICK, SLOW, HERE };
+
 static const struct {
 	const char *path;
 	make_fn make; /* NULL: /lookup */
+	enum lane lane;
 } json_paths[] = {
-	{ "/status.json", make_status_json },
-	{ "/overview.json", make_overview_json },
-	{ "/nodes.json", make_nodes_json },
-	{ "/ring.json", make_ring_json },
-	{ "/lookup", NULL },
+	{ "/status.json", make_status_json, QUICK },
+	{ "/overview.json", make_overview_json, QUICK },
+	{ "/nodes.json", make_nodes_json, QUICK },
+	{ "/ring.json", make_ring_json, SLOW },
+	{ "/lookup", NULL, HERE },
 };
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -470,28 +724,44 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			      void **req_cls)
 {
 	struct serve_http *h = cls;
+	struct req *r = *req_cls;
+	char authority[256];
+	const char *path, *host;
+	enum MHD_Result sent;
 	int hosts = 0;
 
-	/* The first call comes with the request line and headers complete:
-	 * no deadline while it is answered. */
-	if (!*req_cls)
-		conn_waits(h, c, 0);
-	/* Other methods are answered at the first call, before any body is
-	 * read: libmicrohttpd then closes the connection. */
-	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
-		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET or HEAD\n");
-	/* GET and HEAD at the second, once the request is complete, which
-	 * keeps the connection alive for the page's next poll. */
-	if (!*req_cls) {
+	(void)upload_data;
+	(void)upload_data_size;
+	if (!r)
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	/* Back from a lane. */
+	if (r->made == 2)
+		return send_made(c, r);
+	if (!r->seen) {
 		const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							      MHD_HTTP_HEADER_CONTENT_LENGTH);
 
+		/* The first call comes with the request line and headers
+		 * complete: no deadline while it is answered. */
+		conn_waits(h, c, 0);
+		/* libmicrohttpd would serve the target up to the NUL, which
+		 * is not what the client asked for. */
+		if (r->encoded_nul || target_has_nul(h, r, version))
+			return send_text(c, MHD_HTTP_BAD_REQUEST,
+					 "a NUL byte in the request target\n");
+		/* Other methods are answered at the first call, before any
+		 * body is read: libmicrohttpd then closes the connection. */
+		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+			return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET or HEAD\n");
 		/* A body would only be read to be thrown away. */
 		if ((len && strcmp(len, "0")) ||
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						MHD_HTTP_HEADER_TRANSFER_ENCODING))
 			return send_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "a GET takes no body\n");
-		*req_cls = h; /* any pointer: "seen" */
+		/* GET and HEAD at the second call, once the request is
+		 * complete, which keeps the connection alive for the page's
+		 * next poll. */
+		r->seen = 1;
 		return MHD_YES;
 	}
 	/* Two Hosts (RFC 9112: a 400) would let the check below read one
@@ -499,26 +769,34 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &hosts);
 	if (hosts > 1)
 		return send_text(c, MHD_HTTP_BAD_REQUEST, "more than one Host\n");
-	if (h->loopback &&
-	    !host_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
-		     h->port))
-		return send_text(c, MHD_HTTP_FORBIDDEN, "Host is not a loopback name\n");
-	if (strcmp(url, "/") == 0)
+	path = target_path(url, authority, sizeof authority);
+	if (!path)
+		return send_text(c, MHD_HTTP_BAD_REQUEST, "the request target is /PATH or"
+				 " http://HOST:PORT/PATH\n");
+	host = authority[0] ? authority
+			    : MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (h->loopback && !host_ok(host, h->port))
+		return send_text(c, MHD_HTTP_FORBIDDEN, "Host is not a loopback name"
+				 " with the server's port\n");
+	if (strcmp(path, "/") == 0)
 		return send_buffer(c, MHD_HTTP_OK, "text/html; charset=utf-8",
 				   (void *)serve_page, serve_page_len,
 				   MHD_RESPMEM_PERSISTENT, 1);
-	if (strcmp(url, "/metrics") == 0)
-		return send_made(c, HR_METRICS_CONTENT_TYPE, make_metrics, h);
+	if (strcmp(path, "/metrics") == 0)
+		return to_lane(c, r, h->slow, make_metrics, HR_METRICS_CONTENT_TYPE);
 	for (size_t i = 0; i < sizeof json_paths / sizeof json_paths[0]; i++) {
 		char why[HR_ERROR_MSG_MAX + 64];
 
-		if (strcmp(url, json_paths[i].path))
+		if (strcmp(path, json_paths[i].path))
 			continue;
 		if (no_ring_yet(h, why, sizeof why))
 			return send_no_ring(c, h, why);
-		if (!json_paths[i].make)
+		if (json_paths[i].lane == HERE)
 			return send_lookup(c, h);
-		return send_made(c, "application/json", json_paths[i].make, h);
+		if (json_paths[i].make == make_nodes_json && nodes_query(c, r, &sent))
+			return sent;
+		return to_lane(c, r, json_paths[i].lane == SLOW ? h->slow : h->quick,
+			       json_paths[i].make, "application/json");
 	}
 	return send_text(c, MHD_HTTP_NOT_FOUND, "not found: /, /status.json, /overview.json,"
 			 " /nodes.json, /ring.json, /metrics, /lookup\n");
@@ -561,12 +839,24 @@ static int listen_on(const struct serve_http_options *opts, const char *cmd,
 	return fd;
 }
 
+/* What serve_http_start() made before a failure. */
+static void http_free(struct serve_http *h)
+{
+	serve_lane_stop(h->slow);
+	serve_lane_stop(h->quick);
+	serve_lane_free(h->slow);
+	serve_lane_free(h->quick);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
 struct serve_http *serve_http_start(const struct serve_http_options *opts,
 				    struct serve_state *state, hr_client *client,
 				    const char *cmd)
 {
 	struct serve_http *h = calloc(1, sizeof *h);
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_ALLOW_SUSPEND_RESUME;
 	int fd;
 
 	if (!h) {
@@ -575,14 +865,21 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 	}
 	h->state = state;
 	h->client = client;
-	h->metrics = opts->metrics;
+	h->metrics = serve_state_metrics(state);
 	h->loopback = opts->loopback;
+	h->memory_limit = opts->memory_limit;
 	h->request_timeout_ms = (int64_t)opts->request_timeout_s * 1000;
 	pthread_mutex_init(&h->mu, NULL);
+	h->slow = serve_lane_start();
+	h->quick = serve_lane_start();
+	if (!h->slow || !h->quick) {
+		cli_error(cmd, "cannot start the HTTP server's threads");
+		http_free(h);
+		return NULL;
+	}
 	fd = listen_on(opts, cmd, &h->port);
 	if (fd < 0) {
-		pthread_mutex_destroy(&h->mu);
-		free(h);
+		http_free(h);
 		return NULL;
 	}
 	if (opts->addr.ss_family == AF_INET6)
@@ -597,14 +894,14 @@ struct serve_http *serve_http_start(const struct serve_http_options *opts,
 		/* libmicrohttpd's stricter parsing (0.9.75 still takes bare LF
 		 * and a space before a colon, harmless for a GET). */
 		MHD_OPTION_STRICT_FOR_CLIENT, 1,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 		MHD_OPTION_END);
 	if (!h->daemon) {
 		cli_error(cmd, "cannot start the HTTP server (libmicrohttpd)");
 		close(fd);
-		pthread_mutex_destroy(&h->mu);
-		free(h);
+		http_free(h);
 		return NULL;
 	}
 	return h;
@@ -619,8 +916,14 @@ void serve_http_stop(struct serve_http *h)
 {
 	if (!h)
 		return;
+	/* A scrape under way ends at its next piece; the lanes then resume
+	 * every connection they hold (libmicrohttpd must not be stopped
+	 * with one suspended), and refuse what comes after. */
+	serve_metrics_halt(h->metrics);
+	serve_lane_stop(h->slow);
+	serve_lane_stop(h->quick);
 	/* Every connection's close notice comes before it returns. */
 	MHD_stop_daemon(h->daemon);
-	pthread_mutex_destroy(&h->mu);
-	free(h);
+	h->daemon = NULL;
+	http_free(h);
 }

@@ -46,8 +46,10 @@ struct serve_state {
 	struct entry *entries; /* a circular buffer of history_max */
 	size_t max, count, next;
 	uint64_t seq;          /* rings seen */
-	/* Each ring is drawn once, on the drawer's thread. */
+	/* Each ring is drawn once, on the drawer's thread, and its part of
+	 * /metrics made once, on the metrics' thread. */
 	struct serve_drawer *drawer;
+	struct serve_metrics *metrics;
 	/* Lookup rates: the counts at `base_ms` (monotonic), and the rates
 	 * between the sample before it and it, in the same id order. */
 	pthread_mutex_t rate_lock;
@@ -74,7 +76,7 @@ struct node_rate {
 /* Hot keys listed, as /metrics lists them. */
 #define HOT_KEYS_SHOWN 10
 
-struct serve_state *serve_state_new(size_t history_max)
+struct serve_state *serve_state_new(size_t history_max, const hr_metrics_options *metrics)
 {
 	struct serve_state *s = calloc(1, sizeof *s);
 
@@ -86,7 +88,9 @@ struct serve_state *serve_state_new(size_t history_max)
 		return NULL;
 	}
 	s->drawer = serve_drawer_start();
-	if (!s->drawer) {
+	s->metrics = s->drawer ? serve_metrics_start(metrics) : NULL;
+	if (!s->metrics) {
+		serve_drawer_stop(s->drawer);
 		free(s->entries);
 		free(s);
 		return NULL;
@@ -111,6 +115,7 @@ void serve_state_free(struct serve_state *s)
 	if (!s)
 		return;
 	serve_drawer_stop(s->drawer);
+	serve_metrics_stop(s->metrics);
 	for (size_t i = 0; i < s->max; i++)
 		entry_clear(&s->entries[i]);
 	pthread_mutex_destroy(&s->lock);
@@ -119,6 +124,11 @@ void serve_state_free(struct serve_state *s)
 	free(s->rates);
 	free(s->entries);
 	free(s);
+}
+
+struct serve_metrics *serve_state_metrics(struct serve_state *s)
+{
+	return s->metrics;
 }
 
 static int64_t unix_ms(void)
@@ -232,6 +242,7 @@ void serve_on_change(void *userdata, const hr_ring *old, const hr_ring *ring)
 		s->count++;
 	pthread_mutex_unlock(&s->lock);
 	serve_drawer_submit(s->drawer, ring, seq);
+	serve_metrics_submit(s->metrics, ring);
 }
 
 /* ---- JSON ------------------------------------------------------------------- */

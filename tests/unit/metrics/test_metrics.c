@@ -386,8 +386,8 @@ START_TEST(bad_options_are_refused_before_any_output)
 	}
 
 	hr_metrics_options_init(&o);
-	o.omit = 0xe;
-	expect_refused(ring, &o, "unknown flags 0x8 in omit");
+	o.omit = 0x1e;
+	expect_refused(ring, &o, "unknown flags 0x10 in omit");
 	o.omit = HR_METRICS_OMIT_NODES | (1ull << 63);
 	expect_refused(ring, &o, "unknown flags 0x8000000000000000 in omit");
 
@@ -573,6 +573,99 @@ START_TEST(client_lookup_counts)
 	ck_assert_ptr_null(strstr(got, "lookups"));
 	free(got);
 
+	hr_client_close(c);
+	hr_ring_release(ring);
+}
+END_TEST
+
+static int promtool_check(const char *text, char **said);
+
+/* The "# TYPE" lines of `text`, in order, one per line. */
+static char *type_lines(const char *text)
+{
+	size_t cap = strlen(text) + 1, len = 0;
+	char *out = malloc(cap);
+	const char *p = text;
+
+	ck_assert_ptr_nonnull(out);
+	out[0] = '\0';
+	while ((p = strstr(p, "# TYPE ")) != NULL) {
+		const char *end = strchr(p, '\n');
+		size_t n = end ? (size_t)(end - p) + 1 : strlen(p);
+
+		memcpy(out + len, p, n);
+		len += n;
+		out[len] = '\0';
+		p += n;
+	}
+	return out;
+}
+
+/* HR_METRICS_OMIT_RING: the client's families alone, and with the ring's
+ * part of hr_ring_metrics_write() every family of the whole exposition,
+ * each once, which promtool accepts; a ring with it writes nothing. */
+START_TEST(omit_ring_splits_the_exposition)
+{
+	hr_metrics_options ring_only = { .size = sizeof ring_only, .omit = HR_METRICS_OMIT_RING };
+	hr_client *c = hrt_offline_client("/metrics/");
+	hr_ring *ring = small_ring();
+	char *whole, *client_part, *ring_part, *joined, *said;
+	char *types_whole, *types_joined;
+	size_t n = 0;
+	sink s = { 0 };
+	hr_error err = { 0 };
+	hr_owner o;
+	const char *p;
+
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(ring));
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
+	whole = client_text(c, NULL);
+	client_part = client_text(c, &ring_only);
+	ring_part = ring_text(ring, NULL);
+	ck_assert_ptr_null(strstr(client_part, "hashring_build_info"));
+	ck_assert_ptr_null(strstr(client_part, "hashring_ring_"));
+	ck_assert_ptr_null(strstr(client_part, "hashring_node_info"));
+	ck_assert_ptr_null(strstr(client_part, "hashring_node_share_ratio"));
+	ck_assert_ptr_nonnull(strstr(client_part, "\nhashring_confirmed_revision "));
+	ck_assert_ptr_nonnull(strstr(client_part, "\nhashring_node_lookups_total{"));
+	ck_assert_ptr_nonnull(strstr(client_part, "# TYPE hashring_hot_key_share_ratio gauge\n"));
+
+	/* The same families as the whole, each once, only in another order. */
+	joined = malloc(strlen(client_part) + strlen(ring_part) + 1);
+	ck_assert_ptr_nonnull(joined);
+	strcpy(joined, client_part);
+	strcat(joined, ring_part);
+	types_whole = type_lines(whole);
+	types_joined = type_lines(joined);
+	ck_assert_uint_eq(strlen(types_whole), strlen(types_joined));
+	for (p = types_whole; *p; p = strchr(p, '\n') + 1) {
+		size_t len = (size_t)(strchr(p, '\n') - p) + 1;
+		char line[256];
+		const char *at;
+
+		ck_assert_uint_lt(len, sizeof line);
+		memcpy(line, p, len);
+		line[len] = '\0';
+		at = strstr(types_joined, line);
+		ck_assert_msg(at != NULL, "%s missing from the two parts", line);
+		ck_assert_msg(strstr(at + 1, line) == NULL, "%s twice in the two parts", line);
+		n++;
+	}
+	ck_assert_uint_ge(n, 15);
+	ck_assert_msg(promtool_check(joined, &said) == 0, "promtool: %s", said);
+	free(said);
+
+	/* A ring alone with it: nothing at all. */
+	ck_assert_int_eq(hr_ring_metrics_write(ring, sink_write, &s, &ring_only, &err), 0);
+	ck_assert_uint_eq(s.len, 0);
+	sink_free(&s);
+
+	free(types_whole);
+	free(types_joined);
+	free(joined);
+	free(whole);
+	free(client_part);
+	free(ring_part);
 	hr_client_close(c);
 	hr_ring_release(ring);
 }
@@ -939,6 +1032,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, client_families);
 	tcase_add_test(tc, client_lookup_counts);
 	tcase_add_test(tc, client_hot_key_families);
+	tcase_add_test(tc, omit_ring_splits_the_exposition);
 	tcase_add_test(tc, writers_beside_publications);
 	tcase_add_test(tc, promtool_accepts_the_output);
 	tcase_add_test(tc, rebalancer_families_pass_promtool);
