@@ -2,6 +2,7 @@
 /* register.c - lease-backed self-registration of a node: the lease's life
  * (grant, renewal, loss and repair) and the registrar's own record.  The
  * in-place edit of a record is update.c's. */
+#include "backoff.h"
 #include "client_config.h"
 #include "clock.h"
 #include "cluster_config.h"
@@ -13,7 +14,6 @@
 #include "register_tokens.h"
 #include "update.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <math.h>
@@ -475,7 +475,6 @@ static int first_grant(hr_registrar *r, const hr_registration *reg, int64_t *gra
 	int attempts = 0, rc;
 
 	for (;;) {
-		struct timespec ts;
 		int64_t left;
 
 		*t0 = hr__now_ms();
@@ -490,9 +489,7 @@ static int first_grant(hr_registrar *r, const hr_registration *reg, int64_t *gra
 		hr__log_emit(&r->log, HR_LOG_WARN, "etcd_retry",
 			     "id=%s attempt=%d wait_ms=%" PRId64 " code=%d msg=%s", r->id, attempts,
 			     wait, rc, why.message);
-		ts = (struct timespec){ wait / 1000, (long)(wait % 1000) * 1000000L };
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
+		hr__sleep_ms(wait);
 		wait = wait * 2 > FIRST_GRANT_WAIT_MAX_MS ? FIRST_GRANT_WAIT_MAX_MS : wait * 2;
 	}
 	if (!rc)

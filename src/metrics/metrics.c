@@ -272,9 +272,11 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 		rc = hr__expo_begin(&e, &opts, write_fn, userdata, err);
 	if (rc)
 		return rc;
+	/* The node families are part of the ring's. */
+	if (opts.omit & HR_METRICS_OMIT_RING)
+		opts.omit |= HR_METRICS_OMIT_NODES;
 	/* A failure here ends the exposition before its first byte. */
-	e.rc = snapshot_take(&s, ring, opts.omit | (opts.omit & HR_METRICS_OMIT_RING ?
-						   HR_METRICS_OMIT_NODES : 0), err);
+	e.rc = snapshot_take(&s, ring, opts.omit, err);
 	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
 		e.rc = lookups_take(&s, client, err);
 	if (!e.rc && client && !(opts.omit & HR_METRICS_OMIT_HOT_KEYS)) {
@@ -296,7 +298,7 @@ static int metrics_write(const hr_ring *ring, const hr_client_status *status,
 			client_families(&e, status);
 		if (ring_part)
 			count_families(&e, &s);
-		if (ring_part && !(opts.omit & HR_METRICS_OMIT_NODES))
+		if (!(opts.omit & HR_METRICS_OMIT_NODES))
 			node_families(&e, &s);
 		if (client && !(opts.omit & HR_METRICS_OMIT_LOOKUPS))
 			lookup_family(&e, &s);
