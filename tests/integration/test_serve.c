@@ -203,6 +203,15 @@ START_TEST(paths_and_update)
 		ck_assert_int_eq(hrt_http_raw(s.port, rebound, strlen(rebound), buf, ANSWER_MAX), 403);
 	}
 	{
+		/* No port is port 80: another server than ours. */
+		static const char portless[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+					       "Connection: close\r\n\r\n";
+
+		ck_assert_int_eq(hrt_http_raw(s.port, portless, strlen(portless), buf, ANSWER_MAX),
+				 403);
+		ck_assert_ptr_nonnull(strstr(buf, "with the server's port"));
+	}
+	{
 		char req[256];
 		int len = snprintf(req, sizeof req, "GET /ring.json HTTP/1.1\r\nHost: localhost:%d\r\n"
 				   "Connection: close\r\n\r\n", s.port);

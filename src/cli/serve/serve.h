@@ -3,7 +3,8 @@
  * serve.h - `hashring serve`: what the dashboard shows (serve_state.c), the
  * drawings of each ring made on a thread of their own (serve_drawer.c, and
  * the files of serve_drawing.h), and how it is served over HTTP
- * (serve_http.c), apart from the command itself (cmd_serve.c).
+ * (serve_http.c, and serve_target.c for what a request names), apart from
+ * the command itself (cmd_serve.c).
  */
 #ifndef HR_CLI_SERVE_H
 #define HR_CLI_SERVE_H
@@ -32,6 +33,30 @@
  * caller passes NAN for a rate not measured yet, null too).
  */
 void serve_json_number(FILE *out, double x, int digits);
+
+/* ---- request targets (serve_target.c) ------------------------------------ */
+
+/*
+ * The path of the request target `url` (decoded, without its query): the
+ * origin form "/PATH" as it is, or the absolute form "http://AUTHORITY/PATH"
+ * (RFC 9112 3.2.2: a server must accept it), whose authority, which then
+ * stands for the Host header, is copied to `authority` ("" for the origin
+ * form).  NULL for anything else, or an authority with userinfo (RFC 9110
+ * 4.2.4 forbids it in http URIs) or too long.
+ */
+const char *serve_target_path(const char *url, char *authority, size_t size);
+
+/*
+ * Nonzero when `host`, the request's authority (its Host header, or the
+ * target's authority in the absolute form; NULL for none), may reach a
+ * server on loopback port `port`: it names a loopback address (127/8,
+ * [::1]) or localhost, with that port: a web page elsewhere that rebinds its own
+ * name to 127.0.0.1 (DNS rebinding) then cannot read the dashboard
+ * through the operator's browser.  A name without a port means the
+ * scheme's default, 80 (RFC 9110 4.2.1): accepted only when that is the
+ * port we listen on, as it names some other server otherwise.
+ */
+int serve_host_ok(const char *host, unsigned port);
 
 /* ---- drawings (serve_drawer.c, serve_nodes.c) ---------------------------- */
 

@@ -633,73 +633,12 @@ static enum MHD_Result to_lane(struct MHD_Connection *c, struct req *r,
 	return MHD_YES;
 }
 
-/*
- * In loopback mode the request's authority (its Host header, or the
- * target's authority in the absolute form) must name a loopback address
- * or localhost, with our port: a web page elsewhere that rebinds its own
- * name to 127.0.0.1 (DNS rebinding) then cannot read the dashboard
- * through the operator's browser.  A name without a port means the
- * scheme's default, 80 (RFC 9110 4.2.1): accepted only when that is the
- * port we listen on, as it names some other server otherwise.
- */
-static int host_ok(const char *host, unsigned port)
-{
-	char name[64], want[16];
-	const char *colon;
-	size_t len;
-	struct in_addr a4;
-
-	if (!host)
-		return 1; /* HTTP/1.0; HTTP/1.1 without Host is a 400 already */
-	colon = strrchr(host, ':');
-	if (colon && strchr(colon, ']'))
-		colon = NULL; /* "[::1]" without a port */
-	len = colon ? (size_t)(colon - host) : strlen(host);
-	snprintf(want, sizeof want, "%u", port);
-	if (colon ? strcmp(colon + 1, want) != 0 : port != 80)
-		return 0;
-	if (len == 0 || len >= sizeof name)
-		return 0;
-	memcpy(name, host, len);
-	name[len] = '\0';
-	if (strcasecmp(name, "localhost") == 0 || strcmp(name, "[::1]") == 0)
-		return 1;
-	return inet_pton(AF_INET, name, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
-}
-
 static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key,
 				  const char *value)
 {
 	if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
 		++*(int *)cls;
 	return MHD_YES;
-}
-
-/*
- * The path of the request target `url` (decoded, without its query): the
- * origin form "/PATH" as it is, or the absolute form "http://AUTHORITY/PATH"
- * (RFC 9112 3.2.2: a server must accept it), whose authority, which then
- * stands for the Host header, is copied to `authority` ("" for the origin
- * form).  NULL for anything else, or an authority with userinfo (RFC 9110
- * 4.2.4 forbids it in http URIs) or too long.
- */
-static const char *target_path(const char *url, char *authority, size_t size)
-{
-	const char *a = url + 7, *slash;
-	size_t n;
-
-	authority[0] = '\0';
-	if (url[0] == '/')
-		return url;
-	if (strncasecmp(url, "http://", 7) != 0)
-		return NULL;
-	slash = strchr(a, '/');
-	n = slash ? (size_t)(slash - a) : strlen(a);
-	if (n == 0 || n >= size || memchr(a, '@', n))
-		return NULL;
-	memcpy(authority, a, n);
-	authority[n] = '\0';
-	return slash ? slash : "/";
 }
 
 /* The paths that need a ring: 503 with why until there is one; each
@@ -769,13 +708,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_host, &hosts);
 	if (hosts > 1)
 		return send_text(c, MHD_HTTP_BAD_REQUEST, "more than one Host\n");
-	path = target_path(url, authority, sizeof authority);
+	path = serve_target_path(url, authority, sizeof authority);
 	if (!path)
 		return send_text(c, MHD_HTTP_BAD_REQUEST, "the request target is /PATH or"
 				 " http://HOST:PORT/PATH\n");
 	host = authority[0] ? authority
 			    : MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	if (h->loopback && !host_ok(host, h->port))
+	if (h->loopback && !serve_host_ok(host, h->port))
 		return send_text(c, MHD_HTTP_FORBIDDEN, "Host is not a loopback name"
 				 " with the server's port\n");
 	if (strcmp(path, "/") == 0)
