@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* register.c - lease-backed self-registration of a node: the lease's life
- * (grant, renewal, loss and repair) and the registrar's own record.  The
- * in-place edit of a record is update.c's. */
+/* register.c - lease-backed self-registration of a node: the first grant,
+ * the registrar's own record, the public calls and closing.  Renewal, loss
+ * and repair are register_renew.c's; the in-place edit of a record is
+ * update.c's. */
 #include "backoff.h"
 #include "client_config.h"
 #include "clock.h"
@@ -11,6 +12,7 @@
 #include "fork.h"
 #include "log.h"
 #include "record.h"
+#include "register_impl.h"
 #include "register_tokens.h"
 #include "update.h"
 
@@ -22,55 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-/* Renewal after a failure first waits RETRY_MS, then twice as long each
- * time up to the renewal interval, but never so long that the lease could
- * expire before the next try (see renewal_failed). */
-#define RETRY_MS 500
-#define RETRY_MIN_MS 100
-/* During an outage at most one failure line is logged this often. */
-#define FAILURE_LOG_MS 5000
 /* The longest wait between tries of the first lease (a client's default
  * backoff_max_ms). */
 #define FIRST_GRANT_WAIT_MAX_MS 5000
-
-/* Lease ids as etcdctl prints and reads them: 16 lowercase hex digits. */
-#define LEASE_FMT "%016" PRIx64
-#define LEASE_ARG(id) ((uint64_t)(id))
-
-struct hr_registrar {
-	hr__log log;
-	hr__etcd *etcd;           /* used under mu only */
-	hr_ring_options ring;     /* the clients': records are checked with them */
-	hr_registrar_lost_fn on_lost;
-	void *on_lost_userdata;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pthread_t thread;
-	int started;
-	int stop;                 /* under mu */
-	/* 0 while we hold the id, then for good HR_EEXIST (another process
-	 * took it over) or HR_ECLOSED (deregistered).  Written under mu, read
-	 * with atomics from any thread; lost_msg is written once, before
-	 * status turns HR_EEXIST. */
-	int status;
-	char lost_msg[HR_ERROR_MSG_MAX];
-
-	char *key;
-	char *id;
-	char *value;              /* under mu: the record as we last wrote or adopted it */
-	int64_t lease;            /* under mu: our lease, 0 once revoked or gone */
-	int64_t held_lease;       /* atomic: the lease our record is attached to, 0 unless we hold the id */
-	int64_t ttl;              /* granted */
-	int64_t expires_ms;       /* under mu: when our lease runs out at the latest */
-
-	/* The renewal thread's current run of failures. */
-	int failures;             /* in a row */
-	int unlogged;             /* since the last failure line */
-	int64_t logged_ms;        /* when that line was logged */
-	int64_t failing_since_ms;
-
-	pid_t pid;                /* the process that opened it (fork.h) */
-};
 
 /* The error of a call in a child of fork(), which neither renews nor owns
  * the parent's registration; else 0. */
@@ -80,23 +36,6 @@ static int forked(const hr_registrar *r, const char *call, hr_error *err)
 		return 0;
 	return hr__forked_error(err, call, "the registrar was opened",
 				"only that process renews or removes its node", r->pid);
-}
-
-static int status_of(hr_registrar *r)
-{
-	return __atomic_load_n(&r->status, __ATOMIC_ACQUIRE);
-}
-
-/* The error a registrar that no longer holds its id gives, or 0. */
-static int status_error(hr_registrar *r, hr_error *err)
-{
-	int status = status_of(r);
-
-	if (status == HR_EEXIST)
-		return hr__error_set(err, HR_EEXIST, "%s", r->lost_msg);
-	if (status)
-		return hr__error_set(err, status, "node \"%s\" is no longer registered", r->id);
-	return 0;
 }
 
 /* ---- records -------------------------------------------------------------- */
@@ -114,262 +53,6 @@ static char *record_json(const hr_registration *reg)
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
-}
-
-/* ---- holding the id --------------------------------------------------- */
-
-/*
- * Whether key `kv` is another registrar's: attached to a live lease that
- * is not ours.  A key with no lease (a plain `etcdctl put` detaches it) or
- * with a lease that is gone is still ours to attach again.  1 or 0, or an
- * error code.  Called with mu held.
- */
-static int held_by_other(hr_registrar *r, const hr__kv *kv, hr_error *err)
-{
-	int64_t ttl = 0;
-	int rc;
-
-	if (!kv->lease || kv->lease == r->lease)
-		return 0;
-	rc = hr__etcd_lease_ttl(r->etcd, kv->lease, &ttl, err);
-	return rc ? rc : ttl > 0;
-}
-
-/*
- * The id was taken over: its key is attached to `holder`, another live
- * lease (`hashring register --replace`, or an operator's put with another
- * lease).  From now on we never write the key again and stop renewing;
- * our own lease is left to deregistration (or expiry), whose revoke cannot
- * touch a key attached to another lease.  Returns HR_EEXIST.  Called with
- * mu held.
- */
-static int lose(hr_registrar *r, int64_t holder, hr_error *err)
-{
-	snprintf(r->lost_msg, sizeof r->lost_msg,
-		 "another process took node \"%s\" over: its key is attached to lease "
-		 LEASE_FMT ", not ours (" LEASE_FMT "); no longer renewing it",
-		 r->id, LEASE_ARG(holder), LEASE_ARG(r->lease));
-	__atomic_store_n(&r->held_lease, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&r->status, HR_EEXIST, __ATOMIC_RELEASE);
-	hr__log_emit(&r->log, HR_LOG_ERROR, "registration_lost",
-		     "id=%s lease=" LEASE_FMT " holder_lease=" LEASE_FMT " msg=%s", r->id,
-		     LEASE_ARG(r->lease), LEASE_ARG(holder),
-		     "another process took the id over; no longer renewing it");
-	pthread_cond_broadcast(&r->cv);
-	return hr__error_set(err, HR_EEXIST, "%s", r->lost_msg);
-}
-
-/* Someone else's change to our record's value becomes ours.  Called with
- * mu held. */
-static void adopt(hr_registrar *r, const hr__kv *kv)
-{
-	char *v;
-
-	if (kv->value_len == strlen(r->value) && !memcmp(kv->value, r->value, kv->value_len))
-		return;
-	v = strdup(kv->value);
-	if (!v)
-		return;
-	free(r->value);
-	r->value = v;
-	hr__log_emit(&r->log, HR_LOG_INFO, "record_adopted",
-		     "id=%s mod_revision=%" PRId64 " msg=%s", r->id, kv->mod_revision,
-		     "record changed by someone else; keeping their value");
-}
-
-/* ---- the renewal thread --------------------------------------------------- */
-
-/* Puts our record under a fresh lease after ours was lost; the key must be
- * absent or still ours.  Called with mu held. */
-static int reregister(hr_registrar *r, hr_error *err)
-{
-	int64_t lease, ttl, t0 = hr__now_ms();
-	hr__kv kv = { 0 };
-	int found = 0, done, rc;
-
-	rc = hr__etcd_lease_grant(r->etcd, (int)r->ttl, &lease, &ttl, err);
-	if (rc)
-		return rc;
-	rc = hr__etcd_get(r->etcd, r->key, &kv, &found, err);
-	if (!rc && found) {
-		/* Someone else may have registered the id while our lease was gone. */
-		rc = held_by_other(r, &kv, err);
-		if (rc == 1) {
-			hr__etcd_lease_revoke(r->etcd, lease, NULL);
-			rc = lose(r, kv.lease, err);
-			r->lease = 0; /* expired or revoked: nothing left to revoke */
-			hr__kv_clear(&kv);
-			return rc;
-		}
-		if (!rc)
-			adopt(r, &kv);
-	}
-	if (!rc)
-		rc = hr__etcd_put_if(r->etcd, r->key, r->value, found ? kv.mod_revision : -1,
-				     found ? kv.lease : -1, lease, 0, &done, err);
-	hr__kv_clear(&kv);
-	if (!rc && !done)
-		rc = hr__error_set(err, HR_EETCD, "record changed during re-registration; retrying");
-	if (rc) {
-		hr__etcd_lease_revoke(r->etcd, lease, NULL);
-		return rc;
-	}
-	r->lease = lease;
-	__atomic_store_n(&r->held_lease, lease, __ATOMIC_RELEASE);
-	r->ttl = ttl;
-	r->expires_ms = t0 + ttl * 1000;
-	return 0;
-}
-
-/* After a renewal: the record must exist and carry our lease, unless
- * another registrar took it over; any change someone else made to its
- * value becomes ours.  Every put is conditional on the key being as we
- * read it, so none can land on a key another registrar holds.  Called
- * with mu held. */
-static void check_record(hr_registrar *r)
-{
-	hr_error err = { 0 };
-	hr__kv kv;
-	int found, done, rc;
-
-	if (hr__etcd_get(r->etcd, r->key, &kv, &found, &err))
-		return;
-	if (!found) {
-		/* Deleted by hand while we live: put it back if still absent
-		 * (revoke the lease to deregister a node, do not delete its key). */
-		if (!hr__etcd_put_if(r->etcd, r->key, r->value, -1, -1, r->lease, 0, &done, &err) &&
-		    done)
-			hr__log_emit(&r->log, HR_LOG_WARN, "record_restored",
-				     "id=%s lease=" LEASE_FMT " msg=%s", r->id, LEASE_ARG(r->lease),
-				     "key was deleted while the lease lives; put back");
-		return;
-	}
-	rc = held_by_other(r, &kv, &err);
-	if (rc == 1) {
-		lose(r, kv.lease, NULL);
-	} else if (rc == 0) {
-		adopt(r, &kv);
-		/* A plain `etcdctl put` detaches the key from its lease; without
-		 * it the node would outlive this process. */
-		if (kv.lease != r->lease &&
-		    !hr__etcd_put_if(r->etcd, r->key, r->value, kv.mod_revision, kv.lease, r->lease,
-				     0, &done, &err) && done)
-			hr__log_emit(&r->log, HR_LOG_INFO, "lease_reattached",
-				     "id=%s lease=" LEASE_FMT " old_lease=" LEASE_FMT, r->id,
-				     LEASE_ARG(r->lease), LEASE_ARG(kv.lease));
-	}
-	hr__kv_clear(&kv);
-}
-
-static void wait_ms(hr_registrar *r, int64_t ms)
-{
-	struct timespec ts;
-
-	hr__deadline_in(&ts, ms);
-	while (!r->stop && !status_of(r) && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
-		;
-}
-
-static int64_t renew_interval_ms(const hr_registrar *r)
-{
-	return r->ttl * 1000 / 3;
-}
-
-/*
- * A failed renewal: the first failure of a run is logged at once, then at
- * most one line every FAILURE_LOG_MS, counting the failures since the last
- * line.  Returns how long to wait before the next try: RETRY_MS doubling up
- * to the renewal interval, but while the lease still lives never past its
- * end less a margin for the request itself.  Called with mu held.
- */
-static int64_t renewal_failed(hr_registrar *r, const char *event, int rc,
-			      const hr_error *err)
-{
-	int64_t now = hr__now_ms(), interval = renew_interval_ms(r);
-	int64_t margin = r->ttl * 1000 / 4 < 1000 ? r->ttl * 1000 / 4 : 1000;
-	int64_t wait = RETRY_MS, left;
-
-	if (!r->failures++)
-		r->failing_since_ms = now;
-	r->unlogged++;
-	if (r->failures == 1 || now - r->logged_ms >= FAILURE_LOG_MS) {
-		hr__log_emit(&r->log, HR_LOG_WARN, event,
-			     "id=%s lease=" LEASE_FMT " failures=%d code=%d msg=%s", r->id,
-			     LEASE_ARG(r->lease), r->unlogged, rc, err->message);
-		r->unlogged = 0;
-		r->logged_ms = now;
-	}
-	for (int i = 1; i < r->failures && wait < interval; i++)
-		wait *= 2;
-	if (wait > interval)
-		wait = interval;
-	left = r->expires_ms - margin - now;
-	if (left > 0 && wait > left)
-		wait = left;
-	return wait < RETRY_MIN_MS ? RETRY_MIN_MS : wait;
-}
-
-/* A renewal worked: ends a run of failures.  Called with mu held. */
-static void renewal_recovered(hr_registrar *r)
-{
-	if (!r->failures)
-		return;
-	hr__log_emit(&r->log, HR_LOG_INFO, "keepalive_recovered",
-		     "id=%s lease=" LEASE_FMT " failures=%d failing_ms=%" PRId64, r->id,
-		     LEASE_ARG(r->lease), r->failures, hr__now_ms() - r->failing_since_ms);
-	r->failures = 0;
-	r->unlogged = 0;
-}
-
-static void *renew_main(void *arg)
-{
-	hr_registrar *r = arg;
-	int64_t wait = 0;
-
-	pthread_mutex_lock(&r->mu);
-	for (;;) {
-		hr_error err = { 0 };
-		const char *event = "keepalive_failed";
-		int64_t ttl = 0, sent, old = r->lease;
-		int rc;
-
-		wait_ms(r, wait ? wait : renew_interval_ms(r));
-		if (r->stop || status_of(r))
-			break;
-		sent = hr__now_ms();
-		rc = hr__etcd_lease_keepalive(r->etcd, r->lease, &ttl, &err);
-		if (!rc && ttl > 0) {
-			r->expires_ms = sent + ttl * 1000;
-		} else if (!rc) {
-			event = "reregister_failed";
-			rc = reregister(r, &err);
-			if (rc == HR_EEXIST)
-				break; /* lost, and logged */
-		}
-		if (rc) {
-			wait = renewal_failed(r, event, rc, &err);
-			continue;
-		}
-		wait = 0;
-		renewal_recovered(r);
-		if (ttl > 0)
-			check_record(r);
-		else
-			hr__log_emit(&r->log, HR_LOG_WARN, "lease_lost",
-				     "id=%s old_lease=" LEASE_FMT " lease=" LEASE_FMT " msg=%s",
-				     r->id, LEASE_ARG(old), LEASE_ARG(r->lease),
-				     "lease expired or revoked; registered again");
-	}
-	pthread_mutex_unlock(&r->mu);
-	/* Every loss, whoever found it, ends the loop above: tell the owner
-	 * once, with mu free so that the callback may call us. */
-	if (status_of(r) == HR_EEXIST && r->on_lost) {
-		hr_error why = { 0 };
-
-		status_error(r, &why);
-		r->on_lost(r->on_lost_userdata, r, &why);
-	}
-	return NULL;
 }
 
 /* ---- public API -------------------------------------------------------- */
@@ -578,7 +261,7 @@ int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		rc = pthread_create(&r->thread, NULL, renew_main, r);
+		rc = pthread_create(&r->thread, NULL, hr__registrar_renew_main, r);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (rc) {
@@ -597,9 +280,9 @@ int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,
 static int claim_key(void *userdata, const hr__kv *kv, hr_error *err)
 {
 	hr_registrar *r = userdata;
-	int rc = held_by_other(r, kv, err);
+	int rc = hr__registrar_held_by_other(r, kv, err);
 
-	return rc == 1 ? lose(r, kv->lease, err) : rc;
+	return rc == 1 ? hr__registrar_lose(r, kv->lease, err) : rc;
 }
 
 /* A hand-over's wait between attempts, mu held: the renewal thread
@@ -630,7 +313,7 @@ int hr_registrar_update(hr_registrar *r, const hr_record_update *upd,
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&r->mu);
-	rc = status_error(r, err);
+	rc = hr__registrar_status_error(r, err);
 	if (!rc) {
 		/* The put attaches our lease, should the key have lost it. */
 		hr__record_writer w = { r->lease, claim_key, r, &r->log, 0, wait_renewing };
@@ -674,7 +357,7 @@ int hr_registrar_status(hr_registrar *r, hr_error *err)
 	if (!r)
 		return hr__error_set(err, HR_EINVAL, "registrar must not be NULL");
 	rc = forked(r, "hr_registrar_status", err);
-	return rc ? rc : status_error(r, err);
+	return rc ? rc : hr__registrar_status_error(r, err);
 }
 
 int hr_registrar_deregister(hr_registrar *r, hr_error *err)
@@ -701,7 +384,7 @@ int hr_registrar_deregister(hr_registrar *r, hr_error *err)
 			r->lease = 0;
 		}
 	}
-	if (!rc && !status_of(r)) {
+	if (!rc && !hr__registrar_status_of(r)) {
 		__atomic_store_n(&r->held_lease, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&r->status, HR_ECLOSED, __ATOMIC_RELEASE);
 	}
