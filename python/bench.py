@@ -5,7 +5,9 @@
 On a ring of 100 nodes x 200 points followed from a real etcd on loopback:
 
   lookup       client.lookup(key): ns per call, keys taken in turn
-  ring         Ring.lookup(key) on the client's ring, held
+  lookup_index client.lookup_index(key): the owner's index in the ring
+  ring         Ring.lookup(key) and Ring.lookup_index(key) on the client's
+               ring, held
   bisect       a textbook pure-Python ring over the very same points:
                XXH3-64 of "<id>#<i>" (python3-xxhash), a sorted list, bisect,
                the node id string as the answer (checked to agree)
@@ -15,8 +17,10 @@ On a ring of 100 nodes x 200 points followed from a real etcd on loopback:
 
 Single-thread figures are the thread's CPU time, not wall time (the machine
 is shared: other processes take the CPU in the middle of a round), each the
-median of rounds in which the methods take turns.  The figures are ratios to
-read side by side, never asserted.  Run: python3 python/bench.py [--quick]
+median of rounds in which the methods take turns; --runs N repeats that N
+times and gives each figure's median and range over the runs.  The figures
+are ratios to read side by side, never asserted.  Run: python3 python/bench.py
+[--quick] [--runs N]
 (the package importable: PYTHONPATH=build/python after a build with
 -DHR_BUILD_PYTHON=ON, or installed).  --compare MODULE adds the lookups of
 another build of the extension, e.g. the full C API's (cmake --build build
@@ -82,10 +86,14 @@ def single_thread(client, other=None):
     bkeys = [k.encode() for k in keys]
     for k in keys[:10_000]:
         assert textbook.lookup(k) == client.lookup(k).node, k
+        assert ring.node(ring.lookup_index(k)).id == client.lookup(k).node, k
     methods = {
         "lookup (str keys)": lambda: cpu_ns_per_call(client.lookup, keys),
         "lookup (bytes keys)": lambda: cpu_ns_per_call(client.lookup, bkeys),
+        "lookup_index (str)": lambda: cpu_ns_per_call(client.lookup_index, keys),
+        "lookup_index (bytes)": lambda: cpu_ns_per_call(client.lookup_index, bkeys),
         "Ring.lookup": lambda: cpu_ns_per_call(ring.lookup, keys),
+        "Ring.lookup_index": lambda: cpu_ns_per_call(ring.lookup_index, keys),
         "bisect ring": lambda: cpu_ns_per_call(textbook.lookup, keys),
         "empty loop": lambda: cpu_ns_per_call(len, keys),
     }
@@ -203,6 +211,7 @@ def main():
     if sys.argv[1:2] == ["--churn-writer"]:
         return churn_writer(sys.argv[2], float(sys.argv[3]))
     quick = "--quick" in sys.argv
+    nruns = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
     other_module = None
     if "--compare" in sys.argv:
         other_module = load_module(sys.argv[sys.argv.index("--compare") + 1])
@@ -219,14 +228,22 @@ def main():
             other = None
             if other_module is not None:
                 other = other_module.Client(etcd.url, PREFIX, log_level="warn")
-            figures = single_thread(client, other)
+            runs = [single_thread(client, other) for _ in range(nruns)]
             if other is not None:
                 other.close()
-            base = figures["bisect ring"]
-            print("\nsingle thread, CPU ns per key (median of %d rounds):" % ROUNDS)
-            for name, ns in figures.items():
-                ratio = "" if name.startswith("empty") else "  %5.1fx the bisect ring" % (base / ns)
-                print("  %-22s %7.1f ns%s" % (name, ns, ratio))
+            if nruns == 1:
+                print("\nsingle thread, CPU ns per key (median of %d rounds):" % ROUNDS)
+            else:
+                print("\nsingle thread, CPU ns per key (each run the median of %d rounds; "
+                      "median [range] of %d runs):" % (ROUNDS, nruns))
+            for name in runs[0]:
+                values = [r[name] for r in runs]
+                ns = statistics.median(values)
+                ratios = [r["bisect ring"] / r[name] for r in runs]
+                spread = "" if nruns == 1 else " [%.1f-%.1f]" % (min(values), max(values))
+                ratio = "" if name.startswith("empty") else \
+                    "  %5.1fx the bisect ring" % statistics.median(ratios)
+                print("  %-22s %7.1f ns%-14s%s" % (name, ns, spread, ratio))
             r = churn(etcd, client, 1 if quick else CHURN_SECONDS)
             print("\nchurn: %d threads looking up, the ring republished %.0f times a second:"
                   % (CHURN_THREADS, r["puts_per_s"]))

@@ -101,6 +101,12 @@ static int choice(PyObject *o, const char *what, const char *const *names)
 static const char *const view_names[] = { "write", "read", NULL };
 static const char *const placement_names[] = { "xxh3", "ketama", "maglev",
 					       "rendezvous", "tokens", NULL };
+const char *hrpy_placement_name(hr_placement p)
+{
+	return (unsigned)p < sizeof placement_names / sizeof placement_names[0] - 1 ?
+	       placement_names[p] : NULL;
+}
+
 static const char *const log_level_names[] = { "error", "warn", "info", "debug", NULL };
 static const char *const order_names[] = { "spread", "in_order", NULL };
 

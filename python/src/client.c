@@ -141,6 +141,37 @@ static PyObject *client_lookup(hrpy_client *self, PyObject *key)
 	return result;
 }
 
+/* The batch of one again, its write node's number alone: no new object
+ * once the kept Ring has made that int, and no epoch to compare. */
+static PyObject *client_lookup_index(hrpy_client *self, PyObject *key)
+{
+	hr_batch_owner o;
+	hrpy_key k;
+	int rc;
+
+	if (hrpy_key_get(key, &k) < 0)
+		return NULL;
+	if (!self->c) {
+		hrpy_key_release(&k);
+		return closed_error(self);
+	}
+	rc = hr_client_lookup_batch(self->c, (const void *const *)&k.data, &k.len, 1, &o,
+				    NULL, NULL);
+	hrpy_key_release(&k);
+	if (rc < 0)
+		return hrpy_raise(HRPY_STATE(self), rc, NULL);
+	/* Any Ring's ints will do, whichever ring answered: the kept one,
+	 * taken once if no lookup() took it yet. */
+	if (!self->current) {
+		hrpy_ring *r = current_ring(self);
+
+		if (!r)
+			return NULL;
+		Py_DECREF(r);
+	}
+	return hrpy_ring_index(self->current, o.node);
+}
+
 static PyObject *client_lookup_many(hrpy_client *self, PyObject *keys)
 {
 	hr_error err = { .code = 0 };
@@ -707,6 +738,12 @@ static PyMethodDef client_methods[] = {
 	  "lookup(key) -> Owner\n\nThe owners of `key` (str as UTF-8, bytes or any bytes-like "
 	  "object) in the\ncurrent ring.  Never blocks.  Raises EmptyRingError "
 	  "while\nthe ring has no node." },
+	{ "lookup_index", (PyCFunction)client_lookup_index, METH_O,
+	  "lookup_index(key) -> int | None\n\nThe index of `key`'s write-view owner in the "
+	  "current ring (None if that\nview is empty): lookup(key) without making an answer. "
+	  "The ring may\nchange before the index is used: to map indexes to nodes, take "
+	  "the ring\n(ring()) and use its lookup_index() and node(i).  Raises "
+	  "EmptyRingError\nwhile the ring has no node." },
 	{ "lookup_many", (PyCFunction)client_lookup_many, METH_O,
 	  "lookup_many(keys) -> list[Owner]\n\nThe owners of every key of an iterable, all from "
 	  "one ring, in one batch\n(the GIL released from 64 keys on)." },

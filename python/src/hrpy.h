@@ -112,6 +112,8 @@ static inline void hrpy_key_release(hrpy_key *k)
  */
 const char *hrpy_cstr(PyObject *o, const char *what);
 int hrpy_view_arg(PyObject *o, hr_view *out);
+/* The name Ring(placement=...) takes for `p`; NULL for none. */
+const char *hrpy_placement_name(hr_placement p);
 int hrpy_state_arg(PyObject *o, hr_state *out);
 /* An int (not a bool) from 0 to `max`: TypeError, ValueError. */
 int hrpy_uint_arg(PyObject *o, const char *what, unsigned long long max,
@@ -206,6 +208,7 @@ typedef struct hrpy_ring {
 	PyObject **strs;        /* [2i]: node i's id, [2i + 1]: its addr */
 	PyObject **nodes;       /* hashring.Node of node i */
 	PyObject **same;        /* hashring.Owner of (i, i) */
+	PyObject **ints;        /* the int i, made on first use */
 	struct hrpy_pair *pairs;
 	size_t npairs, pairs_cap;  /* cap: 0 or a power of two */
 } hrpy_ring;
@@ -215,6 +218,25 @@ typedef struct hrpy_ring {
 hrpy_ring *hrpy_ring_wrap(hrpy_state *st, hr_ring *ring);
 
 PyObject *hrpy_ring_owner_slow(hrpy_ring *r, const hr_batch_owner *o);
+
+PyObject *hrpy_ring_index_slow(hrpy_ring *r, uint32_t i);
+
+/*
+ * Node number `i` of an answer as lookup_index() gives it: an int (a new
+ * reference), None for HR_NO_NODE.  The ring keeps the ints it made, so
+ * that numbers past CPython's small ints are not made again; an int made
+ * by any ring serves an answer of any other (the value is all it is).
+ */
+static inline PyObject *hrpy_ring_index(hrpy_ring *r, uint32_t i)
+{
+	PyObject *v;
+
+	if (i < r->n && (v = r->ints[i]) != NULL) {
+		Py_INCREF(v);
+		return v;
+	}
+	return hrpy_ring_index_slow(r, i);
+}
 
 /* The Owner of an answer of ring `r`: a new reference. */
 static inline PyObject *hrpy_ring_owner(hrpy_ring *r, const hr_batch_owner *o)

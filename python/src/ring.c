@@ -242,6 +242,18 @@ PyObject *hrpy_ring_owner_slow(hrpy_ring *r, const hr_batch_owner *o)
 	return owner;
 }
 
+PyObject *hrpy_ring_index_slow(hrpy_ring *r, uint32_t i)
+{
+	PyObject *v;
+
+	if (i == HR_NO_NODE)
+		Py_RETURN_NONE;
+	v = PyLong_FromUnsignedLong(i);
+	if (v && i < r->n && !r->ints[i])
+		r->ints[i] = new_ref(v);
+	return v;
+}
+
 PyObject *hrpy_ring_owners(hrpy_ring *r, const hr_batch_owner *out, size_t n)
 {
 	PyObject *list;
@@ -355,14 +367,15 @@ hrpy_ring *hrpy_ring_wrap(hrpy_state *st, hr_ring *ring)
 	r->n = hr_ring_node_count(ring);
 	r->pairs = NULL;
 	r->npairs = r->pairs_cap = 0;
-	/* One block: strs (2n), nodes (n), same (n). */
-	r->strs = PyMem_Calloc(4 * r->n + 1, sizeof(PyObject *));
+	/* One block: strs (2n), nodes (n), same (n), ints (n). */
+	r->strs = PyMem_Calloc(5 * r->n + 1, sizeof(PyObject *));
 	if (!r->strs) {
 		Py_DECREF(r);
 		return (hrpy_ring *)PyErr_NoMemory();
 	}
 	r->nodes = r->strs + 2 * r->n;
 	r->same = r->nodes + r->n;
+	r->ints = r->same + r->n;
 	return r;
 }
 
@@ -371,7 +384,7 @@ static void ring_dealloc(hrpy_ring *r)
 	PyTypeObject *tp = Py_TYPE((PyObject *)r);
 
 	if (r->strs) {
-		for (size_t i = 0; i < 4 * r->n; i++)
+		for (size_t i = 0; i < 5 * r->n; i++)
 			Py_XDECREF(r->strs[i]);
 		PyMem_Free(r->strs);
 	}
@@ -692,12 +705,16 @@ static PyObject *ring_from_json(PyObject *cls, PyObject *args, PyObject *kwargs)
 
 static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
 {
-	hr_error err = { .code = 0 };
+	hr_error err;
 	hr_batch_owner o;
 	hr_lookup res;
 	hrpy_key k;
 	int rc;
 
+	/* Not `= { 0 }`: zeroing the message buffer on every lookup costs
+	 * more than the hash. */
+	err.code = 0;
+	err.message[0] = '\0';
 	if (hrpy_key_get(key, &k) < 0)
 		return NULL;
 	/* A single lookup, cheaper than a batch of one; its node pointers
@@ -710,6 +727,27 @@ static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
 	o.read_node = res.read_node == res.node ? o.node
 		      : res.read_node ? (uint32_t)node_index(self, res.read_node) : HR_NO_NODE;
 	return hrpy_ring_owner(self, &o);
+}
+
+/* The write-view owner's number alone: an int the ring's node(i) maps
+ * back to a Node, no object made (small ints are CPython's own). */
+static PyObject *ring_lookup_index(hrpy_ring *self, PyObject *key)
+{
+	hr_error err;
+	hr_lookup res;
+	hrpy_key k;
+	int rc;
+
+	err.code = 0;		/* as in ring_lookup() */
+	err.message[0] = '\0';
+	if (hrpy_key_get(key, &k) < 0)
+		return NULL;
+	rc = hr_ring_lookup(self->ring, k.data, k.len, &res, &err);
+	hrpy_key_release(&k);
+	if (rc < 0)
+		return hrpy_raise(HRPY_STATE(self), rc, &err);
+	return hrpy_ring_index(self, res.node ? (uint32_t)node_index(self, res.node)
+					      : HR_NO_NODE);
 }
 
 static PyObject *ring_lookup_many(hrpy_ring *self, PyObject *keys)
@@ -760,6 +798,26 @@ PyObject *hrpy_ring_replicas(hrpy_ring *r, PyObject *args, PyObject *kwargs)
 static PyObject *ring_nodes(hrpy_ring *self, PyObject *unused)
 {
 	return hrpy_ring_node_list(self);
+}
+
+static PyObject *ring_node(hrpy_ring *self, PyObject *index)
+{
+	Py_ssize_t i;
+
+	/* An index, as a list takes: int or __index__, not a bool. */
+	if (PyBool_Check(index) || !PyIndex_Check(index)) {
+		hrpy_type_error(index, "node(): the index must be an int");
+		return NULL;
+	}
+	i = PyNumber_AsSsize_t(index, NULL);
+	if (i == -1 && PyErr_Occurred())
+		return NULL;
+	if (i < 0 || (size_t)i >= self->n) {
+		PyErr_Format(PyExc_IndexError, "node index %zd out of range (the ring has %zu "
+			     "node%s)", i, self->n, self->n == 1 ? "" : "s");
+		return NULL;
+	}
+	return hrpy_ring_node(self, (size_t)i);
 }
 
 static PyObject *ring_find(hrpy_ring *self, PyObject *id_obj)
@@ -963,6 +1021,49 @@ static PyObject *ring_get_points(hrpy_ring *self, void *unused)
 	return PyLong_FromSize_t(hr_ring_point_count(self->ring));
 }
 
+/* The options the ring was built with (hr_ring_options_get()). */
+static int ring_built_options(hrpy_ring *self, hr_ring_options *opts)
+{
+	hr_error err = { .code = 0 };
+	int rc;
+
+	hr_ring_options_init(opts);
+	rc = hr_ring_options_get(self->ring, opts, &err);
+	if (rc < 0)
+		hrpy_raise(HRPY_STATE(self), rc, &err);
+	return rc;
+}
+
+static PyObject *ring_get_placement(hrpy_ring *self, void *unused)
+{
+	hr_ring_options opts;
+	const char *name;
+
+	if (ring_built_options(self, &opts) < 0)
+		return NULL;
+	name = hrpy_placement_name(opts.placement);
+	if (!name)
+		return PyErr_Format(PyExc_SystemError, "unknown placement %d",
+				    (int)opts.placement);
+	return PyUnicode_FromString(name);
+}
+
+static PyObject *ring_get_vnodes_per_weight(hrpy_ring *self, void *unused)
+{
+	hr_ring_options opts;
+
+	return ring_built_options(self, &opts) < 0 ? NULL
+	       : PyLong_FromUnsignedLong(opts.vnodes_per_weight);
+}
+
+static PyObject *ring_get_maglev_size(hrpy_ring *self, void *unused)
+{
+	hr_ring_options opts;
+
+	return ring_built_options(self, &opts) < 0 ? NULL
+	       : PyLong_FromUnsignedLongLong((unsigned long long)opts.maglev_size);
+}
+
 static PyObject *ring_repr(hrpy_ring *self)
 {
 	char digest[20];
@@ -977,6 +1078,10 @@ static PyMethodDef ring_methods[] = {
 	{ "lookup", (PyCFunction)ring_lookup, METH_O,
 	  "lookup(key) -> Owner\n\nThe owners of `key` (str as UTF-8, bytes or any "
 	  "bytes-like object).\nRaises EmptyRingError if the ring has no node." },
+	{ "lookup_index", (PyCFunction)ring_lookup_index, METH_O,
+	  "lookup_index(key) -> int | None\n\nThe index in this ring of `key`'s write-view "
+	  "owner, as node(i) takes\n(None if that view is empty): lookup(key) without "
+	  "making an answer.\nRaises EmptyRingError if the ring has no node." },
 	{ "lookup_many", (PyCFunction)ring_lookup_many, METH_O,
 	  "lookup_many(keys) -> list[Owner]\n\nThe owners of every key of an iterable, in "
 	  "one batch (the GIL released\nfrom 64 keys on); an empty iterable gives []." },
@@ -986,6 +1091,10 @@ static PyMethodDef ring_methods[] = {
 	  "(docs/placement.md section 5)." },
 	{ "nodes", (PyCFunction)ring_nodes, METH_NOARGS,
 	  "nodes() -> list[Node]\n\nEvery node, in id order." },
+	{ "node", (PyCFunction)ring_node, METH_O,
+	  "node(index) -> Node\n\nThe node of that index, 0 <= index < len(ring), in id "
+	  "order as nodes()\nlists them (lookup_index() answers with these); IndexError "
+	  "otherwise." },
 	{ "find", (PyCFunction)ring_find, METH_O,
 	  "find(id) -> Node | None\n\nThe node of that id, or None." },
 	{ "shares", (PyCFunction)(void (*)(void))ring_shares, METH_VARARGS | METH_KEYWORDS,
@@ -1010,6 +1119,13 @@ static PyGetSetDef ring_getset[] = {
 	{ "revision", (getter)ring_get_revision, NULL, "etcd revision the ring reflects (0: offline)", NULL },
 	{ "digest", (getter)ring_get_digest, NULL, "64-bit digest of the membership and placement", NULL },
 	{ "points", (getter)ring_get_points, NULL, "points of the ring (all vnodes)", NULL },
+	{ "placement", (getter)ring_get_placement, NULL,
+	  "the placement the ring was built with: 'xxh3', 'ketama', 'maglev', 'rendezvous' "
+	  "or 'tokens'", NULL },
+	{ "vnodes_per_weight", (getter)ring_get_vnodes_per_weight, NULL,
+	  "points per unit of weight the ring was built with", NULL },
+	{ "maglev_size", (getter)ring_get_maglev_size, NULL,
+	  "the Maglev table size the ring was built with (read with maglev only)", NULL },
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 

@@ -113,6 +113,36 @@ def test_lookup_answers_and_rings(etcd, prefix):
         assert ring.lookup("k") is owner
 
 
+def test_lookup_index(etcd, prefix):
+    for part in range(3):  # etcd takes at most 128 operations a transaction
+        put_nodes(etcd, prefix, ["n%03d" % i for i in range(part * 100, part * 100 + 100)])
+    with hashring.Client(etcd.url, prefix, log_level="warn") as client:
+        # Before any lookup(): the client takes its ring for the ints.
+        first = client.lookup_index("k")
+        ring = client.ring()
+        keys = ["key:%d" % i for i in range(3000)] + [b"k", bytearray(b"k"), ""]
+        assert first == ring.lookup_index("k")
+        for key in keys:
+            i = client.lookup_index(key)
+            assert type(i) is int and ring.lookup_index(key) == i
+            assert ring.node(i).id == client.lookup(key).node
+        big = next(k for k in keys if client.lookup_index(k) > 256)
+        assert client.lookup_index(big) is client.lookup_index(big)
+        for bad in (None, 1, 1.5, ["k"]):
+            with pytest.raises(TypeError):
+                client.lookup_index(bad)
+        # A new ring: the indexes are the new ring's.
+        rev = etcd.put(prefix + "a0", etcd_server.record("127.0.0.9:1"))
+        wait_for(lambda: client.revision == rev, what="the new ring")
+        new = client.ring()
+        assert new.node(0).id == "a0"
+        for key in keys[:500]:
+            assert new.node(client.lookup_index(key)).id == new.lookup(key).node
+    with hashring.Client(etcd.url, prefix + "none/", log_level="warn") as client:
+        with pytest.raises(hashring.EmptyRingError):
+            client.lookup_index("k")
+
+
 def test_open_nonblocking_and_wait_synced(etcd, prefix):
     put_nodes(etcd, prefix, ["a"])
     with hashring.Client(etcd.url, prefix, open_nonblocking=True, log_level="warn") as client:
@@ -143,6 +173,7 @@ def test_close(etcd, prefix):
     client.close()
     assert client.closed
     for call in (lambda: client.lookup("k"), lambda: client.lookup_many(["k"]),
+                 lambda: client.lookup_index("k"),
                  lambda: client.replicas("k"), client.nodes, client.ring, client.status,
                  lambda: client.revision, client.acks, lambda: client.wait_synced(1),
                  lambda: client.on_change(print), client.metrics, client.__enter__):

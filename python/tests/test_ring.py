@@ -181,3 +181,71 @@ def test_repr():
     ring = hashring.Ring(members(2), revision=7)
     assert repr(ring).startswith("<hashring.Ring revision=7 digest=") and "nodes=2" in repr(ring)
     assert "node=" in repr(ring.lookup("x"))
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_lookup_index_and_node(placement):
+    ring = hashring.Ring(members(300), placement=placement, vnodes_per_weight=20)
+    nodes = ring.nodes()
+    keys = ["key:%d" % i for i in range(3000)] + [b"\xff\x00", bytearray(b"ba"), ""]
+    for key in keys:
+        i = ring.lookup_index(key)
+        assert type(i) is int and 0 <= i < len(ring)
+        assert ring.node(i) is nodes[i]
+        assert ring.node(i).id == ring.lookup(key).node
+    # Past CPython's small ints too: the same int object each time.
+    big = next(k for k in keys if ring.lookup_index(k) > 256)
+    assert ring.lookup_index(big) is ring.lookup_index(big)
+    assert ring.node(len(ring) - 1) is nodes[-1]
+
+
+def test_lookup_index_of_an_empty_write_view():
+    # All draining: no write-view owner, None as lookup() gives.
+    ring = hashring.Ring([dict(id="a", addr="h:1", state="draining"),
+                          dict(id="b", addr="h:2", state="draining")])
+    assert ring.lookup("k").node is None and ring.lookup_index("k") is None
+    # The write view's owner, not the read view's.
+    ring = hashring.Ring([dict(id="a", addr="h:1", state="draining"),
+                          dict(id="b", addr="h:2", state="warming")])
+    assert ring.lookup("k").read_node == "a" and ring.node(ring.lookup_index("k")).id == "b"
+
+
+def test_lookup_index_and_node_bad_input():
+    ring = hashring.Ring(members(3))
+    for bad in (None, 1, 1.5, ["k"]):
+        with pytest.raises(TypeError):
+            ring.lookup_index(bad)
+    for bad in (3, -1, -4, 2 ** 70, -(2 ** 70)):
+        with pytest.raises(IndexError, match="out of range"):
+            ring.node(bad)
+    for bad in ("0", 1.0, None, True, b"\x00"):
+        with pytest.raises(TypeError, match="int"):
+            ring.node(bad)
+    empty = hashring.Ring([])
+    with pytest.raises(hashring.EmptyRingError):
+        empty.lookup_index("x")
+    with pytest.raises(IndexError):
+        empty.node(0)
+    with pytest.raises(TypeError):
+        ring.lookup_index()
+    with pytest.raises(TypeError):
+        ring.node()
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_placement_and_options(placement):
+    ring = hashring.Ring(members(4), placement=placement, vnodes_per_weight=50,
+                         maglev_size=1021)
+    assert ring.placement == placement
+    assert ring.vnodes_per_weight == 50 and ring.maglev_size == 1021
+    again = hashring.Ring(ring.nodes() if placement != "tokens" else members(4),
+                          placement=ring.placement,
+                          vnodes_per_weight=ring.vnodes_per_weight,
+                          maglev_size=ring.maglev_size)
+    if placement != "tokens":
+        assert again.digest == ring.digest
+    default = hashring.Ring(members(2))
+    assert (default.placement, default.vnodes_per_weight, default.maglev_size) == \
+        ("xxh3", 200, 65537)
+    with pytest.raises(AttributeError):
+        ring.placement = "xxh3"

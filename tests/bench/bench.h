@@ -64,6 +64,7 @@ typedef struct hrb_args {
 	int json;
 	int lookups_only;	/* no etcd: skips propagation and idle */
 	int placement;		/* an hr_placement: the lookups' rings */
+	int runs;		/* of the API against the raw ring */
 	int puts;
 	int nodes;
 	int idle_ms;

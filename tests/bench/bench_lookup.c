@@ -789,10 +789,124 @@ out:
 	return rc;
 }
 
-int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, hrb_report *r)
+/* ---- the API against the raw ring, by placement --------------------------- */
+
+static const hr_placement cmp_placements[HRB_CMP_PLACEMENTS] = {
+	HR_PLACEMENT_XXH3, HR_PLACEMENT_TOKENS, HR_PLACEMENT_MAGLEV
+};
+static const int cmp_sizes[HRB_CMP_SIZES][2] = { { 100, 200 }, { 1000, 200 },
+						 { 10000, 200 } };
+
+/* What one comparison config measures on: its ring, and with XXH3 the
+ * textbook search (n 0 otherwise) and libmemcached (NULL otherwise). */
+struct cmp_ring {
+	struct nodes ns;
+	hr_ring *ring;
+	struct bs_ring bs;
+	memcached_st *mc;
+};
+
+static void cmp_ring_free(struct cmp_ring *cr)
+{
+	if (cr->mc)
+		memcached_free(cr->mc);
+	bs_free(&cr->bs);
+	hr_ring_release(cr->ring);
+	nodes_free(&cr->ns);
+}
+
+static int cmp_ring_make(struct cmp_ring *cr, hrb_cmp_config *cf, const struct keypool *kp)
+{
+	bool xxh3 = cf->placement == HR_PLACEMENT_XXH3;
+
+	memset(cr, 0, sizeof *cr);
+	if (nodes_make(&cr->ns, cf->nodes, cf->placement, cf->vnodes) ||
+	    ring_make(&cr->ns, cf->nodes, 1, &cr->ring))
+		return -1;
+	cf->points = hr_ring_point_count(cr->ring);
+	if (xxh3 && (bs_build(&cr->bs, cr->ring) || check_agree(cr->ring, &cr->bs, kp))) {
+		fprintf(stderr, "bench: ring and binary search disagree\n");
+		return -1;
+	}
+	if (xxh3 && cf->nodes <= MC_SERVERS_MAX && !(cr->mc = mc_create(cf->nodes, NULL)))
+		return -1;
+	return 0;
+}
+
+/* Run `run` of one config: HRB_CMP_ROUNDS rounds, the methods taking
+ * turns in an order that moves on by one each round, so that none always
+ * follows the same one (whose tables it would find in the cache). */
+static void cmp_run(hrb_cmp_config *cf, const struct cmp_ring *cr, hr_client *c,
+		    const struct keypool *kp, int run, uint64_t *sink)
+{
+	double api[HRB_CMP_ROUNDS], ring[HRB_CMP_ROUNDS];
+	double bs[HRB_CMP_ROUNDS], mc[HRB_CMP_ROUNDS];
+
+	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(cr->ring));
+	for (int i = 0; i < HRB_CMP_ROUNDS; i++) {
+		for (int k = 0; k < 4; k++) {
+			switch ((i + k) % 4) {
+			case 0:
+				api[i] = thru_api(c, kp, OPS_PER_ROUND, sink);
+				break;
+			case 1:
+				ring[i] = thru_ring(cr->ring, kp, OPS_PER_ROUND, sink);
+				break;
+			case 2:
+				bs[i] = cr->bs.n ? thru_bs(&cr->bs, kp, OPS_PER_ROUND, sink) : -1;
+				break;
+			default:
+				mc[i] = cr->mc ? thru_mc(cr->mc, kp, OPS_PER_ROUND / 4, sink) : -1;
+				break;
+			}
+		}
+	}
+	cf->api_ns[run] = median(api, HRB_CMP_ROUNDS);
+	cf->ring_ns[run] = median(ring, HRB_CMP_ROUNDS);
+	cf->bsearch_ns[run] = cr->bs.n ? median(bs, HRB_CMP_ROUNDS) : -1;
+	cf->libmemcached_ns[run] = cr->mc ? median(mc, HRB_CMP_ROUNDS) : -1;
+}
+
+/* `runs` runs over every config, each run going through all of them in
+ * turn: a noisy minute on the machine spoils one run of each, not every
+ * run of one.  The rings are all built first and held throughout. */
+static int measure_cmp(hrb_lookup_report *lr, hr_client *c, const struct keypool *kp,
+		       int runs)
+{
+	static struct cmp_ring cr[HRB_CMP_CONFIGS];
+	uint64_t sink = 0;
+	int rc = -1, built = 0;
+
+	lr->runs = runs;
+	lr->n_cmp = HRB_CMP_CONFIGS;
+	for (int p = 0; p < HRB_CMP_PLACEMENTS; p++) {
+		for (int z = 0; z < HRB_CMP_SIZES; z++) {
+			hrb_cmp_config *cf = &lr->cmp[p * HRB_CMP_SIZES + z];
+
+			cf->placement = cmp_placements[p];
+			cf->nodes = cmp_sizes[z][0];
+			cf->vnodes = cmp_sizes[z][1];
+			if (cmp_ring_make(&cr[built++], cf, kp))
+				goto out;
+		}
+	}
+	for (int run = 0; run < runs; run++)
+		for (int i = 0; i < HRB_CMP_CONFIGS; i++)
+			cmp_run(&lr->cmp[i], &cr[i], c, kp, run, &sink);
+	if (sink == 42)
+		fprintf(stderr, " ");	/* keeps the answers alive */
+	rc = 0;
+out:
+	for (int i = 0; i < built; i++)
+		cmp_ring_free(&cr[i]);
+	return rc;
+}
+
+int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, int runs,
+		       hrb_report *r)
 {
 	static const int sizes[][2] = { { 10, 200 }, { 100, 200 }, { 1000, 200 },
-					{ 1000, 256 } };
+					{ 1000, 256 }, { 10000, 200 } };
 	struct keypool kp = { malloc((size_t)POOL_KEYS * KEY_LEN), POOL_KEYS - 1 };
 	uint64_t x = 0x9e3779b97f4a7c15u;
 	hr_client *c;
@@ -829,6 +943,11 @@ int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, hrb_report
 			return -1;
 		}
 		lr->n++;
+	}
+	if (measure_cmp(lr, c, &kp, runs)) {
+		hr_client_close(c);
+		free(kp.keys);
+		return -1;
 	}
 	hr_client_close(c);
 	free(kp.keys);
@@ -879,8 +998,95 @@ static void print_ns(double v)
 		printf(" %8.1f", v);
 }
 
+/* ---- the comparison: per run figures, median and range -------------------- */
+
+/* A figure over the runs: its median, lowest and highest; `ok` 0 when a
+ * run did not measure it (negative, unless the figure is a difference,
+ * which may be). */
+struct spread {
+	double med, lo, hi;
+	int ok;
+};
+
+static struct spread spread_of(const double *v, int n, int signed_figure)
+{
+	double tmp[HRB_RUNS_MAX];
+	struct spread s = { -1, -1, -1, 0 };
+
+	for (int i = 0; i < n; i++)
+		if (v[i] < 0 && !signed_figure)
+			return s;
+	s.ok = 1;
+	memcpy(tmp, v, (size_t)n * sizeof *tmp);
+	s.med = median(tmp, (size_t)n);
+	s.lo = tmp[0];		/* median() sorted them */
+	s.hi = tmp[n - 1];
+	return s;
+}
+
+/* The derived figures, each run's own: api - ring (ns), bs/ring, bs/api,
+ * ketama/api (x). */
+enum { CMP_DIFF, CMP_BS_RING, CMP_BS_API, CMP_MC_API, CMP_DERIVED };
+
+static void cmp_derived(const hrb_cmp_config *c, int runs, double out[CMP_DERIVED][HRB_RUNS_MAX])
+{
+	for (int i = 0; i < runs; i++) {
+		out[CMP_DIFF][i] = c->api_ns[i] > 0 && c->ring_ns[i] > 0 ?
+				   c->api_ns[i] - c->ring_ns[i] : -1;
+		out[CMP_BS_RING][i] = ratio(c->bsearch_ns[i], c->ring_ns[i]);
+		out[CMP_BS_API][i] = ratio(c->bsearch_ns[i], c->api_ns[i]);
+		out[CMP_MC_API][i] = ratio(c->libmemcached_ns[i], c->api_ns[i]);
+	}
+}
+
+/* "med [lo-hi]" (one run: the figure alone), or "-". */
+static void print_spread(struct spread s, int runs, const char *unit)
+{
+	char buf[48];
+
+	if (!s.ok)
+		snprintf(buf, sizeof buf, "-");
+	else if (runs == 1)
+		snprintf(buf, sizeof buf, "%.1f%s", s.med, unit);
+	else
+		snprintf(buf, sizeof buf, "%.1f%s [%.1f-%.1f]", s.med, unit, s.lo, s.hi);
+	printf(" %-19s", buf);
+}
+
+static void cmp_print_text(const hrb_lookup_report *lr)
+{
+	printf("API against the raw ring, 16-byte random keys (ns of thread CPU time per "
+	       "lookup; a run's figure is the median of %d rounds; median [range] of %d "
+	       "run%s)\n", HRB_CMP_ROUNDS, lr->runs, lr->runs == 1 ? "" : "s");
+	printf("  %-7s %-11s %-19s %-19s %-19s %-19s %-19s %-19s %-19s\n", "place",
+	       "nodes x vn", " api", " ring", " api-ring ns", " bsearch", " bs/ring",
+	       " bs/api", " ketama");
+	for (int i = 0; i < lr->n_cmp; i++) {
+		const hrb_cmp_config *c = &lr->cmp[i];
+		double d[CMP_DERIVED][HRB_RUNS_MAX];
+		char label[24];
+
+		cmp_derived(c, lr->runs, d);
+		snprintf(label, sizeof label, "%d x %d", c->nodes, c->vnodes);
+		printf("  %-7s %-11s", c->placement == HR_PLACEMENT_TOKENS ? "tokens" :
+		       hrb_placement_names[c->placement], label);
+		print_spread(spread_of(c->api_ns, lr->runs, 0), lr->runs, "");
+		print_spread(spread_of(c->ring_ns, lr->runs, 0), lr->runs, "");
+		print_spread(spread_of(d[CMP_DIFF], lr->runs, 1), lr->runs, "");
+		print_spread(spread_of(c->bsearch_ns, lr->runs, 0), lr->runs, "");
+		print_spread(spread_of(d[CMP_BS_RING], lr->runs, 0), lr->runs, "x");
+		print_spread(spread_of(d[CMP_BS_API], lr->runs, 0), lr->runs, "x");
+		print_spread(spread_of(c->libmemcached_ns, lr->runs, 0), lr->runs, "");
+		printf("\n");
+	}
+	printf("  (vnodes: the xxh3 placement; bsearch and ketama with it only, ketama "
+	       "up to %d servers; Maglev's table is its maglev_size)\n", MC_SERVERS_MAX);
+}
+
 void hrb_lookup_print_text(const hrb_lookup_report *lr)
 {
+	if (lr->runs)
+		cmp_print_text(lr);
 	printf("Lookups, 16-byte random keys, %s placement (ns of thread CPU time per "
 	       "lookup; median of %d rounds)\n", hrb_placement_names[lr->placement], ROUNDS);
 	printf("  %-11s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "nodes x vn",
@@ -1011,6 +1217,52 @@ static void json_num(const char *name, double v, int last)
 		putchar(',');
 }
 
+
+static void json_spread(const char *name, const double *v, int runs, int signed_figure)
+{
+	struct spread s = spread_of(v, runs, signed_figure);
+
+	if (!s.ok) {
+		printf("\"%s\":null,", name);
+		return;
+	}
+	printf("\"%s\":{\"median\":%.3f,\"min\":%.3f,\"max\":%.3f,\"runs\":[", name, s.med,
+	       s.lo, s.hi);
+	for (int i = 0; i < runs; i++)
+		printf("%s%.3f", i ? "," : "", v[i]);
+	printf("]},");
+}
+
+/* "api_vs_ring": every run's figures and their median and range. */
+static void cmp_print_json(const hrb_lookup_report *lr)
+{
+	printf(",\"api_vs_ring\":");
+	if (!lr->runs) {
+		printf("null");
+		return;
+	}
+	printf("{\"runs\":%d,\"rounds\":%d,\"configs\":[", lr->runs, HRB_CMP_ROUNDS);
+	for (int i = 0; i < lr->n_cmp; i++) {
+		const hrb_cmp_config *c = &lr->cmp[i];
+		double d[CMP_DERIVED][HRB_RUNS_MAX];
+
+		cmp_derived(c, lr->runs, d);
+		printf("%s{\"placement\":\"%s\",\"nodes\":%d,\"vnodes\":%d,\"points\":%zu,",
+		       i ? "," : "", hrb_placement_names[c->placement], c->nodes, c->vnodes,
+		       c->points);
+		json_spread("api_ns", c->api_ns, lr->runs, 0);
+		json_spread("ring_ns", c->ring_ns, lr->runs, 0);
+		json_spread("api_minus_ring_ns", d[CMP_DIFF], lr->runs, 1);
+		json_spread("bsearch_ns", c->bsearch_ns, lr->runs, 0);
+		json_spread("libmemcached_ns", c->libmemcached_ns, lr->runs, 0);
+		json_spread("bs_over_ring", d[CMP_BS_RING], lr->runs, 0);
+		json_spread("bs_over_api", d[CMP_BS_API], lr->runs, 0);
+		json_spread("libmemcached_over_api", d[CMP_MC_API], lr->runs, 0);
+		printf("\"rounds\":%d}", HRB_CMP_ROUNDS);
+	}
+	printf("]}");
+}
+
 void hrb_lookup_print_json(const hrb_lookup_report *lr)
 {
 	printf("\"placement\":\"%s\",\"configs\":[", hrb_placement_names[lr->placement]);
@@ -1053,4 +1305,5 @@ void hrb_lookup_print_json(const hrb_lookup_report *lr)
 		printf("%s%u", d ? "," : "", hrb_batch_distances[d]);
 	printf("],\"libmemcached_build_ms\":{\"100\":%.3f}",
 	       lr->libmemcached_build_ms_100);
+	cmp_print_json(lr);
 }

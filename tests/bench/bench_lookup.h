@@ -13,7 +13,7 @@
 
 #include "hashring.h"
 
-#define HRB_LOOKUP_CONFIGS_MAX 4
+#define HRB_LOOKUP_CONFIGS_MAX 5
 #define HRB_BATCH_KEYS 128
 #define HRB_BATCH_DISTANCES 10
 #define HRB_COUNT_ROUNDS 41
@@ -53,19 +53,49 @@ typedef struct hrb_lookup_config {
 #define HRB_PLACEMENTS 5
 extern const char *hrb_placement_names[HRB_PLACEMENTS];
 
+/*
+ * The API against the raw ring, the issue's figures: for each placement of
+ * hrb_cmp_placements and each size of hrb_cmp_sizes, hr_client_lookup()
+ * (counted, hot-key sampling at the client's default, the caller reading a
+ * byte of the returned id), hr_ring_lookup() on the same ring, and with
+ * XXH3 the textbook binary search and libmemcached (up to 100 servers),
+ * interleaved in each round.  Each run gives each figure as the median of
+ * HRB_CMP_ROUNDS rounds; the report gives every run's, for the median and
+ * range over runs.
+ */
+#define HRB_CMP_PLACEMENTS 3
+#define HRB_CMP_SIZES 3
+#define HRB_CMP_CONFIGS (HRB_CMP_PLACEMENTS * HRB_CMP_SIZES)
+#define HRB_CMP_ROUNDS 5
+#define HRB_RUNS_MAX 99
+
+typedef struct hrb_cmp_config {
+	hr_placement placement;
+	int nodes, vnodes;
+	size_t points;
+	/* ns per lookup, one per run; negative: not measured. */
+	double api_ns[HRB_RUNS_MAX], ring_ns[HRB_RUNS_MAX];
+	double bsearch_ns[HRB_RUNS_MAX], libmemcached_ns[HRB_RUNS_MAX];
+} hrb_cmp_config;
+
 typedef struct hrb_lookup_report {
 	hr_placement placement;	/* of every ring measured */
 	int n;
 	hrb_lookup_config cfg[HRB_LOOKUP_CONFIGS_MAX];
 	double libmemcached_build_ms_100;	/* continuum of 100 servers */
+	int runs;		/* of the comparison; 0: not measured */
+	int n_cmp;
+	hrb_cmp_config cmp[HRB_CMP_CONFIGS];
 } hrb_lookup_report;
 
-/* Runs every lookup measurement on rings of `placement`; notes go to
- * `r`.  0, or -1 after printing why. */
-int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, hrb_report *r);
+/* Runs every lookup measurement on rings of `placement`, then `runs`
+ * runs (1..HRB_RUNS_MAX) of the comparison; notes go to `r`.  0, or -1
+ * after printing why. */
+int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, int runs,
+		       hrb_report *r);
 
-/* The readable table with ratios, and the JSON members "configs" and
- * "libmemcached_build_ms" (no braces around them). */
+/* The readable tables with ratios, and the JSON members "configs",
+ * "libmemcached_build_ms" and "api_vs_ring" (no braces around them). */
 void hrb_lookup_print_text(const hrb_lookup_report *lr);
 void hrb_lookup_print_json(const hrb_lookup_report *lr);
 

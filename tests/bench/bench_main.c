@@ -3,8 +3,8 @@
  * bench_main.c - hashring-bench: runs every measurement once and prints the
  * report, readable or as one JSON object (--json).
  *
- *   hashring-bench [--json] [--lookups-only] [--placement NAME] [--puts N]
- *                  [--nodes N] [--idle-ms N]
+ *   hashring-bench [--json] [--lookups-only] [--placement NAME] [--runs N]
+ *                  [--puts N] [--nodes N] [--idle-ms N]
  *   hashring-bench --clients N,N,... [--duration S] [--fanout-puts N]
  *                  [--fanout-from N] [--levers L,L] [--share [on|off|both]]
  *                  [--json]
@@ -27,13 +27,16 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hashring-bench [--json] [--lookups-only] [--placement NAME] [--puts N]\n"
-		"                      [--nodes N] [--idle-ms N]\n"
+		"usage: hashring-bench [--json] [--lookups-only] [--placement NAME] [--runs N]\n"
+		"                      [--puts N] [--nodes N] [--idle-ms N]\n"
 		"  --lookups-only  the lookup figures only: no etcd, no propagation or idle\n"
 		"               figures (null in --json)\n"
 		"  --placement NAME  the lookups' rings: xxh3 (default), ketama, maglev,\n"
 		"               rendezvous or tokens (vnodes random tokens per node); the\n"
 		"               binary search and libmemcached are measured with xxh3 only\n"
+		"  --runs N     runs of the API against the raw ring (xxh3, tokens and maglev\n"
+		"               at 100, 1000 and 10000 nodes x 200), each figure given as the\n"
+		"               median and range of the runs (1..99, default 5)\n"
 		"  --puts N     measured puts for the propagation latency (1..100000, default 300)\n"
 		"  --nodes N    node records under the prefix (1..10000, default 100)\n"
 		"  --idle-ms N  quiet window for the watcher's idle CPU (0..60000, default 10000;\n"
@@ -161,6 +164,7 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 	a->json = 0;
 	a->lookups_only = 0;
 	a->placement = HR_PLACEMENT_XXH3;
+	a->runs = 5;
 	a->puts = 300;
 	a->nodes = 100;
 	a->idle_ms = 10000;
@@ -188,6 +192,9 @@ static int parse_args(int argc, char **argv, hrb_args *a)
 		} else if (!strcmp(o, "--placement")) {
 			a->placement = parse_placement(i + 1 < argc ? argv[++i] : NULL);
 			rc = a->placement < 0;
+		} else if (!strcmp(o, "--runs")) {
+			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, HRB_RUNS_MAX,
+				       &a->runs);
 		} else if (!strcmp(o, "--puts")) {
 			rc = parse_int(o, i + 1 < argc ? argv[++i] : NULL, 1, 100000, &a->puts);
 		} else if (!strcmp(o, "--nodes")) {
@@ -384,7 +391,8 @@ int main(int argc, char **argv)
 		return clients_mode(&args, &report);
 	if (args.big)
 		return big_mode(&args, &report);
-	if (hrb_measure_lookup(&lookup, (hr_placement)args.placement, &report)) {
+	if (hrb_measure_lookup(&lookup, (hr_placement)args.placement, args.runs,
+			       &report)) {
 		fprintf(stderr, "hashring-bench: the lookup measurement failed\n");
 		return 1;
 	}
