@@ -11,6 +11,7 @@
 #include "ring.h"
 #include "ring_impl.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* The copy-out writes COPY_CHUNK bytes into any field, and a ring string
@@ -56,7 +57,7 @@ static inline void fill_owner(char *id, char *addr, hr_state *state,
 {
 	const struct ring_line *l = &ring->lines[slot];
 
-	if (__builtin_expect(l->spilled, 0))
+	if (__builtin_expect(l->flags & LINE_SPILLED, 0))
 		fill_spilled(id, addr, &ring->nodes[slot]);
 	else {
 		memcpy(id, l->id, COPY_CHUNK);
@@ -83,23 +84,14 @@ static inline void store_half(char *p, half h)
 	memcpy(p, &h, sizeof h);
 }
 
-/* Both owners into `out`: when they are one node (no node warms or
- * drains, no spread read) its line is read once and stored twice. */
-static inline void fill_owners(hr_owner *out, const hr_ring *ring, size_t ws,
-			       size_t rs)
+/* Both owners into `out` from line `l`, when they are one node (no node
+ * warms or drains, no spread read): the line is read once and stored
+ * twice. */
+static inline void fill_one(hr_owner *out, const struct ring_line *l)
 {
-	const struct ring_line *l = &ring->lines[ws];
-	half i0, i1, a0, a1;
+	half i0 = load_half(l->id), i1 = load_half(l->id + sizeof i0);
+	half a0 = load_half(l->addr), a1 = load_half(l->addr + sizeof a0);
 
-	if (__builtin_expect((ws != rs) | l->spilled, 0)) {
-		fill_owner(out->node, out->addr, &out->state, ring, ws);
-		fill_owner(out->read_node, out->read_addr, &out->read_state, ring, rs);
-		return;
-	}
-	i0 = load_half(l->id);
-	i1 = load_half(l->id + sizeof i0);
-	a0 = load_half(l->addr);
-	a1 = load_half(l->addr + sizeof a0);
 	store_half(out->node, i0);
 	store_half(out->node + sizeof i0, i1);
 	store_half(out->addr, a0);
@@ -109,6 +101,13 @@ static inline void fill_owners(hr_owner *out, const hr_ring *ring, size_t ws,
 	store_half(out->read_addr, a0);
 	store_half(out->read_addr + sizeof a0, a1);
 	out->state = out->read_state = (hr_state)l->state;
+}
+
+/* Both owners into `out`, any slots (ring->nnodes: none). */
+static void fill_two(hr_owner *out, const hr_ring *ring, size_t ws, size_t rs)
+{
+	fill_owner(out->node, out->addr, &out->state, ring, ws);
+	fill_owner(out->read_node, out->read_addr, &out->read_state, ring, rs);
 }
 
 /* The slot of the owner of `pos` in view `v`; ring->nnodes for none (an
@@ -168,21 +167,42 @@ count_slow(const hr_ring *ring, hr__count_seg *s, const void *key,
 }
 
 /*
+ * The rest of a lookup whose owners are not one node with an inline line:
+ * the views differ (a node warms or drains), a string is spilled, or a
+ * view is empty.  Out of line, as count_slow().
+ */
+static __attribute__((noinline)) int
+lookup_rare(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
+	    hr__count_seg *cnt, uint64_t pos, size_t ws, size_t rs,
+	    hr_error *err)
+{
+	if (ws == ring->nnodes && rs == ring->nnodes)
+		return hr__lookup_failed(err, HR_EEMPTY);
+	if (cnt && hr__count_log(cnt, ws))
+		rs = count_slow(ring, cnt, key, len, pos, rs);
+	fill_two(out, ring, ws, rs);
+	return HR_OK;
+}
+
+/*
  * A lookup touches, past the search: the ring's header (revision, digest,
  * views: read by the search too), the owner's lookup line, and with
  * counting the first line of the thread's segment and the line of its log
- * being written (counters.h): no count of a node's.
+ * being written (counters.h): no count of a node's.  The common case (one
+ * view array, an inline line, no sample due) takes one test of the line
+ * and one of the log.
  */
 static inline __attribute__((always_inline)) int
 lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
-	     hr__count_seg *cnt, hr_error *err)
+	     hr__count_seg *cnt, bool checked, hr_error *err)
 {
 	const struct view *w = &ring->views[HR_VIEW_WRITE];
 	const struct view *r = &ring->views[HR_VIEW_READ];
+	const struct ring_line *l;
 	size_t ws, rs;
 	uint64_t pos;
 
-	if (!ring || !out || (!key && len))
+	if (!checked && (!ring || !out || (!key && len)))
 		return hr__lookup_args(err, ring, "ring", out, key, len);
 	out->revision = ring->revision;
 	out->digest = ring->digest;
@@ -190,29 +210,40 @@ lookup_owner(const hr_ring *ring, const void *key, size_t len, hr_owner *out,
 	ws = view_slot_of(ring, w, pos);
 	/* Without warming or draining nodes both views are one array. */
 	rs = views_one(w, r) ? ws : view_slot_of(ring, r, pos);
-	if (__builtin_expect(ws == ring->nnodes, 0) && rs == ring->nnodes)
-		return hr__lookup_failed(err, HR_EEMPTY);
-	if (cnt) {
-		/* The common case, one view array and no spreading: one
-		 * count and one test of it, which every other case fails. */
-		if (__builtin_expect(hr__count_log(cnt, ws), 0))
-			rs = count_slow(ring, cnt, key, len, pos, rs);
+	l = &ring->lines[ws];
+	/* The empty line is flagged: an empty view takes the rare path. */
+	if (__builtin_expect((ws != rs) | l->flags, 0))
+		return lookup_rare(ring, key, len, out, cnt, pos, ws, rs, err);
+	if (cnt && __builtin_expect(hr__count_log(cnt, ws), 0)) {
+		rs = count_slow(ring, cnt, key, len, pos, rs);
+		/* A hot key's read went to a replica. */
+		if (rs != ws) {
+			fill_two(out, ring, ws, rs);
+			return HR_OK;
+		}
 	}
-	fill_owners(out, ring, ws, rs);
+	fill_one(out, l);
 	return HR_OK;
 }
 
 int hr__ring_lookup_owner(const hr_ring *ring, const void *key, size_t len,
 			  hr_owner *out, hr_error *err)
 {
-	return lookup_owner(ring, key, len, out, NULL, err);
+	return lookup_owner(ring, key, len, out, NULL, false, err);
 }
 
 int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
 				  size_t len, hr_owner *out, hr__count_seg *cnt,
 				  hr_error *err)
 {
-	return lookup_owner(ring, key, len, out, cnt, err);
+	return lookup_owner(ring, key, len, out, cnt, false, err);
+}
+
+int hr__ring_lookup_owner_hit(const hr_ring *ring, const void *key,
+			      size_t len, hr_owner *out, hr__count_seg *cnt,
+			      hr_error *err)
+{
+	return lookup_owner(ring, key, len, out, cnt, true, err);
 }
 
 int hr__ring_owners_pos(const hr_ring *ring, uint64_t pos, const hr_node **wn,

@@ -65,13 +65,14 @@ static int fill_lines(hr_ring *ring, hr_error *err)
 
 		l[i].state = (uint8_t)rn->pub.state;
 		if (rn->id_len >= LINE_STR || rn->addr_len >= LINE_STR) {
-			l[i].spilled = 1;
+			l[i].flags = LINE_SPILLED;
 			continue;
 		}
 		memcpy(l[i].id, rn->pub.id, rn->id_len);
 		memcpy(l[i].addr, rn->pub.addr, rn->addr_len);
 	}
 	l[n].state = HR_STATE_ACTIVE;
+	l[n].flags = LINE_NONE;
 	return HR_OK;
 }
 

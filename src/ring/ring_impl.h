@@ -43,10 +43,11 @@ struct ring_node {
  * NUL-terminated and zero-padded in LINE_STR bytes, and the state.  The
  * copy-out reads COPY_CHUNK bytes from either string start, which stays
  * inside the line.  A node whose id or address is LINE_STR bytes or more
- * is `spilled`: its strings are read from its ring_node instead (out of
- * line).  The line after the last node's is empty (both strings "", and
- * active): the slot of an empty view's owner, so that the copy-out does not
- * branch on it.  See docs/design-notes.md, "The lookup path".
+ * is spilled (LINE_SPILLED): its strings are read from its ring_node
+ * instead, out of line.  The line after the last node's is the empty one
+ * (both strings "", active, LINE_NONE): the line of an empty view's
+ * owner, so that the lookup's one test of the flags finds every rare
+ * case.  See docs/design-notes.md, "The lookup path".
  */
 #define LINE_STR 30
 
@@ -54,9 +55,12 @@ struct ring_line {
 	char id[LINE_STR];
 	char addr[LINE_STR];
 	uint8_t state;		/* an hr_state */
-	uint8_t spilled;	/* id or addr too long to be inline */
+	uint8_t flags;		/* LINE_*: the copy-out's rare cases */
 	uint8_t spare[2];
 } __attribute__((aligned(64)));
+
+#define LINE_SPILLED 0x1	/* id or addr too long to be inline */
+#define LINE_NONE 0x2		/* the empty line: no node */
 
 _Static_assert(sizeof(struct ring_line) == 64, "a lookup line is one cache line");
 _Static_assert(offsetof(struct ring_line, addr) + COPY_CHUNK <=
