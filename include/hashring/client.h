@@ -99,10 +99,11 @@ typedef struct hr_client_config {
 	 * first.  Either way a failure moves on to the next in the list. */
 	int endpoint_order;
 	/* Hot keys (hr_client_hot_keys): one in this many single lookups is
-	 * sampled into its thread's sketch (each node's every this-many-th
-	 * write lookup on the thread), a power of two up to 65536 (default
-	 * 1024: a fraction of a nanosecond per lookup); 0: no sampling, no hot
-	 * keys, no spreading.  A client with few lookups samples more often. */
+	 * sampled into its thread's sketch (a thread's lookups on a ring, at
+	 * random gaps of 1 to twice this many, so that no periodic stream of
+	 * keys aliases with them), a power of two up to 65536 (default 1024:
+	 * a fraction of a nanosecond per lookup); 0: no sampling, no hot keys,
+	 * no spreading.  A client with few lookups samples more often. */
 	unsigned hot_key_sample;
 	/* With hot_key_spread: a hot key's reads go to its first this many
 	 * nodes of the read view's preference list (zone-distinct; see
@@ -378,7 +379,7 @@ typedef struct hr_hot_key {
 /*
  * The client's hot keys, most frequent first, into out[0..n): the keys that a
  * Space-Saving sketch over a sample of the client's lookups (one in
- * hot_key_sample of each node's single lookups, batches not) finds most
+ * hot_key_sample of each thread's single lookups, batches not) finds most
  * frequent over the last 10 to 20 seconds, with their estimated rates and
  * shares, and their owners in the current ring.  Any key above 1/128 of a
  * thread's sampled lookups is found; with few samples (a window holds about

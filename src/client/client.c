@@ -250,8 +250,8 @@ int hr_client_lookup(hr_client *c, const void *key, size_t len, hr_owner *out,
 	 * costs what it cost without it. */
 	ring = hr__thread_cache_hit(&c->pub);
 	if (__builtin_expect(ring != NULL, 1))
-		return hr__ring_lookup_owner_counted(ring, key, len, out,
-						     hr__thread_cache_counts(), err);
+		return hr__ring_lookup_owner_hit(ring, key, len, out,
+						 hr__thread_cache_counts(), err);
 	return lookup_miss(c, key, len, out, err);
 }
 

@@ -15,10 +15,10 @@ typedef hr__count_seg seg;
 /* The carries follow the counts' pairs. */
 _Static_assert(offsetof(seg, cnt) % sizeof(uint64_t) == 0,
 	       "a segment's counts start 8-byte aligned");
-/* The lookups' test period divides the carry: a write count passes
- * the test at exactly HR__COUNT_CARRY. */
-_Static_assert(HR__COUNT_CARRY % HR__COUNT_PERIOD == 0 &&
-	       HR__COUNT_PERIOD >= 65536, "hot_key_sample is at most 65536");
+/* A flush adds at most HR__COUNT_LOG to a count: far from its wrap. */
+_Static_assert(HR__COUNT_LOG <= HR__COUNT_CARRY / 2 &&
+	       (HR__COUNT_LOG & (HR__COUNT_LOG - 1)) == 0,
+	       "the log is a power of two, short of the carry");
 
 /* One key of the merge: a rate in lookups per second. */
 struct hot {
@@ -190,25 +190,99 @@ fail:
 }
 
 /*
- * Count `i` of `s` (2 * slot + view) with its carry: a 64-bit value
- * (modular; see counters.h).  Any thread; the owner may be counting.
- * The sequence lock without fences (which ThreadSanitizer does not
- * model): a count or carry read here that a carry wrote, or that the
- * owner wrote after one (the same thread's later stores continue the
- * carry's release sequence), makes the second read of `seq` see the
- * carry begun, and the value is read again.  Plain moves on x86.
+ * The slots of a segment's log not yet in its counts, as a reader takes
+ * them: sorted, with the `seq` they go with (the counts read while `seq`
+ * is still q do not hold them; once it moved, the log is taken again).
  */
-static uint64_t seg_value(const seg *s, size_t i)
+struct pending {
+	uint32_t q;
+	size_t n, at;		/* at: the first slot not below the one read */
+	uint32_t slot[HR__COUNT_LOG];
+};
+
+/*
+ * Takes the log of `s`, the owner maybe logging and flushing.  The
+ * sequence lock without fences (which ThreadSanitizer does not model): a
+ * slot read here that the owner wrote after a flush (release, after the
+ * flush's end of `seq`) makes the second read of `seq` see the flush, and
+ * the log is read again.  Plain moves on x86.
+ */
+static void pending_take(const seg *s, struct pending *p, uint32_t from_slot)
 {
-	uint32_t q, lo;
-	uint64_t hi;
+	uint32_t q, f, k;
 
 	do {
 		q = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		f = __atomic_load_n(&s->flushed, __ATOMIC_ACQUIRE);
+		k = __atomic_load_n(&s->logged, __ATOMIC_ACQUIRE);
+		p->n = 0;
+		/* A torn pair (a flush between the loads) is read again. */
+		for (uint32_t j = f; j != k && p->n < HR__COUNT_LOG; j++)
+			p->slot[p->n++] = __atomic_load_n(&s->log[j % HR__COUNT_LOG],
+							  __ATOMIC_ACQUIRE);
+	} while ((q & 1) || k - f > HR__COUNT_LOG ||
+		 q != __atomic_load_n(&s->seq, __ATOMIC_RELAXED));
+	p->q = q;
+	/* Insertion sort: at most HR__COUNT_LOG slots. */
+	for (size_t i = 1; i < p->n; i++) {
+		uint32_t v = p->slot[i];
+		size_t j = i;
+
+		for (; j > 0 && p->slot[j - 1] > v; j--)
+			p->slot[j] = p->slot[j - 1];
+		p->slot[j] = v;
+	}
+	for (p->at = 0; p->at < p->n && p->slot[p->at] < from_slot; p->at++)
+		;
+}
+
+/* How many of the pending slots are `slot` (slots asked in ascending
+ * order). */
+static uint64_t pending_of(struct pending *p, uint32_t slot)
+{
+	uint64_t n = 0;
+
+	while (p->at < p->n && p->slot[p->at] < slot)
+		p->at++;
+	for (size_t i = p->at; i < p->n && p->slot[i] == slot; i++)
+		n++;
+	return n;
+}
+
+/*
+ * Count `i` of `s` (2 * slot + view) with its carry, and for a write
+ * count the log's lookups of its slot: a 64-bit value (modular; see
+ * counters.h).  Any thread; the owner may be counting.  Read while `seq`
+ * is p->q, the log's: a count or carry read here that a carry or a flush
+ * wrote (release), or that the owner wrote after one (the same thread's
+ * later stores continue its release sequence), makes the second read of
+ * `seq` see it begun, and the log is taken again.
+ */
+static uint64_t seg_value(const seg *s, size_t i, struct pending *p)
+{
+	uint32_t lo;
+	uint64_t hi;
+
+	for (;;) {
 		lo = __atomic_load_n(&s->cnt[i], __ATOMIC_ACQUIRE);
 		hi = __atomic_load_n(&s->carry[i], __ATOMIC_ACQUIRE);
-	} while ((q & 1) || q != __atomic_load_n(&s->seq, __ATOMIC_RELAXED));
-	return hi + (uint64_t)(int64_t)(int32_t)lo;
+		if (p->q == __atomic_load_n(&s->seq, __ATOMIC_RELAXED))
+			break;
+		pending_take(s, p, (uint32_t)(i / 2));
+	}
+	hi += (uint64_t)(int64_t)(int32_t)lo;
+	return i % 2 == HR_VIEW_WRITE ? hi + pending_of(p, (uint32_t)(i / 2)) : hi;
+}
+
+/* Moves `d` (+-HR__COUNT_CARRY) of count `i`, `v` now, into its carry;
+ * `seq` is odd. */
+static void carry_move(seg *s, size_t i, uint32_t v, uint32_t d)
+{
+	uint64_t hi = __atomic_load_n(&s->carry[i], __ATOMIC_RELAXED);
+
+	__atomic_store_n(&s->cnt[i], v - d, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->carry[i], hi + (uint64_t)(int64_t)(int32_t)d,
+			 __ATOMIC_RELEASE);
 }
 
 void hr__count_carry(seg *s, size_t i, uint32_t v)
@@ -216,13 +290,72 @@ void hr__count_carry(seg *s, size_t i, uint32_t v)
 	uint32_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
 	/* v is at least HR__COUNT_CARRY away from 0 one way or the other. */
 	uint32_t d = (int32_t)v > 0 ? HR__COUNT_CARRY : -HR__COUNT_CARRY;
-	uint64_t hi = __atomic_load_n(&s->carry[i], __ATOMIC_RELAXED);
 
 	__atomic_store_n(&s->seq, q + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->cnt[i], v - d, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->carry[i], hi + (uint64_t)(int64_t)(int32_t)d,
-			 __ATOMIC_RELEASE);
+	carry_move(s, i, v, d);
 	__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* Adds the log's slots into the write counts (carrying those that need
+ * it) and empties it. */
+static void count_flush(seg *s)
+{
+	uint32_t q = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+	uint32_t k = __atomic_load_n(&s->flushed, __ATOMIC_RELAXED);
+	uint32_t end = __atomic_load_n(&s->logged, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&s->seq, q + 1, __ATOMIC_RELAXED);
+	for (; k != end; k++) {
+		size_t i = 2 * (size_t)s->log[k % HR__COUNT_LOG] + HR_VIEW_WRITE;
+		uint32_t v = __atomic_load_n(&s->cnt[i], __ATOMIC_RELAXED) + 1;
+
+		if (__builtin_expect(v + HR__COUNT_CARRY >= 2 * HR__COUNT_CARRY, 0))
+			carry_move(s, i, v, (int32_t)v > 0 ? HR__COUNT_CARRY :
+				   -HR__COUNT_CARRY);
+		else
+			__atomic_store_n(&s->cnt[i], v, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&s->flushed, end, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* Lookups from one sample to the next: 1 to 2 * sample - 1, uniform (a
+ * mean of `sample`). */
+static uint32_t sample_gap(seg *s)
+{
+	uint32_t x = s->rng;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	s->rng = x;
+	return 1 + x % (2 * s->sample - 1);
+}
+
+/* The next `due` after `k`: the log's end or the next sample, whichever
+ * comes first; every lookup with flags. */
+static void set_due(seg *s, uint32_t k)
+{
+	uint32_t d = __atomic_load_n(&s->flushed, __ATOMIC_RELAXED) + HR__COUNT_LOG - k;
+
+	if (s->sample && s->sample_at - k < d)
+		d = s->sample_at - k;
+	s->due = k + (s->flags ? 1 : d);
+}
+
+bool hr__count_due(seg *s)
+{
+	uint32_t k = __atomic_load_n(&s->logged, __ATOMIC_RELAXED);
+	bool sampled = false;
+
+	if (k - __atomic_load_n(&s->flushed, __ATOMIC_RELAXED) >= HR__COUNT_LOG)
+		count_flush(s);
+	if (s->sample && k == s->sample_at) {
+		sampled = true;
+		s->sample_at = k + sample_gap(s);
+	}
+	set_due(s, k);
+	return sampled;
 }
 
 /* Adds `ring`'s ids and, unless `s` is NULL, its counts (those of `s`,
@@ -233,18 +366,20 @@ static int tally_add(hr__tally *t, const hr_ring *ring, const seg *s)
 	size_t m = hr_ring_node_count(ring), i = 0;
 	int rc = tally_grow(t, ring);
 	bool shared = s && !(s->flags & HR__SEG_READS);
+	struct pending p;
 
 	if (rc || !s)
 		return rc;
+	pending_take(s, &p, 0);
 	for (size_t j = 0; j < m; j++) {
 		const char *id = hr_ring_node(ring, j)->id;
 
 		while (strcmp(t->e[i].id, id) < 0)
 			i++;
-		uint64_t w = seg_value(s, 2 * j + HR_VIEW_WRITE);
+		uint64_t w = seg_value(s, 2 * j + HR_VIEW_WRITE, &p);
 
 		t->e[i].n[0] += w;
-		t->e[i].n[1] += seg_value(s, 2 * j + HR_VIEW_READ) + (shared ? w : 0);
+		t->e[i].n[1] += seg_value(s, 2 * j + HR_VIEW_READ, &p) + (shared ? w : 0);
 	}
 	return 0;
 }
@@ -329,10 +464,13 @@ hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
 	if (!s)
 		return NULL;
 	s->carry = (uint64_t *)(s->cnt + 2 * (nodes + 1));
-	s->mask = c->sample ? c->sample - 1 : UINT32_MAX;
 	s->flags = (hr__ring_views_shared(ring) ? 0 : HR__SEG_READS) |
 		   (c->spread > 0 ? HR__SEG_SPREAD : 0);
-	s->test = s->flags ? 0 : (c->sample ? c->sample : HR__COUNT_PERIOD) - 1;
+	s->sample = c->sample;
+	/* Any odd seed of the segment's own. */
+	s->rng = (uint32_t)((uintptr_t)s >> 4) * 0x9e3779b9u | 1;
+	s->sample_at = s->sample ? sample_gap(s) : 0;
+	set_due(s, 0);
 	s->hot = &c->hot;
 	s->replicas = c->replicas;
 	s->block = b;

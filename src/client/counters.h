@@ -4,19 +4,27 @@
  * A lookup adds one to its write owner's and its read owner's count in a
  * segment that belongs to the calling thread and to the ring it looked up
  * in: an array of two counts per node slot of that ring, written by that
- * thread alone, with relaxed atomics (one add to memory on x86-64), so
- * no lookup writes a cache line another thread writes.  The thread cache
- * keeps a pointer to the segment beside its ring reference.
+ * thread alone, with relaxed atomics, so no lookup writes a cache line
+ * another thread writes.  The thread cache keeps a pointer to the segment
+ * beside its ring reference.  A single lookup does not add to its write
+ * owner's count itself: it appends the owner's slot to the segment's log
+ * (HR__COUNT_LOG slots), which every HR__COUNT_LOG-th lookup adds into
+ * the counts.  A store to a count's address, known only once the search
+ * ends, costs the lookup more than the search's last step (the younger
+ * loads wait on it); the log's address is known from the start.  Readers
+ * add the log's slots to the counts they read, so the counts stay exact.
  *
- * Hot keys: a lookup that brings its write owner's count in the segment
- * to a multiple of the client's sampling period (a power of two: a test
- * of the count just written, no other memory touched) goes to the
- * thread's Space-Saving sketch (sketch.h), one of two windows of
- * HR__HOT_WINDOW_MS kept in the thread's block under the block's lock,
- * which the lookup only tries.  Each node's lookups are sampled alike, so
- * a key's samples estimate its share; a stream that repeats exactly with
- * a period per node dividing the sampling period would alias.  Readers
- * merge the blocks' windows.  When the client spreads reads, the keys
+ * Hot keys: one in `sample` of a thread's logged lookups on a ring (the
+ * client's sampling period) goes to the thread's Space-Saving sketch
+ * (sketch.h), one of two windows of HR__HOT_WINDOW_MS kept in the
+ * thread's block under the block's lock, which the lookup only tries.
+ * The gaps between two samples are drawn at random, 1 to 2 * sample - 1
+ * lookups, so that no stream that repeats with a period aliases with
+ * them; every key's lookups are sampled alike, and a key's samples
+ * estimate its share.  The lookup's one test (is its new log length
+ * `due`?) finds both the samples and the full logs.  Readers merge the
+ * blocks' windows.  When
+ * the client spreads reads, the keys
  * whose share is above the threshold go into a small table that every
  * counted lookup probes (hr__hot_table).
  *
@@ -81,9 +89,16 @@ static inline bool hr__hot_has(const hr__hot_table *h, uint64_t id)
 	}
 }
 
+/* The most a count holds before its carry takes it (a power of two). */
+#define HR__COUNT_CARRY (1u << 30)
+/* Lookups logged before their write counts are added (a power of two):
+ * the log is four lines, the flush's adds a burst of independent stores. */
+#define HR__COUNT_LOG 64u
+
 /*
  * One thread's counts on one ring; the thread cache keeps a pointer to it
- * beside its ring reference, and a lookup touches nothing else.
+ * beside its ring reference, and a lookup touches nothing else: its first
+ * line (test, logged) and the line of the log it appends to.
  *
  * A count is 32 bits, the write and read count of a slot side by side in
  * 8 bytes: a lookup's increment is one load and store at [seg + 8 * slot]
@@ -93,23 +108,29 @@ static inline bool hr__hot_has(const hr__hot_table *h, uint64_t id)
  * each count within +-HR__COUNT_CARRY by moving HR__COUNT_CARRY at a time
  * into its 64-bit carry, under `seq` (a sequence lock: a reader that
  * overlaps a move reads again), so readers see exact, monotonic totals
- * however long no one reads.  Write counts reach the carry exactly (the
- * lookups' test period divides it); read counts change in the slow path
- * only, which checks them at each change.
+ * however long no one reads.  Every change of a count checks it.
+ *
+ * The log: single lookup k of the thread (from 0, modulo 2^32) puts its
+ * write owner's slot at log[k % HR__COUNT_LOG], then sets `logged` to
+ * k + 1 (release: a reader that sees `logged` sees the slot).  The slots
+ * of lookups `flushed` to `logged` are not in the counts yet; when the log
+ * is full the lookup adds them (hr__count_flush, under `seq`), and sets
+ * `flushed` to `logged`.
  */
 typedef struct hr__count_seg {
-	/* A lookup whose new write count has these bits clear takes the
-	 * slow path (owner.c): every lookup when `flags` are set, else one
-	 * in `sample` (HR__COUNT_PERIOD without sampling), so one test
-	 * finds the samples and the write counts' carries. */
-	uint32_t test;
-	/* Sampled: the new write count has these bits clear (one in
-	 * `sample` of each node's; all ones: none). */
-	uint32_t mask;
+	/* A lookup whose new `logged` is this takes the slow path
+	 * (owner.c): the next of the log's end and the next sample; every
+	 * lookup when `flags` are set. */
+	uint32_t due;
+	uint32_t logged;	/* single lookups logged; atomic */
+	uint32_t flushed;	/* `logged` at the last flush; atomic */
+	uint32_t sample_at;	/* the `logged` sampled next */
+	uint32_t sample;	/* the client's period (0: none) */
+	uint32_t rng;		/* xorshift32: the gaps between samples */
 	uint8_t flags;
 #define HR__SEG_READS 0x1	/* views differ: count the read owner too */
 #define HR__SEG_SPREAD 0x2	/* the client spreads hot keys' reads */
-	uint32_t seq;		/* odd while a carry moves; atomic */
+	uint32_t seq;		/* odd while a carry or a flush moves; atomic */
 	uint32_t turn;		/* the thread's next replica of a hot key */
 	unsigned replicas;	/* a hot key's reads go to this many */
 	const hr__hot_table *hot;	/* the client's */
@@ -119,6 +140,9 @@ typedef struct hr__count_seg {
 	size_t nodes;
 	/* 2 * (nodes + 1), after cnt[]; atomic, written under `seq`. */
 	uint64_t *carry;
+	/* The write owners' slots of the lookups not yet in cnt[] (see
+	 * above); atomic. */
+	uint32_t log[HR__COUNT_LOG];
 	/* 2 * (nodes + 1): write, read per slot; the pair at slot `nodes`
 	 * counts lookups without an owner in a view, and is never read.
 	 * Without HR__SEG_READS (one view array) a read count is a
@@ -127,10 +151,6 @@ typedef struct hr__count_seg {
 	uint32_t cnt[];
 } hr__count_seg;
 
-/* The most a count holds before its carry takes it (a power of two), and
- * the longest period of the lookups' slow path (divides it). */
-#define HR__COUNT_CARRY (1u << 30)
-#define HR__COUNT_PERIOD 65536u
 
 /* Node ids with their totals, in id order (bytewise). */
 typedef struct hr__tally {
@@ -183,8 +203,8 @@ hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
 
 /* Adds one to slot `slot`'s count in view `view` and returns the new
  * count; the calling thread's segment only.  A relaxed load and store: no
- * other thread writes it.  The caller then tests the count against
- * s->test (a write count) or calls hr__count_fix() (a read count). */
+ * other thread writes it.  The caller then calls hr__count_fix() with it
+ * (a batch's counts, read counts). */
 static inline uint32_t hr__count(hr__count_seg *s, size_t slot, int view)
 {
 	uint32_t *p = &s->cnt[2 * slot + (size_t)view];
@@ -195,28 +215,26 @@ static inline uint32_t hr__count(hr__count_seg *s, size_t slot, int view)
 }
 
 /*
- * hr__count() of a write count followed by the lookups' test of it: true
- * when the new count has s->test's bits clear (the slow path's turn).  On
- * x86-64 one add to memory and one test of it, the flags read directly:
- * the compiler cannot fold a relaxed load and store into one instruction,
- * and the copy it keeps costs the common path a register and two moves.
- * An aligned add is one store to the other threads' relaxed loads.
- * ThreadSanitizer does not see inline assembly: its builds take the C.
+ * A single lookup's write count: appends its write owner's `slot` to the
+ * log, and returns true when the lookup is to take the slow path (its new
+ * `logged` is s->due): then hr__count_due().  Two stores at addresses
+ * known before the search ends, and a test of values known before it
+ * starts.
  */
-static inline bool hr__count_test(hr__count_seg *s, size_t slot)
+static inline bool hr__count_log(hr__count_seg *s, size_t slot)
 {
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__) && !HR__TSAN
-	uint32_t *p = &s->cnt[2 * slot + HR_VIEW_WRITE];
-	bool clear;
+	uint32_t k = __atomic_load_n(&s->logged, __ATOMIC_RELAXED);
 
-	__asm__("addl $1, %0\n\ttestl %2, %0"
-		: "+m"(*p), "=@ccz"(clear)
-		: "r"(s->test));
-	return clear;
-#else
-	return (hr__count(s, slot, HR_VIEW_WRITE) & s->test) == 0;
-#endif
+	__atomic_store_n(&s->log[k % HR__COUNT_LOG], (uint32_t)slot, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->logged, k + 1, __ATOMIC_RELEASE);
+	return k + 1 == s->due;
 }
+
+/* The slow path's part of the log, once hr__count_log() said so: adds
+ * the log into the counts if it is full, sets the next `due`, and returns
+ * whether this lookup is sampled (then hr__counters_sample()).  The owning
+ * thread only. */
+bool hr__count_due(hr__count_seg *s);
 
 /* Subtracts one (a read counted at `slot` that went elsewhere). */
 static inline uint32_t hr__uncount(hr__count_seg *s, size_t slot, int view)

@@ -26,6 +26,13 @@ int hr__ring_lookup_owner_counted(const hr_ring *ring, const void *key,
 				  size_t len, hr_owner *out,
 				  struct hr__count_seg *cnt, hr_error *err);
 
+/* hr__ring_lookup_owner_counted() for arguments already checked: `ring`
+ * and `out` not NULL, `key` not NULL unless `len` is 0 (hr_client_lookup's
+ * hit in the thread cache). */
+int hr__ring_lookup_owner_hit(const hr_ring *ring, const void *key,
+			      size_t len, hr_owner *out,
+			      struct hr__count_seg *cnt, hr_error *err);
+
 /* The owners of ring position `pos` in the write and the read view (NULL:
  * empty view); HR_EEMPTY when both are. */
 int hr__ring_owners_pos(const hr_ring *ring, uint64_t pos, const hr_node **wn,

@@ -42,6 +42,7 @@ void hr_ring_release(hr_ring *ring)
 	free(ring->strings);
 	free(ring->tokens);
 	free(ring->nodes);
+	free(ring->lines);
 	free(ring);
 }
 
@@ -81,10 +82,11 @@ size_t hr__ring_bytes(const hr_ring *ring)
 		return 0;
 	w = &ring->views[HR_VIEW_WRITE];
 	r = &ring->views[HR_VIEW_READ];
-	/* The blocks of ring_build.c's copy_nodes(): the nodes, and each
-	 * string with its NUL in one block padded by COPY_CHUNK. */
+	/* The blocks of ring_build.c's copy_nodes(): the nodes, each
+	 * string with its NUL in one block padded by COPY_CHUNK, and the
+	 * lookup lines, one more than the nodes. */
 	bytes = sizeof *ring + (ring->nnodes ? ring->nnodes : 1) * sizeof *ring->nodes +
-		COPY_CHUNK;
+		COPY_CHUNK + (ring->nnodes + 1) * sizeof *ring->lines;
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		const struct ring_node *rn = &ring->nodes[i];
 

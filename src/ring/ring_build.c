@@ -49,8 +49,36 @@ static size_t first_unordered(const struct entry *e, size_t n)
 	return n;
 }
 
-/* Copies the nodes, sorted by id and unique, into ring->nodes and one
- * block of strings (hr__ring_bytes() counts both as allocated here).
+/* The nodes' lookup lines (ring_impl.h), and the empty one after them.
+ * Zeroed whole: the copy-out reads the bytes after a string's NUL. */
+static int fill_lines(hr_ring *ring, hr_error *err)
+{
+	size_t n = ring->nnodes;
+	struct ring_line *l = aligned_alloc(sizeof *l, (n + 1) * sizeof *l);
+
+	if (!l)
+		return hr__error_set(err, HR_ENOMEM, "out of memory");
+	memset(l, 0, (n + 1) * sizeof *l);
+	ring->lines = l;
+	for (size_t i = 0; i < n; i++) {
+		const struct ring_node *rn = &ring->nodes[i];
+
+		l[i].state = (uint8_t)rn->pub.state;
+		if (rn->id_len >= LINE_STR || rn->addr_len >= LINE_STR) {
+			l[i].flags = LINE_SPILLED;
+			continue;
+		}
+		memcpy(l[i].id, rn->pub.id, rn->id_len);
+		memcpy(l[i].addr, rn->pub.addr, rn->addr_len);
+	}
+	l[n].state = HR_STATE_ACTIVE;
+	l[n].flags = LINE_NONE;
+	return HR_OK;
+}
+
+/* Copies the nodes, sorted by id and unique, into ring->nodes, one
+ * block of strings and the lookup lines (hr__ring_bytes() counts the three
+ * as allocated here).
  * Neither block is zeroed but the strings' tail: every field is set, and
  * rings of 100,000 nodes are built again at every change. */
 static int copy_nodes(hr_ring *ring, const struct entry *sorted,
@@ -95,7 +123,7 @@ static int copy_nodes(hr_ring *ring, const struct entry *sorted,
 		rn->pub.zone = s;
 		s += rn->zone_len + 1u;
 	}
-	return HR_OK;
+	return fill_lines(ring, err);
 }
 
 /* The nodes' tokens into one block, for a placement placed by them. */

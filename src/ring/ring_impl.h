@@ -14,6 +14,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A node as the ring keeps it.  The public record comes first so that a
@@ -35,6 +36,35 @@ struct ring_node {
 /* Bytes copied at once by the copy-out: the string block is padded so
  * that reading this much from any string start stays inside it. */
 #define COPY_CHUNK 32
+
+/*
+ * What a lookup copies out of its owner, in one 64-byte line of its own
+ * per node (ring->lines[slot]): the id and the address inline, each
+ * NUL-terminated and zero-padded in LINE_STR bytes, and the state.  The
+ * copy-out reads COPY_CHUNK bytes from either string start, which stays
+ * inside the line.  A node whose id or address is LINE_STR bytes or more
+ * is spilled (LINE_SPILLED): its strings are read from its ring_node
+ * instead, out of line.  The line after the last node's is the empty one
+ * (both strings "", active, LINE_NONE): the line of an empty view's
+ * owner, so that the lookup's one test of the flags finds every rare
+ * case.  See docs/design-notes.md, "The lookup path".
+ */
+#define LINE_STR 30
+
+struct ring_line {
+	char id[LINE_STR];
+	char addr[LINE_STR];
+	uint8_t state;		/* an hr_state */
+	uint8_t flags;		/* LINE_*: the copy-out's rare cases */
+	uint8_t spare[2];
+} __attribute__((aligned(64)));
+
+#define LINE_SPILLED 0x1	/* id or addr too long to be inline */
+#define LINE_NONE 0x2		/* the empty line: no node */
+
+_Static_assert(sizeof(struct ring_line) == 64, "a lookup line is one cache line");
+_Static_assert(offsetof(struct ring_line, addr) + COPY_CHUNK <=
+	       sizeof(struct ring_line), "a chunk of the addr stays in its line");
 
 /* How a ring of a placement of points (HR__PLACE_POINTS, by_index) keeps
  * them: flat arrays, or pages; by default by their number. */
@@ -63,6 +93,8 @@ struct hr_ring {
 	size_t npoints;
 	size_t nzones;			/* distinct zones of the nodes */
 	struct ring_node *nodes;	/* sorted by id, bytewise */
+	/* nnodes + 1 lookup lines, 64-byte aligned: the copy-out's */
+	struct ring_line *lines;
 	char *strings;			/* every id, addr and zone */
 	uint64_t *tokens;		/* every node's tokens, or NULL */
 	void *shared;			/* all points, when a view is all */

@@ -902,11 +902,46 @@ out:
 	return rc;
 }
 
+/* The sizes measured: HRB_LOOKUP_SIZES in the environment ("NODESxVNODES"
+ * comma-separated, at most HRB_LOOKUP_CONFIGS_MAX: "10000x200,1000x200")
+ * measures others than the defaults.  Returns how many. */
+static size_t lookup_sizes(int out[][2], const int defaults[][2], size_t ndefaults)
+{
+	const char *s = getenv("HRB_LOOKUP_SIZES");
+	size_t n = 0;
+
+	while (s && *s && n < HRB_LOOKUP_CONFIGS_MAX) {
+		char *end;
+		long nodes = strtol(s, &end, 10), vnodes;
+
+		if (end == s || *end != 'x')
+			break;
+		s = end + 1;
+		vnodes = strtol(s, &end, 10);
+		if (end == s || nodes < 1 || nodes > HR_NODES_MAX || vnodes < 1 ||
+		    vnodes > 1000)
+			break;
+		out[n][0] = (int)nodes;
+		out[n++][1] = (int)vnodes;
+		s = *end == ',' ? end + 1 : end;
+	}
+	if (n)
+		return n;
+	for (size_t i = 0; i < ndefaults; i++) {
+		out[i][0] = defaults[i][0];
+		out[i][1] = defaults[i][1];
+	}
+	return ndefaults;
+}
+
 int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, int runs,
 		       hrb_report *r)
 {
-	static const int sizes[][2] = { { 10, 200 }, { 100, 200 }, { 1000, 200 },
-					{ 1000, 256 }, { 10000, 200 } };
+	static const int defaults[][2] = { { 10, 200 }, { 100, 200 }, { 1000, 200 },
+					   { 1000, 256 }, { 10000, 200 } };
+	int sizes[HRB_LOOKUP_CONFIGS_MAX][2];
+	size_t nsizes = lookup_sizes(sizes, defaults,
+				     sizeof defaults / sizeof defaults[0]);
 	struct keypool kp = { malloc((size_t)POOL_KEYS * KEY_LEN), POOL_KEYS - 1 };
 	uint64_t x = 0x9e3779b97f4a7c15u;
 	hr_client *c;
@@ -932,7 +967,7 @@ int hrb_measure_lookup(hrb_lookup_report *lr, hr_placement placement, int runs,
 		free(kp.keys);
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+	for (size_t i = 0; i < nsizes; i++) {
 		hrb_lookup_config *cf = &lr->cfg[lr->n];
 
 		cf->nodes = sizes[i][0];

@@ -133,6 +133,96 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* hr_client_lookup() of `c` copies out what hr_ring_lookup() on `ring`
+ * answers, for many keys; returns how many it checked (0: HR_EEMPTY,
+ * which both must say). */
+static unsigned check_copy_out(hr_client *c, const hr_ring *ring)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < 3000; i++) {
+		char key[32];
+		int len = snprintf(key, sizeof key, "key-%u", i);
+		hr_owner o;
+		hr_lookup l;
+		int rc = hr_client_lookup(c, key, (size_t)len, &o, NULL);
+
+		ck_assert_int_eq(rc, hr_ring_lookup(ring, key, (size_t)len, &l, NULL));
+		if (rc == HR_EEMPTY)
+			continue;
+		ck_assert_int_eq(rc, HR_OK);
+		ck_assert_str_eq(o.node, l.node ? l.node->id : "");
+		ck_assert_str_eq(o.addr, l.node ? l.node->addr : "");
+		ck_assert_str_eq(o.read_node, l.read_node ? l.read_node->id : "");
+		ck_assert_str_eq(o.read_addr, l.read_node ? l.read_node->addr : "");
+		ck_assert_int_eq(o.state, l.node ? l.node->state : HR_STATE_ACTIVE);
+		ck_assert_int_eq(o.read_state, l.read_node ? l.read_node->state :
+				 HR_STATE_ACTIVE);
+		ck_assert_uint_eq(o.revision, l.revision);
+		ck_assert_uint_eq(o.digest, l.digest);
+		n++;
+	}
+	return n;
+}
+
+/* The copy-out of every kind of node and ring: ids and addresses short
+ * (inline in the node's lookup line), at the line's limit, past it
+ * (spilled) and at the limit of a node id; every node active, warming,
+ * draining, or a mix; one node; none. */
+START_TEST(copy_out_of_every_node)
+{
+	static const size_t lens[] = { 1, 12, 28, 29, 30, 31, 64, HR_ID_MAX };
+	static const hr_state mixes[][3] = {
+		{ HR_STATE_ACTIVE, HR_STATE_ACTIVE, HR_STATE_ACTIVE },
+		{ HR_STATE_ACTIVE, HR_STATE_WARMING, HR_STATE_DRAINING },
+		{ HR_STATE_WARMING, HR_STATE_WARMING, HR_STATE_WARMING },
+		{ HR_STATE_DRAINING, HR_STATE_DRAINING, HR_STATE_DRAINING },
+	};
+	enum { N = sizeof lens / sizeof lens[0] };
+	static char ids[N][HR_ID_MAX + 1], addrs[N][HR_ADDR_MAX + 1];
+	hr_client *c = hrt_offline_client("/copy/");
+	hr_node nodes[N];
+	hr_ring *held;
+	uint64_t rev = 1;
+
+	for (size_t i = 0; i < N; i++) {
+		/* Distinct ids of each length; addresses of the lengths in
+		 * another order, so short ids meet long addresses. */
+		size_t al = lens[(i + 3) % N];
+
+		memset(ids[i], 'a' + (int)i, lens[i]);
+		ids[i][lens[i]] = '\0';
+		memset(addrs[i], '0' + (int)i, al);
+		addrs[i][al] = '\0';
+	}
+	for (size_t m = 0; m < sizeof mixes / sizeof mixes[0]; m++) {
+		for (size_t from = 0; from < N; from++) {
+			/* Nodes from..N-1, then one node alone. */
+			for (int alone = 0; alone < 2; alone++) {
+				size_t n = alone ? 1 : N - from;
+				hr_ring *ring;
+
+				for (size_t i = 0; i < n; i++)
+					nodes[i] = (hr_node){ .id = ids[from + i],
+							      .addr = addrs[from + i],
+							      .weight = 1,
+							      .state = mixes[m][(from + i) % 3] };
+				ring = hrt_ring_build(nodes, n, NULL, rev++);
+				hr__publish_swap(hr__client_publisher(c), ring);
+				check_copy_out(c, ring);
+			}
+		}
+	}
+	/* None: both views empty. */
+	hr__publish_swap(hr__client_publisher(c), hrt_ring_build(NULL, 0, NULL, rev));
+	held = hr_client_ring(c);
+	ck_assert_uint_eq(hr_ring_revision(held), rev);
+	ck_assert_uint_eq(check_copy_out(c, held), 0);
+	hr_ring_release(held);
+	hr_client_close(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("lookup_swaps");
@@ -141,6 +231,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, swaps_under_lookups);
 	tcase_add_test(tc, bad_input);
+	tcase_add_test(tc, copy_out_of_every_node);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
 }
