@@ -12,7 +12,7 @@
 size_t hr__page_bytes(size_t n, size_t buckets)
 {
 	return sizeof(struct vpage) + buckets * sizeof(uint32_t) +
-	       (n + POS_PAD) * sizeof(uint64_t) + n * sizeof(uint32_t);
+	       (n + POS_PAD) * sizeof(uint64_t) + (n + POS_PAD) * sizeof(uint32_t);
 }
 
 struct vpage *hr__page_init(struct vpage *pg, size_t bytes, size_t n,
@@ -25,8 +25,10 @@ struct vpage *hr__page_init(struct vpage *pg, size_t bytes, size_t n,
 	pg->index = (uint32_t *)(pg + 1);
 	pg->pos = (uint64_t *)(pg->index + buckets);
 	pg->node = (uint32_t *)(pg->pos + n + POS_PAD);
-	for (size_t i = 0; i < POS_PAD; i++)
+	for (size_t i = 0; i < POS_PAD; i++) {
 		pg->pos[n + i] = UINT64_MAX;
+		pg->node[n + i] = 0;	/* read, not used, by paged_handle() */
+	}
 	return pg;
 }
 

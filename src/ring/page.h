@@ -40,7 +40,7 @@ struct vpage {
 	 * the header. */
 	uint32_t *index;	/* first point of each bucket */
 	uint64_t *pos;		/* n, then POS_PAD times UINT64_MAX */
-	uint32_t *node;		/* n handles */
+	uint32_t *node;		/* n handles, then POS_PAD zeros */
 	size_t bytes;		/* of the page, as asked of malloc */
 	/* NULL, or the slab the page is a region of. */
 	struct vslab *slab;

@@ -171,7 +171,8 @@ static size_t block_bytes(size_t npoints, unsigned b, bool wide)
 {
 	return block_size((npoints + POS_PAD) * sizeof(uint64_t) +
 			  ((size_t)1 << b) * sizeof(uint32_t) +
-			  npoints * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
+			  (npoints + POS_PAD) *
+				  (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
 }
 
 void *hr__big_alloc_later(size_t bytes)
@@ -225,8 +226,10 @@ int hr__view_alloc(struct view *v, size_t npoints, bool wide)
 	v->npoints = npoints;
 	v->shift = 64 - b;
 	v->wide = wide;
-	for (size_t i = 0; i < POS_PAD; i++)
+	for (size_t i = 0; i < POS_PAD; i++) {
 		v->pos[npoints + i] = UINT64_MAX;
+		view_set_node(v, npoints + i, 0);
+	}
 	return HR_OK;
 }
 

@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum view_kind {
 	VIEW_FLAT = 0,
@@ -63,7 +64,8 @@ struct view {
 		const struct rdv_member *rdv;	/* SCORES: npoints nodes' inputs */
 	};
 	/* FLAT, TABLE, SCORES: per point its node's slot, uint16_t or (wide)
-	 * uint32_t; for SCORES always wide. */
+	 * uint32_t; for SCORES always wide.  FLAT and TABLE: then POS_PAD
+	 * zeros, read (not used) by view_flat_slot(). */
 	void *node;
 	uint32_t *index;	/* FLAT, TABLE: the first point of each bucket */
 	uint64_t table;		/* TABLE: its slots (M) */
@@ -208,15 +210,24 @@ static inline uint32_t paged_handle_at(const struct view *v, size_t p,
 }
 
 /* The handle owning `pos`: the first point at or after it, else the one
- * after the page. */
+ * after the page.  As in view_flat_slot(), the handles of the POS_PAD
+ * points from the bucket's start are read with their positions (a page's
+ * handles are padded for it), not after the count. */
 static inline uint32_t paged_handle(const struct view *v, uint64_t pos)
 {
 	size_t p = paged_page(v, pos), n = v->count[p];
 	const uint32_t *index = paged_index(v, p);
 	const uint64_t *at = paged_positions(v, index);
+	size_t i = index[paged_bucket(v, pos)], below;
+	const uint64_t *q = at + i;
+	uint32_t hd[POS_PAD];
 
-	return paged_handle_at(v, p, at, n,
-			       scan_pos(at, index[paged_bucket(v, pos)], pos));
+	memcpy(hd, (const uint32_t *)(at + n + POS_PAD) + i, sizeof hd);
+	below = (size_t)(q[0] < pos) + (size_t)(q[1] < pos) +
+		(size_t)(q[2] < pos) + (size_t)(q[3] < pos);
+	if (__builtin_expect(below < POS_PAD && i + below < n, 1))
+		return hd[below];
+	return paged_handle_at(v, p, at, n, scan_pos(at, i, pos));
 }
 
 /* Past the last point of a view, for the walks that do not wrap
@@ -288,12 +299,52 @@ static inline size_t view_slot(const struct view *v, size_t i)
 	return view_node(v, i);
 }
 
+/*
+ * The slot owning `pos` in flat view `v` (not empty).  The node numbers
+ * of the POS_PAD points from the bucket's start are read with their
+ * positions, before the count says which of them owns `pos`: both loads
+ * hang on the bucket alone, so the node array's line arrives beside the
+ * positions' rather than after them (one dependent miss less; the node
+ * array is padded for it).  A crowded bucket and the wrap (no point at or
+ * after `pos`) take the plain way.
+ */
+static inline size_t view_flat_slot(const struct view *v, uint64_t pos)
+{
+	size_t i = *view_bucket(v, pos);
+	const uint64_t *q = v->pos + i;
+	size_t below;
+
+	if (v->wide) {
+		uint32_t nd[POS_PAD];
+
+		memcpy(nd, (const uint32_t *)v->node + i, sizeof nd);
+		below = (size_t)(q[0] < pos) + (size_t)(q[1] < pos) +
+			(size_t)(q[2] < pos) + (size_t)(q[3] < pos);
+		if (__builtin_expect(below < POS_PAD && i + below < v->npoints, 1))
+			return nd[below];
+	} else {
+		uint64_t nd;
+
+		memcpy(&nd, (const uint16_t *)v->node + i, sizeof nd);
+		below = (size_t)(q[0] < pos) + (size_t)(q[1] < pos) +
+			(size_t)(q[2] < pos) + (size_t)(q[3] < pos);
+		if (__builtin_expect(below < POS_PAD && i + below < v->npoints, 1))
+			return (uint16_t)(nd >> (16 * below));
+	}
+	i = scan_pos(v->pos, i, pos);
+	return view_node(v, i == v->npoints ? 0 : i);
+}
+
+_Static_assert(POS_PAD == 4, "view_flat_slot() reads four points");
+
 /* The slot owning `pos` in view `v` (not empty): view_slot(view_find()),
  * with a paged view's page read once. */
 static inline size_t view_find_slot(const struct view *v, uint64_t pos)
 {
 	if (__builtin_expect(v->kind == VIEW_PAGED, 0))
 		return v->handle_slot[paged_handle(v, pos)];
+	if (__builtin_expect(v->kind == VIEW_FLAT, 1))
+		return view_flat_slot(v, pos);
 	return view_node(v, view_find_unpaged(v, pos));
 }
 
