@@ -101,6 +101,24 @@ static PyObject *answers_slow(hrpy_client *self, const hrpy_keys *k, const hr_ep
 	return result;
 }
 
+/* A batch of one, hr_client_lookup_batch()'s code; the key is got into
+ * *k, which the caller releases, unless this returns LOOKUP_RAISED (an
+ * exception set, nothing held). */
+#define LOOKUP_RAISED 1
+static int lookup_one(hrpy_client *self, PyObject *key, hrpy_key *k, hr_batch_owner *o,
+		      hr_epoch *epoch)
+{
+	if (hrpy_key_get(key, k) < 0)
+		return LOOKUP_RAISED;
+	if (!self->c) {
+		hrpy_key_release(k);
+		closed_error(self);
+		return LOOKUP_RAISED;
+	}
+	return hr_client_lookup_batch(self->c, (const void *const *)&k->data, &k->len, 1, o,
+				      epoch, NULL);
+}
+
 static PyObject *client_lookup(hrpy_client *self, PyObject *key)
 {
 	hrpy_ring *r;
@@ -110,14 +128,9 @@ static PyObject *client_lookup(hrpy_client *self, PyObject *key)
 	hrpy_key k;
 	int rc;
 
-	if (hrpy_key_get(key, &k) < 0)
+	rc = lookup_one(self, key, &k, &o, &epoch);
+	if (rc == LOOKUP_RAISED)
 		return NULL;
-	if (!self->c) {
-		hrpy_key_release(&k);
-		return closed_error(self);
-	}
-	rc = hr_client_lookup_batch(self->c, (const void *const *)&k.data, &k.len, 1, &o,
-				    &epoch, NULL);
 	/* Read after the key: getting a key may run code (a collection) that
 	 * looks up on this client too. */
 	r = self->current;
@@ -149,14 +162,9 @@ static PyObject *client_lookup_index(hrpy_client *self, PyObject *key)
 	hrpy_key k;
 	int rc;
 
-	if (hrpy_key_get(key, &k) < 0)
+	rc = lookup_one(self, key, &k, &o, NULL);
+	if (rc == LOOKUP_RAISED)
 		return NULL;
-	if (!self->c) {
-		hrpy_key_release(&k);
-		return closed_error(self);
-	}
-	rc = hr_client_lookup_batch(self->c, (const void *const *)&k.data, &k.len, 1, &o,
-				    NULL, NULL);
 	hrpy_key_release(&k);
 	if (rc < 0)
 		return hrpy_raise(HRPY_STATE(self), rc, NULL);

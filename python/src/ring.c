@@ -703,11 +703,10 @@ static PyObject *ring_from_json(PyObject *cls, PyObject *args, PyObject *kwargs)
 
 /* ---- Ring methods ---------------------------------------------------------- */
 
-static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
+/* hr_ring_lookup() of a Python key into *res; -1 with an exception set. */
+static int ring_lookup_one(hrpy_ring *self, PyObject *key, hr_lookup *res)
 {
 	hr_error err;
-	hr_batch_owner o;
-	hr_lookup res;
 	hrpy_key k;
 	int rc;
 
@@ -716,13 +715,25 @@ static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
 	err.code = 0;
 	err.message[0] = '\0';
 	if (hrpy_key_get(key, &k) < 0)
-		return NULL;
+		return -1;
+	rc = hr_ring_lookup(self->ring, k.data, k.len, res, &err);
+	hrpy_key_release(&k);
+	if (rc < 0) {
+		hrpy_raise(HRPY_STATE(self), rc, &err);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
+{
+	hr_batch_owner o;
+	hr_lookup res;
+
 	/* A single lookup, cheaper than a batch of one; its node pointers
 	 * are turned into node numbers. */
-	rc = hr_ring_lookup(self->ring, k.data, k.len, &res, &err);
-	hrpy_key_release(&k);
-	if (rc < 0)
-		return hrpy_raise(HRPY_STATE(self), rc, &err);
+	if (ring_lookup_one(self, key, &res) < 0)
+		return NULL;
 	o.node = res.node ? (uint32_t)node_index(self, res.node) : HR_NO_NODE;
 	o.read_node = res.read_node == res.node ? o.node
 		      : res.read_node ? (uint32_t)node_index(self, res.read_node) : HR_NO_NODE;
@@ -733,19 +744,10 @@ static PyObject *ring_lookup(hrpy_ring *self, PyObject *key)
  * back to a Node, no object made (small ints are CPython's own). */
 static PyObject *ring_lookup_index(hrpy_ring *self, PyObject *key)
 {
-	hr_error err;
 	hr_lookup res;
-	hrpy_key k;
-	int rc;
 
-	err.code = 0;		/* as in ring_lookup() */
-	err.message[0] = '\0';
-	if (hrpy_key_get(key, &k) < 0)
+	if (ring_lookup_one(self, key, &res) < 0)
 		return NULL;
-	rc = hr_ring_lookup(self->ring, k.data, k.len, &res, &err);
-	hrpy_key_release(&k);
-	if (rc < 0)
-		return hrpy_raise(HRPY_STATE(self), rc, &err);
 	return hrpy_ring_index(self, res.node ? (uint32_t)node_index(self, res.node)
 					      : HR_NO_NODE);
 }

@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include "bench_lookup.h"
+#include "bench_bsearch.h"
 
 #include "client.h"
 #include "hashring.h"
@@ -82,86 +83,6 @@ struct keypool {
 	size_t mask;			/* POOL_KEYS - 1 */
 };
 
-/* ---- the textbook ring -------------------------------------------------- */
-
-struct bs_ring {
-	uint64_t *pos;
-	uint32_t *node;
-	size_t n;
-};
-
-struct bs_point {
-	uint64_t pos;
-	uint32_t node;
-};
-
-static int cmp_bs_point(const void *a, const void *b)
-{
-	const struct bs_point *x = a, *y = b;
-
-	if (x->pos != y->pos)
-		return x->pos < y->pos ? -1 : 1;
-	return (x->node > y->node) - (x->node < y->node);
-}
-
-/* The points of docs/placement.md ("<id>#<i>" hashed with XXH3), computed
- * here from the ring's nodes, in id order as the ring numbers them. */
-static int bs_build(struct bs_ring *b, const hr_ring *ring)
-{
-	size_t n = hr_ring_point_count(ring), k = 0;
-	struct bs_point *tmp = malloc(n * sizeof *tmp);
-	char name[HR_ID_MAX + 16];
-
-	b->pos = malloc(n * sizeof *b->pos);
-	b->node = malloc(n * sizeof *b->node);
-	if (!tmp || !b->pos || !b->node) {
-		free(tmp);
-		return -1;
-	}
-	for (size_t j = 0; j < hr_ring_node_count(ring); j++) {
-		const hr_node *nd = hr_ring_node(ring, j);
-		unsigned v = hr_ring_node_vnodes(ring, nd);
-
-		for (unsigned i = 0; i < v; i++) {
-			int len = snprintf(name, sizeof name, "%s#%u", nd->id, i);
-
-			tmp[k].pos = XXH3_64bits(name, (size_t)len);
-			tmp[k].node = (uint32_t)j;
-			k++;
-		}
-	}
-	qsort(tmp, n, sizeof *tmp, cmp_bs_point);
-	for (size_t i = 0; i < n; i++) {
-		b->pos[i] = tmp[i].pos;
-		b->node[i] = tmp[i].node;
-	}
-	b->n = n;
-	free(tmp);
-	return 0;
-}
-
-static void bs_free(struct bs_ring *b)
-{
-	free(b->pos);
-	free(b->node);
-}
-
-/* The first point at or after the key's position, wrapping. */
-static inline uint32_t bs_lookup(const struct bs_ring *b, const void *key)
-{
-	uint64_t h = hr_hash_key(key, KEY_LEN);
-	size_t lo = 0, hi = b->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b->pos[mid] < h)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return b->node[lo == b->n ? 0 : lo];
-}
 
 /* ---- libmemcached ---------------------------------------------------------- */
 
@@ -286,7 +207,7 @@ TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN
 	    (uintptr_t)l.node >> 4)
 TIMED_LOOPS(mc, const memcached_st *,
 	    uint32_t srv = memcached_generate_hash(ctx, (const char *)key, KEY_LEN), srv)
-TIMED_LOOPS(bs, const struct bs_ring *, uint32_t nd = bs_lookup(ctx, key), nd)
+TIMED_LOOPS(bs, const struct bs_ring *, uint32_t nd = bs_lookup(ctx, key, KEY_LEN), nd)
 TIMED_LOOPS(pref, const hr_ring *,
 	    const hr_node *pl[3];
 	    int k = hr_ring_preflist(ctx, key, KEY_LEN, HR_VIEW_WRITE, pl, 3, NULL),
@@ -596,7 +517,7 @@ static int check_agree(const hr_ring *ring, const struct bs_ring *bs,
 		hr_lookup l;
 
 		if (hr_ring_lookup(ring, key, KEY_LEN, &l, NULL) ||
-		    l.node != hr_ring_node(ring, bs_lookup(bs, key)))
+		    l.node != hr_ring_node(ring, bs_lookup(bs, key, KEY_LEN)))
 			return -1;
 	}
 	return 0;

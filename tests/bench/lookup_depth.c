@@ -11,13 +11,13 @@
  * lookup, one line per round.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "bench_bsearch.h"
 #include "hashring.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include <xxhash.h>
 
 #define KEY_LEN 16
 #define KEYS ((size_t)1 << 20)
@@ -31,71 +31,7 @@ static int64_t cpu_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-struct bs_point {
-	uint64_t pos;
-	uint32_t node;
-};
-
-static uint64_t *bs_pos;
-static uint32_t *bs_node;
-static size_t bs_n;
-
-static int cmp_point(const void *a, const void *b)
-{
-	const struct bs_point *x = a, *y = b;
-
-	if (x->pos != y->pos)
-		return x->pos < y->pos ? -1 : 1;
-	return (x->node > y->node) - (x->node < y->node);
-}
-
-/* The points of docs/placement.md ("<id>#<i>" hashed with XXH3). */
-static int bs_build(const hr_ring *ring)
-{
-	size_t n = hr_ring_point_count(ring), k = 0;
-	struct bs_point *tmp = malloc(n * sizeof *tmp);
-	char name[HR_ID_MAX + 16];
-
-	bs_pos = malloc(n * sizeof *bs_pos);
-	bs_node = malloc(n * sizeof *bs_node);
-	if (!tmp || !bs_pos || !bs_node)
-		return -1;
-	for (size_t j = 0; j < hr_ring_node_count(ring); j++) {
-		const hr_node *nd = hr_ring_node(ring, j);
-		unsigned v = hr_ring_node_vnodes(ring, nd);
-
-		for (unsigned i = 0; i < v; i++) {
-			int len = snprintf(name, sizeof name, "%s#%u", nd->id, i);
-
-			tmp[k].pos = XXH3_64bits(name, (size_t)len);
-			tmp[k++].node = (uint32_t)j;
-		}
-	}
-	qsort(tmp, n, sizeof *tmp, cmp_point);
-	for (size_t i = 0; i < n; i++) {
-		bs_pos[i] = tmp[i].pos;
-		bs_node[i] = tmp[i].node;
-	}
-	bs_n = n;
-	free(tmp);
-	return 0;
-}
-
-static inline uint32_t bs_lookup(const void *key)
-{
-	uint64_t h = hr_hash_key(key, KEY_LEN);
-	size_t lo = 0, hi = bs_n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (bs_pos[mid] < h)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return bs_node[lo == bs_n ? 0 : lo];
-}
+static struct bs_ring bs;
 
 static inline uintptr_t ring_token(const hr_ring *ring, const void *key)
 {
@@ -158,13 +94,13 @@ int main(int argc, char **argv)
 	if (hr_ring_build(v, (size_t)n, &opts, 1, &ring, NULL))
 		return 1;
 	build_ms = (double)(cpu_now_ns() - t0) / 1e6;
-	if (bs_build(ring))
+	if (bs_build(&bs, ring))
 		return 1;
 	for (size_t i = 0; i < 100000; i++) {
 		hr_lookup l;
 
 		hr_ring_lookup(ring, keys + i * KEY_LEN, KEY_LEN, &l, NULL);
-		if (l.node != hr_ring_node(ring, bs_lookup(keys + i * KEY_LEN))) {
+		if (l.node != hr_ring_node(ring, bs_lookup(&bs, keys + i * KEY_LEN, KEY_LEN))) {
 			fprintf(stderr, "the ring and the binary search disagree\n");
 			return 1;
 		}
@@ -172,8 +108,8 @@ int main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++) {
 		double ring_ns = TIMED(ring_token(ring, key), 0);
 		double ring_dep = TIMED(ring_token(ring, key), 1);
-		double bs_ns = TIMED(bs_lookup(key), 0);
-		double bs_dep = TIMED(bs_lookup(key), 1);
+		double bs_ns = TIMED(bs_lookup(&bs, key, KEY_LEN), 0);
+		double bs_dep = TIMED(bs_lookup(&bs, key, KEY_LEN), 1);
 
 		printf("%d x %d  build %.1f ms  ring %.1f bsearch %.1f (%.2fx)  "
 		       "dep: ring %.1f bsearch %.1f (%.2fx)\n", n, vn, build_ms,
