@@ -153,7 +153,9 @@ static int put_with_tokens(hr_registrar *r, const char *prefix, const hr_node *n
 static int first_grant(hr_registrar *r, const hr_registration *reg, int64_t *granted,
 		       int64_t *t0, hr_error *err)
 {
-	int64_t start = hr__now_ms(), wait = reg->backoff_initial_ms;
+	/* In microseconds: in milliseconds the truncation of the start
+	 * could end the tries up to 1 ms before open_timeout_ms. */
+	int64_t start = hr__now_us(), wait = reg->backoff_initial_ms;
 	hr_error why = { 0 };
 	int attempts = 0, rc;
 
@@ -164,7 +166,7 @@ static int first_grant(hr_registrar *r, const hr_registration *reg, int64_t *gra
 		attempts++;
 		memset(&why, 0, sizeof why);
 		rc = hr__etcd_lease_grant(r->etcd, reg->ttl_s, &r->lease, granted, &why);
-		left = start + reg->open_timeout_ms - hr__now_ms();
+		left = (start + reg->open_timeout_ms * 1000 - hr__now_us() + 999) / 1000;
 		if ((rc != HR_ECONNECT && rc != HR_ETIMEDOUT) || left <= 0)
 			break;
 		if (wait > left)
@@ -180,7 +182,7 @@ static int first_grant(hr_registrar *r, const hr_registration *reg, int64_t *gra
 	if (attempts == 1)
 		return hr__error_set(err, rc, "%s", why.message);
 	return hr__error_set(err, rc, "etcd unreachable for %" PRId64 " ms (%d attempts): %.200s",
-			     hr__now_ms() - start, attempts, why.message);
+			     (hr__now_us() - start) / 1000, attempts, why.message);
 }
 
 int hr_registrar_open(const hr_etcd_config *etcd, const hr_registration *in,

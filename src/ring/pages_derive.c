@@ -133,7 +133,7 @@ int hr__pages_rebuild(const hr_ring *ring, struct view *v, const struct view *fr
 
 			for (size_t i = 0; dirty[p] == HR__PAGE_DROPS && i < old->n; i++)
 				drops += drop[old->node[i]];
-			v->pages[p] = page_merge(ring, v, old, drop, drops, fresh + f, nf);
+			v->pages[p] = page_merge(ring, v, old, drop, drops, nf ? fresh + f : NULL, nf);
 			if (!v->pages[p]) {
 				hr__view_release(v);
 				return HR_ENOMEM;
