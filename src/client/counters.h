@@ -23,10 +23,9 @@
  * them; every key's lookups are sampled alike, and a key's samples
  * estimate its share.  The lookup's one test (is its new log length
  * `due`?) finds both the samples and the full logs.  Readers merge the
- * blocks' windows.  When
- * the client spreads reads, the keys
- * whose share is above the threshold go into a small table that every
- * counted lookup probes (hr__hot_table).
+ * blocks' windows.  When the client spreads reads, the keys whose share
+ * is above the threshold go into a small table that every counted lookup
+ * probes (hr__hot_table).
  *
  * When a thread moves to a new ring (the thread cache's slow path), it
  * starts a new segment and, if the counters' lock is free (a trylock: a
@@ -150,7 +149,6 @@ typedef struct hr__count_seg {
 	 * its owner and +1 at its replica (modular, summed right). */
 	uint32_t cnt[];
 } hr__count_seg;
-
 
 /* Node ids with their totals, in id order (bytewise). */
 typedef struct hr__tally {
