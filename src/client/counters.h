@@ -43,6 +43,7 @@
 #define HR_COUNTERS_H
 
 #include "hashring.h"
+#include "sketch.h"
 #include "tsan.h"
 
 #include <pthread.h>
@@ -273,5 +274,40 @@ int hr__counters_hot_keys(hr__counters *c, hr_hot_key *out, uint64_t *ids,
  * the lock.  HR_ENOMEM (lock released). */
 int hr__counters_read(hr__counters *c, const hr_ring *ring, hr__tally *out);
 void hr__counters_read_end(hr__counters *c, hr__tally *out);
+
+/* ---- shared by counters.c and hot_keys.c --------------------------------- */
+
+/* One key of the merge: a rate in lookups per second. */
+struct hot {
+	uint64_t id;
+	double rate, err;
+	size_t len;
+	unsigned char key[HR_HOT_KEY_MAX];
+};
+
+struct hr__count_block {
+	struct hr__count_block *next;	/* set before the push */
+	const void *thread;		/* its thread cache; compared only */
+	hr__counters *c;
+	hr__count_seg *head;		/* atomic; the thread's only writer */
+	hr__count_seg *seen;		/* the head a read folded up to; under
+					   the client's lock */
+	unsigned since_refresh;		/* samples since its last hot refresh */
+	/* The hot-key windows: win[cur] since `start`, the other since
+	 * `prev_start` (0: none) until `start`; under `mu`, which the thread
+	 * only tries.  Absent when the client samples nothing. */
+	pthread_mutex_t mu;
+	int cur;
+	int64_t start, prev_start;
+	hr__sketch win[];
+};
+
+/* Samples of a thread between two refreshes of the hot table. */
+#define REFRESH_SAMPLES 1024
+
+/* Makes the refresh's merge buffer room for every block's windows (a
+ * lookup's refresh must not allocate: it merges into this).  Under c->mu;
+ * without memory it stays as it was. */
+void hr__counters_grow_buf(hr__counters *c);
 
 #endif
