@@ -19,9 +19,11 @@ import weakref
 from . import _hashring
 from ._hashring import ClosedError, Client, Registrar, TimeoutError
 
-# While the first sync (or first ack) is awaited, the client is also asked
-# this often: an ack or a failure (AuthError, ...) sends no ring change.
-_SYNC_POLL_S = 0.05
+# While the first sync is awaited, the client is also asked this often (a
+# failure, AuthError..., sends no ring change); once it has its ring, while
+# its first ack is awaited (ack_client_id), this often.
+_SYNC_POLL_S = 0.2
+_ACK_POLL_S = 0.02
 # Acks are read this often while a wait_acks() waits (as the C wait does).
 _ACKS_POLL_S = 0.1
 
@@ -276,8 +278,8 @@ class AsyncClient:
                 left = None if end is None else end - loop.time()
                 if left is not None and left <= 0:
                     raise
-            await self._next_change(loop, _SYNC_POLL_S if left is None else
-                                    min(left, _SYNC_POLL_S))
+            poll = _ACK_POLL_S if self._c.revision else _SYNC_POLL_S
+            await self._next_change(loop, poll if left is None else min(left, poll))
 
     async def wait_acks(self, revision=None, timeout=30.0):
         """Waits until every live client acknowledges `revision` (default:
