@@ -73,15 +73,24 @@ def _start_sentinel(obj):
     return gen
 
 
+def _field(name, doc):
+    return property(lambda self: getattr(self, name), doc=doc)
+
+
 class RingChange:
     """One change of AsyncClient.changes(): `old` and `new` rings, `missed`
     (changes folded into this one while the consumer was behind: 0 when
     it keeps up) and `diff` (new.diff(old), with diff=True; else None)."""
 
-    __slots__ = ("old", "new", "missed", "diff")
+    __slots__ = ("_old", "_new", "_missed", "_diff")
 
     def __init__(self, old, new, missed, diff=None):
-        self.old, self.new, self.missed, self.diff = old, new, missed, diff
+        self._old, self._new, self._missed, self._diff = old, new, missed, diff
+
+    old = _field("_old", "the ring before the change (Ring)")
+    new = _field("_new", "the ring after it (Ring)")
+    missed = _field("_missed", "changes folded into this one (0 while the consumer keeps up)")
+    diff = _field("_diff", "new.diff(old) with changes(diff=True), else None")
 
     def __repr__(self):
         return "RingChange(revision %d -> %d, %d nodes, missed=%d)" % (
@@ -305,6 +314,8 @@ class AsyncClient:
             await self._next_change(loop, min(left, _ACKS_POLL_S))
 
     def acks(self):
+        """Not provided (it would block the loop): await wait_acks(), or call
+        hashring.acks() in an executor."""
         raise TypeError("AsyncClient.acks() is not provided: a read of etcd would block "
                         "the loop; await wait_acks(), or call hashring.acks() in an executor")
 
@@ -333,6 +344,7 @@ class AsyncClient:
 
     @property
     def closed(self):
+        """Whether aclose() was called (or the client was closed otherwise)."""
         return self._c.closed if self._closed_fut is None else \
             (self._closed_fut.done() or self._c.closed)
 
@@ -381,43 +393,57 @@ class AsyncClient:
 
     # ---- the plain calls ------------------------------------------------------------
 
+    # The Client's own, plain calls: none of them blocks.
+
     @property
     def revision(self):
+        """etcd revision of the current ring (Client.revision)."""
         return self._c.revision
 
     def lookup(self, key):
+        """Client.lookup(): the owners of `key` in the current ring."""
         return self._c.lookup(key)
 
     def lookup_index(self, key):
+        """Client.lookup_index(): the write owner's index in the current ring."""
         return self._c.lookup_index(key)
 
     def lookup_many(self, keys):
+        """Client.lookup_many(): the owners of every key, from one ring."""
         return self._c.lookup_many(keys)
 
     def replicas(self, key, n=3, *, view="write"):
+        """Client.replicas(): the preference list of `key`."""
         return self._c.replicas(key, n, view=view)
 
     def nodes(self):
+        """Client.nodes(): the nodes of the current ring."""
         return self._c.nodes()
 
     def ring(self):
+        """Client.ring(): the current ring, held."""
         return self._c.ring()
 
     def status(self):
+        """Client.status(): what the watcher knows."""
         return self._c.status()
 
-    def metrics(self, **kwargs):
-        return self._c.metrics(**kwargs)
+    def metrics(self, *, name_prefix=None, labels=None):
+        """Client.metrics(): the Prometheus exposition."""
+        return self._c.metrics(name_prefix=name_prefix, labels=labels)
 
 
 class RegistrarEvent:
     """An event of AsyncRegistrar.events(): `kind` ("lost": the id was
     taken over) and `error` (the ExistsError)."""
 
-    __slots__ = ("kind", "error")
+    __slots__ = ("_kind", "_error")
 
     def __init__(self, kind, error):
-        self.kind, self.error = kind, error
+        self._kind, self._error = kind, error
+
+    kind = _field("_kind", 'what happened: "lost" (the id was taken over)')
+    error = _field("_error", "the exception that tells it (ExistsError)")
 
     def __repr__(self):
         return "RegistrarEvent(%r, %r)" % (self.kind, self.error)
@@ -520,6 +546,8 @@ class AsyncRegistrar:
             self._user_on_lost(exc)
 
     async def open(self):
+        """Registers (hashring.Registrar's opening, in the default executor),
+        bound to the running loop."""
         loop = self._bind()
         if self._r is not None:
             if self.closed:
@@ -573,6 +601,7 @@ class AsyncRegistrar:
             await asyncio.sleep(ms / 1000.0)
 
     async def deregister(self):
+        """Registrar.deregister(), awaited: revokes the lease now."""
         await self._call("deregister")
 
     def status(self):
@@ -601,14 +630,17 @@ class AsyncRegistrar:
 
     @property
     def id(self):
+        """The node id."""
         return self._registrar().id
 
     @property
     def lease(self):
+        """The lease the record is attached to now (0 once lost or left)."""
         return self._registrar().lease
 
     @property
     def closed(self):
+        """Whether aclose() was called."""
         return self._r is not None and (self._r.closed or self._closed_fut.done())
 
     def _shut(self):
@@ -643,3 +675,8 @@ class AsyncRegistrar:
         if r is not None and not r.closed:
             warnings.warn("unclosed %r" % self, ResourceWarning, source=self)
             r.close()
+
+
+for _cls in (RingChange, AsyncClient, RegistrarEvent, AsyncRegistrar):
+    _cls.__module__ = "hashring"
+del _cls
