@@ -63,6 +63,14 @@ async def _sentinel(ref):
             obj._close_now()
 
 
+async def _end_sentinel(obj):
+    """Finishes the sentinel of an object closed, so that the loop has
+    nothing left to finalise for it."""
+    gen, obj._sentinel = obj._sentinel, None
+    if gen is not None:
+        await gen.aclose()
+
+
 def _start_sentinel(obj):
     gen = _sentinel(weakref.ref(obj))
     # The loop's asyncgen hooks see it from its first step on.
@@ -375,9 +383,10 @@ class AsyncClient:
             loop = asyncio.get_running_loop()
         if self._c.closed:
             self._shut()
-            return
-        self._shut()
-        await loop.run_in_executor(None, self._c.close)
+        else:
+            self._shut()
+            await loop.run_in_executor(None, self._c.close)
+        await _end_sentinel(self)
 
     def __del__(self):
         c = getattr(self, "_c", None)
@@ -669,6 +678,7 @@ class AsyncRegistrar:
         finally:
             self._shut()
             await loop.run_in_executor(None, self._r.close)
+            await _end_sentinel(self)
 
     def __del__(self):
         r = getattr(self, "_r", None)

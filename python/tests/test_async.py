@@ -96,7 +96,7 @@ async def test_slow_consumer_is_told_what_it_missed(etcd, prefix):
         got = []
         while not got or got[-1].new.revision != rev:
             got.append(await asyncio.wait_for(changes.__anext__(), 10))
-        assert len(got) <= 3
+        assert len(got) < n / 2  # folded while nobody consumed
         assert sum(1 + c.missed for c in got) == n
         assert got[0].old.digest == start.digest
         for a, b in zip(got, got[1:]):
