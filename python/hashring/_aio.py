@@ -391,7 +391,10 @@ class AsyncClient:
     def __del__(self):
         c = getattr(self, "_c", None)
         if c is not None and not c.closed:
-            warnings.warn("unclosed %r" % self, ResourceWarning, source=self)
+            try:
+                warnings.warn("unclosed %r" % self, ResourceWarning, source=self)
+            except Exception:  # at the interpreter's exit
+                pass
             if self._loop is not None and not self._loop.is_closed() and \
                     self._fd is not None:
                 try:
@@ -683,7 +686,10 @@ class AsyncRegistrar:
     def __del__(self):
         r = getattr(self, "_r", None)
         if r is not None and not r.closed:
-            warnings.warn("unclosed %r" % self, ResourceWarning, source=self)
+            try:
+                warnings.warn("unclosed %r" % self, ResourceWarning, source=self)
+            except Exception:  # at the interpreter's exit
+                pass
             r.close()
 
 
