@@ -393,3 +393,59 @@ async def test_registrar_closed_while_awaited(etcd, prefix):
         await asyncio.wait_for(lost, 5)
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(ev, 5)
+
+
+@aio
+async def test_no_leaks(etcd, prefix, sanitized):
+    """Ring changes through changes() (one consumer keeping up, one never
+    reading), and clients opened and closed, leave the interpreter's
+    objects and blocks and the process's descriptors where they were."""
+    import sys
+    n = 40 if sanitized else 200
+    put_nodes(etcd, prefix, 20)
+
+    def fds():
+        """Descriptors but sockets: the open client's etcd connections
+        come and go (libcurl's), the eventfds and pipes must not."""
+        out = set()
+        for f in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink("/proc/self/fd/" + f)
+            except OSError:
+                continue
+            if not target.startswith("socket:"):
+                out.add((f, target))
+        return out
+
+    def measure():
+        gc.collect()
+        return len(gc.get_objects()), sys.getallocatedblocks(), fds()
+
+    async def churn(client, changes, count, start):
+        for i in range(count):
+            rev = etcd.put(prefix + "n00", etcd_server.record("127.0.0.1:7000", weight=start + i))
+            while True:
+                c = await asyncio.wait_for(changes.__anext__(), 10)
+                if c.new.revision == rev:
+                    break
+            client.lookup("k%d" % i)
+
+    async def open_close(count):
+        for _ in range(count):
+            async with hashring.AsyncClient(etcd.url, prefix, log_level="warn") as c:
+                c.changes()
+                c.lookup("x")
+
+    async with hashring.AsyncClient(etcd.url, prefix, log_level="warn") as client:
+        changes = client.changes()
+        idle = client.changes(maxsize=2)  # never read: stays bounded
+        await churn(client, changes, n // 4, 2)
+        await open_close(5)
+        before = measure()
+        await churn(client, changes, n, 1000)
+        await open_close(n // 10)
+        after = measure()
+        assert len(idle._items) <= 2
+    assert after[0] - before[0] < 500, (before, after)
+    assert after[1] - before[1] < 2000, (before, after)
+    assert after[2] - before[2] == set(), (before[2], after[2])
