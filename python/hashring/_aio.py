@@ -193,7 +193,7 @@ class AsyncClient:
         self._last = None
         self._nonblocking = bool(options.get("open_nonblocking", False))
         timeout_ms = options.get("open_timeout_ms", 10000)
-        opts = dict(options, open_nonblocking=True)
+        opts = dict(options, open_nonblocking=True, _sink=True)
         self._c = Client(*args, **opts)
         # Checked by Client already: an int.
         self._open_timeout = timeout_ms / 1000.0
@@ -341,6 +341,8 @@ class AsyncClient:
         if view not in ("write", "read"):
             raise ValueError("changes(): view must be 'write' or 'read', not %r" % (view,))
         self._bind()
+        # Changes published before now, still queued, are the others'.
+        self._on_readable()
         it = _Changes(self, maxsize, diff, view)
         if self._closed_fut.done():
             it._end()

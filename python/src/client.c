@@ -706,7 +706,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	hrpy_client *self;
 	hr_client_config cfg;
 	hr_error err = { 0 };
-	PyObject *all;
+	PyObject *all, *with_sink;
 	size_t n;
 	int rc;
 
@@ -733,6 +733,16 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	all = hrpy_merge_positional("Client", args, kwargs);
 	if (!all)
 		goto fail;
+	/* hashring.AsyncClient's: the sink made before the open, so that the
+	 * first sync's change is queued for the loop too. */
+	with_sink = PyDict_GetItemString(all, "_sink");
+	if (with_sink) {
+		with_sink = PyObject_IsTrue(with_sink) ? Py_True : NULL;
+		if (PyDict_DelItemString(all, "_sink") < 0) {
+			Py_DECREF(all);
+			goto fail;
+		}
+	}
 	rc = hrpy_options_parse("Client", all, opts, n,
 				(void *const[]){ &self->etcd.cfg, &self->etcd.ring, &self->etcd,
 						 &cfg, &extra },
@@ -751,6 +761,12 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	}
 	cfg.on_change = hrpy_on_change;
 	cfg.on_change_userdata = hrpy_dispatcher_userdata(self->dispatcher);
+	if (with_sink) {
+		self->sink = hrpy_sink_new();
+		if (!self->sink)
+			goto fail;
+		hrpy_dispatcher_set_sink(self->dispatcher, self->sink);
+	}
 	/* Lookups take the batch path, which hot keys do not sample. */
 	cfg.hot_key_sample = 0;
 	if (extra.on_change && hrpy_dispatcher_add(self->dispatcher, extra.on_change) < 0)

@@ -84,6 +84,20 @@ async def test_open_lookup_and_changes(etcd, prefix):
 
 
 @aio
+async def test_the_first_sync_is_a_change(etcd, prefix):
+    put_nodes(etcd, prefix, 2)
+    client = hashring.AsyncClient(etcd.url, prefix, log_level="warn")
+    try:
+        changes = client.changes()  # before the first sync is awaited
+        await client
+        first = await asyncio.wait_for(changes.__anext__(), 10)
+        assert first.old.revision == 0 and len(first.old) == 0
+        assert first.new.digest == client.ring().digest and first.missed == 0
+    finally:
+        await client.aclose()
+
+
+@aio
 async def test_slow_consumer_is_told_what_it_missed(etcd, prefix):
     put_nodes(etcd, prefix, 2)
     async with hashring.AsyncClient(etcd.url, prefix, log_level="warn") as client:
