@@ -11,7 +11,7 @@ import subprocess
 from setuptools import Extension, setup
 
 SOURCES = ["module.c", "errors.c", "args.c", "ring.c", "client.c", "dispatch.c",
-           "registrar.c", "acks.c"]
+           "registrar.c", "acks.c", "aio.c"]
 
 
 def pkg_config(*args):

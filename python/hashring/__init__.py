@@ -53,14 +53,31 @@ from ._hashring import (
 from ._hashring import _close_all, _forget_all
 
 __all__ = [
-    "METRICS_CONTENT_TYPE", "Ack", "Acks", "Arc", "ArcTotal", "AuthError", "ClosedError",
-    "Client", "CompactedError", "ConflictError", "ConnectError", "Diff", "DuplicateError",
-    "EmptyRingError", "Error", "EtcdError", "ExistsError", "FileError",
+    "METRICS_CONTENT_TYPE", "Ack", "Acks", "Arc", "ArcTotal", "AsyncClient", "AsyncRegistrar",
+    "AuthError", "ClosedError", "Client", "CompactedError", "ConflictError", "ConnectError",
+    "Diff", "DuplicateError", "EmptyRingError", "Error", "EtcdError", "ExistsError", "FileError",
     "InvalidArgumentError", "LimitError", "Node", "NoMemoryError", "NotFoundError", "Owner",
-    "ParseError", "PermissionDeniedError", "Registrar", "Ring", "State", "Status",
+    "ParseError", "PermissionDeniedError", "Registrar", "RegistrarEvent", "Ring", "RingChange",
+    "State", "Status",
     "TimeoutError", "TLSError", "acks", "hash_key", "libhashring_version", "log_to",
     "update_node", "wait_acks",
 ]
+
+# The asyncio classes (hashring/_aio.py), imported on first use: a program
+# without asyncio does not pay for importing it.
+_ASYNC_NAMES = ("AsyncClient", "AsyncRegistrar", "RegistrarEvent", "RingChange")
+
+
+def __getattr__(name):
+    if name in _ASYNC_NAMES:
+        from . import _aio
+        return getattr(_aio, name)
+    raise AttributeError("module 'hashring' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ASYNC_NAMES))
+
 
 # Clients and registrars left open are closed at exit, while their
 # callbacks' thread can still finish: a registrar's node then leaves at

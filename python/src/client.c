@@ -28,6 +28,7 @@ typedef struct hrpy_client {
 	hr_client *c;           /* NULL once closed */
 	hrpy_ring *current;     /* the newest ring answers came from */
 	hrpy_dispatcher *dispatcher;
+	hrpy_sink *sink;        /* an event loop's changes (aio.c), or NULL */
 	hrpy_etcd etcd;         /* kept for acks() and wait_acks() */
 	const char *ack_prefix;
 	int busy;               /* calls running without the GIL */
@@ -363,6 +364,40 @@ static PyObject *client_on_change(hrpy_client *self, PyObject *fn)
 	return fn;
 }
 
+/* The eventfd of the changes for an event loop, the sink made and
+ * attached on the first call. */
+static PyObject *client_sink_fd(hrpy_client *self, PyObject *unused)
+{
+	if (!self->c || self->closing)
+		return closed_error(self);
+	if (!self->sink) {
+		self->sink = hrpy_sink_new();
+		if (!self->sink)
+			return NULL;
+		hrpy_dispatcher_set_sink(self->dispatcher, self->sink);
+	}
+	return PyLong_FromLong(hrpy_sink_fd(self->sink));
+}
+
+static PyObject *client_take_changes(hrpy_client *self, PyObject *unused)
+{
+	if (!self->sink)
+		return PyList_New(0);
+	return hrpy_sink_take(HRPY_STATE(self), self->sink);
+}
+
+/* After the library's client: its watcher pushes to the sink until then. */
+static void sink_free(hrpy_client *self)
+{
+	hrpy_sink *s = self->sink;
+
+	if (!s)
+		return;
+	self->sink = NULL;
+	hrpy_dispatcher_set_sink(self->dispatcher, NULL);
+	hrpy_sink_free(s);
+}
+
 static PyObject *client_acks(hrpy_client *self, PyObject *unused)
 {
 	if (!self->c)
@@ -541,6 +576,7 @@ static PyObject *client_close(hrpy_client *self, PyObject *unused)
 	 * report it after. */
 	PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
 	close_library(self);
+	sink_free(self);
 	Py_CLEAR(self->current);
 	PyErr_Restore(exc_type, exc_value, exc_tb);
 	if (rc < 0)
@@ -557,6 +593,8 @@ static void client_forget(PyObject *obj)
 	self->forked = 1;
 	self->busy = 0;
 	hrpy_dispatcher_forget(self->dispatcher);
+	if (self->sink)
+		hrpy_sink_forget(self->sink);
 }
 
 static void etcd_clear(hrpy_etcd *e)
@@ -580,6 +618,8 @@ static int client_clear(hrpy_client *self)
 	if (self->dispatcher)
 		hrpy_dispatcher_stop(self->dispatcher, 0);
 	close_library(self);
+	if (self->dispatcher)
+		sink_free(self);
 	Py_CLEAR(self->current);
 	Py_CLEAR(self->dispatcher);
 	etcd_clear(&self->etcd);
@@ -666,7 +706,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	hrpy_client *self;
 	hr_client_config cfg;
 	hr_error err = { 0 };
-	PyObject *all;
+	PyObject *all, *with_sink;
 	size_t n;
 	int rc;
 
@@ -676,6 +716,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	self->c = NULL;
 	self->current = NULL;
 	self->dispatcher = NULL;
+	self->sink = NULL;
 	self->ack_prefix = NULL;
 	self->busy = 0;
 	self->closing = 1; /* until open */
@@ -692,6 +733,16 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	all = hrpy_merge_positional("Client", args, kwargs);
 	if (!all)
 		goto fail;
+	/* hashring.AsyncClient's: the sink made before the open, so that the
+	 * first sync's change is queued for the loop too. */
+	with_sink = PyDict_GetItemString(all, "_sink");
+	if (with_sink) {
+		with_sink = PyObject_IsTrue(with_sink) ? Py_True : NULL;
+		if (PyDict_DelItemString(all, "_sink") < 0) {
+			Py_DECREF(all);
+			goto fail;
+		}
+	}
 	rc = hrpy_options_parse("Client", all, opts, n,
 				(void *const[]){ &self->etcd.cfg, &self->etcd.ring, &self->etcd,
 						 &cfg, &extra },
@@ -710,6 +761,12 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	}
 	cfg.on_change = hrpy_on_change;
 	cfg.on_change_userdata = hrpy_dispatcher_userdata(self->dispatcher);
+	if (with_sink) {
+		self->sink = hrpy_sink_new();
+		if (!self->sink)
+			goto fail;
+		hrpy_dispatcher_set_sink(self->dispatcher, self->sink);
+	}
 	/* Lookups take the batch path, which hot keys do not sample. */
 	cfg.hot_key_sample = 0;
 	if (extra.on_change && hrpy_dispatcher_add(self->dispatcher, extra.on_change) < 0)
@@ -776,6 +833,12 @@ static PyMethodDef client_methods[] = {
 	  "callbacks).\nChanges that come while a callback runs are coalesced: the next call's "
 	  "\nold ring is the previous call's new ring.  An exception is reported\n"
 	  "(sys.unraisablehook).  Usable as a decorator." },
+	{ "_sink_fd", (PyCFunction)client_sink_fd, METH_NOARGS,
+	  "_sink_fd() -> int\n\nThe eventfd an event loop reads for the ring changes "
+	  "(hashring.AsyncClient):\nfrom the first call on they are queued for _take_changes()." },
+	{ "_take_changes", (PyCFunction)client_take_changes, METH_NOARGS,
+	  "_take_changes() -> list[tuple[Ring, Ring, int]]\n\nThe changes queued since the last "
+	  "call: (old ring, new ring, changes\nfolded into it)." },
 	{ "acks", (PyCFunction)client_acks, METH_NOARGS,
 	  "acks() -> Acks\n\nhashring.acks() with the client's etcd settings and ack_prefix." },
 	{ "wait_acks", (PyCFunction)(void (*)(void))client_wait_acks, METH_VARARGS | METH_KEYWORDS,

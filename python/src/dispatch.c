@@ -48,6 +48,7 @@ struct queue {
 	/* Under mu: */
 	int stopped;
 	int want_changes;       /* an on_change callable is registered */
+	hrpy_sink *sink;        /* an event loop's, or NULL */
 	hr_ring *old_ring;      /* a change not yet delivered */
 	hr_ring *new_ring;
 	struct line *lines, **tail;
@@ -91,6 +92,9 @@ void hrpy_on_change(void *userdata, const hr_ring *old_ring, const hr_ring *new_
 	hr_ring *drop = NULL;
 
 	pthread_mutex_lock(&q->mu);
+	/* Under mu: the sink is not freed while a change is pushed to it. */
+	if (q->sink && !q->stopped)
+		hrpy_sink_push(q->sink, old_ring, new_ring);
 	if (q->want_changes && !q->stopped) {
 		/* Both rings are valid during the call only: retained to keep. */
 		if (q->new_ring) {
@@ -411,6 +415,13 @@ int hrpy_dispatcher_add(hrpy_dispatcher *d, PyObject *fn)
 	d->q->want_changes = 1;
 	pthread_mutex_unlock(&d->q->mu);
 	return 0;
+}
+
+void hrpy_dispatcher_set_sink(hrpy_dispatcher *d, hrpy_sink *s)
+{
+	pthread_mutex_lock(&d->q->mu);
+	d->q->sink = s;
+	pthread_mutex_unlock(&d->q->mu);
 }
 
 static PyMethodDef run_def = {

@@ -334,6 +334,30 @@ int hrpy_dispatcher_stop(hrpy_dispatcher *d, int join);
 /* In the child of a fork(): stopped, its lock new, its thread gone. */
 void hrpy_dispatcher_forget(hrpy_dispatcher *d);
 
+/* ---- ring changes for an event loop (aio.c) -------------------------------- */
+
+/*
+ * A client's changes queued for an asyncio loop: a few slots and an
+ * eventfd the loop reads when they fill (hashring/_aio.py).  Pushed to by
+ * the library's thread through the dispatcher's queue
+ * (hrpy_dispatcher_set_sink); freed by the client once its library
+ * client is closed.
+ */
+typedef struct hrpy_sink hrpy_sink;
+
+hrpy_sink *hrpy_sink_new(void);
+int hrpy_sink_fd(const hrpy_sink *s);
+/* Any thread, no GIL; never waits for the loop. */
+void hrpy_sink_push(hrpy_sink *s, const hr_ring *old_ring, const hr_ring *new_ring);
+/* The changes queued, as a list of (old Ring, new Ring, missed). */
+PyObject *hrpy_sink_take(hrpy_state *st, hrpy_sink *s);
+void hrpy_sink_free(hrpy_sink *s);
+/* In the child of a fork(): closed, its lock new. */
+void hrpy_sink_forget(hrpy_sink *s);
+/* Changes go to `s` (NULL: none) from now on, besides the callables. */
+void hrpy_dispatcher_set_sink(hrpy_dispatcher *d, hrpy_sink *s);
+extern PyMethodDef hrpy_aio_functions[];
+
 /* ---- the objects closed at exit (module.c) --------------------------------- */
 
 struct hrpy_open {

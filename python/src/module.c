@@ -132,6 +132,7 @@ static int module_exec(PyObject *module)
 	if (!st->thread_class)
 		return -1;
 	if (PyModule_AddFunctions(module, hrpy_acks_functions) < 0 ||
+	    PyModule_AddFunctions(module, hrpy_aio_functions) < 0 ||
 	    hrpy_ring_types_init(module, st) < 0 || hrpy_dispatcher_type_init(module, st) < 0 ||
 	    hrpy_client_type_init(module, st) < 0 || hrpy_registrar_type_init(module, st) < 0 ||
 	    hrpy_acks_types_init(module, st) < 0)

@@ -26,6 +26,7 @@ typedef struct hrpy_registrar {
 	PyObject *id;
 	size_t tokens;          /* a leave hands them to heirs */
 	int busy;
+	int drained;            /* turned draining by _start_drain() */
 	int closing;
 	int forked;             /* registered in the parent of a fork() */
 	struct hrpy_open open;
@@ -210,7 +211,7 @@ static PyObject *registrar_close(hrpy_registrar *self, PyObject *args, PyObject 
 	if (self->closing || !self->r)
 		Py_RETURN_NONE;
 	self->closing = 1; /* one close at a time; updates from others stop */
-	if (drain_ms > 0 || self->tokens)
+	if ((drain_ms > 0 || self->tokens) && !self->drained)
 		rc = start_drain(self, drain_ms > 0);
 	if (rc == 0 && drain_ms > 0)
 		rc = hrpy_sleep_ms(drain_ms);
@@ -233,6 +234,21 @@ static PyObject *registrar_close(hrpy_registrar *self, PyObject *args, PyObject 
 		return NULL;
 	}
 	Py_RETURN_NONE;
+}
+
+/* The first half of close(drain=...), for hashring.AsyncRegistrar, whose
+ * wait is the event loop's: the close after it does not drain again. */
+static PyObject *registrar_start_drain(hrpy_registrar *self, PyObject *unused)
+{
+	int rc;
+
+	if (!self->r || self->closing)
+		return closed_error(self);
+	rc = start_drain(self, 1);
+	if (rc < 0)
+		return NULL;
+	self->drained = 1;
+	return PyBool_FromLong(rc == 0);
 }
 
 /* As files do: a closed one cannot be entered again. */
@@ -342,6 +358,7 @@ static PyObject *registrar_new(PyTypeObject *type, PyObject *args, PyObject *kwa
 	self->id = NULL;
 	self->tokens = 0;
 	self->busy = 0;
+	self->drained = 0;
 	self->closing = 1; /* until registered */
 	self->forked = 0;
 	self->open.self = NULL;
@@ -427,6 +444,10 @@ static PyMethodDef registrar_methods[] = {
 	  "handing its\ntokens to heirs if it has some; then the lease is revoked and the\n"
 	  "renewal stops.  A signal (KeyboardInterrupt) cuts the drain short.  A\nsecond call "
 	  "does nothing." },
+	{ "_start_drain", (PyCFunction)registrar_start_drain, METH_NOARGS,
+	  "_start_drain() -> bool\n\nTurns the record draining as close(drain=...) does (its "
+	  "tokens to heirs\nwhen it has some); False when it could not (warned).  A close() "
+	  "after\nit does not drain again." },
 	{ "__enter__", (PyCFunction)registrar_enter, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)registrar_exit, METH_VARARGS, NULL },
 	{ NULL, NULL, 0, NULL }

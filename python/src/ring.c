@@ -379,6 +379,9 @@ hrpy_ring *hrpy_ring_wrap(hrpy_state *st, hr_ring *ring)
 	return r;
 }
 
+/* Rings of this many nodes and more are freed with the GIL released. */
+#define BIG_RING_NODES 4096
+
 static void ring_dealloc(hrpy_ring *r)
 {
 	PyTypeObject *tp = Py_TYPE((PyObject *)r);
@@ -391,7 +394,18 @@ static void ring_dealloc(hrpy_ring *r)
 	for (size_t i = 0; i < r->pairs_cap; i++)
 		Py_XDECREF(r->pairs[i].owner);
 	PyMem_Free(r->pairs);
-	hr_ring_release(r->ring);
+	/* Freeing a big ring takes milliseconds: meanwhile other threads (an
+	 * event loop's) need not wait for the GIL.  Nothing else can reach
+	 * an object being freed. */
+	if (r->n >= BIG_RING_NODES) {
+		hr_ring *ring = r->ring;
+
+		Py_BEGIN_ALLOW_THREADS
+		hr_ring_release(ring);
+		Py_END_ALLOW_THREADS
+	} else {
+		hr_ring_release(r->ring);
+	}
 	((freefunc)PyType_GetSlot(tp, Py_tp_free))(r);
 	Py_DECREF(tp);
 }

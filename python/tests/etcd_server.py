@@ -45,9 +45,10 @@ def _die_with_parent():
 class Etcd:
     """One etcd member on loopback.  start() it; stop() kills it by PID."""
 
-    def __init__(self, keep_dir=False):
+    def __init__(self, keep_dir=False, extra_args=()):
         self.dir = tempfile.mkdtemp(prefix="hrpy-etcd-")
         self.keep_dir = keep_dir
+        self.extra_args = list(extra_args)  # more etcd flags (--max-txn-ops=...)
         self.proc = None
         self.client_port = self.peer_port = None
         self.generation = 0
@@ -75,7 +76,7 @@ class Etcd:
                 "--initial-cluster-token=hrpy-%d-%s-%d" % (
                     os.getpid(), os.path.basename(self.dir), self.generation),
                 "--initial-cluster-state=new", "--heartbeat-interval=50",
-                "--election-timeout=500", "--auto-compaction-retention=0"]
+                "--election-timeout=500", "--auto-compaction-retention=0"] + self.extra_args
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=log, preexec_fn=_die_with_parent)
         log.close()
