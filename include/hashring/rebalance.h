@@ -146,6 +146,69 @@ HR_EXPORT void hr_rebalance_backend_init_size(hr_rebalance_backend *b,
 HR_EXPORT int hr_rebalance_memcached(int timeout_ms, hr_rebalance_backend *out,
 				     hr_error *err);
 
+/*
+ * The Redis backend's settings (hr_rebalance_redis).  Grows (see "Structs
+ * that grow"); set it up with hr_rebalance_redis_config_init(), which
+ * sets the defaults given.  Strings are copied by hr_rebalance_redis().
+ */
+typedef struct hr_rebalance_redis_config {
+	size_t size;          /* sizeof, set by hr_rebalance_redis_config_init() */
+	int timeout_ms;       /* each connect, read and write; 0: 2000 (2000) */
+	int db;               /* the database of every node (SELECT); keys of
+				 the others are never touched (0)             */
+	const char *user;     /* AUTH user (Redis >= 6 ACLs); NULL: none, or
+				 "default" with a password (NULL)             */
+	const char *password; /* AUTH password; NULL: no AUTH (NULL)          */
+	size_t scan_count;    /* SCAN's COUNT hint, keys a batch (1000)       */
+} hr_rebalance_redis_config;
+
+HR_EXPORT void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cfg,
+						   size_t size);
+#define hr_rebalance_redis_config_init(cfg) \
+	hr_rebalance_redis_config_init_size((cfg), sizeof *(cfg))
+
+/*
+ * Fills `*out` (set up with hr_rebalance_backend_init()) with the Redis
+ * backend (Redis >= 5, or Valkey; through hiredis, without TLS: the
+ * hiredis of Debian 12 has none), settings `cfg` (NULL: the defaults):
+ *
+ *   enumerate  SCAN with COUNT in database `db`: a full iteration lists
+ *              every key present for the whole of it at least once (a key
+ *              written during the pass may be missed: docs/handoff.md
+ *              section 6), so one pass suffices (HR_REBALANCE_LISTED_ALL).
+ *              No CAS (0).
+ *   fetch      DUMP and PTTL, pipelined: the value in Redis's own
+ *              serialisation (any type: strings, hashes, lists, sets,
+ *              sorted sets, streams) with its remaining TTL.  A key gone
+ *              or expired meanwhile (DUMP nil, PTTL -2) is absent (0).
+ *              The value's flags are 0; ttl_s is the remaining time in
+ *              whole seconds (0 within the last second: not copied), and
+ *              the add that follows uses the milliseconds left then.
+ *   add        RESTORE without REPLACE: a key the node already holds
+ *              (BUSYKEY) is present (0), never overwritten.  Its *cas is
+ *              the payload's CRC-64, which remove compares.
+ *   remove     deletes the key only if it still has that payload (a
+ *              script comparing DUMP's checksum; `cas` 0: whatever it is).
+ *
+ * It keeps one connection per node, made on first use (AUTH, SELECT) and
+ * made again after an error; a command that fails on a broken connection
+ * is retried once on a new one (each is idempotent), so that a node
+ * restarted meanwhile does not stop the step.  Errors that stop the step,
+ * with the server's message: HR_ECONNECT (unreachable), HR_EAUTH (NOAUTH,
+ * WRONGPASS), HR_ETIMEDOUT, HR_EIO (the connection lost twice, OOM at
+ * maxmemory, any other error reply).  HR_ELIMIT, a key skipped: a payload
+ * longer than the destination's proto-max-bulk-len (read with CONFIG GET
+ * at connect; 512 MB when CONFIG is refused), or a RESTORE refused for
+ * its payload (a foreign RDB version: "Bad data format").  out->close
+ * closes the connections and frees out->userdata (hr_rebalancer_free
+ * calls it; call it yourself if no rebalancer took the backend).  Errors:
+ * HR_EINVAL (NULL or uninitialised out, bad cfg size, timeout_ms < 0,
+ * db < 0, a user without a password), HR_ENOMEM.  The password is never
+ * logged nor put in an error message.
+ */
+HR_EXPORT int hr_rebalance_redis(const hr_rebalance_redis_config *cfg,
+				 hr_rebalance_backend *out, hr_error *err);
+
 /* Where a rebalancer is. */
 typedef enum hr_rebalance_step {
 	HR_REBALANCE_STEP_IDLE = 0,    /* no step run yet                      */
