@@ -186,14 +186,17 @@ HR_EXPORT void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cf
  *              the add that follows uses the milliseconds left then.
  *   add        RESTORE without REPLACE: a key the node already holds
  *              (BUSYKEY) is present (0), never overwritten.  Its *cas is
- *              the payload's CRC-64, which remove compares.
+ *              the CRC-64 that ends the node's own DUMP of the copy, read
+ *              in the same round trip, which remove compares.
  *   remove     deletes the key only if it still has that payload (a
  *              script comparing DUMP's checksum; `cas` 0: whatever it is).
  *
  * It keeps one connection per node, made on first use (AUTH, SELECT) and
- * made again after an error; a command that fails on a broken connection
- * is retried once on a new one (each is idempotent), so that a node
- * restarted meanwhile does not stop the step.  Errors that stop the step,
+ * made again after an error: commands that fail on a broken connection
+ * are sent again on a new one (each is idempotent) while the node comes
+ * back (refuses connections, answers LOADING), for up to timeout_ms, so
+ * that a node restarted meanwhile does not stop the step; a node never
+ * reached fails at once.  Errors that stop the step,
  * with the server's message: HR_ECONNECT (unreachable), HR_EAUTH (NOAUTH,
  * WRONGPASS), HR_ETIMEDOUT, HR_EIO (the connection lost twice, OOM at
  * maxmemory, any other error reply).  HR_ELIMIT, a key skipped: a payload
