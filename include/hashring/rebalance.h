@@ -175,7 +175,7 @@ HR_EXPORT void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cf
  *   enumerate  SCAN with COUNT in database `db`: a full iteration lists
  *              every key present for the whole of it at least once (a key
  *              written during the pass may be missed: docs/handoff.md
- *              section 6), so one pass suffices (HR_REBALANCE_LISTED_ALL).
+ *              section 8), so one pass suffices (HR_REBALANCE_LISTED_ALL).
  *              No CAS (0).
  *   fetch      DUMP and PTTL, pipelined: the value in Redis's own
  *              serialisation (any type: strings, hashes, lists, sets,
