@@ -96,6 +96,19 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
  * `name` names the store in log lines ("memcached"; 1..64 bytes, copied;
  * NULL: "store").
  *
+ * `fetch_batch` and `add_batch` (appended in 2.0; both or neither, NULL:
+ * one key at a time) are fetch and add of `n` keys at once (keys[i],
+ * lens[i]; n at most 64), for a store that takes pipelined commands: the
+ * copy then costs a round trip a batch, not a key.  Each fills rcs[i]
+ * with what the call of one key would return (out[i] or cas[i] filled
+ * where it returns 1; a NULL `out` asks only whether the keys are there)
+ * and returns 0; a negative return fails the whole batch (`err` filled,
+ * rcs unset).  A key whose rcs[i] is negative is done again alone, by
+ * fetch or add, whose `err` then says why.  The values of a fetch_batch
+ * stay valid until the backend's next fetch or fetch_batch with a non-NULL
+ * `out`.  The rate cap is kept per key as without them: a batch never
+ * passes more than 1/20 s of either cap.
+ *
  * `enumerate_passes` (0 means 1) is for a store whose listing may miss a
  * key (memcached's LRU walk misses items that move while it passes): the
  * most passes over a source.  Unless a pass returns
@@ -120,7 +133,16 @@ typedef struct hr_rebalance_backend {
 	void (*close)(void *userdata);
 	size_t enumerate_passes;
 	const char *name;
+	/* Appended in 2.0 (a struct of the earlier size has neither). */
+	int (*fetch_batch)(void *userdata, const char *addr, size_t n, const void *const *keys,
+			   const size_t *lens, hr_rebalance_value *out, int *rcs, hr_error *err);
+	int (*add_batch)(void *userdata, const char *addr, size_t n, const void *const *keys,
+			 const size_t *lens, const hr_rebalance_value *values, uint64_t *cas,
+			 int *rcs, hr_error *err);
 } hr_rebalance_backend;
+
+/* The most keys a fetch_batch or add_batch is given. */
+#define HR_REBALANCE_BATCH_MAX 64
 
 /* What an enumerate returns when its listing missed no key. */
 #define HR_REBALANCE_LISTED_ALL 1

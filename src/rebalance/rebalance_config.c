@@ -32,7 +32,7 @@
 #define NO_TAIL_PADDING(T, last) \
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_rebalance_config, on_step_userdata);
-NO_TAIL_PADDING(hr_rebalance_backend, name);
+NO_TAIL_PADDING(hr_rebalance_backend, add_batch);
 NO_TAIL_PADDING(hr_rebalance_redis_config, scan_count);
 #endif
 
@@ -178,6 +178,12 @@ int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_back
 	TAKE(hr_rebalance_backend, in, out, close);
 	TAKE(hr_rebalance_backend, in, out, enumerate_passes);
 	TAKE(hr_rebalance_backend, in, out, name);
+	TAKE(hr_rebalance_backend, in, out, fetch_batch);
+	TAKE(hr_rebalance_backend, in, out, add_batch);
+	if (!out->fetch_batch != !out->add_batch)
+		return hr__rb_error_set(err, HR_EINVAL,
+					"hr_rebalance_backend: fetch_batch and add_batch go together"
+					" (%s is NULL)", out->fetch_batch ? "add_batch" : "fetch_batch");
 	if (!out->enumerate || !out->fetch || !out->add)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_backend: %s is NULL (required)",
 					!out->enumerate ? "enumerate" : !out->fetch ? "fetch" : "add");

@@ -35,14 +35,20 @@ typedef struct rd_conn {
 	hr__redis *r;
 } rd_conn;
 
+/* A value fetched: its payload, and its TTL when read. */
+typedef struct rd_fetched {
+	redisReply *dump;
+	long long pttl_ms;              /* -1: none */
+	uint64_t at_ns;
+} rd_fetched;
+
 typedef struct rd_backend {
 	hr_rebalance_redis_config cfg;  /* user and password: our copies */
 	rd_conn *conns;
 	size_t n, cap;
-	/* The last value fetched: its payload, and its TTL when read. */
-	redisReply *dump;
-	long long pttl_ms;              /* -1: none */
-	uint64_t fetched_ns;
+	/* The values fetched last, valid until the next fetch. */
+	rd_fetched fetched[HR_REBALANCE_BATCH_MAX];
+	size_t nfetched;
 } rd_backend;
 
 static rd_conn *find_conn(rd_backend *b, const char *addr, hr_error *err)
@@ -196,6 +202,95 @@ static int rd_enumerate(void *userdata, const char *addr, unsigned pass,
 	return rc ? rc : HR_REBALANCE_LISTED_ALL;
 }
 
+/* Forgets the values fetched last. */
+static void release_fetched(rd_backend *b)
+{
+	for (size_t i = 0; i < b->nfetched; i++)
+		freeReplyObject(b->fetched[i].dump);
+	b->nfetched = 0;
+}
+
+/* One key's DUMP and PTTL replies: 1 with *out (the reply kept until the
+ * next fetch), 0 gone, or the error (the replies freed). */
+static int take_value(rd_backend *b, const char *addr, redisReply *dump, redisReply *pttl,
+		      hr_rebalance_value *out, hr_error *err)
+{
+	rd_fetched *f = &b->fetched[b->nfetched];
+	int rc;
+
+	if (dump->type == REDIS_REPLY_ERROR || pttl->type != REDIS_REPLY_INTEGER) {
+		rc = refused(b, addr, dump->type == REDIS_REPLY_ERROR ? "DUMP" : "PTTL",
+			     dump->type == REDIS_REPLY_ERROR ? dump : pttl, err);
+		freeReplyObject(dump);
+		freeReplyObject(pttl);
+		return rc;
+	}
+	/* Gone, or expired between the two (PTTL -2). */
+	if (dump->type != REDIS_REPLY_STRING || pttl->integer == -2) {
+		freeReplyObject(dump);
+		freeReplyObject(pttl);
+		return 0;
+	}
+	*f = (rd_fetched){ dump, pttl->integer < 0 ? -1 : pttl->integer, hr__rate_now_ns() };
+	b->nfetched++;
+	freeReplyObject(pttl);
+	*out = (hr_rebalance_value){ dump->str, dump->len, 0,
+				     f->pttl_ms < 0 ? -1 : f->pttl_ms / 1000 };
+	return 1;
+}
+
+/* EXISTS of each key, pipelined: rcs[i] 1 or 0, or an error. */
+static int exist(rd_backend *b, const char *addr, size_t n, const void *const *keys,
+		 const size_t *lens, int *rcs, hr_error *err)
+{
+	/* Zeroed: GCC cannot see that n > 0 fills what run() reads. */
+	hr__redis_cmd cmds[HR_REBALANCE_BATCH_MAX] = { { 0 } };
+	redisReply *r[HR_REBALANCE_BATCH_MAX];
+	int rc;
+
+	if (n == 0 || n > HR_REBALANCE_BATCH_MAX)
+		return hr__rb_error_set(err, HR_EINVAL, "a batch of %zu keys (1 to %d)", n,
+					HR_REBALANCE_BATCH_MAX);
+	for (size_t i = 0; i < n; i++)
+		cmds[i] = (hr__redis_cmd){ 2, { "EXISTS", keys[i] }, { 6, lens[i] } };
+	rc = run(b, addr, cmds, n, r, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		rcs[i] = r[i]->type == REDIS_REPLY_INTEGER ? r[i]->integer > 0 :
+			 refused(b, addr, "EXISTS", r[i], err);
+		freeReplyObject(r[i]);
+	}
+	return 0;
+}
+
+/* DUMP and PTTL of each key, all in one round trip. */
+static int rd_fetch_batch(void *userdata, const char *addr, size_t n, const void *const *keys,
+			  const size_t *lens, hr_rebalance_value *out, int *rcs, hr_error *err)
+{
+	rd_backend *b = userdata;
+	hr__redis_cmd cmds[2 * HR_REBALANCE_BATCH_MAX];
+	redisReply *r[2 * HR_REBALANCE_BATCH_MAX];
+	int rc;
+
+	if (n > HR_REBALANCE_BATCH_MAX)
+		return hr__rb_error_set(err, HR_EINVAL, "a batch of %zu keys (at most %d)", n,
+					HR_REBALANCE_BATCH_MAX);
+	if (!out)
+		return exist(b, addr, n, keys, lens, rcs, err);
+	release_fetched(b);
+	for (size_t i = 0; i < n; i++) {
+		cmds[2 * i] = (hr__redis_cmd){ 2, { "DUMP", keys[i] }, { 4, lens[i] } };
+		cmds[2 * i + 1] = (hr__redis_cmd){ 2, { "PTTL", keys[i] }, { 4, lens[i] } };
+	}
+	rc = run(b, addr, cmds, 2 * n, r, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		rcs[i] = take_value(b, addr, r[2 * i], r[2 * i + 1], &out[i], err);
+	return 0;
+}
+
 static int rd_fetch(void *userdata, const char *addr, const void *key, size_t len,
 		    hr_rebalance_value *out, hr_error *err)
 {
@@ -208,37 +303,16 @@ static int rd_fetch(void *userdata, const char *addr, const void *key, size_t le
 	int rc;
 
 	if (!out) {
-		cmds[0] = (hr__redis_cmd){ 2, { "EXISTS", key }, { 6, len } };
-		rc = run(b, addr, cmds, 1, r, err);
-		if (rc)
-			return rc;
-		rc = r[0]->type == REDIS_REPLY_INTEGER ? r[0]->integer > 0 :
-			refused(b, addr, "EXISTS", r[0], err);
-		freeReplyObject(r[0]);
-		return rc;
+		int there;
+
+		rc = exist(b, addr, 1, &key, &len, &there, err);
+		return rc ? rc : there;
 	}
+	release_fetched(b);
 	rc = run(b, addr, cmds, 2, r, err);
 	if (rc)
 		return rc;
-	if (r[0]->type == REDIS_REPLY_ERROR || r[1]->type != REDIS_REPLY_INTEGER) {
-		rc = refused(b, addr, r[0]->type == REDIS_REPLY_ERROR ? "DUMP" : "PTTL",
-			     r[0]->type == REDIS_REPLY_ERROR ? r[0] : r[1], err);
-		free_replies(r, 2);
-		return rc;
-	}
-	/* Gone, or expired between the two (PTTL -2). */
-	if (r[0]->type != REDIS_REPLY_STRING || r[1]->integer == -2) {
-		free_replies(r, 2);
-		return 0;
-	}
-	freeReplyObject(b->dump);
-	b->dump = r[0];
-	b->pttl_ms = r[1]->integer < 0 ? -1 : r[1]->integer;
-	b->fetched_ns = hr__rate_now_ns();
-	freeReplyObject(r[1]);
-	*out = (hr_rebalance_value){ b->dump->str, b->dump->len, 0,
-				     b->pttl_ms < 0 ? -1 : b->pttl_ms / 1000 };
-	return 1;
+	return take_value(b, addr, r[0], r[1], out, err);
 }
 
 /* The CRC-64 that ends a payload, as its CAS. */
@@ -251,65 +325,149 @@ static uint64_t payload_crc(const void *data, size_t len)
 	return v;
 }
 
-static int rd_add(void *userdata, const char *addr, const void *key, size_t len,
-		  const hr_rebalance_value *value, uint64_t *cas, hr_error *err)
+/* The milliseconds `value` has left now, RESTORE's TTL (0: no expiry):
+ * the wait for the rate cap ran down the TTL read at the fetch.
+ * *expired when its time ran out on the way. */
+static long long ttl_left(const rd_backend *b, const hr_rebalance_value *value, int *expired)
 {
-	rd_backend *b = userdata;
-	long long ttl = 0, limit;
-	char ttlarg[24];
-	hr__redis_cmd cmds[2];
-	redisReply *rs[2], *r;
-	int rc;
+	long long ttl;
 
-	*cas = payload_crc(value->data, value->len);
-	if (value->ttl_s >= 0) {
-		/* The milliseconds left now: the wait for the rate cap ran
-		 * down the TTL read at the fetch. */
-		if (b->dump && value->data == b->dump->str)
-			ttl = b->pttl_ms - (long long)((hr__rate_now_ns() - b->fetched_ns) / 1000000u);
-		else
-			ttl = (long long)value->ttl_s * 1000;
-		/* Expired on its way: it stays expired.  Nothing is stored,
-		 * and the look at the source that follows finds it gone. */
-		if (ttl <= 0)
-			return 1;
+	*expired = 0;
+	if (value->ttl_s < 0)
+		return 0;
+	ttl = (long long)value->ttl_s * 1000;
+	for (size_t i = 0; i < b->nfetched; i++) {
+		const rd_fetched *f = &b->fetched[i];
+
+		if (f->dump->str == value->data) {
+			ttl = f->pttl_ms - (long long)((hr__rate_now_ns() - f->at_ns) / 1000000u);
+			break;
+		}
 	}
-	/* A longer argument would make the server drop the connection. */
-	rc = run(b, addr, NULL, 0, NULL, err); /* connected: its limit known */
-	if (rc)
-		return rc;
-	limit = max_bulk(b, addr);
+	*expired = ttl <= 0;
+	return ttl;
+}
+
+/* Whether `key` and its value fit the destination's proto-max-bulk-len:
+ * a longer argument would make the server drop the connection. */
+static int fits(rd_backend *b, const char *addr, const void *key, size_t len,
+		const hr_rebalance_value *value, hr_error *err)
+{
+	long long limit = max_bulk(b, addr);
+
 	if ((long long)value->len > limit || (long long)len > limit)
 		return hr__rb_error_set(err, HR_ELIMIT,
 					"a %s of %zu bytes is over the proto-max-bulk-len of %s (%lld)",
 					(long long)len > limit ? "key" : "value",
 					(long long)len > limit ? len : value->len, addr, limit);
+	(void)key;
+	return 0;
+}
+
+/* The replies of RESTORE and of the checksum script: 1 stored (*cas the
+ * destination's checksum), 0 present, or the error. */
+static int restored(rd_backend *b, const char *addr, redisReply *r, redisReply *crc,
+		    uint64_t *cas, hr_error *err)
+{
+	int rc;
+
+	if (r->type == REDIS_REPLY_STATUS) {
+		rc = 1;
+		if (crc->type == REDIS_REPLY_STRING && crc->len == 8)
+			memcpy(cas, crc->str, 8);
+	} else if (hr__redis_is_error(r, "BUSYKEY")) {
+		rc = 0; /* a client wrote it there since the ring changed */
+	} else if (r->type == REDIS_REPLY_ERROR &&
+		   (strstr(r->str, "payload version") || strstr(r->str, "Bad data format"))) {
+		/* Another RDB version (a newer Redis, or Valkey), or a value
+		 * this server cannot read: the key stays on its source. */
+		rc = hr__rb_error_set(err, HR_ELIMIT, "%s refused its payload: %.*s", addr,
+				      (int)(r->len > 120 ? 120 : r->len), r->str);
+	} else {
+		rc = refused(b, addr, "RESTORE", r, err);
+	}
+	freeReplyObject(r);
+	freeReplyObject(crc);
+	return rc;
+}
+
+/* RESTORE (no REPLACE) and the checksum script of each key admitted, all
+ * in one round trip; a key expired on its way or too long is not sent. */
+static int rd_add_batch(void *userdata, const char *addr, size_t n, const void *const *keys,
+			const size_t *lens, const hr_rebalance_value *values, uint64_t *cas,
+			int *rcs, hr_error *err)
+{
+	rd_backend *b = userdata;
+	hr__redis_cmd cmds[2 * HR_REBALANCE_BATCH_MAX];
+	redisReply *r[2 * HR_REBALANCE_BATCH_MAX];
+	char ttls[HR_REBALANCE_BATCH_MAX][24];
+	size_t sent[HR_REBALANCE_BATCH_MAX], ns = 0;
+	int rc;
+
+	if (n > HR_REBALANCE_BATCH_MAX)
+		return hr__rb_error_set(err, HR_EINVAL, "a batch of %zu keys (at most %d)", n,
+					HR_REBALANCE_BATCH_MAX);
+	rc = run(b, addr, NULL, 0, NULL, err); /* connected: its limit known */
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		int expired;
+		long long ttl = ttl_left(b, &values[i], &expired);
+
+		cas[i] = payload_crc(values[i].data, values[i].len);
+		/* Expired on its way: it stays expired.  Nothing is stored,
+		 * and the look at the source that follows finds it gone. */
+		if (expired) {
+			rcs[i] = 1;
+			continue;
+		}
+		rcs[i] = fits(b, addr, keys[i], lens[i], &values[i], err);
+		if (rcs[i])
+			continue;
+		snprintf(ttls[i], sizeof ttls[i], "%lld", ttl);
+		cmds[2 * ns] = (hr__redis_cmd){ 4, { "RESTORE", keys[i], ttls[i], values[i].data },
+						{ 7, lens[i], strlen(ttls[i]), values[i].len } };
+		cmds[2 * ns + 1] = (hr__redis_cmd){ 4, { "EVAL", crc_script, "1", keys[i] },
+						    { 4, sizeof crc_script - 1, 1, lens[i] } };
+		sent[ns++] = i;
+	}
+	if (!ns)
+		return 0;
+	rc = run(b, addr, cmds, 2 * ns, r, err);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < ns; k++)
+		rcs[sent[k]] = restored(b, addr, r[2 * k], r[2 * k + 1], &cas[sent[k]], err);
+	return 0;
+}
+
+static int rd_add(void *userdata, const char *addr, const void *key, size_t len,
+		  const hr_rebalance_value *value, uint64_t *cas, hr_error *err)
+{
+	rd_backend *b = userdata;
+	hr__redis_cmd cmds[2];
+	redisReply *r[2];
+	char ttlarg[24];
+	int rc, expired;
+	long long ttl = ttl_left(b, value, &expired);
+
+	*cas = payload_crc(value->data, value->len);
+	if (expired)
+		return 1; /* as in rd_add_batch */
+	rc = run(b, addr, NULL, 0, NULL, err);
+	if (rc == 0)
+		rc = fits(b, addr, key, len, value, err);
+	if (rc)
+		return rc;
 	snprintf(ttlarg, sizeof ttlarg, "%lld", ttl);
 	cmds[0] = (hr__redis_cmd){ 4, { "RESTORE", key, ttlarg, value->data },
 				   { 7, len, strlen(ttlarg), value->len } };
 	cmds[1] = (hr__redis_cmd){ 4, { "EVAL", crc_script, "1", key },
 				   { 4, sizeof crc_script - 1, 1, len } };
-	rc = run(b, addr, cmds, 2, rs, err);
+	rc = run(b, addr, cmds, 2, r, err);
 	if (rc)
 		return rc;
-	r = rs[0];
-	if (r->type == REDIS_REPLY_STATUS) {
-		rc = 1;
-		if (rs[1]->type == REDIS_REPLY_STRING && rs[1]->len == 8)
-			memcpy(cas, rs[1]->str, 8);
-	}
-	else if (hr__redis_is_error(r, "BUSYKEY"))
-		rc = 0; /* a client wrote it there since the ring changed */
-	else if (r->type == REDIS_REPLY_ERROR &&
-		 (strstr(r->str, "payload version") || strstr(r->str, "Bad data format")))
-		/* Another RDB version (a newer Redis, or Valkey), or a value
-		 * this server cannot read: the key stays on its source. */
-		rc = hr__rb_error_set(err, HR_ELIMIT, "%s refused its payload: %.*s", addr,
-				      (int)(r->len > 120 ? 120 : r->len), r->str);
-	else
-		rc = refused(b, addr, "RESTORE", r, err);
-	free_replies(rs, 2);
-	return rc;
+	return restored(b, addr, r[0], r[1], cas, err);
 }
 
 static int rd_remove(void *userdata, const char *addr, const void *key, size_t len,
@@ -347,7 +505,7 @@ static void rd_close(void *userdata)
 		free(b->conns[i].addr);
 	}
 	free(b->conns);
-	freeReplyObject(b->dump);
+	release_fetched(b);
 	free((char *)b->cfg.user);
 	if (b->cfg.password) {
 		/* Not left in freed memory. */
@@ -393,6 +551,8 @@ int hr_rebalance_redis(const hr_rebalance_redis_config *cfg, hr_rebalance_backen
 		.close = rd_close,
 		.enumerate_passes = 1,
 		.name = "redis",
+		.fetch_batch = rd_fetch_batch,
+		.add_batch = rd_add_batch,
 	};
 	/* The caller's struct, no byte beyond its size. */
 	memcpy((char *)out + sizeof out->size, (char *)&be + sizeof be.size,
