@@ -315,6 +315,18 @@ static int rd_fetch(void *userdata, const char *addr, const void *key, size_t le
 	return take_value(b, addr, r[0], r[1], out, err);
 }
 
+/* The RDB type of a plain string, the payload's first byte. */
+#define RDB_TYPE_STRING 0
+
+/* Whether the destination's own checksum of a restored `value` must be
+ * read: a string serialises as it came (the same bytes, the same
+ * checksum), a collection in a hash table may not.  Reading it costs the
+ * server a DUMP of the value. */
+static int needs_own_crc(const hr_rebalance_value *value)
+{
+	return !value->len || ((const unsigned char *)value->data)[0] != RDB_TYPE_STRING;
+}
+
 /* The CRC-64 that ends a payload, as its CAS. */
 static uint64_t payload_crc(const void *data, size_t len)
 {
@@ -373,7 +385,7 @@ static int restored(rd_backend *b, const char *addr, redisReply *r, redisReply *
 
 	if (r->type == REDIS_REPLY_STATUS) {
 		rc = 1;
-		if (crc->type == REDIS_REPLY_STRING && crc->len == 8)
+		if (crc && crc->type == REDIS_REPLY_STRING && crc->len == 8)
 			memcpy(cas, crc->str, 8);
 	} else if (hr__redis_is_error(r, "BUSYKEY")) {
 		rc = 0; /* a client wrote it there since the ring changed */
@@ -387,7 +399,8 @@ static int restored(rd_backend *b, const char *addr, redisReply *r, redisReply *
 		rc = refused(b, addr, "RESTORE", r, err);
 	}
 	freeReplyObject(r);
-	freeReplyObject(crc);
+	if (crc)
+		freeReplyObject(crc);
 	return rc;
 }
 
@@ -401,8 +414,8 @@ static int rd_add_batch(void *userdata, const char *addr, size_t n, const void *
 	hr__redis_cmd cmds[2 * HR_REBALANCE_BATCH_MAX];
 	redisReply *r[2 * HR_REBALANCE_BATCH_MAX];
 	char ttls[HR_REBALANCE_BATCH_MAX][24];
-	size_t sent[HR_REBALANCE_BATCH_MAX], ns = 0;
-	int rc;
+	size_t sent[HR_REBALANCE_BATCH_MAX], ns = 0, nc = 0;
+	int rc, with_crc[HR_REBALANCE_BATCH_MAX];
 
 	if (n > HR_REBALANCE_BATCH_MAX)
 		return hr__rb_error_set(err, HR_EINVAL, "a batch of %zu keys (at most %d)", n,
@@ -425,19 +438,24 @@ static int rd_add_batch(void *userdata, const char *addr, size_t n, const void *
 		if (rcs[i])
 			continue;
 		snprintf(ttls[i], sizeof ttls[i], "%lld", ttl);
-		cmds[2 * ns] = (hr__redis_cmd){ 4, { "RESTORE", keys[i], ttls[i], values[i].data },
-						{ 7, lens[i], strlen(ttls[i]), values[i].len } };
-		cmds[2 * ns + 1] = (hr__redis_cmd){ 4, { "EVAL", crc_script, "1", keys[i] },
-						    { 4, sizeof crc_script - 1, 1, lens[i] } };
+		cmds[nc++] = (hr__redis_cmd){ 4, { "RESTORE", keys[i], ttls[i], values[i].data },
+					      { 7, lens[i], strlen(ttls[i]), values[i].len } };
+		with_crc[ns] = needs_own_crc(&values[i]);
+		if (with_crc[ns])
+			cmds[nc++] = (hr__redis_cmd){ 4, { "EVAL", crc_script, "1", keys[i] },
+						      { 4, sizeof crc_script - 1, 1, lens[i] } };
 		sent[ns++] = i;
 	}
 	if (!ns)
 		return 0;
-	rc = run(b, addr, cmds, 2 * ns, r, err);
+	rc = run(b, addr, cmds, nc, r, err);
 	if (rc)
 		return rc;
-	for (size_t k = 0; k < ns; k++)
-		rcs[sent[k]] = restored(b, addr, r[2 * k], r[2 * k + 1], &cas[sent[k]], err);
+	for (size_t k = 0, at = 0; k < ns; k++) {
+		redisReply *restore = r[at++], *crc = with_crc[k] ? r[at++] : NULL;
+
+		rcs[sent[k]] = restored(b, addr, restore, crc, &cas[sent[k]], err);
+	}
 	return 0;
 }
 
@@ -464,10 +482,10 @@ static int rd_add(void *userdata, const char *addr, const void *key, size_t len,
 				   { 7, len, strlen(ttlarg), value->len } };
 	cmds[1] = (hr__redis_cmd){ 4, { "EVAL", crc_script, "1", key },
 				   { 4, sizeof crc_script - 1, 1, len } };
-	rc = run(b, addr, cmds, 2, r, err);
+	rc = run(b, addr, cmds, needs_own_crc(value) ? 2 : 1, r, err);
 	if (rc)
 		return rc;
-	return restored(b, addr, r[0], r[1], cas, err);
+	return restored(b, addr, r[0], needs_own_crc(value) ? r[1] : NULL, cas, err);
 }
 
 static int rd_remove(void *userdata, const char *addr, const void *key, size_t len,

@@ -327,6 +327,14 @@ START_TEST(remove_compares_the_payload)
 	ck_assert_int_eq(integer(c, "EXISTS %s", "k2"), 0);
 	ck_assert_int_eq(be.fetch(be.userdata, hrt_redis_addr(r), "k2", 2, NULL, &err), 0);
 	ck_assert_int_eq(be.fetch(be.userdata, hrt_redis_addr(r), "k", 1, NULL, &err), 1);
+	/* A set in a hash table: its copy's checksum is the copy's own, and
+	 * the copy is taken back by it. */
+	for (int i = 0; i < 300; i++)
+		ok(c, "SADD bigset member%d", i);
+	ck_assert_int_eq(be.fetch(be.userdata, hrt_redis_addr(r), "bigset", 6, &v, &err), 1);
+	ck_assert_int_eq(be.add(be.userdata, hrt_redis_addr(r), "bigset2", 7, &v, &cas, &err), 1);
+	ck_assert_int_eq(be.remove(be.userdata, hrt_redis_addr(r), "bigset2", 7, cas, &err), 1);
+	ck_assert_int_eq(integer(c, "EXISTS %s", "bigset2"), 0);
 	be.close(be.userdata);
 	redisFree(c);
 	hrt_redis_stop(r);

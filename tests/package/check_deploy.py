@@ -13,7 +13,7 @@ they say where each file lands.
 - docker-compose.yml, alone and with docker-compose.redis.yml merged in
   (its caches Redis servers, its rebalancer --backend redis), is YAML with
   three etcd members forming one cluster,
-  two memcached servers, one `hashring watch` that acknowledges its rings,
+  two cache servers, one `hashring watch` that acknowledges its rings,
   two `hashring register` nodes, each announcing one of those servers, and
   a step that promotes the nodes: they register `warming` and a `hashring
   rebalance --promote` (or `hashring state --id ID active`) runs once their

@@ -8,7 +8,7 @@
 #   copy         hr_rebalancer_copy() through the Redis backend, uncapped
 #   dumprestore  DUMP + PTTL / RESTORE pipelined 100 keys at a time
 #   migrate      MIGRATE ... COPY, a key a command; migrate-keys: 100 a command
-#   copy-capped  the backend at half its uncapped rate (keys/s for the small
+#   copy-capped  the backend at a quarter of its uncapped rate (keys/s for the small
 #                keys, bytes/s for the large): the rate held, in % of the cap
 # Usage: tests/tools/redis_bench.sh [BUILD_DIR] (default build)
 set -euo pipefail
@@ -77,12 +77,12 @@ for load in "100000 100" "1000 102400"; do
 	"$bench" migrate "$S" "$D" 100
 	flush
 	if [ "$size" -le 1000 ]; then
-		cap=$(awk -v k="$keys_s" 'BEGIN { printf "%d", k / 2 / 100 * 100 }')
+		cap=$(awk -v k="$keys_s" 'BEGIN { printf "%d", k / 4 / 100 * 100 }')
 		line=$("$bench" copy "$S" "$D" "$cap" 0)
 		got=$(echo "$line" | field keys_per_s)
 		unit=keys/s
 	else
-		cap=$(awk -v m="$mb_s" 'BEGIN { printf "%d", m * 1e6 / 2 / 1e5 * 1e5 }')
+		cap=$(awk -v m="$mb_s" 'BEGIN { printf "%d", m * 1e6 / 4 / 1e5 * 1e5 }')
 		line=$("$bench" copy "$S" "$D" 0 "$cap")
 		got=$(awk -v b="$(echo "$line" | field bytes)" -v t="$(echo "$line" | field seconds)" \
 			'BEGIN { printf "%.0f", b / t }')
