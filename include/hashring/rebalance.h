@@ -208,8 +208,10 @@ HR_EXPORT void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cf
  *              the add that follows uses the milliseconds left then.
  *   add        RESTORE without REPLACE: a key the node already holds
  *              (BUSYKEY) is present (0), never overwritten.  Its *cas is
- *              the CRC-64 that ends the node's own DUMP of the copy, read
- *              in the same round trip, which remove compares.
+ *              the CRC-64 that ends a DUMP of the copy: the payload's for
+ *              a string, the node's own for a collection (read in the
+ *              same round trip: a hash table may serialise in another
+ *              order once restored), which remove compares.
  *   remove     deletes the key only if it still has that payload (a
  *              script comparing DUMP's checksum; `cas` 0: whatever it is).
  *
@@ -217,14 +219,17 @@ HR_EXPORT void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cf
  * made again after an error: commands that fail on a broken connection
  * are sent again on a new one (each is idempotent) while the node comes
  * back (refuses connections, answers LOADING), for up to timeout_ms, so
- * that a node restarted meanwhile does not stop the step; a node never
- * reached fails at once.  Errors that stop the step,
- * with the server's message: HR_ECONNECT (unreachable), HR_EAUTH (NOAUTH,
- * WRONGPASS), HR_ETIMEDOUT, HR_EIO (the connection lost twice, OOM at
- * maxmemory, any other error reply).  HR_ELIMIT, a key skipped: a payload
- * longer than the destination's proto-max-bulk-len (read with CONFIG GET
- * at connect; 512 MB when CONFIG is refused), or a RESTORE refused for
- * its payload (a foreign RDB version: "Bad data format").  out->close
+ * that a node restarted meanwhile does not stop a copy; a node never
+ * reached fails at once, and so does a SCAN whose connection broke (its
+ * cursor means nothing to a restarted server).  Errors that stop the
+ * step, with the server's message: HR_ECONNECT (unreachable), HR_EAUTH
+ * (NOAUTH, WRONGPASS), HR_ETIMEDOUT, HR_EIO (the connection lost for
+ * longer than the timeout, OOM at maxmemory, any other error reply).
+ * HR_ELIMIT, a key skipped: a payload longer than the destination's
+ * proto-max-bulk-len (read with CONFIG GET at connect; 512 MB when CONFIG
+ * is refused), or one RESTORE refuses ("DUMP payload version or checksum
+ * are wrong": a foreign RDB version; "Bad data format").  fetch_batch and
+ * add_batch pipeline up to HR_REBALANCE_BATCH_MAX keys a round trip.  out->close
  * closes the connections and frees out->userdata (hr_rebalancer_free
  * calls it; call it yourself if no rebalancer took the backend).  Errors:
  * HR_EINVAL (NULL or uninitialised out, bad cfg size, timeout_ms < 0,

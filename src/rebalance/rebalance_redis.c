@@ -49,6 +49,7 @@ typedef struct rd_backend {
 	/* The values fetched last, valid until the next fetch. */
 	rd_fetched fetched[HR_REBALANCE_BATCH_MAX];
 	size_t nfetched;
+	uint64_t breaks;                /* connections that broke and were made again */
 } rd_backend;
 
 static rd_conn *find_conn(rd_backend *b, const char *addr, hr_error *err)
@@ -133,10 +134,12 @@ static int run(rd_backend *b, const char *addr, const hr__redis_cmd *cmds, size_
 		if (rc == HR_ENOMEM || rc == HR_EAUTH || rc == HR_EINVAL)
 			return rc;
 		if (!end_ns) {
-			/* A node never reached is down, not coming back. */
-			if (!had && rc == HR_ECONNECT)
+			/* Only a connection that broke is waited for: a node
+			 * never reached, or refusing us, is no restart. */
+			if (!had)
 				return rc;
 			end_ns = hr__rate_now_ns() + (uint64_t)b->cfg.timeout_ms * 1000000u;
+			b->breaks++;
 		} else if (hr__rate_now_ns() >= end_ns) {
 			return rc;
 		}
@@ -165,12 +168,15 @@ static int refused(rd_backend *b, const char *addr, const char *what, const redi
 
 /* SCAN in COUNT batches: every key present for the whole iteration is
  * listed at least once, so one pass lists all.  A key may come twice
- * (the table grew meanwhile): the rebalancer drops repeats. */
+ * (the table grew meanwhile): the rebalancer drops repeats.  A cursor
+ * means nothing to a server restarted since it was given: a connection
+ * made again during the scan fails it (a rerun scans again). */
 static int rd_enumerate(void *userdata, const char *addr, unsigned pass,
 			hr_rebalance_key_fn fn, void *ctx, hr_error *err)
 {
 	rd_backend *b = userdata;
 	char cursor[32] = "0", count[24];
+	uint64_t breaks = b->breaks;
 	int rc = 0;
 
 	(void)pass;
@@ -183,6 +189,12 @@ static int rd_enumerate(void *userdata, const char *addr, unsigned pass,
 		rc = run(b, addr, &cmd, 1, &reply, err);
 		if (rc)
 			return rc;
+		if (b->breaks != breaks) {
+			freeReplyObject(reply);
+			return hr__rb_error_set(err, HR_EIO,
+						"%s: the connection broke during SCAN (the server"
+						" restarted?): its cursor is void, scan again", addr);
+		}
 		if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
 		    reply->element[0]->type != REDIS_REPLY_STRING ||
 		    reply->element[0]->len >= sizeof cursor ||
