@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,6 +78,7 @@ enum { BACKEND_MEMCACHED, BACKEND_REDIS };
 static int redis_auth(const char *file, char **user, char **password)
 {
 	char buf[AUTH_FILE_MAX + 1], *line, *save = NULL;
+	struct stat st;
 	size_t n;
 	FILE *f;
 
@@ -97,6 +99,10 @@ static int redis_auth(const char *file, char **user, char **password)
 		cli_error(CMD, "--redis-auth-file %s: %s", file, strerror(errno));
 		return CLI_EXIT_ERROR;
 	}
+	/* A secret others can read is worth saying, not refusing: the
+	 * operator may share it on purpose (a group of movers). */
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & S_IROTH))
+		cli_warn(CMD, "--redis-auth-file %s is readable by every user (chmod o-r)", file);
 	n = fread(buf, 1, sizeof buf, f);
 	fclose(f);
 	if (n > AUTH_FILE_MAX) {

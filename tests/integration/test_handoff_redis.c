@@ -903,6 +903,7 @@ START_TEST(cli_runs_the_join)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "# the movers' secret\npassword=cli-pw\n", 37), 37);
 	close(fd);
+	/* mkstemp made it 0600: no warning then (checked below). */
 
 	/* No credentials: refused, naming a node. */
 	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--backend", "redis",
@@ -928,6 +929,15 @@ START_TEST(cli_runs_the_join)
 	kill(ch.pid, SIGKILL);
 	hrt_cli_wait(&ch, &r);
 	ck_assert_int_eq(r.signal, SIGKILL);
+	ck_assert_msg(!strstr(r.err, "readable by every user"), "%s", r.err);
+	/* Readable by all: said, and the run goes on. */
+	chmod(authfile, 0644);
+	hrt_cli_run_cmd(&r, NULL, (const char *const[]){ "rebalance", "--backend", "redis",
+		"--redis-auth-file", authfile, "--endpoints", endpoints, "--prefix", PREFIX,
+		"--ack-prefix", ACKS, "--id", "r9", NULL });
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_msg(strstr(r.err, "is readable by every user") &&
+		      strstr(r.err, "node 'r9' is not in the ring"), "%s", r.err);
 	{
 		long long partial = hrt_redis_dbsize(nodes[2], 0);
 
