@@ -56,7 +56,7 @@ static void sleep_ms(int ms)
 static hr_ring *ring_of(size_t n, const char *const *addrs, const hr_state *states)
 {
 	hr_node nodes[8];
-	char ids[8][8];
+	char ids[8][24];
 	hr_ring *ring = NULL;
 	hr_error err = { 0 };
 
