@@ -32,7 +32,7 @@ set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 
 # Debian 12 package names of what the library and the tool link with.
 set(HR_DEB_RUNTIME_DEPENDS
-    "libc6 (>= 2.34), libcurl4 (>= 7.88), libcjson1 (>= 1.7.15), libxxhash0 (>= 0.8), liburcu8 (>= 0.13), libssl3 (>= 3.0)")
+    "libc6 (>= 2.34), libcurl4 (>= 7.88), libcjson1 (>= 1.7.15), libxxhash0 (>= 0.8), liburcu8 (>= 0.13), libssl3 (>= 3.0), libhiredis0.14 (>= 0.14.1)")
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libhashring${PROJECT_VERSION_MAJOR})
 set(CPACK_DEBIAN_LIB_PACKAGE_DEPENDS "${HR_DEB_RUNTIME_DEPENDS}")
@@ -48,7 +48,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS lib)
 # The static library needs the dependencies' own -dev packages.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libcurl4-openssl-dev | libcurl-dev, libcjson-dev, libxxhash-dev, liburcu-dev, libssl-dev, pkgconf | pkg-config")
+    "libcurl4-openssl-dev | libcurl-dev, libcjson-dev, libxxhash-dev, liburcu-dev, libssl-dev, libhiredis-dev, pkgconf | pkg-config")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "Development files: headers, the static libraries, hashring.pc and
 hashring-rebalance.pc for pkg-config and the CMake package

@@ -8,15 +8,30 @@
 # filled by `hashring rebalance` first.  It prints the hit rates after the
 # promotion: without the rebalancer about 1/4 of the reads miss (the keys
 # the new node took), with it about none.  Everything it started is
-# stopped by PID at the end and its data removed.
+# stopped by PID at the end and its data removed.  With --backend redis the
+# four servers are redis-server processes (each in a temporary directory,
+# nothing saved) and the copy goes through the Redis backend.
 #
-#   bash deploy/demo-cache.sh [KEYS]      (default 100000)
+#   bash deploy/demo-cache.sh [--backend memcached|redis] [KEYS]   (default 100000)
 #
 # CMAKE_BUILD_PARALLEL_LEVEL=N sets the compile jobs (default: one per core,
 # nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+BACKEND=memcached
+if [ "${1:-}" = --backend ]; then
+	BACKEND=${2:-}
+	shift 2 || true
+fi
+case $BACKEND in
+memcached) N=mc ;;
+redis) N=rd ;;
+*)
+	echo "demo-cache.sh: --backend memcached or redis, not '$BACKEND'" >&2
+	exit 2
+	;;
+esac
 KEYS=${1:-100000}
 RATE=5000        # the load generator's operations a second, 10% writes
 COPY_RATE=20000  # the rebalancer's cap, keys a second
@@ -94,8 +109,38 @@ for attempt in 1 2 3; do
 done
 export ETCDCTL_API=3 ETCDCTL_ENDPOINTS="127.0.0.1:$HR_ETCD_CLIENT_PORT"
 
+# Four empty redis-server processes, each in a directory of its own under
+# STATE, saving nothing; MC_ADDRS gets their addresses.
+start_redis() {
+	local i port dir
+	MC_ADDRS=()
+	for i in 0 1 2 3; do
+		for _ in 1 2 3; do
+			port=$(free_port)
+			dir=$STATE/redis-$i
+			mkdir -p "$dir"
+			redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' \
+				--appendonly no --logfile "$dir/log" --daemonize no &
+			MC_PIDS+=($!)
+			for _ in $(seq 100); do
+				redis-cli -p "$port" ping >/dev/null 2>&1 && break
+				sleep 0.05
+			done
+			if kill -0 "${MC_PIDS[-1]}" 2>/dev/null; then
+				MC_ADDRS+=("127.0.0.1:$port")
+				break
+			fi
+		done
+	done
+	[ "${#MC_ADDRS[@]}" = 4 ] || { echo "demo-cache: redis-server did not start" >&2; exit 1; }
+}
+
 # Four empty memcached servers; MC_ADDRS gets their addresses.
 start_memcached() {
+	if [ "$BACKEND" = redis ]; then
+		start_redis
+		return
+	fi
 	local i port user=()
 	MC_ADDRS=()
 	[ "$(id -u)" = 0 ] && user=(-u root) # memcached refuses root without it
@@ -117,15 +162,15 @@ start_memcached() {
 	[ "${#MC_ADDRS[@]}" = 4 ] || { echo "demo-cache: memcached did not start" >&2; exit 1; }
 }
 
-# Puts node mc$1's record with state $2, printing the command as run; REV
+# Puts node $N$1's record with state $2, printing the command as run; REV
 # gets the put's revision.  (Not etcd's newest revision read afterwards:
 # the clients' acks move that past any ring, and a wait for it would
 # never end.)
 put_node() {
 	local value="{\"addr\":\"${MC_ADDRS[$1]}\",\"state\":\"$2\"}"
-	printf "\$ etcdctl put %s '%s'\n" "${P}mc$1" "$value"
-	REV=$(etcdctl put -w json "${P}mc$1" "$value" | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
-	[ -n "$REV" ] || { echo "demo-cache: the put of mc$1 failed" >&2; exit 1; }
+	printf "\$ etcdctl put %s '%s'\n" "${P}$N$1" "$value"
+	REV=$(etcdctl put -w json "${P}$N$1" "$value" | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+	[ -n "$REV" ] || { echo "demo-cache: the put of $N$1 failed" >&2; exit 1; }
 }
 
 # One join: three nodes, KEYS keys, a fourth node warming, then active.
@@ -140,14 +185,15 @@ round() {
 	for i in 0 1 2; do
 		put_node "$i" active
 	done
-	run build/hashring-load --prefix "$P" --keys "$KEYS" --fill --duration 0
+	run build/hashring-load --backend "$BACKEND" --prefix "$P" --keys "$KEYS" --fill --duration 0
 
-	step "$mode the rebalancer: load (a watching client that acknowledges) while mc3 joins"
-	build/hashring-load --prefix "$P" --keys "$KEYS" --client-id load-1 --ack-prefix "$A" \
-		--rate "$RATE" --until-signal --json >"$STATE/$mode-join.json" &
+	step "$mode the rebalancer: load (a watching client that acknowledges) while ${N}3 joins"
+	build/hashring-load --backend "$BACKEND" --prefix "$P" --keys "$KEYS" --client-id load-1 \
+		--ack-prefix "$A" --rate "$RATE" --until-signal --json >"$STATE/$mode-join.json" &
 	LOAD_PID=$!
-	printf '$ build/hashring-load --prefix %s --keys %s --client-id load-1 --ack-prefix %s' \
-		"$P" "$KEYS" "$A"
+	printf '$ build/hashring-load --backend %s --prefix %s --keys %s --client-id load-1' \
+		"$BACKEND" "$P" "$KEYS"
+	printf ' --ack-prefix %s' "$A"
 	printf ' --rate %s --until-signal --json >%s-join.json &\n' "$RATE" "$mode"
 	for _ in $(seq 100); do
 		build/hashring acks --prefix "$P" --ack-prefix "$A" 2>/dev/null | grep -q load-1 && break
@@ -156,7 +202,7 @@ round() {
 	put_node 3 warming
 	run build/hashring acks --prefix "$P" --ack-prefix "$A" --wait-revision "$REV"
 	if [ "$mode" = with ]; then
-		run build/hashring rebalance --prefix "$P" --ack-prefix "$A" --backend memcached \
+		run build/hashring rebalance --prefix "$P" --ack-prefix "$A" --backend "$BACKEND" \
 			--rate "$COPY_RATE" --clients 1 --promote
 	else
 		sleep 2 # as long as a copy would take, then the switch
@@ -168,10 +214,11 @@ round() {
 	LOAD_PID=
 
 	step "$mode the rebalancer: the same load after the promotion, 3 s"
-	run build/hashring-load --prefix "$P" --keys "$KEYS" --rate "$RATE" --duration 3 |
+	run build/hashring-load --backend "$BACKEND" --prefix "$P" --keys "$KEYS" --rate "$RATE" \
+		--duration 3 |
 		tee "$STATE/$mode-after.tsv"
 	SHARE=$(build/hashring nodes --prefix "$P" --json |
-		sed -n 's/.*"id":"mc3".*"share":\([0-9.]*\).*/\1/p')
+		sed -n "s/.*\"id\":\"${N}3\".*\"share\":\([0-9.]*\).*/\1/p")
 }
 
 # "reads hit_rate misses" of a total line: the join's (JSON) or the
@@ -189,7 +236,7 @@ round with
 
 # The hit rates of both rounds, through the join (a miss at the new node
 # is served by the read owner) and after the promotion.
-step "hit rates ($KEYS keys; mc3 took a share of $SHARE of the key space)"
+step "hit rates ($KEYS keys on $BACKEND; ${N}3 took a share of $SHARE of the key space)"
 printf '%-24s %28s   %28s\n' "" "through the join" "after the promotion"
 printf '%-24s %8s %9s %9s   %8s %9s %9s\n' "" reads "hit rate" misses reads "hit rate" misses
 for mode in without with; do
@@ -201,4 +248,4 @@ for mode in without with; do
 			jr, 100 * jh, jr ? 100 * jm / jr : 0, ar, 100 * ah, ar ? 100 * am / ar : 0 }'
 done
 echo
-echo "demo done: etcd and memcached stopped, temporary data removed"
+echo "demo done: etcd and $BACKEND stopped, temporary data removed"

@@ -14,10 +14,11 @@ set -eu
 # The build (compiler, CMake, the libraries' -dev packages; libmicrohttpd
 # for the tool's `hashring serve`) and the demos (etcd and etcdctl; curl for
 # deploy/etcd-local.sh's health check; memcached for deploy/demo-cache.sh's
-# servers and the handoff suites').
+# servers and the handoff suites'; libhiredis-dev for the Redis backend and
+# redis-server for deploy/demo-cache.sh --backend redis and its suite).
 PACKAGES="build-essential cmake pkg-config libxxhash-dev libcjson-dev
 libcurl4-openssl-dev liburcu-dev libssl-dev libmicrohttpd-dev etcd-server etcd-client curl
-memcached"
+memcached libhiredis-dev redis-server"
 # The suites: Check; python3 with xxhash and yaml for the placement
 # vectors and the compose file; clang and its runtime for the fuzzers;
 # libmemcached for ketama; openssl for the TLS suite's certificates;

@@ -96,6 +96,19 @@ typedef int (*hr_rebalance_key_fn)(void *ctx, const void *key, size_t len,
  * `name` names the store in log lines ("memcached"; 1..64 bytes, copied;
  * NULL: "store").
  *
+ * `fetch_batch` and `add_batch` (appended in 2.0; both or neither, NULL:
+ * one key at a time) are fetch and add of `n` keys at once (keys[i],
+ * lens[i]; n at most 64), for a store that takes pipelined commands: the
+ * copy then costs a round trip a batch, not a key.  Each fills rcs[i]
+ * with what the call of one key would return (out[i] or cas[i] filled
+ * where it returns 1; a NULL `out` asks only whether the keys are there)
+ * and returns 0; a negative return fails the whole batch (`err` filled,
+ * rcs unset).  A key whose rcs[i] is negative is done again alone, by
+ * fetch or add, whose `err` then says why.  The values of a fetch_batch
+ * stay valid until the backend's next fetch or fetch_batch with a non-NULL
+ * `out`.  The rate cap is kept per key as without them: a batch never
+ * passes more than 1/20 s of either cap.
+ *
  * `enumerate_passes` (0 means 1) is for a store whose listing may miss a
  * key (memcached's LRU walk misses items that move while it passes): the
  * most passes over a source.  Unless a pass returns
@@ -120,7 +133,16 @@ typedef struct hr_rebalance_backend {
 	void (*close)(void *userdata);
 	size_t enumerate_passes;
 	const char *name;
+	/* Appended in 2.0 (a struct of the earlier size has neither). */
+	int (*fetch_batch)(void *userdata, const char *addr, size_t n, const void *const *keys,
+			   const size_t *lens, hr_rebalance_value *out, int *rcs, hr_error *err);
+	int (*add_batch)(void *userdata, const char *addr, size_t n, const void *const *keys,
+			 const size_t *lens, const hr_rebalance_value *values, uint64_t *cas,
+			 int *rcs, hr_error *err);
 } hr_rebalance_backend;
+
+/* The most keys a fetch_batch or add_batch is given. */
+#define HR_REBALANCE_BATCH_MAX 64
 
 /* What an enumerate returns when its listing missed no key. */
 #define HR_REBALANCE_LISTED_ALL 1
@@ -145,6 +167,77 @@ HR_EXPORT void hr_rebalance_backend_init_size(hr_rebalance_backend *b,
  */
 HR_EXPORT int hr_rebalance_memcached(int timeout_ms, hr_rebalance_backend *out,
 				     hr_error *err);
+
+/*
+ * The Redis backend's settings (hr_rebalance_redis).  Grows (see "Structs
+ * that grow"); set it up with hr_rebalance_redis_config_init(), which
+ * sets the defaults given.  Strings are copied by hr_rebalance_redis().
+ */
+typedef struct hr_rebalance_redis_config {
+	size_t size;          /* sizeof, set by hr_rebalance_redis_config_init() */
+	int timeout_ms;       /* each connect, read and write; 0: 2000 (2000) */
+	int db;               /* the database of every node (SELECT); keys of
+				 the others are never touched (0)             */
+	const char *user;     /* AUTH user (Redis >= 6 ACLs); NULL: none, or
+				 "default" with a password (NULL)             */
+	const char *password; /* AUTH password; NULL: no AUTH (NULL)          */
+	size_t scan_count;    /* SCAN's COUNT hint, keys a batch (1000)       */
+} hr_rebalance_redis_config;
+
+HR_EXPORT void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cfg,
+						   size_t size);
+#define hr_rebalance_redis_config_init(cfg) \
+	hr_rebalance_redis_config_init_size((cfg), sizeof *(cfg))
+
+/*
+ * Fills `*out` (set up with hr_rebalance_backend_init()) with the Redis
+ * backend (Redis >= 5, or Valkey; through hiredis, without TLS: the
+ * hiredis of Debian 12 has none), settings `cfg` (NULL: the defaults):
+ *
+ *   enumerate  SCAN with COUNT in database `db`: a full iteration lists
+ *              every key present for the whole of it at least once (a key
+ *              written during the pass may be missed: docs/handoff.md
+ *              section 8), so one pass suffices (HR_REBALANCE_LISTED_ALL).
+ *              No CAS (0).
+ *   fetch      DUMP and PTTL, pipelined: the value in Redis's own
+ *              serialisation (any type: strings, hashes, lists, sets,
+ *              sorted sets, streams) with its remaining TTL.  A key gone
+ *              or expired meanwhile (DUMP nil, PTTL -2) is absent (0).
+ *              The value's flags are 0; ttl_s is the remaining time in
+ *              whole seconds (0 within the last second: not copied), and
+ *              the add that follows uses the milliseconds left then.
+ *   add        RESTORE without REPLACE: a key the node already holds
+ *              (BUSYKEY) is present (0), never overwritten.  Its *cas is
+ *              the CRC-64 that ends a DUMP of the copy: the payload's for
+ *              a string, the node's own for a collection (read in the
+ *              same round trip: a hash table may serialise in another
+ *              order once restored), which remove compares.
+ *   remove     deletes the key only if it still has that payload (a
+ *              script comparing DUMP's checksum; `cas` 0: whatever it is).
+ *
+ * It keeps one connection per node, made on first use (AUTH, SELECT) and
+ * made again after an error: commands that fail on a broken connection
+ * are sent again on a new one (each is idempotent) while the node comes
+ * back (refuses connections, answers LOADING), for up to timeout_ms, so
+ * that a node restarted meanwhile does not stop a copy; a node never
+ * reached fails at once, and so does a SCAN whose connection broke (its
+ * cursor means nothing to a restarted server).  Errors that stop the
+ * step, with the server's message: HR_ECONNECT (unreachable), HR_EAUTH
+ * (NOAUTH, WRONGPASS), HR_ETIMEDOUT, HR_EIO (the connection lost for
+ * longer than the timeout, OOM at maxmemory, any other error reply).
+ * HR_ELIMIT, a key skipped: a payload longer than the destination's
+ * proto-max-bulk-len (read with CONFIG GET at connect; 512 MB when CONFIG
+ * is refused), or one RESTORE refuses ("DUMP payload version or checksum
+ * are wrong": a foreign RDB version; "Bad data format").  fetch_batch and
+ * add_batch pipeline up to HR_REBALANCE_BATCH_MAX keys a round trip.  out->close
+ * closes the connections and frees out->userdata (hr_rebalancer_free
+ * calls it; call it yourself if no rebalancer took the backend).  Errors:
+ * HR_EINVAL (NULL or uninitialised out, bad cfg size, timeout_ms < 0,
+ * db < 0, a user without a password), HR_ENOMEM.  The password is never
+ * logged nor put in an error message.
+ */
+HR_EXPORT int hr_rebalance_redis(const hr_rebalance_redis_config *cfg,
+				 hr_rebalance_backend *out, hr_error *err);
 
 /* Where a rebalancer is. */
 typedef enum hr_rebalance_step {

@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_rebalance.c - `hashring rebalance`: the handoff of docs/handoff.md
  * (hr_rebalancer_run) for every warming and draining node of the ring, or
- * one, against memcached; its figures on a terminal or as JSON lines. */
+ * one, against memcached or Redis; its figures on a terminal or as JSON
+ * lines. */
 #define _GNU_SOURCE
 #include "cli.h"
 
 #include "hashring/rebalance.h"
 
 #include <inttypes.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +37,12 @@ static const char description[] =
 	"from the read owner's memcached to the write owner's, with add semantics\n"
 	"(a key already there is left as it is), the source's flags and remaining\n"
 	"TTL, capped at --rate keys and --bytes-rate bytes a second.  With\n"
+	"--backend redis the nodes are Redis (or Valkey) servers: keys listed by\n"
+	"SCAN in database --redis-db, moved by DUMP, PTTL and RESTORE without\n"
+	"REPLACE (every type, the remaining TTL; a key already there is kept).\n"
+	"AUTH's user and password come from --redis-auth-file (lines user=NAME and\n"
+	"password=SECRET) or else from HASHRING_REDIS_USER and\n"
+	"HASHRING_REDIS_PASSWORD, never from the command line; no TLS yet.  With\n"
 	"--promote the warming nodes then become active and the command waits for\n"
 	"the clients again (a draining node is removed by whoever registered it);\n"
 	"with --purge it then deletes from every node the keys it owns in neither\n"
@@ -56,7 +66,85 @@ static const char description[] =
 	"with \"step\" one of wait, progress, copy, promote, purge.  Exit status: 0\n"
 	"done, 1 failed, 2 bad usage, 3 done but keys were skipped.";
 
-static const char *const backends[] = { "memcached", NULL };
+static const char *const backends[] = { "memcached", "redis", NULL };
+enum { BACKEND_MEMCACHED, BACKEND_REDIS };
+
+/* The most an auth file may hold. */
+#define AUTH_FILE_MAX 4096
+
+/* AUTH's user and password: from `file` (lines user=NAME, password=SECRET;
+ * '#' comments), or else from the environment.  The secret is never
+ * printed.  Returns 0, or the exit code after a message. */
+static int redis_auth(const char *file, char **user, char **password)
+{
+	char buf[AUTH_FILE_MAX + 1], *line, *save = NULL;
+	struct stat st;
+	size_t n;
+	FILE *f;
+
+	*user = *password = NULL;
+	if (!file) {
+		const char *u = getenv("HASHRING_REDIS_USER"), *p = getenv("HASHRING_REDIS_PASSWORD");
+
+		if (u && *u && !(p && *p)) {
+			cli_error(CMD, "HASHRING_REDIS_USER is set without HASHRING_REDIS_PASSWORD");
+			return CLI_EXIT_USAGE;
+		}
+		*user = u && *u ? strdup(u) : NULL;
+		*password = p && *p ? strdup(p) : NULL;
+		return 0;
+	}
+	f = fopen(file, "r");
+	if (!f) {
+		cli_error(CMD, "--redis-auth-file %s: %s", file, strerror(errno));
+		return CLI_EXIT_ERROR;
+	}
+	/* A secret others can read is worth saying, not refusing: the
+	 * operator may share it on purpose (a group of movers). */
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & S_IROTH))
+		cli_warn(CMD, "--redis-auth-file %s is readable by every user (chmod o-r)", file);
+	n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	if (n > AUTH_FILE_MAX) {
+		cli_error(CMD, "--redis-auth-file %s: over %d bytes", file, AUTH_FILE_MAX);
+		return CLI_EXIT_ERROR;
+	}
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		char **dest = !strncmp(line, "user=", 5) ? user :
+			      !strncmp(line, "password=", 9) ? password : NULL;
+
+		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
+			continue;
+		if (!dest) {
+			/* Not the line itself: it may be the secret. */
+			cli_error(CMD, "--redis-auth-file %s: a line is neither user=NAME nor"
+				  " password=SECRET", file);
+			explicit_bzero(buf, sizeof buf);
+			free(*user);
+			*user = NULL;
+			return CLI_EXIT_ERROR;
+		}
+		free(*dest);
+		*dest = strdup(strchr(line, '=') + 1);
+	}
+	explicit_bzero(buf, sizeof buf);
+	if (!*password) {
+		cli_error(CMD, "--redis-auth-file %s: no password=SECRET line", file);
+		free(*user);
+		*user = NULL;
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
+static void free_secret(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
 
 struct run_state {
 	hr_rebalancer *rb;
@@ -304,6 +392,10 @@ int cmd_rebalance(int argc, char **argv)
 	const char *ack_prefix = CLI_DEFAULT_ACK_PREFIX, *node_id = NULL;
 	unsigned long rate = 0, bytes_rate = 0, clients = 1;
 	int json = 0, do_promote = 0, do_purge = 0, backend = 0, ack_prefix_given = 0;
+	unsigned long redis_db = 0;
+	const char *auth_file = NULL;
+	int redis_db_given = 0, auth_file_given = 0;
+	char *redis_user = NULL, *redis_password = NULL;
 	struct cli_etcd conn;
 	hr_etcd_config etcd;
 	hr_client_config cfg;
@@ -321,6 +413,13 @@ int cmd_rebalance(int argc, char **argv)
 	const struct cli_option options[] = {
 		{ .name = "backend", .arg = "NAME", .type = CLI_CHOICE, .dest = &backend,
 		  .choices = backends, .help = "the store the nodes' addresses name" },
+		{ .name = "redis-db", .arg = "N", .type = CLI_UINT, .dest = &redis_db,
+		  .min = 0, .max = INT_MAX, .given = &redis_db_given,
+		  .help = "with --backend redis: the database (SELECT) of every node" },
+		{ .name = "redis-auth-file", .arg = "FILE", .type = CLI_STRING, .dest = &auth_file,
+		  .flags = CLI_NONEMPTY, .given = &auth_file_given,
+		  .dflt = "HASHRING_REDIS_USER, HASHRING_REDIS_PASSWORD",
+		  .help = "with --backend redis: AUTH's user=NAME and password=SECRET lines" },
 		{ .name = "id", .arg = "ID", .type = CLI_STRING, .dest = &node_id,
 		  .flags = CLI_NONEMPTY, .dflt = "every warming and draining node",
 		  .help = "hand off this warming or draining node only" },
@@ -350,7 +449,8 @@ int cmd_rebalance(int argc, char **argv)
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--backend memcached] [--id ID] [--rate KEYS_PER_S]"
+		.usage = CMD " [--backend memcached|redis] [--redis-db N] [--redis-auth-file FILE]"
+			 " [--id ID] [--rate KEYS_PER_S]"
 			 " [--bytes-rate B_PER_S] [--clients N] [--promote] [--purge] [--json]"
 			 " [--endpoints URLS] [--prefix P] [--ack-prefix ACK_PREFIX]",
 		.description = description,
@@ -371,8 +471,26 @@ int cmd_rebalance(int argc, char **argv)
 		goto out;
 	timeout_ms = !conn.timeout_s || conn.timeout_s > INT_MAX / 1000 ?
 		     INT_MAX : (int)conn.timeout_s * 1000;
+	if (backend != BACKEND_REDIS && (redis_db_given || auth_file_given)) {
+		rc = cli_usage(CMD, "--%s is an option of --backend redis",
+			       redis_db_given ? "redis-db" : "redis-auth-file");
+		goto out;
+	}
 	hr_rebalance_backend_init(&be);
-	rc = hr_rebalance_memcached(0, &be, &err);
+	if (backend == BACKEND_REDIS) {
+		hr_rebalance_redis_config redis;
+
+		rc = redis_auth(auth_file, &redis_user, &redis_password);
+		if (rc)
+			goto out;
+		hr_rebalance_redis_config_init(&redis);
+		redis.db = (int)redis_db;
+		redis.user = redis_user;
+		redis.password = redis_password;
+		rc = hr_rebalance_redis(&redis, &be, &err);
+	} else {
+		rc = hr_rebalance_memcached(0, &be, &err);
+	}
 	if (rc) {
 		rc = cli_fail(CMD, rc, &err);
 		goto out;
@@ -409,6 +527,8 @@ int cmd_rebalance(int argc, char **argv)
 	st.client = client;
 	rc = run(&st);
 out:
+	free_secret(redis_user);
+	free_secret(redis_password);
 	hr_rebalancer_free(rb);
 	hr_client_close(client);
 	cli_etcd_free(&conn);

@@ -32,11 +32,18 @@
 #define NO_TAIL_PADDING(T, last) \
 	_Static_assert(sizeof(T) == END(T, last), #T " ends in padding")
 NO_TAIL_PADDING(hr_rebalance_config, on_step_userdata);
-NO_TAIL_PADDING(hr_rebalance_backend, name);
+NO_TAIL_PADDING(hr_rebalance_backend, add_batch);
+NO_TAIL_PADDING(hr_rebalance_redis_config, scan_count);
 #endif
 
 static const hr_rebalance_backend backend_defaults = {
 	.size = sizeof(hr_rebalance_backend),
+};
+
+static const hr_rebalance_redis_config redis_defaults = {
+	.size = sizeof(hr_rebalance_redis_config),
+	.timeout_ms = 2000,
+	.scan_count = 1000,
 };
 
 static const hr_rebalance_config rebalance_defaults = {
@@ -117,6 +124,41 @@ void hr_rebalance_config_init_size(hr_rebalance_config *cfg, size_t size)
 	init_sized(cfg, size, &rebalance_defaults, sizeof rebalance_defaults);
 }
 
+void hr_rebalance_redis_config_init_size(hr_rebalance_redis_config *cfg, size_t size)
+{
+	init_sized(cfg, size, &redis_defaults, sizeof redis_defaults);
+}
+
+int hr__rebalance_redis_config_read(const hr_rebalance_redis_config *in,
+				    hr_rebalance_redis_config *out, hr_error *err)
+{
+	int rc;
+
+	*out = redis_defaults;
+	if (!in)
+		return 0;
+	rc = CHECK_SIZE(hr_rebalance_redis_config, in, timeout_ms, err);
+	if (rc)
+		return rc;
+	TAKE(hr_rebalance_redis_config, in, out, timeout_ms);
+	TAKE(hr_rebalance_redis_config, in, out, db);
+	TAKE(hr_rebalance_redis_config, in, out, user);
+	TAKE(hr_rebalance_redis_config, in, out, password);
+	TAKE(hr_rebalance_redis_config, in, out, scan_count);
+	if (out->timeout_ms < 0 || out->db < 0)
+		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_redis_config: %s must be >= 0",
+					out->timeout_ms < 0 ? "timeout_ms" : "db");
+	if (out->user && !out->password)
+		return hr__rb_error_set(err, HR_EINVAL,
+					"hr_rebalance_redis_config: a user needs a password");
+	if (out->scan_count == 0 || out->scan_count > 1000000)
+		return hr__rb_error_set(err, HR_EINVAL,
+					"hr_rebalance_redis_config: scan_count must be 1..1000000");
+	if (out->timeout_ms == 0)
+		out->timeout_ms = redis_defaults.timeout_ms;
+	return 0;
+}
+
 int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_backend *out,
 			       hr_error *err)
 {
@@ -136,6 +178,12 @@ int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_back
 	TAKE(hr_rebalance_backend, in, out, close);
 	TAKE(hr_rebalance_backend, in, out, enumerate_passes);
 	TAKE(hr_rebalance_backend, in, out, name);
+	TAKE(hr_rebalance_backend, in, out, fetch_batch);
+	TAKE(hr_rebalance_backend, in, out, add_batch);
+	if (!out->fetch_batch != !out->add_batch)
+		return hr__rb_error_set(err, HR_EINVAL,
+					"hr_rebalance_backend: fetch_batch and add_batch go together"
+					" (%s is NULL)", out->fetch_batch ? "add_batch" : "fetch_batch");
 	if (!out->enumerate || !out->fetch || !out->add)
 		return hr__rb_error_set(err, HR_EINVAL, "hr_rebalance_backend: %s is NULL (required)",
 					!out->enumerate ? "enumerate" : !out->fetch ? "fetch" : "add");

@@ -256,6 +256,183 @@ static int copy_key(hr_rebalancer *rb, const hr_node *src, const hr_node *dst, c
 	return 0;
 }
 
+/* ---- the copy in batches (a backend with fetch_batch and add_batch) ------ */
+
+#define BATCH HR_REBALANCE_BATCH_MAX
+
+/* Keys the add of a batch waits for: those admitted under the caps. */
+typedef struct admitted {
+	const void *keys[BATCH];
+	size_t lens[BATCH];
+	hr_rebalance_value values[BATCH];
+	uint64_t cas[BATCH];
+	int rcs[BATCH];
+	size_t n;
+	uint64_t bytes;
+} admitted;
+
+/* Keys a batch holds: never more than 1/20 s of the keys cap, so that the
+ * adds sent together stay within the cap's burst. */
+static size_t batch_size(const hr_rebalancer *rb)
+{
+	double cap = rb->cfg.keys_per_s / 20;
+
+	if (rb->cfg.keys_per_s <= 0 || cap >= BATCH)
+		return BATCH;
+	return cap < 1 ? 1 : (size_t)cap;
+}
+
+/* Sorts the moving keys by write owner: a batch goes to one node. */
+static int dest_cmp(const void *a, const void *b, void *arena)
+{
+	const moving_key *x = a, *y = b;
+
+	if (x->dest != y->dest)
+		return x->dest < y->dest ? -1 : 1;
+	return moving_cmp(a, b, arena);
+}
+
+/* Adds the admitted keys at `dst` at once and counts them; then looks at
+ * the source again for those copied, and takes back the ones it lost.  A
+ * key the batch failed is added again alone, which says why. */
+static int add_admitted(hr_rebalancer *rb, const hr_node *src, const hr_node *dst, admitted *a,
+			hr_error *err)
+{
+	const void *copied[BATCH];
+	size_t copied_lens[BATCH], nc = 0;
+	uint64_t copied_cas[BATCH];
+	int rc, there[BATCH];
+
+	if (!a->n)
+		return 0;
+	rc = rb->be.add_batch(rb->be.userdata, dst->addr, a->n, a->keys, a->lens, a->values, a->cas,
+			      a->rcs, err);
+	if (rc < 0)
+		return hr__rb_backend_failed(rb, dst, "destination", rc, err);
+	for (size_t i = 0; i < a->n; i++) {
+		rc = a->rcs[i];
+		if (rc < 0)
+			rc = rb->be.add(rb->be.userdata, dst->addr, a->keys[i], a->lens[i], &a->values[i],
+					&a->cas[i], err);
+		if (rc < 0) {
+			rc = key_failed(rb, dst, "destination", src, dst, a->keys[i], a->lens[i], rc, err);
+			if (rc)
+				return rc;
+		} else if (rc == 0) {
+			hr__rb_add(rb, HR__RB_PRESENT, 1);
+		} else {
+			hr__rb_add(rb, HR__RB_COPIED, 1);
+			hr__rb_add(rb, HR__RB_BYTES, a->values[i].len);
+			copied[nc] = a->keys[i];
+			copied_lens[nc] = a->lens[i];
+			copied_cas[nc++] = a->cas[i];
+		}
+		hr__rb_tick(rb);
+	}
+	a->n = 0;
+	a->bytes = 0;
+	if (!rb->be.remove || !nc)
+		return 0;
+	/* As copy_key(): a key the source lost while it was copied. */
+	rc = rb->be.fetch_batch(rb->be.userdata, src->addr, nc, copied, copied_lens, NULL, there,
+				err);
+	if (rc < 0)
+		return hr__rb_backend_failed(rb, src, "source", rc, err);
+	for (size_t i = 0; i < nc; i++) {
+		rc = there[i];
+		if (rc < 0)
+			rc = rb->be.fetch(rb->be.userdata, src->addr, copied[i], copied_lens[i], NULL, err);
+		if (rc < 0)
+			return hr__rb_backend_failed(rb, src, "source", rc, err);
+		if (rc > 0)
+			continue;
+		rc = rb->be.remove(rb->be.userdata, dst->addr, copied[i], copied_lens[i], copied_cas[i],
+				   err);
+		if (rc < 0)
+			return hr__rb_backend_failed(rb, dst, "destination", rc, err);
+		if (rc > 0)
+			hr__rb_add(rb, HR__RB_TAKEN_BACK, 1);
+	}
+	return 0;
+}
+
+/* Copies keys [first, first + n) of the scan, which go to one node: one
+ * fetch, each key admitted by the caps in turn, adds sent whenever 1/20 s
+ * of the bytes cap is admitted and at the end.  Keys the fetch failed are
+ * then copied alone (the batch's values are no longer needed). */
+static int copy_batch(scan *s, const hr_node *source, size_t first, size_t n)
+{
+	hr_rebalancer *rb = s->rb;
+	const hr_node *dst = hr_ring_node(s->ring, s->keys[first].dest);
+	const void *keys[BATCH];
+	size_t lens[BATCH], redo[BATCH], nredo = 0;
+	hr_rebalance_value values[BATCH];
+	int rcs[BATCH], rc;
+	admitted a = { .n = 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = s->arena + s->keys[first + i].off;
+		lens[i] = s->keys[first + i].len;
+	}
+	rc = rb->be.fetch_batch(rb->be.userdata, source->addr, n, keys, lens, values, rcs, s->err);
+	if (rc < 0)
+		return hr__rb_backend_failed(rb, source, "source", rc, s->err);
+	for (size_t i = 0; i < n; i++) {
+		if (rcs[i] < 0) {
+			redo[nredo++] = i;
+			continue;
+		}
+		if (rcs[i] == 0 || values[i].ttl_s == 0) {
+			hr__rb_add(rb, HR__RB_GONE, 1);
+			hr__rb_tick(rb);
+			continue;
+		}
+		hr__rate_throttle(&rb->rate, values[i].len, &rb->cancelled);
+		rc = hr__rb_check_cancel(rb, "during the copy", s->err);
+		if (rc)
+			return rc; /* the admitted keys are not sent: not copied */
+		a.keys[a.n] = keys[i];
+		a.lens[a.n] = lens[i];
+		a.values[a.n++] = values[i];
+		a.bytes += values[i].len;
+		if (rb->cfg.bytes_per_s > 0 && (double)a.bytes >= rb->cfg.bytes_per_s / 20) {
+			rc = add_admitted(rb, source, dst, &a, s->err);
+			if (rc)
+				return rc;
+		}
+	}
+	rc = add_admitted(rb, source, dst, &a, s->err);
+	for (size_t i = 0; rc == 0 && i < nredo; i++) {
+		rc = copy_key(rb, source, dst, keys[redo[i]], lens[redo[i]], s->err);
+		hr__rb_tick(rb);
+	}
+	return rc;
+}
+
+static int copy_source_batched(scan *s, const hr_node *source)
+{
+	hr_rebalancer *rb = s->rb;
+	size_t size = batch_size(rb);
+	int rc = 0;
+
+	qsort_r(s->keys, s->n, sizeof *s->keys, dest_cmp, s->arena);
+	for (size_t i = 0; rc == 0 && i < s->n;) {
+		size_t n = 1;
+
+		while (n < size && i + n < s->n && s->keys[i + n].dest == s->keys[i].dest)
+			n++;
+		rc = hr__rb_check_cancel(rb, "during the copy", s->err);
+		if (!rc)
+			rc = copy_batch(s, source, i, n);
+		if (rc == HR_ECLOSED)
+			hr__rb_error_set(s->err, HR_ECLOSED,
+					 "rebalance cancelled after %zu of %zu keys from %.200s", i, s->n,
+					 source->id);
+		i += n;
+	}
+	return rc;
+}
+
 static int copy_source(scan *s, const hr_node *source)
 {
 	hr_rebalancer *rb = s->rb;
@@ -263,6 +440,8 @@ static int copy_source(scan *s, const hr_node *source)
 
 	hr__rb_enter(rb, source, HR_REBALANCE_STEP_COPY);
 	hr__rb_node_keys(rb, s->n);
+	if (rb->be.fetch_batch)
+		return copy_source_batched(s, source);
 	for (size_t i = 0; rc == 0 && i < s->n; i++) {
 		const moving_key *k = &s->keys[i];
 

@@ -43,6 +43,12 @@ int hr__rb_error_set(hr_error *err, int code, const char *fmt, ...)
 int hr__rebalance_backend_read(const hr_rebalance_backend *in, hr_rebalance_backend *out,
 			       hr_error *err);
 
+/* Reads `in` into *out; NULL: the defaults (a timeout of 0 becomes the
+ * default).  HR_EINVAL as hr_rebalance_redis() says.  The strings stay
+ * the caller's. */
+int hr__rebalance_redis_config_read(const hr_rebalance_redis_config *in,
+				    hr_rebalance_redis_config *out, hr_error *err);
+
 /* Reads `in` into *out; NULL: the defaults.  HR_EINVAL for the reasons
  * hashring/rebalance.h lists.  The strings stay the caller's. */
 int hr__rebalance_config_read(const hr_rebalance_config *in, hr_rebalance_config *out,

@@ -10,8 +10,10 @@ checked without one.  The project's .deb packages are made first (CPACK
 with BUILD_DIR's CPackConfig.cmake) and unpacked into a temporary root:
 they say where each file lands.
 
-- docker-compose.yml is YAML with three etcd members forming one cluster,
-  two memcached servers, one `hashring watch` that acknowledges its rings,
+- docker-compose.yml, alone and with docker-compose.redis.yml merged in
+  (its caches Redis servers, its rebalancer --backend redis), is YAML with
+  three etcd members forming one cluster,
+  two cache servers, one `hashring watch` that acknowledges its rings,
   two `hashring register` nodes, each announcing one of those servers, and
   a step that promotes the nodes: they register `warming` and a `hashring
   rebalance --promote` (or `hashring state --id ID active`) runs once their
@@ -321,9 +323,11 @@ class Checker:
         lex.whitespace_split = True
         return list(lex)
 
-    def compose(self):
-        """(text, services, commands, kinds) of docker-compose.yml: kinds
-        maps each service to the program its command runs."""
+    def compose(self, override=None):
+        """(text, services, commands, kinds) of docker-compose.yml, with
+        the services of the file `override` merged in (each key it gives
+        replaces the main file's, as compose does for these): kinds maps
+        each service to the program its command runs."""
         text = self.read("docker-compose.yml")
         try:
             doc = yaml.safe_load(text)
@@ -332,6 +336,17 @@ class Checker:
         check(isinstance(doc, dict), "compose file is not a mapping")
         services = doc.get("services")
         check(isinstance(services, dict), "no services mapping")
+        if override:
+            try:
+                over = yaml.safe_load(self.read(override))
+            except yaml.YAMLError as e:
+                raise Fail("%s is not valid YAML: %s" % (override, e))
+            check(isinstance(over, dict) and isinstance(over.get("services"), dict),
+                  "%s has no services mapping" % override)
+            for name, svc in over["services"].items():
+                check(name in services, "%s: service %s is not in docker-compose.yml"
+                      % (override, name))
+                services[name] = dict(services[name], **svc)
         commands = {name: self.service_command(name, svc) for name, svc in services.items()}
         kinds = {}
         for name, argv in commands.items():
@@ -339,8 +354,12 @@ class Checker:
             kinds[name] = os.path.basename(argv[0])
         return text, services, commands, kinds
 
-    def compose_file(self):
-        text, services, commands, kinds = self.compose()
+    def compose_file_redis(self):
+        """The Redis variant, merged into the main file: the same checks."""
+        self.compose_file("docker-compose.redis.yml")
+
+    def compose_file(self, override=None):
+        text, services, commands, kinds = self.compose(override)
         stages = self.dockerfile_stages()
 
         etcd_names, cluster = [], None
@@ -362,15 +381,27 @@ class Checker:
             check(adv and name in adv, "%s: advertises %s" % (name, adv or "nothing"))
             etcd_names.append(name)
 
-        # memcached servers: the address clients reach each one at.
-        caches = {}
+        # The caches, memcached or Redis servers: the address clients reach
+        # each one at.
+        caches, stores = {}, set()
         for name, svc in services.items():
-            if kinds[name] != "memcached":
-                continue
-            # Debian 12's memcached version, as the handoff suites use.
-            check(svc.get("image") == "memcached:1.6.18", "%s: not memcached 1.6.18" % name)
-            port = option_value(commands[name], "-p") or option_value(commands[name], "--port")
-            caches["%s:%s" % (name, port or "11211")] = name
+            if kinds[name] == "memcached":
+                # Debian 12's memcached version, as the handoff suites use.
+                check(svc.get("image") == "memcached:1.6.18",
+                      "%s: not memcached 1.6.18" % name)
+                port = option_value(commands[name], "-p") or \
+                    option_value(commands[name], "--port")
+                caches["%s:%s" % (name, port or "11211")] = name
+                stores.add("memcached")
+            elif kinds[name] == "redis-server":
+                # Debian 12's redis-server version, as test_handoff_redis uses.
+                check(svc.get("image") == "redis:7.0.15", "%s: not redis 7.0.15" % name)
+                port = option_value(commands[name], "--port")
+                caches["%s:%s" % (name, port or "6379")] = name
+                stores.add("redis")
+        check(len(stores) == 1, "the caches are %s: not one kind"
+              % (", ".join(sorted(stores)) or "none"))
+        store = stores.pop()
 
         # The hashring services: one image, built by exactly one of them.
         hashring = [n for n in services if kinds[n] == "hashring"]
@@ -437,7 +468,7 @@ class Checker:
                 check(state == "warming", "%s: registers %s, not warming" % (where, state))
                 # It announces a memcached server of this file, started first.
                 addr = option_value(argv, "--addr")
-                check(addr in caches, "%s: --addr %s is no memcached service of this file"
+                check(addr in caches, "%s: --addr %s is no cache service of this file"
                       % (where, addr))
                 check(self.depends(svc, caches[addr], "service_started"),
                       "%s: does not wait for %s" % (where, caches[addr]))
@@ -451,7 +482,8 @@ class Checker:
                 check("--promote" in argv, "%s: rebalance without --promote" % where)
                 backend = option_value(argv, "--backend") or \
                     self.help_default(help_text, "--backend")
-                check(backend == "memcached", "%s: backend %s" % (where, backend))
+                check(backend == store, "%s: backend %s, and the caches are %s"
+                      % (where, backend, store))
                 # It waits for acks: checked below, once every watcher is known.
                 waits[name] = (int(option_value(argv, "--clients") or
                                    self.help_default(help_text, "--clients")), ack_prefix)
@@ -467,7 +499,7 @@ class Checker:
               "not one watch service, acknowledging with --client-id")
         check(len(registered) == 2, "%d register services, not 2" % len(registered))
         check(len(caches) == len(registered),
-              "%d memcached services for %d nodes" % (len(caches), len(registered)))
+              "%d cache services for %d nodes" % (len(caches), len(registered)))
         # A rebalancer waits for at least one acknowledging client (else
         # its wait, and the handoff's guarantee, is void), started first.
         for name, (clients, ack_prefix) in waits.items():
@@ -515,6 +547,8 @@ class Checker:
 
         # The commands the header tells the reader to run (up to two blanks,
         # which start a remark).
+        if override:
+            return
         pattern = r"^#.*docker compose exec (\S+) (hashring\b[^`]*?)(?:\s{2,}.*)?$"
         for m in re.finditer(pattern, text, re.M):
             name, argv = m.group(1), m.group(2).split()
@@ -873,8 +907,8 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory(prefix="hashring-deploy.") as work:
         checker = Checker(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], work)
-        for name in ("checker_rejects_bad_commands", "compose_file", "dockerfile",
-                     "systemd_unit"):
+        for name in ("checker_rejects_bad_commands", "compose_file", "compose_file_redis",
+                     "dockerfile", "systemd_unit"):
             try:
                 getattr(checker, name)()
                 print("%s: ok" % name)

@@ -2,7 +2,8 @@
 /*
  * hashring_load.c - `hashring-load`, a cache client under load: a watching
  * client of the ring (acknowledging its rings when given a client id)
- * reads and writes keys on memcached following docs/handoff.md's client
+ * reads and writes keys on memcached (or Redis, --backend redis) following
+ * docs/handoff.md's client
  * rules (writes to the write owner; reads from the write owner, then on a
  * miss from the read owner), at a given rate and read/write mix, and
  * prints per second and in total what it saw.  Values carry a version
@@ -14,6 +15,7 @@
 #include "mc_text.h"
 
 #include <hashring.h>
+#include <hiredis/hiredis.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -38,7 +40,7 @@ static const char usage[] =
 	"usage: hashring-load [--endpoints URLS] [--prefix P] [--client-id ID]\n"
 	"         [--ack-prefix P] [--keys N] [--key-prefix S] [--value-size B]\n"
 	"         [--fill] [--rate OPS] [--write-ratio F] [--duration S | --until-signal]\n"
-	"         [--check] [--seed N] [--timeout S] [--json]\n"
+	"         [--check] [--seed N] [--timeout S] [--json] [--backend memcached|redis]\n"
 	"\n"
 	"Reads and writes the keys <key-prefix>0 .. <key-prefix>N-1 on the memcached\n"
 	"servers of the ring under P (default /hashring/nodes/), following the\n"
@@ -53,6 +55,8 @@ static const char usage[] =
 	"  --check         at the end, read every key at its owners: found, missing,\n"
 	"                  and stale (an older version than this run last wrote)\n"
 	"  --timeout S     seconds to wait for etcd's first answer (default 10)\n"
+	"  --backend NAME  memcached (default) or redis: the servers are Redis, AUTH\n"
+	"                  from HASHRING_REDIS_USER and HASHRING_REDIS_PASSWORD if set\n"
 	"One line per step, tab-separated (or with --json one JSON object each,\n"
 	"with these names in lower case and \"step\" first):\n"
 	"  fill    KEYS ERRORS SECONDS REVISION\n"
@@ -69,7 +73,7 @@ struct opts {
 	const char *endpoints, *prefix, *client_id, *ack_prefix, *key_prefix;
 	long keys, value_size, duration, timeout;
 	double rate, write_ratio;
-	int fill, until_signal, check, json;
+	int fill, until_signal, check, json, redis;
 	uint64_t seed;
 };
 
@@ -78,9 +82,12 @@ struct counts {
 	uint64_t reads, hits, fallback_hits, misses, writes, errors;
 };
 
+/* A connection to one server: memcached's or Redis's, as --backend says. */
 struct conn {
 	char addr[HR_ADDR_MAX + 1];
 	mct *c;
+	redisContext *r;
+	char rerr[160];
 };
 
 struct load {
@@ -151,7 +158,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { ENDPOINTS = 256, PREFIX, CLIENT_ID, ACK_PREFIX, KEYS, KEY_PREFIX, VALUE_SIZE,
 	       FILL, RATE, WRITE_RATIO, DURATION, UNTIL_SIGNAL, CHECK, SEED, TIMEOUT, JSON,
-	       HELP };
+	       BACKEND, HELP };
 	static const struct option longs[] = {
 		{ "endpoints", required_argument, NULL, ENDPOINTS },
 		{ "prefix", required_argument, NULL, PREFIX },
@@ -169,6 +176,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "seed", required_argument, NULL, SEED },
 		{ "timeout", required_argument, NULL, TIMEOUT },
 		{ "json", no_argument, NULL, JSON },
+		{ "backend", required_argument, NULL, BACKEND },
 		{ "help", no_argument, NULL, HELP },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -200,6 +208,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case SEED: o->seed = (uint64_t)parse_num("seed", optarg, 1, 1e15); break;
 		case TIMEOUT: o->timeout = (long)parse_num("timeout", optarg, 1, 3600); break;
 		case JSON: o->json = 1; break;
+		case BACKEND:
+			if (strcmp(optarg, "memcached") && strcmp(optarg, "redis"))
+				die_usage("--backend: memcached or redis, not '%s'", optarg);
+			o->redis = !strcmp(optarg, "redis");
+			break;
 		case HELP: fputs(usage, stdout); exit(0);
 		default: fputs(usage, stderr); exit(2);
 		}
@@ -229,7 +242,105 @@ static void failed(struct load *l, const hr_node *n, const char *why)
 	l->said_at = now;
 }
 
-static mct *conn_of(struct load *l, const hr_node *n)
+/* ---- the store: memcached's text protocol, or Redis through hiredis ---- */
+
+static int redis_connect(struct conn *slot, char *err, size_t errlen)
+{
+	struct timeval tv = { CONN_TIMEOUT_MS / 1000, (CONN_TIMEOUT_MS % 1000) * 1000 };
+	const char *user = getenv("HASHRING_REDIS_USER"), *pw = getenv("HASHRING_REDIS_PASSWORD");
+	char host[HR_ADDR_MAX + 1], *colon;
+	redisReply *r;
+
+	snprintf(host, sizeof host, "%s", slot->addr);
+	colon = strrchr(host, ':');
+	if (!colon) {
+		snprintf(err, errlen, "%.200s: not host:port", slot->addr);
+		return -1;
+	}
+	*colon = '\0';
+	slot->r = redisConnectWithTimeout(host, atoi(colon + 1), tv);
+	if (!slot->r || slot->r->err) {
+		snprintf(err, errlen, "%s", slot->r ? slot->r->errstr : "out of memory");
+		redisFree(slot->r);
+		slot->r = NULL;
+		return -1;
+	}
+	redisSetTimeout(slot->r, tv);
+	if (pw && *pw) {
+		r = user && *user ? redisCommand(slot->r, "AUTH %s %s", user, pw) :
+				    redisCommand(slot->r, "AUTH %s", pw);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "AUTH: %s", r ? r->str : slot->r->errstr);
+			freeReplyObject(r);
+			redisFree(slot->r);
+			slot->r = NULL;
+			return -1;
+		}
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+static void store_close(struct conn *slot)
+{
+	mct_close(slot->c);
+	slot->c = NULL;
+	if (slot->r)
+		redisFree(slot->r);
+	slot->r = NULL;
+}
+
+static const char *store_error(const struct conn *slot)
+{
+	if (slot->c)
+		return mct_error(slot->c);
+	if (slot->rerr[0])
+		return slot->rerr;
+	return slot->r && slot->r->errstr[0] ? slot->r->errstr : "connection failed";
+}
+
+/* 1 and the value in buf (at most cap bytes), 0 on a miss, -1 on failure. */
+static int store_get(struct conn *slot, const char *key, char *buf, size_t cap, size_t *len)
+{
+	redisReply *r;
+	int rc = 0;
+
+	if (slot->c)
+		return mct_get(slot->c, key, buf, cap, len, NULL);
+	r = redisCommand(slot->r, "GET %s", key);
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING && r->len <= cap) {
+		memcpy(buf, r->str, r->len);
+		*len = r->len;
+		rc = 1;
+	} else if (r->type != REDIS_REPLY_NIL) {
+		snprintf(slot->rerr, sizeof slot->rerr, "GET: %s",
+			 r->type == REDIS_REPLY_ERROR ? r->str : "an unexpected reply");
+		rc = -1;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* 0 once stored (whatever was there is replaced), -1 on failure. */
+static int store_set(struct conn *slot, const char *key, const void *val, size_t len)
+{
+	redisReply *r;
+	int rc;
+
+	if (slot->c)
+		return mct_set(slot->c, key, val, len, 0, 0);
+	r = redisCommand(slot->r, "SET %s %b", key, val, len);
+	rc = r && r->type == REDIS_REPLY_STATUS ? 0 : -1;
+	if (r && rc)
+		snprintf(slot->rerr, sizeof slot->rerr, "SET: %s",
+			 r->type == REDIS_REPLY_ERROR ? r->str : "an unexpected reply");
+	freeReplyObject(r);
+	return rc;
+}
+
+static struct conn *conn_of(struct load *l, const hr_node *n)
 {
 	char err[256];
 	struct conn *slot = NULL;
@@ -245,12 +356,18 @@ static mct *conn_of(struct load *l, const hr_node *n)
 		slot = &l->conns[l->nconns++];
 		snprintf(slot->addr, sizeof slot->addr, "%s", n->addr);
 	}
-	if (!slot->c) {
-		slot->c = mct_connect(slot->addr, CONN_TIMEOUT_MS, err, sizeof err);
-		if (!slot->c)
+	if (!slot->c && !slot->r) {
+		slot->rerr[0] = '\0';
+		if (l->o->redis)
+			redis_connect(slot, err, sizeof err);
+		else
+			slot->c = mct_connect(slot->addr, CONN_TIMEOUT_MS, err, sizeof err);
+		if (!slot->c && !slot->r) {
 			failed(l, n, err);
+			return NULL;
+		}
 	}
-	return slot->c;
+	return slot;
 }
 
 /* After a failed call the connection is dropped; the next call connects
@@ -258,10 +375,9 @@ static mct *conn_of(struct load *l, const hr_node *n)
 static void drop_conn(struct load *l, const hr_node *n)
 {
 	for (size_t i = 0; i < l->nconns; i++)
-		if (!strcmp(l->conns[i].addr, n->addr) && l->conns[i].c) {
-			failed(l, n, mct_error(l->conns[i].c));
-			mct_close(l->conns[i].c);
-			l->conns[i].c = NULL;
+		if (!strcmp(l->conns[i].addr, n->addr) && (l->conns[i].c || l->conns[i].r)) {
+			failed(l, n, store_error(&l->conns[i]));
+			store_close(&l->conns[i]);
 		}
 }
 
@@ -275,7 +391,7 @@ static int write_key(struct load *l, const hr_ring *ring, long i)
 {
 	char key[256];
 	hr_lookup lk;
-	mct *c;
+	struct conn *c;
 
 	key_name(l, i, key, sizeof key);
 	if (hr_ring_lookup(ring, key, strlen(key), &lk, NULL) || !lk.node)
@@ -287,7 +403,7 @@ static int write_key(struct load *l, const hr_ring *ring, long i)
 	/* The version leads the value, in fixed width; the rest is padding. */
 	snprintf(l->value, VERSION_DIGITS + 1, "%0*" PRIu64, VERSION_DIGITS, l->version);
 	l->value[VERSION_DIGITS] = '.';
-	if (mct_set(c, key, l->value, (size_t)l->o->value_size, 0, 0)) {
+	if (store_set(c, key, l->value, (size_t)l->o->value_size)) {
 		drop_conn(l, lk.node);
 		return -1;
 	}
@@ -299,13 +415,13 @@ static int write_key(struct load *l, const hr_ring *ring, long i)
  * -1 error. */
 static int read_at(struct load *l, const hr_node *n, const char *key, uint64_t *version)
 {
-	mct *c = conn_of(l, n);
+	struct conn *c = conn_of(l, n);
 	size_t len;
 	int rc;
 
 	if (!c)
 		return -1;
-	rc = mct_get(c, key, l->rbuf, VALUE_MAX, &len, NULL);
+	rc = store_get(c, key, l->rbuf, VALUE_MAX, &len);
 	if (rc < 0) {
 		drop_conn(l, n);
 		return -1;
@@ -550,7 +666,7 @@ int main(int argc, char **argv)
 			l.failures);
 	hr_client_close(l.client);
 	for (size_t i = 0; i < l.nconns; i++)
-		mct_close(l.conns[i].c);
+		store_close(&l.conns[i]);
 out:
 	free(l.last);
 	free(l.value);

@@ -46,7 +46,7 @@ typedef struct store {
 	uint64_t next_cas;
 	hr_rebalancer *rb;          /* for the cancel hook */
 	const char *last_src;       /* the source of the last fetch */
-	int adds, fetches, enumerates, removes, closes;
+	int adds, fetches, enumerates, removes, closes, batches;
 	int cancel_after_adds;      /* cancel once this many adds ran (0: never) */
 	int fail_add_at;            /* the add that fails (0: none)              */
 	int fail_add_code;          /* with this code (0: HR_EIO)                */
@@ -217,6 +217,41 @@ static void fake_close(void *ud)
 	((store *)ud)->closes++;
 }
 
+/* The batch forms, over the single ones: what a store that pipelines
+ * answers, key by key. */
+static int fake_fetch_batch(void *ud, const char *addr, size_t n, const void *const *keys,
+			    const size_t *lens, hr_rebalance_value *out, int *rcs, hr_error *err)
+{
+	store *s = ud;
+
+	(void)err;
+	ck_assert_uint_le(n, HR_REBALANCE_BATCH_MAX);
+	s->batches++;
+	for (size_t i = 0; i < n; i++) {
+		hr_error e = { 0 };
+
+		rcs[i] = fake_fetch(ud, addr, keys[i], lens[i], out ? &out[i] : NULL, &e);
+	}
+	return 0;
+}
+
+static int fake_add_batch(void *ud, const char *addr, size_t n, const void *const *keys,
+			  const size_t *lens, const hr_rebalance_value *values, uint64_t *cas,
+			  int *rcs, hr_error *err)
+{
+	(void)err;
+	ck_assert_uint_le(n, HR_REBALANCE_BATCH_MAX);
+	for (size_t i = 0; i < n; i++) {
+		hr_error e = { 0 };
+
+		rcs[i] = fake_add(ud, addr, keys[i], lens[i], &values[i], &cas[i], &e);
+	}
+	return 0;
+}
+
+/* Whether backend_of() gives the batch forms: the tests run both ways. */
+static int batched;
+
 static void backend_of(store *s, hr_rebalance_backend *b)
 {
 	hr_rebalance_backend_init(b);
@@ -228,6 +263,10 @@ static void backend_of(store *s, hr_rebalance_backend *b)
 	b->close = fake_close;
 	b->enumerate_passes = s->passes;
 	b->name = "fake";
+	if (batched) {
+		b->fetch_batch = fake_fetch_batch;
+		b->add_batch = fake_add_batch;
+	}
 }
 
 /* ---- rings and keys ------------------------------------------------------------ */
@@ -358,6 +397,7 @@ static hr_rebalance_progress progress_of(hr_rebalancer *rb)
  * moves; a rerun finds everything present. */
 START_TEST(join_copies_the_moving_keys)
 {
+	batched = _i; /* 1: the batch forms */
 	store *s = store_new();
 	hr_ring *ring = ring_of("aaaw");
 	hr_rebalancer *rb = rebalancer_of(s, NULL);
@@ -383,6 +423,11 @@ START_TEST(join_copies_the_moving_keys)
 	ck_assert_uint_gt(p.bytes, 0);
 	ck_assert_int_eq(count_on(s, 3), moving);
 	check_copied(s, ring);
+	/* In batches of at most 64 keys: 3 sources, a fetch and a look a batch. */
+	if (batched)
+		ck_assert_int_ge(s->batches, 2 * (moving + 63) / 64);
+	else
+		ck_assert_int_eq(s->batches, 0);
 
 	ck_assert_msg(hr_rebalancer_copy(rb, ring, NULL, &err) == 0, "%s", err.message);
 	p = progress_of(rb);
@@ -400,6 +445,7 @@ END_TEST
 /* A node drains: all its keys go to their next owners, whichever they are. */
 START_TEST(drain_empties_the_node)
 {
+	batched = _i; /* 1: the batch forms */
 	store *s = store_new();
 	hr_ring *ring = ring_of("aada");
 	hr_rebalancer *rb = rebalancer_of(s, NULL);
@@ -457,6 +503,7 @@ END_TEST
 /* Two nodes join: --id copies only the keys of the one named. */
 START_TEST(one_node_only)
 {
+	batched = _i; /* 1: the batch forms */
 	store *s = store_new();
 	hr_ring *ring = ring_of("aaaww");
 	hr_rebalancer *rb = rebalancer_of(s, NULL);
@@ -487,6 +534,7 @@ END_TEST
  * client rewrote it at the destination since (the CAS differs). */
 START_TEST(clients_win_the_races)
 {
+	batched = _i; /* 1: the batch forms */
 	store *s = store_new();
 	hr_ring *ring = ring_of("aaaw");
 	hr_rebalancer *rb = rebalancer_of(s, NULL);
@@ -754,7 +802,47 @@ START_TEST(bad_input)
 	ck_assert_int_eq(hr_rebalance_memcached(100, &b, &err), 0);
 	ck_assert(b.enumerate && b.fetch && b.add && b.remove && b.close);
 	ck_assert_uint_eq(b.enumerate_passes, 8);
+	ck_assert(!b.fetch_batch && !b.add_batch);
 	b.close(b.userdata);
+
+	/* The Redis backend's settings (no connection is made here). */
+	{
+		hr_rebalance_redis_config rc;
+
+		b = (hr_rebalance_backend){ 0 };
+		ck_assert_int_eq(hr_rebalance_redis(NULL, &b, &err), HR_EINVAL);
+		hr_rebalance_backend_init(&b);
+		rc = (hr_rebalance_redis_config){ 0 };
+		ck_assert_int_eq(hr_rebalance_redis(&rc, &b, &err), HR_EINVAL);
+		ck_assert_ptr_nonnull(strstr(err.message, "hr_rebalance_redis_config_init()"));
+		hr_rebalance_redis_config_init(&rc);
+		ck_assert_int_eq(rc.timeout_ms, 2000);
+		ck_assert_uint_eq(rc.scan_count, 1000);
+		rc.db = -1;
+		ck_assert_int_eq(hr_rebalance_redis(&rc, &b, &err), HR_EINVAL);
+		ck_assert_str_eq(err.message, "hr_rebalance_redis_config: db must be >= 0");
+		rc.db = 0;
+		rc.user = "u";
+		ck_assert_int_eq(hr_rebalance_redis(&rc, &b, &err), HR_EINVAL);
+		ck_assert_str_eq(err.message, "hr_rebalance_redis_config: a user needs a password");
+		rc.password = "p";
+		rc.scan_count = 0;
+		ck_assert_int_eq(hr_rebalance_redis(&rc, &b, &err), HR_EINVAL);
+		rc.scan_count = 10;
+		ck_assert_int_eq(hr_rebalance_redis(&rc, &b, &err), 0);
+		ck_assert(b.enumerate && b.fetch && b.add && b.remove && b.close);
+		ck_assert(b.fetch_batch && b.add_batch);
+		ck_assert_uint_eq(b.enumerate_passes, 1);
+		ck_assert_str_eq(b.name, "redis");
+		b.close(b.userdata);
+		/* One batch form without the other. */
+		backend_of(s, &b);
+		b.fetch_batch = fake_fetch_batch;
+		b.add_batch = NULL;
+		ck_assert_int_eq(hr_rebalancer_new(&b, NULL, &rb, &err), HR_EINVAL);
+		ck_assert_str_eq(err.message, "hr_rebalance_backend: fetch_batch and add_batch go"
+					      " together (add_batch is NULL)");
+	}
 	hr_rebalancer_free(NULL);
 	hr_ring_release(ring);
 	free(s);
@@ -1184,6 +1272,7 @@ static uint64_t metric_sum(const char *exposition, const char *series_end)
  * goes on with every other key.  The purge skips them too. */
 START_TEST(unmovable_keys_are_skipped)
 {
+	batched = _i; /* 1: the batch forms */
 	static capture cap;
 	static text t;
 	static char named[ODD];
@@ -1329,11 +1418,11 @@ int main(void)
 	TCase *tc = tcase_create("rebalance");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, join_copies_the_moving_keys);
-	tcase_add_test(tc, drain_empties_the_node);
+	tcase_add_loop_test(tc, join_copies_the_moving_keys, 0, 2);
+	tcase_add_loop_test(tc, drain_empties_the_node, 0, 2);
 	tcase_add_test(tc, maglev_size_kept_in_the_promoted_ring);
-	tcase_add_test(tc, one_node_only);
-	tcase_add_test(tc, clients_win_the_races);
+	tcase_add_loop_test(tc, one_node_only, 0, 2);
+	tcase_add_loop_test(tc, clients_win_the_races, 0, 2);
 	tcase_add_test(tc, purge_removes_the_old_copies);
 	tcase_add_test(tc, cancel_stops_the_copy);
 	tcase_add_test(tc, backend_errors_end_the_step);
@@ -1344,7 +1433,7 @@ int main(void)
 	tcase_add_test(tc, an_unsettled_listing_is_logged);
 	tcase_add_test(tc, a_complete_listing_is_listed_once);
 	tcase_add_test(tc, metrics_count_per_node);
-	tcase_add_test(tc, unmovable_keys_are_skipped);
+	tcase_add_loop_test(tc, unmovable_keys_are_skipped, 0, 2);
 	tcase_add_test(tc, failures_name_the_node);
 	suite_add_tcase(s, tc);
 	return hrt_run(s);
