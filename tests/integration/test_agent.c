@@ -13,6 +13,7 @@
 #include "hrt_cli.h"
 #include "hrt_ring.h"
 
+#include <curl/curl.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -187,6 +188,87 @@ START_TEST(agent_and_readers)
 }
 END_TEST
 
+static size_t gather(char *p, size_t size, size_t n, void *ud)
+{
+	char **text = ud;
+	size_t have = *text ? strlen(*text) : 0, add = size * n;
+	char *t = realloc(*text, have + add + 1);
+
+	if (!t)
+		return 0;
+	memcpy(t + have, p, add);
+	t[have + add] = '\0';
+	*text = t;
+	return add;
+}
+
+/* etcd's own count of its open watch streams (its /metrics). */
+static long watch_streams(void)
+{
+	char url[128], *text = NULL, *at;
+	CURL *h = curl_easy_init();
+	long n = -1;
+
+	snprintf(url, sizeof url, "%s/metrics", hrt_etcd_client_url(etcd, 0));
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, gather);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &text);
+	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+	curl_easy_cleanup(h);
+	at = text ? strstr(text, "\netcd_debugging_mvcc_watch_stream_total ") : NULL;
+	if (at)
+		n = strtol(at + strlen("\netcd_debugging_mvcc_watch_stream_total "), NULL, 10);
+	free(text);
+	return n;
+}
+
+START_TEST(one_watch_stream_per_host)
+{
+	/* 200 reader processes attached: etcd serves one watch stream, the
+	 * agent's. */
+	enum { READERS = 200 };
+	FILE *lines;
+	hrt_child ag = agent(&lines);
+	pid_t pids[READERS];
+	int ready[2];
+	int64_t gen, rev;
+	hrt_cli_run r;
+
+	put("a", "127.0.0.1:7001");
+	next_line(lines, &gen, &rev);
+	ck_assert_int_eq(pipe(ready), 0);
+	for (int i = 0; i < READERS; i++) {
+		pids[i] = fork();
+		ck_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			hr_client *c = reader();
+			hr_owner o;
+			int ok = hr_client_lookup(c, "k", 1, &o, NULL) == 0 && !strcmp(o.node, "a");
+
+			if (write(ready[1], ok ? "y" : "n", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < READERS; i++) {
+		char x;
+
+		ck_assert(read(ready[0], &x, 1) == 1);
+		ck_assert_msg(x == 'y', "reader %d answered wrongly", i);
+	}
+	ck_assert_int_eq(watch_streams(), 1);
+	for (int i = 0; i < READERS; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+	kill(ag.pid, SIGTERM);
+	hrt_cli_wait(&ag, &r);
+	ck_assert_int_eq(r.status, 0);
+	fclose(lines);
+}
+END_TEST
+
 START_TEST(agent_refuses_bad_directories)
 {
 	hrt_cli_run r;
@@ -220,6 +302,7 @@ static Suite *agent_suite(void)
 	tcase_add_checked_fixture(tc, up, down);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, agent_and_readers);
+	tcase_add_test(tc, one_watch_stream_per_host);
 	tcase_add_test(tc, agent_refuses_bad_directories);
 	suite_add_tcase(s, tc);
 	return s;
