@@ -123,7 +123,7 @@ typedef struct hr_client_config {
 	 * opened with the same share and equal settings, starting one if
 	 * there is none (see "Sharing a watcher"). */
 	hr_share *share;
-	/* (2.1) NULL (the default): the client follows etcd.  A directory:
+	/* NULL (the default): the client follows etcd.  A directory:
 	 * the client attaches to the host's agent there (`hashring agent`,
 	 * hashring/host.h) instead: no watcher, no thread, no etcd
 	 * connection; its ring is the snapshot the agent published last,

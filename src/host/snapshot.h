@@ -139,8 +139,14 @@ struct hr__snap_header {
 
 _Static_assert(sizeof(struct hr__snap_header) <= HR__SNAP_HEADER,
 	       "the header fits its bytes");
-_Static_assert(offsetof(struct hr__snap_header, checksum) == 24,
-	       "the checksum is where the format says");
+/* Where docs/agent.md says the fields are. */
+_Static_assert(offsetof(struct hr__snap_header, checksum) == 24 &&
+	       offsetof(struct hr__snap_header, placement) == 64 &&
+	       offsetof(struct hr__snap_header, nnodes) == 80 &&
+	       offsetof(struct hr__snap_header, flags) == 104 &&
+	       offsetof(struct hr__snap_header, section) == 112 &&
+	       offsetof(struct hr__snap_header, view) == 176 &&
+	       sizeof(struct hr__snap_view) == 96, "the header as docs/agent.md lays it out");
 
 /*
  * Writes `ring` as the snapshot file `name` in directory `dirfd`, its
