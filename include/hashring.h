@@ -45,5 +45,6 @@
 #include "hashring/acks.h"
 #include "hashring/registrar.h"
 #include "hashring/metrics.h"
+#include "hashring/host.h"
 
 #endif /* HASHRING_H */

@@ -184,10 +184,13 @@ for dir in "${trees[@]}"; do
 		# slowest legal input: a members document with the largest ring
 		# allowed (HR_POINTS_MAX points) builds in ~17 s in this
 		# sanitized build; a hang still trips it.
-		for t in fuzz_watch_stream fuzz_record fuzz_members; do
+		for t in fuzz_watch_stream fuzz_record fuzz_members fuzz_snapshot; do
 			mkdir -p "build-fuzz/corpus/$t"
+			# The JSON dictionary for the targets that read JSON.
+			dict=(-dict=tests/fuzz/json.dict)
+			[ "$t" = fuzz_snapshot ] && dict=()
 			if ! "build-fuzz/tests/fuzz/$t" -max_total_time="$fuzz_s" -timeout=60 \
-				-rss_limit_mb=2048 -print_final_stats=1 -dict=tests/fuzz/json.dict \
+				-rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" \
 				-artifact_prefix="build-fuzz/$t-" "build-fuzz/corpus/$t" \
 				"tests/fuzz/corpus/$t" >"build-fuzz/$t.log" 2>&1; then
 				tail -40 "build-fuzz/$t.log"

@@ -123,6 +123,18 @@ typedef struct hr_client_config {
 	 * opened with the same share and equal settings, starting one if
 	 * there is none (see "Sharing a watcher"). */
 	hr_share *share;
+	/* NULL (the default): the client follows etcd.  A directory:
+	 * the client attaches to the host's agent there (`hashring agent`,
+	 * hashring/host.h) instead: no watcher, no thread, no etcd
+	 * connection; its ring is the snapshot the agent published last,
+	 * mapped and looked up in place, and the lookup that first sees a
+	 * newer one maps it (docs/agent.md).  hr_client_open() then takes a
+	 * NULL etcd (or uses only its log settings) and waits up to
+	 * open_timeout_ms for a first snapshot; HR_ENOTFOUND when no agent
+	 * ever ran there.  Not with share, ack_client_id, on_change or
+	 * on_diff (a reader has no thread to call or ack from: the agent
+	 * does that): HR_EINVAL. */
+	const char *agent_dir;
 } hr_client_config;
 
 /*

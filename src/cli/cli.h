@@ -40,6 +40,7 @@ enum {
 /* ---- commands -------------------------------------------------------------- */
 
 int cmd_acks(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
@@ -288,6 +289,9 @@ struct cli_etcd {
 	 * client id: none. */
 	const char *ack_client_id, *ack_prefix;
 	unsigned long ack_ttl_s;
+	/* --agent: the ring of the host's agent in this directory, not of
+	 * etcd (CLI_AGENT_OPTION); NULL: etcd. */
+	const char *agent_dir;
 };
 
 extern const char *const cli_log_levels[];
@@ -338,6 +342,17 @@ int cli_etcd_set_user(void *e, const char *cmd, const char *value);
 	  .dest = &(e)->log_level, .choices = cli_log_levels,                  \
 	  .given = &(e)->log_level_given,                                      \
 	  .help = "library log lines on stderr" }
+
+/* --agent DIR: the commands that read a ring (lookup, nodes, watch) read
+ * the one the host's agent publishes instead of etcd's.  An etcd option
+ * for the table's checks: it excludes --members. */
+#define CLI_AGENT_OPTION(e)                                                    \
+	{ .name = "agent", .arg = "DIR", .type = CLI_STRING,                   \
+	  .dest = &(e)->agent_dir, .flags = CLI_ETCD | CLI_NONEMPTY,           \
+	  .help = "read the ring that the host's agent (hashring agent) "      \
+		  "publishes in DIR, not etcd's: no etcd connection; the "    \
+		  "other etcd options but --timeout and --log-level are "     \
+		  "ignored" }
 
 /* The ring options: commands that build rings (from etcd or a file). */
 #define CLI_RING_OPTIONS(e)                                                    \
@@ -393,6 +408,8 @@ void cli_ack_config(const struct cli_etcd *e, hr_client_config *cfg);
 #define CLI_TIMEOUT_RETRY "seconds to keep retrying while etcd is unreachable"
 #define CLI_TIMEOUT_SERVE "seconds without a first ring before a warning says why" \
 	" (serving goes on)"
+#define CLI_TIMEOUT_AGENT "seconds without a first ring before a warning says why" \
+	" (the agent goes on)"
 
 /* Defaults: `log_level` is what the command logs unless told otherwise. */
 void cli_etcd_init(struct cli_etcd *e, hr_log_level log_level);
@@ -452,6 +469,10 @@ int cli_ring_open(struct cli_etcd *e, const char *cmd, const char *members,
  */
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata);
+
+/* Waits up to `ms` (< 0: forever) for a signal of `set` (blocked);
+ * returns it, or 0 when the time is up. */
+int cli_signal_wait(const sigset_t *set, long ms);
 void cli_etcd_follow_stop(void);
 
 /* One attempt of cli_etcd_retry(): a library call with `etcd`. */

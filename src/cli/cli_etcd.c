@@ -247,9 +247,7 @@ void cli_signals_block(sigset_t *set)
 	pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 
-/* Waits up to `ms` (< 0: forever) for a signal of `set`; returns it, or 0
- * when the time is up. */
-static int signal_wait(const sigset_t *set, long ms)
+int cli_signal_wait(const sigset_t *set, long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 	int sig = ms < 0 ? sigwaitinfo(set, NULL) : sigtimedwait(set, NULL, &ts);
@@ -273,6 +271,10 @@ int cli_etcd_start(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 	hr_etcd_config_init(&etcd);
 	if (cli_etcd_config(e, cmd, &etcd))
 		return CLI_EXIT_USAGE;
+	if (e->agent_dir && e->ack_client_id)
+		return cli_usage(cmd, "--agent and --client-id exclude each other (the agent "
+				 "acknowledges)");
+	cfg->agent_dir = e->agent_dir;
 	cfg->open_nonblocking = 1;
 	rc = hr_client_open(&etcd, cfg, out, &err);
 	if (rc)
@@ -301,7 +303,7 @@ int cli_etcd_open(struct cli_etcd *e, const char *cmd, hr_client_config *cfg,
 		rc = hr_client_wait_synced(*out, (int)slice, &err);
 		if (rc == 0)
 			return CLI_EXIT_OK;
-		sig = rc == HR_ETIMEDOUT ? signal_wait(&set, 0) : 0;
+		sig = rc == HR_ETIMEDOUT ? cli_signal_wait(&set, 0) : 0;
 		if (rc != HR_ETIMEDOUT || (deadline && hr__now_ms() >= deadline) ||
 		    sig == SIGINT || sig == SIGTERM) {
 			hr_client_close(*out);
@@ -434,6 +436,47 @@ static void gate_open(struct follow_gate *g, int deliver)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* cli_etcd_follow() of an agent's rings: a reader has no thread to call
+ * back from, so this one looks every few milliseconds. */
+static int follow_agent(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
+			void *userdata)
+{
+	hr_client_config cfg;
+	hr_client *client = NULL;
+	hr_ring *prev = NULL, *ring;
+	hr_error err = { 0 };
+	sigset_t set;
+	int rc;
+
+	cli_signals_block(&set);
+	sigaddset(&set, CLI_WAKE_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	__atomic_store_n(&follow_stopped, 0, __ATOMIC_RELEASE);
+	hr_client_config_init(&cfg);
+	rc = cli_etcd_open(e, cmd, &cfg, &client);
+	if (rc == CLI_EXIT_OK && hr_ring_build(NULL, 0, NULL, 0, &prev, &err))
+		rc = cli_fail(cmd, HR_ENOMEM, &err);
+	while (rc == CLI_EXIT_OK && !__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
+		int sig;
+
+		ring = hr_client_ring(client);
+		if (hr_ring_revision(ring) != hr_ring_revision(prev) ||
+		    hr_ring_digest(ring) != hr_ring_digest(prev)) {
+			fn(userdata, prev, ring);
+			hr_ring_release(prev);
+			prev = ring;
+		} else {
+			hr_ring_release(ring);
+		}
+		sig = cli_signal_wait(&set, 5);
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
+	}
+	hr_ring_release(prev);
+	hr_client_close(client);
+	return CLI_EXIT_IS_SIGNAL(rc) ? CLI_EXIT_OK : rc;
+}
+
 int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 		    void *userdata)
 {
@@ -443,6 +486,8 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	sigset_t set;
 	int rc;
 
+	if (e->agent_dir)
+		return follow_agent(e, cmd, fn, userdata);
 	/* The wake-up signal too, before the watcher thread starts. */
 	cli_signals_block(&set);
 	sigaddset(&set, CLI_WAKE_SIGNAL);
@@ -458,7 +503,7 @@ int cli_etcd_follow(struct cli_etcd *e, const char *cmd, hr_ring_change_fn fn,
 	gate_open(&gate, rc == CLI_EXIT_OK);
 	if (rc == CLI_EXIT_OK) {
 		while (!__atomic_load_n(&follow_stopped, __ATOMIC_ACQUIRE)) {
-			int sig = signal_wait(&set, -1);
+			int sig = cli_signal_wait(&set, -1);
 
 			if (sig == SIGINT || sig == SIGTERM)
 				break;
@@ -492,7 +537,7 @@ int cli_etcd_retry(const struct cli_etcd *e, const hr_etcd_config *etcd,
 		if (deadline && deadline - hr__now_ms() < wait)
 			wait = (long)(deadline - hr__now_ms());
 		if (sigs) {
-			int sig = signal_wait(sigs, wait);
+			int sig = cli_signal_wait(sigs, wait);
 
 			if (sig == SIGINT || sig == SIGTERM)
 				return CLI_EXIT_SIGNAL(sig);

@@ -210,6 +210,7 @@ int cmd_lookup(int argc, char **argv)
 		{ .name = "json", .type = CLI_FLAG, .dest = &a.json,
 		  .help = "print one JSON object per key" },
 		CLI_RING_OPTIONS(&a.conn),
+		CLI_AGENT_OPTION(&a.conn),
 		CLI_ETCD_OPTIONS(&a.conn, CLI_TIMEOUT_SYNC),
 		{ .name = NULL }
 	};
@@ -219,7 +220,7 @@ int cmd_lookup(int argc, char **argv)
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " (--members FILE | [--endpoints URLS] [--prefix P])"
+		.usage = CMD " (--members FILE | --agent DIR | [--endpoints URLS] [--prefix P])"
 			 " [--replicas R] [--json] KEY...",
 		.description = description,
 		.options = options,

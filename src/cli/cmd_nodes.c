@@ -189,12 +189,14 @@ int cmd_nodes(int argc, char **argv)
 		  .flags = CLI_NONEMPTY,
 		  .help = "also draw the ring and the shares into FILE, as SVG" },
 		CLI_RING_OPTIONS(&conn),
+		CLI_AGENT_OPTION(&conn),
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " (--members FILE | [--endpoints URLS] [--prefix P]) [--json] [--svg FILE]",
+		.usage = CMD " (--members FILE | --agent DIR | [--endpoints URLS] [--prefix P])"
+			 " [--json] [--svg FILE]",
 		.description = description,
 		.options = options,
 	};

@@ -74,12 +74,13 @@ int cmd_watch(int argc, char **argv)
 		  .help = "print one JSON object per ring" },
 		CLI_ACK_OPTIONS(&conn),
 		CLI_RING_OPTIONS(&conn),
+		CLI_AGENT_OPTION(&conn),
 		CLI_ETCD_OPTIONS(&conn, CLI_TIMEOUT_SYNC),
 		{ .name = NULL }
 	};
 	struct cli_spec spec = {
 		.cmd = CMD,
-		.usage = CMD " [--endpoints URLS] [--prefix P] [--json] [--count N]"
+		.usage = CMD " [--agent DIR | --endpoints URLS --prefix P] [--json] [--count N]"
 			 " [--client-id ID [--ack-prefix ACK_PREFIX] [--ack-ttl S]]",
 		.description = description,
 		.options = options,

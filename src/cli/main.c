@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "state", cmd_state, "change a registered node's state in place" },
 	{ "weight", cmd_weight, "change a registered node's weight in place" },
 	{ "acks", cmd_acks, "list the clients that acknowledge their ring; wait for a revision" },
+	{ "agent", cmd_agent, "the host's one watcher: publish each ring for the host's processes" },
 	{ "rebalance", cmd_rebalance, "copy the keys warming and draining nodes take over (memcached)" },
 	{ "serve", cmd_serve, "serve a live page of the ring, /ring.json and /metrics over HTTP" },
 	{ "diff", cmd_diff, "list the arcs of the key space that change owner between rings" },
@@ -57,7 +58,7 @@ static void print_help(FILE *out)
 	      "\n"
 	      "Run 'hashring COMMAND --help' for the options of a command.\n"
 	      "Exit status: 0 success, 1 error, 2 usage error.  SIGINT or SIGTERM end\n"
-	      "watch, diff (following etcd), register and serve, which run until\n"
+	      "watch, agent, diff (following etcd), register and serve, which run until\n"
 	      "stopped, with exit 0; any other command cleans up and ends by that\n"
 	      "signal: 130 (SIGINT), 143 (SIGTERM).  141 (SIGPIPE) when the reader of\n"
 	      "the output went away, after cleaning up.\n", out);

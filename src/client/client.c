@@ -9,6 +9,7 @@
 #include "counters.h"
 #include "error.h"
 #include "fork.h"
+#include "host_reader.h"
 #include "log.h"
 #include "owner.h"
 #include "publish.h"
@@ -18,6 +19,8 @@
 #include "thread_cache.h"
 
 #include <curl/curl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +35,80 @@ struct hr_client {
 	hr__acker *acker;	/* NULL without acks; stopped after leaving */
 	int64_t opened_ms;	/* CLOCK_MONOTONIC, for hr_client_wait_synced */
 	pid_t pid;		/* the process that opened it (fork.h) */
+	/* An agent's reader (hr_client_config.agent_dir), in place of feed
+	 * and acker; NULL for a client that follows etcd. */
+	hr__host_reader *host;
+	bool agent;		/* opened with agent_dir (host set once attached) */
+	uint64_t host_rings;	/* snapshots mapped and published; atomic */
+	bool host_refused;	/* a refused snapshot was logged; under the
+				   reader's follow right */
 };
+
+/* ---- a client attached to an agent ------------------------------------- */
+
+/* The publisher's `follow` for an agent's reader: maps the snapshot the
+ * control page names and publishes it, unless another thread does. */
+static void follow_agent(hr__publisher *p)
+{
+	hr_client *c = (hr_client *)((char *)p - offsetof(hr_client, pub));
+	hr_ring *ring;
+	hr_error err;
+	int rc;
+
+	if (!hr__host_follow_begin(c->host))
+		return;
+	if (hr__host_changed(c->host)) {
+		rc = hr__host_map_current(c->host, &ring, &err);
+		if (rc == HR_OK) {
+			hr__publish_swap(&c->pub, ring);
+			__atomic_fetch_add(&c->host_rings, 1, __ATOMIC_RELAXED);
+			c->host_refused = false;
+		} else if (rc != HR_ENOTFOUND) {
+			/* The ring in use stays; the next generation is tried. */
+			hr__log_emit(&c->log, HR_LOG_ERROR, "snapshot_refused",
+				     "revision=%" PRIu64 " msg=%s",
+				     hr_ring_revision(c->pub.current), err.message);
+			c->host_refused = true;
+		}
+	}
+	hr__host_follow_end(c->host);
+}
+
+/* Sets up the publisher of a client whose source is the agent in `dir`:
+ * the snapshot it published last, waiting for a first one up to the open
+ * timeout (unless nonblocking: an empty ring then). */
+static int open_agent(hr_client *c, const hr_client_config *cc, hr_error *err)
+{
+	hr_ring *ring = NULL;
+	int rc = hr__host_attach(cc->agent_dir, &c->host, err);
+
+	if (rc)
+		return rc;
+	for (;;) {
+		if (!hr__host_follow_begin(c->host))
+			continue;	/* not yet shared: cannot happen */
+		rc = hr__host_map_current(c->host, &ring, err);
+		hr__host_follow_end(c->host);
+		if (rc != HR_ENOTFOUND || cc->open_nonblocking)
+			break;
+		if (hr__now_ms() - c->opened_ms >= cc->open_timeout_ms)
+			return hr__error_set(err, HR_ETIMEDOUT, "no ring after %d ms: the "
+					     "agent in %s has published none", cc->open_timeout_ms,
+					     cc->agent_dir);
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	if (rc == HR_ENOTFOUND)
+		rc = hr_ring_build(NULL, 0, NULL, 0, &ring, err);
+	if (rc)
+		return rc;
+	if (__atomic_load_n(&c->host->generation, __ATOMIC_RELAXED))
+		c->host_rings = 1;
+	hr__publish_init(&c->pub, ring);
+	c->pub.host = c->host;
+	c->pub.follow = follow_agent;
+	c->pub.counters = &c->counters;
+	return HR_OK;
+}
 
 /* The error of a call that needs the client's threads, in a child of
  * fork(); else 0. */
@@ -55,11 +131,37 @@ int hr_client_open(const hr_etcd_config *etcd, const hr_client_config *cfg,
 	if (!out)
 		return hr__error_set(err, HR_EINVAL, "out must not be NULL");
 	*out = NULL;
-	rc = hr__conn_read(etcd, &conn, err);
-	if (!rc)
-		rc = hr__client_config_read(cfg, &cc, err);
+	rc = hr__client_config_read(cfg, &cc, err);
+	if (!rc && cc.agent_dir && !etcd) {
+		/* An agent's reader reads only the log settings: the defaults. */
+		hr_etcd_config none;
+
+		hr_etcd_config_init(&none);
+		none.prefix = "/";	/* unused, but a config has one */
+		rc = hr__conn_read(&none, &conn, err);
+	} else if (!rc) {
+		rc = hr__conn_read(etcd, &conn, err);
+	}
 	if (rc)
 		return rc;
+	if (cc.agent_dir) {
+		c = calloc(1, sizeof *c);
+		if (!c)
+			return hr__error_set(err, HR_ENOMEM, "out of memory");
+		c->agent = true;
+		c->opened_ms = hr__now_ms();
+		c->pid = hr__process();
+		c->log = conn.log;
+		hr__counters_init(&c->counters, cc.hot_key_sample, cc.hot_key_spread,
+				  cc.hot_key_replicas);
+		rc = open_agent(c, &cc, err);
+		if (rc) {
+			hr_client_close(c);
+			return rc;
+		}
+		*out = c;
+		return HR_OK;
+	}
 	if (cc.ack_prefix) {
 		hr_error why;
 
@@ -152,6 +254,22 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
 	rc = forked(c, "wait_synced", err);
 	if (rc)
 		return rc;
+	if (c->host) {
+		/* Synced: a snapshot mapped.  No thread maps but lookups: this
+		 * wait follows the control page itself. */
+		while (!__atomic_load_n(&c->host_rings, __ATOMIC_RELAXED)) {
+			if (hr__host_changed(c->host))
+				follow_agent(&c->pub);
+			if (__atomic_load_n(&c->host_rings, __ATOMIC_RELAXED))
+				break;
+			if (hr__now_ms() - t0 >= timeout_ms)
+				return hr__error_set(err, HR_ETIMEDOUT, "no ring after %lld ms: "
+						     "the agent has published none",
+						     (long long)(hr__now_ms() - c->opened_ms));
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		}
+		return 0;
+	}
 	rc = hr__watcher_wait_first(hr__feed_watcher(c->feed), timeout_ms, &last);
 	switch (rc) {
 	case 0:
@@ -192,10 +310,12 @@ int hr_client_wait_synced(hr_client *c, int timeout_ms, hr_error *err)
  */
 static void close_in_child(hr_client *c)
 {
-	if (c->feed) {
+	if (c->feed || (c->agent && c->pub.current)) {
 		hr__thread_cache_forget(&c->pub);
 		hr__publish_destroy_in_child(&c->pub);
 	}
+	/* Mappings and descriptors of this process's own. */
+	hr__host_detach(c->host);
 	hr__counters_destroy_in_child(&c->counters);
 	free(c);
 }
@@ -206,6 +326,17 @@ void hr_client_close(hr_client *c)
 		return;
 	if (hr__forked_since(c->pid)) {
 		close_in_child(c);
+		return;
+	}
+	if (c->agent) {
+		/* An agent's reader: no threads, no libcurl. */
+		if (c->pub.current) {
+			hr__thread_cache_forget(&c->pub);
+			hr__publish_destroy(&c->pub);
+		}
+		hr__host_detach(c->host);
+		hr__counters_destroy(&c->counters);
+		free(c);
 		return;
 	}
 	/* Joined: pub is set up, and the watcher may reach it until left. */
@@ -446,7 +577,11 @@ int hr_client_hot_keys_size(hr_client *c, hr_hot_key *out, size_t n,
 
 hr_ring *hr_client_ring(hr_client *c)
 {
-	return c ? hr__publish_acquire(&c->pub) : NULL;
+	if (!c)
+		return NULL;
+	if (c->host && hr__host_changed(c->host))
+		follow_agent(&c->pub);
+	return hr__publish_acquire(&c->pub);
 }
 
 int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
@@ -474,8 +609,25 @@ int hr_client_status_get_size(hr_client *c, hr_client_status *out, size_t size,
 	st.revision = hr_ring_revision(ring);
 	st.digest = hr_ring_digest(ring);
 	hr_ring_release(ring);
-	hr__watcher_status(hr__feed_watcher(c->feed), &st);
-	st.watcher_clients = hr__feed_clients(c->feed);
+	if (c->host) {
+		uint64_t pid;
+		int64_t beat, unconfirmed;
+
+		/* The agent's view, from its control page: its ring is
+		 * unconfirmed since its last confirmation, or since its last
+		 * heartbeat when it stopped beating. */
+		hr__host_agent(c->host, &pid, &beat, &unconfirmed);
+		st.confirmed_revision = st.revision;
+		st.unconfirmed_ms = unconfirmed > 0 ? unconfirmed : 0;
+		if (beat > HR__HOST_BEAT_LATE_MS && beat > st.unconfirmed_ms)
+			st.unconfirmed_ms = beat;
+		st.rings_published = __atomic_load_n(&c->host_rings, __ATOMIC_RELAXED);
+		snprintf(st.endpoint, sizeof st.endpoint, "agent:%s", c->host->dir);
+		st.watcher_clients = 1;
+	} else {
+		hr__watcher_status(hr__feed_watcher(c->feed), &st);
+		st.watcher_clients = hr__feed_clients(c->feed);
+	}
 	/* The caller's struct, however old or new, and not a byte more. */
 	memcpy(out, &st, size < sizeof st ? size : sizeof st);
 	if (size > sizeof st)

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-HR__NO_TAIL_PADDING(hr_client_config, share);
+HR__NO_TAIL_PADDING(hr_client_config, agent_dir);
 
 static const hr_client_config client_defaults = {
 	.size = sizeof(hr_client_config),
@@ -83,6 +83,7 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 		HR__TAKE(hr_client_config, in, out, hot_key_replicas);
 		HR__TAKE(hr_client_config, in, out, hot_key_spread);
 		HR__TAKE(hr_client_config, in, out, share);
+		HR__TAKE(hr_client_config, in, out, agent_dir);
 	}
 #define POSITIVE(f)                                                             \
 	if (out->f <= 0)                                                        \
@@ -144,5 +145,11 @@ int hr__client_config_read(const hr_client_config *in, hr_client_config *out,
 	if (out->hot_key_spread > 0 && !out->hot_key_sample)
 		return hr__error_set(err, HR_EINVAL, "hr_client_config: hot_key_spread"
 				     " needs hot_key_sample > 0 (the hot keys come from the samples)");
+	if (out->agent_dir && (!*out->agent_dir || out->share || out->ack_client_id ||
+			       out->on_change || out->on_diff))
+		return hr__error_set(err, HR_EINVAL, "hr_client_config: %s",
+				     !*out->agent_dir ? "agent_dir is empty" :
+				     "agent_dir does not go with share, ack_client_id, on_change"
+				     " or on_diff (the agent watches and acknowledges)");
 	return 0;
 }

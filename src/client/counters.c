@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef hr__count_seg seg;
 
@@ -43,10 +44,35 @@ static void tally_free(hr__tally *t)
 	t->n = t->cap = 0;
 }
 
+/* Segments this large are mapped: fresh zero pages, of which only those a
+ * thread's lookups touch take memory (a 100,000-node ring's segment is
+ * 2.4 MB, mostly carries that never move), where calloc() may zero a
+ * block of the heap whole. */
+#define SEG_MAPPED ((size_t)64 << 10)
+
+static seg *seg_alloc(size_t nodes)
+{
+	size_t bytes = offsetof(seg, cnt) + 2 * (nodes + 1) *
+		       (sizeof(uint32_t) + sizeof(uint64_t));
+	seg *s;
+
+	if (bytes < SEG_MAPPED)
+		s = calloc(1, bytes);
+	else if ((s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0)) == MAP_FAILED)
+		s = NULL;
+	if (s)
+		s->bytes = bytes;
+	return s;
+}
+
 static void seg_free(seg *s)
 {
 	hr_ring_release(s->ring);
-	free(s);
+	if (s->bytes < SEG_MAPPED)
+		free(s);
+	else
+		munmap(s, s->bytes);
 }
 
 /* Every block with its segments; with `locks`, their mutexes destroyed. */
@@ -429,8 +455,7 @@ hr__count_seg *hr__counters_switch(hr__counters *c, const hr_ring *ring,
 		return head;
 	nodes = hr_ring_node_count(ring);
 	/* The counts, then their carries (8-byte aligned: see the top). */
-	s = calloc(1, offsetof(seg, cnt) + 2 * (nodes + 1) *
-		      (sizeof s->cnt[0] + sizeof s->carry[0]));
+	s = seg_alloc(nodes);
 	if (!s)
 		return NULL;
 	s->carry = (uint64_t *)(s->cnt + 2 * (nodes + 1));

@@ -138,6 +138,7 @@ typedef struct hr__count_seg {
 	struct hr__count_seg *next;	/* older; under the lock once sealed */
 	hr_ring *ring;		/* a counted reference */
 	size_t nodes;
+	size_t bytes;		/* of the segment, as allocated */
 	/* 2 * (nodes + 1), after cnt[]; atomic, written under `seq`. */
 	uint64_t *carry;
 	/* The write owners' slots of the lookups not yet in cnt[] (see

@@ -54,6 +54,8 @@ void hr__publish_init(hr__publisher *p, hr_ring *initial)
 	p->retired = NULL;
 	p->nretired = p->retired_cap = 0;
 	p->counters = NULL;
+	p->host = NULL;
+	p->follow = NULL;
 	__atomic_store_n(&p->current, initial, __ATOMIC_RELEASE);
 }
 

@@ -26,8 +26,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct hr__host_reader;
+
 typedef struct hr__publisher {
 	hr_ring *current;   /* holds one reference; swapped atomically   */
+	/* A client attached to an agent (host_reader.h): the control page
+	 * every lookup tests, beside `current`, and what maps the snapshot
+	 * it names when that is new (called by the thread cache's slow path
+	 * and hr_client_ring(); returns at once if another thread maps).
+	 * NULL: the rings come from a watcher. */
+	struct hr__host_reader *host;
+	void (*follow)(struct hr__publisher *p);
 	/* Rings out of publication still held by followers, each with the
 	 * publisher's reference.  The lock is the writers' (a test may
 	 * publish while the watcher reclaims); readers never take it. */

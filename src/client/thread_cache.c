@@ -55,6 +55,8 @@ const hr_ring *hr__thread_cache_miss(hr__publisher *p)
 	hr_ring *prev;
 	int i;
 
+	if (p->host && hr__host_changed(p->host))
+		p->follow(p);
 	if (!tc->armed && !arm(tc))
 		return NULL;
 	for (i = 0; i < HR__THREAD_CACHE_WAYS - 1; i++)

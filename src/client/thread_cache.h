@@ -16,6 +16,7 @@
 #ifndef HR_THREAD_CACHE_H
 #define HR_THREAD_CACHE_H
 
+#include "host_reader.h"
 #include "publish.h"
 
 #include <stdbool.h>
@@ -49,7 +50,13 @@ const hr_ring *hr__thread_cache_miss(hr__publisher *p);
  * fast path of hr__thread_cache_ring()), else NULL. */
 static inline const hr_ring *hr__thread_cache_hit(const hr__publisher *p)
 {
-	hr_ring *cur = __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
+	hr_ring *cur;
+
+	/* An agent's reader: a newer snapshot takes the slow path, which
+	 * maps it.  One load from the control page. */
+	if (__builtin_expect(p->host != NULL, 0) && hr__host_changed(p->host))
+		return NULL;
+	cur = __atomic_load_n(&p->current, __ATOMIC_ACQUIRE);
 
 	/* The reasoning of hr__publish_follow(), on the most recent way: a
 	 * ring object is published by one publisher only (clients that share

@@ -33,6 +33,11 @@ void hr_ring_release(hr_ring *ring)
 		free(ring);
 		return;
 	}
+	if (ring->mem_free) {
+		ring->mem_free(ring->mem_arg);
+		free(ring);
+		return;
+	}
 	for (int v = HR_VIEW_WRITE; v <= HR_VIEW_READ; v++)
 		hr__view_release(&ring->views[v]);
 	hr__view_release(&ring->all);

@@ -22,8 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The contract's point hash. */
-static uint64_t xxh3_hash(const void *buf, size_t len)
+uint64_t hr__point_hash_contract(const void *buf, size_t len)
 {
 	return XXH3_64bits(buf, len);
 }
@@ -566,7 +565,8 @@ int hr__ring_build_valid(const hr_ring *prev, const hr_node *const *nodes,
 		return hr__error_set(err, HR_EINVAL, "ring output pointer is NULL");
 	*out = NULL;
 	return assemble(prev, nodes, tokens, n, in_order, opts, revision,
-			prev ? prev->place.hash : xxh3_hash, HR__LAYOUT_AUTO, stream, out, err);
+			prev ? prev->place.hash : hr__point_hash_contract, HR__LAYOUT_AUTO,
+			stream, out, err);
 }
 
 int hr__ring_build_hashed(const hr_node *nodes, size_t n,
@@ -590,7 +590,8 @@ int hr__ring_derive(const hr_ring *prev, const hr_node *nodes, size_t n,
 		    hr_ring **out, hr_error *err)
 {
 	return build_checked(prev, nodes, n, opts, revision,
-			     prev ? prev->place.hash : xxh3_hash, HR__LAYOUT_AUTO, out, err);
+			     prev ? prev->place.hash : hr__point_hash_contract,
+			     HR__LAYOUT_AUTO, out, err);
 }
 
 void hr__ring_options_of(const hr_ring *ring, hr_ring_options *out)
@@ -639,6 +640,6 @@ int hr_ring_build(const hr_node *nodes, size_t n, const hr_ring_options *opts,
 			*out = NULL;
 		return rc;
 	}
-	return build_checked(NULL, nodes, n, &o, revision, xxh3_hash,
+	return build_checked(NULL, nodes, n, &o, revision, hr__point_hash_contract,
 			     HR__LAYOUT_AUTO, out, err);
 }

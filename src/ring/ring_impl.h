@@ -112,6 +112,11 @@ struct hr_ring {
 	/* NULL, or the ring whose memory this alias shares (hr__ring_alias):
 	 * releasing the alias releases it and frees nothing else. */
 	hr_ring *origin;
+	/* NULL, or what frees the memory every array of the ring is in (a
+	 * mapped snapshot's), called with mem_arg by the last release in
+	 * place of freeing the arrays one by one. */
+	void (*mem_free)(void *arg);
+	void *mem_arg;
 };
 
 /* Points [from, to) of node `slot` of `ring`, as its placement (of

@@ -150,6 +150,11 @@ static unsigned index_bits(size_t n, bool wide)
 	return b;
 }
 
+unsigned hr__view_index_bits(size_t n, bool wide)
+{
+	return index_bits(n, wide);
+}
+
 /*
  * Rings are rebuilt one after the other with nearly the same number of
  * points.  Asking for a size rounded up to 1/16th (at most 6% more) lets

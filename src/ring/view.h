@@ -514,6 +514,11 @@ void hr__view_shares(const struct view *v, double *out, size_t nslots);
  * padding.  HR_ENOMEM. */
 int hr__view_alloc(struct view *v, size_t npoints, bool wide);
 
+/* The index bits of a flat view of `n` points (its shift is 64 minus
+ * them): what hr__view_alloc() gives it, for those who lay a view out
+ * elsewhere (a snapshot file). */
+unsigned hr__view_index_bits(size_t n, bool wide);
+
 /* The table view of `m` slots (prime) whose slot j is node table[j]: slot
  * j is the point at ceil((j + 1) 2^64 / m) - 1, so that the point at or
  * after a position and table_slot() agree.  HR_ENOMEM. */

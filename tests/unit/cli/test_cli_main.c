@@ -145,7 +145,7 @@ START_TEST(test_weights_and_ids)
 END_TEST
 
 static const char *const all_commands[] = {
-	"lookup", "nodes", "watch", "register", "state", "weight", "diff", "metrics", "sim", "acks",
+	"lookup", "nodes", "watch", "agent", "register", "state", "weight", "diff", "metrics", "sim", "acks",
 	"rebalance", "serve", NULL
 };
 

@@ -162,10 +162,12 @@ static int has_word(const char *text, const char *word)
 START_TEST(test_signal_exit_as_help_says)
 {
 	/* What makes each command wait for etcd. */
+	static char agent_dir[64];
 	static const char *const cases[][8] = {
 		{ "lookup", "k", NULL },
 		{ "nodes", NULL },
 		{ "watch", NULL },
+		{ "agent", "--dir", agent_dir, "--log-level", "error", NULL },
 		{ "register", "--id", "x", "--addr", "127.0.0.9:1", "--log-level", "error", NULL },
 		{ "state", "--id", "x", "active", NULL },
 		{ "weight", "--id", "x", "2", NULL },
@@ -180,6 +182,8 @@ START_TEST(test_signal_exit_as_help_says)
 	struct run help = RUN("--help");
 	char *flat, *clause, *end, *line, *save = NULL;
 	int zero = 0, commands = 0;
+
+	snprintf(agent_dir, sizeof agent_dir, "/tmp/hrt-cli-agent-%ld", (long)getpid());
 
 	ck_assert_int_eq(help.status, 0);
 	/* "SIGINT or SIGTERM end watch, ..., with exit 0; any other ...",
@@ -237,7 +241,17 @@ START_TEST(test_signal_exit_as_help_says)
 				      "%s: --help says it ends by SIGTERM; status %#x", name, st);
 	}
 	ck_assert_int_eq(commands, (int)(sizeof cases / sizeof *cases + sizeof offline / sizeof *offline));
-	ck_assert_int_eq(zero, 4); /* watch, diff, register, serve */
+	ck_assert_int_eq(zero, 5); /* watch, agent, diff, register, serve */
+	{
+		char path[128];
+
+		/* The agent's directory: its lock and control page. */
+		snprintf(path, sizeof path, "%s/agent.lock", agent_dir);
+		unlink(path);
+		snprintf(path, sizeof path, "%s/control", agent_dir);
+		unlink(path);
+		rmdir(agent_dir);
+	}
 	free(clause);
 	free(flat);
 	run_free(&help);

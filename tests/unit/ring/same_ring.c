@@ -125,7 +125,7 @@ void expect_same(const hr_ring *d, const hr_ring *f,
 			hr__point_hash_fn hash, uint64_t *rng)
 {
 	size_t n = hr_ring_node_count(f);
-	char name[64];
+	char name[HR_ID_MAX + 16];	/* "id#k" of the longest id */
 
 	EXPECT(hr_ring_digest(d) == hr_ring_digest(f));
 	EXPECT(hr_ring_point_count(d) == hr_ring_point_count(f));
