@@ -205,6 +205,8 @@ TIMED_LOOPS(api, hr_client *, hr_owner out; hr_client_lookup(ctx, key, KEY_LEN, 
 	    (unsigned char)out.node[6])
 TIMED_LOOPS(ring, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l, NULL),
 	    (uintptr_t)l.node >> 4)
+TIMED_LOOPS(ring_id, const hr_ring *, hr_lookup l; hr_ring_lookup(ctx, key, KEY_LEN, &l, NULL),
+	    (unsigned char)l.node->id[6])
 TIMED_LOOPS(mc, const memcached_st *,
 	    uint32_t srv = memcached_generate_hash(ctx, (const char *)key, KEY_LEN), srv)
 TIMED_LOOPS(bs, const struct bs_ring *, uint32_t nd = bs_lookup(ctx, key, KEY_LEN), nd)
@@ -760,13 +762,13 @@ static int cmp_ring_make(struct cmp_ring *cr, hrb_cmp_config *cf, const struct k
 static void cmp_run(hrb_cmp_config *cf, const struct cmp_ring *cr, hr_client *c,
 		    const struct keypool *kp, int run, uint64_t *sink)
 {
-	double api[HRB_CMP_ROUNDS], ring[HRB_CMP_ROUNDS];
+	double api[HRB_CMP_ROUNDS], ring[HRB_CMP_ROUNDS], ring_id[HRB_CMP_ROUNDS];
 	double bs[HRB_CMP_ROUNDS], mc[HRB_CMP_ROUNDS];
 
 	hr__publish_swap(hr__client_publisher(c), hr_ring_retain(cr->ring));
 	for (int i = 0; i < HRB_CMP_ROUNDS; i++) {
-		for (int k = 0; k < 4; k++) {
-			switch ((i + k) % 4) {
+		for (int k = 0; k < 5; k++) {
+			switch ((i + k) % 5) {
 			case 0:
 				api[i] = thru_api(c, kp, OPS_PER_ROUND, sink);
 				break;
@@ -774,6 +776,9 @@ static void cmp_run(hrb_cmp_config *cf, const struct cmp_ring *cr, hr_client *c,
 				ring[i] = thru_ring(cr->ring, kp, OPS_PER_ROUND, sink);
 				break;
 			case 2:
+				ring_id[i] = thru_ring_id(cr->ring, kp, OPS_PER_ROUND, sink);
+				break;
+			case 3:
 				bs[i] = cr->bs.n ? thru_bs(&cr->bs, kp, OPS_PER_ROUND, sink) : -1;
 				break;
 			default:
@@ -784,6 +789,7 @@ static void cmp_run(hrb_cmp_config *cf, const struct cmp_ring *cr, hr_client *c,
 	}
 	cf->api_ns[run] = median(api, HRB_CMP_ROUNDS);
 	cf->ring_ns[run] = median(ring, HRB_CMP_ROUNDS);
+	cf->ring_id_ns[run] = median(ring_id, HRB_CMP_ROUNDS);
 	cf->bsearch_ns[run] = cr->bs.n ? median(bs, HRB_CMP_ROUNDS) : -1;
 	cf->libmemcached_ns[run] = cr->mc ? median(mc, HRB_CMP_ROUNDS) : -1;
 }
@@ -1014,9 +1020,9 @@ static void cmp_print_text(const hrb_lookup_report *lr)
 	printf("API against the raw ring, 16-byte random keys (ns of thread CPU time per "
 	       "lookup; a run's figure is the median of %d rounds; median [range] of %d "
 	       "run%s)\n", HRB_CMP_ROUNDS, lr->runs, lr->runs == 1 ? "" : "s");
-	printf("  %-7s %-11s %-19s %-19s %-19s %-19s %-19s %-19s %-19s\n", "place",
-	       "nodes x vn", " api", " ring", " api-ring ns", " bsearch", " bs/ring",
-	       " bs/api", " ketama");
+	printf("  %-7s %-11s %-19s %-19s %-19s %-19s %-19s %-19s %-19s %-19s\n", "place",
+	       "nodes x vn", " api", " ring", " api-ring ns", " ring+id", " bsearch",
+	       " bs/ring", " bs/api", " ketama");
 	for (int i = 0; i < lr->n_cmp; i++) {
 		const hrb_cmp_config *c = &lr->cmp[i];
 		double d[CMP_DERIVED][HRB_RUNS_MAX];
@@ -1029,6 +1035,7 @@ static void cmp_print_text(const hrb_lookup_report *lr)
 		print_spread(spread_of(c->api_ns, lr->runs, 0), lr->runs, "");
 		print_spread(spread_of(c->ring_ns, lr->runs, 0), lr->runs, "");
 		print_spread(spread_of(d[CMP_DIFF], lr->runs, 1), lr->runs, "");
+		print_spread(spread_of(c->ring_id_ns, lr->runs, 0), lr->runs, "");
 		print_spread(spread_of(c->bsearch_ns, lr->runs, 0), lr->runs, "");
 		print_spread(spread_of(d[CMP_BS_RING], lr->runs, 0), lr->runs, "x");
 		print_spread(spread_of(d[CMP_BS_API], lr->runs, 0), lr->runs, "x");
@@ -1209,6 +1216,7 @@ static void cmp_print_json(const hrb_lookup_report *lr)
 		json_spread("api_ns", c->api_ns, lr->runs, 0);
 		json_spread("ring_ns", c->ring_ns, lr->runs, 0);
 		json_spread("api_minus_ring_ns", d[CMP_DIFF], lr->runs, 1);
+		json_spread("ring_id_ns", c->ring_id_ns, lr->runs, 0);
 		json_spread("bsearch_ns", c->bsearch_ns, lr->runs, 0);
 		json_spread("libmemcached_ns", c->libmemcached_ns, lr->runs, 0);
 		json_spread("bs_over_ring", d[CMP_BS_RING], lr->runs, 0);

@@ -73,8 +73,10 @@ typedef struct hrb_cmp_config {
 	hr_placement placement;
 	int nodes, vnodes;
 	size_t points;
-	/* ns per lookup, one per run; negative: not measured. */
-	double api_ns[HRB_RUNS_MAX], ring_ns[HRB_RUNS_MAX];
+	/* ns per lookup, one per run; negative: not measured.  ring_id:
+	 * hr_ring_lookup() with the caller reading the node's id, as the
+	 * API's caller does. */
+	double api_ns[HRB_RUNS_MAX], ring_ns[HRB_RUNS_MAX], ring_id_ns[HRB_RUNS_MAX];
 	double bsearch_ns[HRB_RUNS_MAX], libmemcached_ns[HRB_RUNS_MAX];
 } hrb_cmp_config;
 
