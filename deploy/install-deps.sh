@@ -36,12 +36,13 @@ prometheus locales chromium systemd"
 # its extension builds with (-DHR_BUILD_PYTHON=ON), installed with the
 # build's packages so that `import hashring` works once built and
 # installed; its suite's pytest (with pytest-asyncio, uvloop and aiohttp
-# for the asyncio classes and examples/aiohttp_service.py), and pip,
+# for the asyncio classes and examples/aiohttp_service.py, gunicorn for
+# examples/gunicorn_app.py), and pip,
 # setuptools, wheel and build for the install routes it checks.  Lists of their own: the Docker image and
 # the .deb packages do not build the Python package.
 PYTHON_PACKAGES="python3-dev"
 PYTHON_TEST_PACKAGES="python3-pytest python3-pip python3-setuptools python3-wheel
-python3-build python3-pytest-asyncio python3-uvloop python3-aiohttp"
+python3-build python3-pytest-asyncio python3-uvloop python3-aiohttp gunicorn"
 
 wanted="$PACKAGES $PYTHON_PACKAGES"
 [ "${1:-}" = "--tests" ] && wanted="$wanted $TEST_PACKAGES $PYTHON_TEST_PACKAGES"

@@ -248,6 +248,7 @@ class Client:
                 ack_prefix: str | None = ..., ack_ttl_s: int = ...,
                 ack_interval_ms: int = ..., probe_jitter_pct: int = ...,
                 endpoint_order: Literal["spread", "in_order"] = ...,
+                agent_dir: StrPath | None = ...,
                 on_change: Callable[[Ring, Ring], object] | None = ...) -> Client: ...
     @property
     def revision(self) -> int: ...

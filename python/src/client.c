@@ -34,6 +34,8 @@ typedef struct hrpy_client {
 	int busy;               /* calls running without the GIL */
 	int closing;
 	int forked;             /* opened in the parent of a fork() */
+	int agent;              /* attached to an agent (agent_dir): no
+				   thread of its own, so fork() leaves it open */
 	struct hrpy_open open;
 } hrpy_client;
 
@@ -588,11 +590,15 @@ static void client_forget(PyObject *obj)
 {
 	hrpy_client *self = (hrpy_client *)obj;
 
+	hrpy_dispatcher_forget(self->dispatcher);
+	self->busy = 0;
+	/* An agent's reader goes on in the child (docs/agent.md); its log
+	 * lines, which no thread here could deliver, are dropped. */
+	if (self->agent)
+		return;
 	self->c = NULL;
 	self->closing = 1;
 	self->forked = 1;
-	self->busy = 0;
-	hrpy_dispatcher_forget(self->dispatcher);
 	if (self->sink)
 		hrpy_sink_forget(self->sink);
 }
@@ -654,6 +660,7 @@ static const hrpy_opt client_options[] = {
 	CLIENT(ack_interval_ms, HRPY_OPT_INT),
 	CLIENT(probe_jitter_pct, HRPY_OPT_INT),
 	CLIENT(endpoint_order, HRPY_OPT_ORDER),
+	CLIENT(agent_dir, HRPY_OPT_PATH),
 	{ "on_change", HRPY_OPT_OBJECT, 4, offsetof(struct client_extra, on_change) },
 };
 
@@ -721,6 +728,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 	self->busy = 0;
 	self->closing = 1; /* until open */
 	self->forked = 0;
+	self->agent = 0;
 	self->open.self = NULL;
 	memset(&self->etcd, 0, sizeof self->etcd);
 	PyObject_GC_Track(self);
@@ -759,8 +767,18 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 		self->etcd.cfg.log = hrpy_on_log;
 		self->etcd.cfg.log_userdata = hrpy_dispatcher_userdata(self->dispatcher);
 	}
-	cfg.on_change = hrpy_on_change;
-	cfg.on_change_userdata = hrpy_dispatcher_userdata(self->dispatcher);
+	if (cfg.agent_dir && (extra.on_change || with_sink)) {
+		/* A reader of an agent has no thread to call back from. */
+		PyErr_SetString(PyExc_ValueError, extra.on_change ?
+				"Client(): agent_dir does not go with on_change" :
+				"AsyncClient(): agent_dir is not supported (use Client: its "
+				"lookups never block)");
+		goto fail;
+	}
+	if (!cfg.agent_dir) {
+		cfg.on_change = hrpy_on_change;
+		cfg.on_change_userdata = hrpy_dispatcher_userdata(self->dispatcher);
+	}
 	if (with_sink) {
 		self->sink = hrpy_sink_new();
 		if (!self->sink)
@@ -783,6 +801,7 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 		goto fail;
 	}
 	self->closing = 0;
+	self->agent = cfg.agent_dir != NULL;
 	hrpy_open_add(st, &self->open, (PyObject *)self, client_forget);
 	return (PyObject *)self;
 fail:
