@@ -751,7 +751,8 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 			goto fail;
 		}
 	}
-	rc = hrpy_options_parse("Client", all, opts, n,
+	/* Messages name the class the caller made. */
+	rc = hrpy_options_parse(with_sink ? "AsyncClient" : "Client", all, opts, n,
 				(void *const[]){ &self->etcd.cfg, &self->etcd.ring, &self->etcd,
 						 &cfg, &extra },
 				self->etcd.keep);
