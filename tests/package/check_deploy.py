@@ -14,7 +14,8 @@ they say where each file lands.
   (its caches Redis servers, its rebalancer --backend redis), is YAML with
   three etcd members forming one cluster,
   two cache servers, one `hashring watch` that acknowledges its rings,
-  two `hashring register` nodes, each announcing one of those servers, and
+  two `hashring register` nodes, each announcing one of those servers, a
+  `hashring agent` whose directory is on a named volume, and
   a step that promotes the nodes: they register `warming` and a `hashring
   rebalance --promote` (or `hashring state --id ID active`) runs once their
   health checks find their records in etcd, as docs/handoff.md teaches.
@@ -488,6 +489,13 @@ class Checker:
                 waits[name] = (int(option_value(argv, "--clients") or
                                    self.help_default(help_text, "--clients")), ack_prefix)
                 promoted[name] = option_value(argv, "--id")
+            elif argv[1] == "agent":
+                # Its directory on a named volume, which readers mount.
+                d = option_value(argv, "--dir") or self.help_default(help_text, "--dir")
+                mounts = [v.split(":") for v in svc.get("volumes", []) if isinstance(v, str)]
+                check(any(len(m) >= 2 and m[0] in (yaml.safe_load(text).get("volumes") or {}) and
+                          (d + "/").startswith(m[1].rstrip("/") + "/") for m in mounts),
+                      "%s: --dir %s is on no named volume" % (where, d))
             elif argv[1] == "state":
                 check("active" in argv[2:], "%s: state is not `active`" % where)
                 promoted[name] = option_value(argv, "--id")
