@@ -88,9 +88,12 @@ HR_EXPORT int64_t hr_host_publish(hr_host *host, const hr_ring *ring,
 /*
  * The agent's heartbeat: sets the control page's heartbeat to now, and
  * how long ago its ring was last known to match etcd (`unconfirmed_ms`,
- * as hr_client_status gives it; 0: current).  Readers call a ring stale
- * (and log it, as an in-process client does) when the heartbeat stops or
- * unconfirmed_ms grows.  Call it every second or so.  NULL: nothing.
+ * as hr_client_status gives it; 0: current).  From 10 s unconfirmed the
+ * page says the ring is stale (again every 10 s, and when it is current
+ * again), and each reader's next lookup logs it, as an in-process client
+ * logs its own; readers' hr_client_status() reports the ring unconfirmed
+ * when the heartbeat stops.  Call it every second or so, from any one
+ * thread (hr_host_publish() may run on another).  NULL: nothing.
  */
 HR_EXPORT void hr_host_beat(hr_host *host, int64_t unconfirmed_ms);
 
@@ -98,8 +101,8 @@ HR_EXPORT void hr_host_beat(hr_host *host, int64_t unconfirmed_ms);
 HR_EXPORT uint64_t hr_host_generation(const hr_host *host);
 
 /* Releases the directory (its lock); the files stay, so readers keep
- * serving the last ring, and call it stale once the heartbeat stops.
- * NULL: nothing. */
+ * serving the last ring (their status reports it unconfirmed once the
+ * heartbeat stops) and follow the next agent's.  NULL: nothing. */
 HR_EXPORT void hr_host_close(hr_host *host);
 
 #ifdef __cplusplus

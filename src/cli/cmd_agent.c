@@ -24,9 +24,10 @@ static const char description[] =
 	"DIR (created 0750 if absent; its parent must exist) is owned by the\n"
 	"agent's user, set-group-ID to --group, and holds one agent at a time: a\n"
 	"second one is refused, naming the first one's pid (exit 1).  The agent\n"
-	"beats every second; readers keep serving the last ring and call it stale\n"
-	"when the beat stops or etcd is lost.  Runs until SIGINT or SIGTERM (exit\n"
-	"0).  Library log lines (key=value) go to stderr.";
+	"beats every second; readers keep serving the last ring, log it stale\n"
+	"when the agent has lost etcd, and report it unconfirmed when the beat\n"
+	"stops.  Runs until SIGINT or SIGTERM (exit 0).  Library log lines\n"
+	"(key=value) go to stderr.";
 
 struct agent {
 	hr_host *host;

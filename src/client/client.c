@@ -40,37 +40,64 @@ struct hr_client {
 	hr__host_reader *host;
 	bool agent;		/* opened with agent_dir (host set once attached) */
 	uint64_t host_rings;	/* snapshots mapped and published; atomic */
-	bool host_refused;	/* a refused snapshot was logged; under the
-				   reader's follow right */
 };
 
 /* ---- a client attached to an agent ------------------------------------- */
 
-/* The publisher's `follow` for an agent's reader: maps the snapshot the
- * control page names and publishes it, unless another thread does. */
+/* The agent's notices: its ring stale (while it stays so, every
+ * HR__HOST_STALE_MS), or current again; logged as a client of etcd logs
+ * its own. */
+static void log_agent_state(hr_client *c)
+{
+	hr__host_reader *h = c->host;
+	uint64_t pid;
+	int64_t beat, unconfirmed;
+	bool stale = hr__host_agent_stale(h);
+
+	if (!stale && !h->stale)
+		return;
+	hr__host_agent(h, &pid, &beat, &unconfirmed);
+	if (stale)
+		hr__log_emit(&c->log, HR_LOG_WARN, "stale",
+			     "unconfirmed_ms=%" PRId64 " revision=%" PRIu64 " agent_dir=%s"
+			     " agent_pid=%" PRIu64 " msg=\"the agent's ring cannot be confirmed"
+			     " current\"", unconfirmed, hr_ring_revision(c->pub.current), h->dir, pid);
+	else
+		hr__log_emit(&c->log, HR_LOG_INFO, "stale_recovered",
+			     "revision=%" PRIu64 " agent_dir=%s", hr_ring_revision(c->pub.current),
+			     h->dir);
+	h->stale = stale;
+}
+
+/* The publisher's `follow` for an agent's reader, when the control page
+ * changed: maps the snapshot it names and publishes it, and logs the
+ * agent's notices, unless another thread does. */
 static void follow_agent(hr__publisher *p)
 {
 	hr_client *c = (hr_client *)((char *)p - offsetof(hr_client, pub));
+	uint64_t seen;
 	hr_ring *ring;
 	hr_error err;
 	int rc;
 
 	if (!hr__host_follow_begin(c->host))
 		return;
-	if (hr__host_changed(c->host)) {
+	/* Read first: a change made meanwhile is followed next time. */
+	seen = __atomic_load_n(&c->host->ctl->changes, __ATOMIC_ACQUIRE);
+	if (hr__host_new_generation(c->host)) {
 		rc = hr__host_map_current(c->host, &ring, &err);
 		if (rc == HR_OK) {
 			hr__publish_swap(&c->pub, ring);
 			__atomic_fetch_add(&c->host_rings, 1, __ATOMIC_RELAXED);
-			c->host_refused = false;
 		} else if (rc != HR_ENOTFOUND) {
 			/* The ring in use stays; the next generation is tried. */
 			hr__log_emit(&c->log, HR_LOG_ERROR, "snapshot_refused",
 				     "revision=%" PRIu64 " msg=%s",
 				     hr_ring_revision(c->pub.current), err.message);
-			c->host_refused = true;
 		}
 	}
+	log_agent_state(c);
+	__atomic_store_n(&c->host->seen, seen, __ATOMIC_RELAXED);
 	hr__host_follow_end(c->host);
 }
 
@@ -87,6 +114,7 @@ static int open_agent(hr_client *c, const hr_client_config *cc, hr_error *err)
 	for (;;) {
 		if (!hr__host_follow_begin(c->host))
 			continue;	/* not yet shared: cannot happen */
+		c->host->seen = __atomic_load_n(&c->host->ctl->changes, __ATOMIC_ACQUIRE);
 		rc = hr__host_map_current(c->host, &ring, err);
 		hr__host_follow_end(c->host);
 		if (rc != HR_ENOTFOUND || cc->open_nonblocking)

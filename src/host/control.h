@@ -7,9 +7,10 @@
  * The file `control` is one page (HR__CONTROL_BYTES), written in place by
  * the agent through a shared mapping and never replaced, so a reader's
  * mapping stays the live one across agent restarts.  The agent stores a
- * snapshot's revision before its generation (release); a reader that
- * loads the generation (acquire) and sees a new one opens that
- * generation's file.  Version 1:
+ * snapshot's revision before its generation, and then adds one to
+ * `changes` (release), as it does when its ring turns stale or current
+ * again: a reader's lookup loads `changes` (acquire), and when it moved,
+ * opens a new generation's file or logs the staleness.  Version 1:
  *
  *   magic[8]            "hrctl\r\n" and a NUL
  *   version             u32, 1
@@ -20,6 +21,10 @@
  *   heartbeat_ms        i64, CLOCK_MONOTONIC of the agent's last beat
  *   confirmed_ms        i64, CLOCK_MONOTONIC when its ring was last known
  *                       to match etcd
+ *   changes             u64, one more at each publish and each staleness
+ *                       notice
+ *   stale               u32, 1 while the agent's ring cannot be confirmed
+ *                       current (for HR__HOST_STALE_MS and more)
  *
  * CLOCK_MONOTONIC is one clock for every process of a host.
  */
@@ -47,7 +52,14 @@ struct hr__control {
 	uint64_t pid;		/* atomic */
 	int64_t heartbeat_ms;	/* atomic */
 	int64_t confirmed_ms;	/* atomic */
+	uint64_t changes;	/* atomic */
+	uint32_t stale;		/* atomic */
 };
+
+/* How long an agent's ring may go unconfirmed before it is stale, and how
+ * often it says so again while it stays stale (a client's default
+ * stale_warn_ms). */
+#define HR__HOST_STALE_MS 10000
 
 _Static_assert(sizeof(struct hr__control) <= HR__CONTROL_BYTES, "one page");
 

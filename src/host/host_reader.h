@@ -21,6 +21,10 @@ typedef struct hr__host_reader {
 	const struct hr__control *ctl;	/* mapped read-only, shared */
 	uint64_t generation;		/* of the snapshot last tried (0:
 					   none); atomic */
+	uint64_t seen;			/* the page's `changes` handled;
+					   atomic */
+	bool stale;			/* a stale notice was logged; the
+					   follower's */
 	/* The process whose thread maps (0: none): a lock that a child of
 	 * fork() takes over from a thread of its parent. */
 	int follower;			/* atomic pid_t */
@@ -36,9 +40,17 @@ typedef struct hr__host_reader {
  */
 int hr__host_attach(const char *dir, hr__host_reader **out, hr_error *err);
 
-/* Whether the control page names a generation other than the one last
- * mapped: one load from the page. */
+/* Whether the control page changed since the reader last followed it (a
+ * new generation, a staleness notice): one load from the page. */
 static inline bool hr__host_changed(const hr__host_reader *r)
+{
+	return __atomic_load_n(&r->ctl->changes, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&r->seen, __ATOMIC_RELAXED);
+}
+
+/* Whether the control page names a generation other than the one last
+ * tried. */
+static inline bool hr__host_new_generation(const hr__host_reader *r)
 {
 	return __atomic_load_n(&r->ctl->generation, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&r->generation, __ATOMIC_RELAXED);
@@ -65,6 +77,12 @@ void hr__host_follow_end(hr__host_reader *r);
  * of its heartbeat and of its ring's last confirmation with etcd (ms). */
 void hr__host_agent(const hr__host_reader *r, uint64_t *pid, int64_t *beat_age_ms,
 		    int64_t *unconfirmed_ms);
+
+/* Whether the agent says its ring is stale (control.h). */
+static inline bool hr__host_agent_stale(const hr__host_reader *r)
+{
+	return __atomic_load_n(&r->ctl->stale, __ATOMIC_RELAXED) != 0;
+}
 
 /* A heartbeat older than this says the agent stopped (it beats about
  * every second). */

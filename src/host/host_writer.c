@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -31,6 +32,8 @@ struct hr_host {
 	int lock_fd;		/* agent.lock, flocked */
 	struct hr__control *ctl;	/* the control page, mapped shared */
 	uint64_t generation;	/* the last published */
+	bool stale;		/* the last notice's */
+	int64_t noticed_ms;	/* when it was given */
 	char *dir;		/* for messages */
 };
 
@@ -231,7 +234,8 @@ int64_t hr_host_publish(hr_host *h, const hr_ring *ring, hr_error *err)
 	if (rc)
 		return rc;
 	__atomic_store_n(&h->ctl->revision, hr_ring_revision(ring), __ATOMIC_RELAXED);
-	__atomic_store_n(&h->ctl->generation, gen, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->ctl->generation, gen, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->ctl->changes, 1, __ATOMIC_RELEASE);
 	/* Durable where the directory is on a disk (a no-op on tmpfs). */
 	msync(h->ctl, HR__CONTROL_BYTES, MS_SYNC);
 	h->generation = gen;
@@ -242,12 +246,22 @@ int64_t hr_host_publish(hr_host *h, const hr_ring *ring, hr_error *err)
 void hr_host_beat(hr_host *h, int64_t unconfirmed_ms)
 {
 	int64_t now = hr__now_ms();
+	bool stale;
 
 	if (!h)
 		return;
 	__atomic_store_n(&h->ctl->confirmed_ms, now - (unconfirmed_ms > 0 ? unconfirmed_ms : 0),
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&h->ctl->heartbeat_ms, now, __ATOMIC_RELEASE);
+	/* A notice when the ring turns stale, every HR__HOST_STALE_MS while
+	 * it stays so, and when it is current again: readers log each. */
+	stale = unconfirmed_ms >= HR__HOST_STALE_MS;
+	if (stale != h->stale || (stale && now - h->noticed_ms >= HR__HOST_STALE_MS)) {
+		h->stale = stale;
+		h->noticed_ms = now;
+		__atomic_store_n(&h->ctl->stale, stale ? 1u : 0u, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&h->ctl->changes, 1, __ATOMIC_RELEASE);
+	}
 }
 
 uint64_t hr_host_generation(const hr_host *h)

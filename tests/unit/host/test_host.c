@@ -340,6 +340,60 @@ START_TEST(test_refused_snapshot)
 }
 END_TEST
 
+/* The log lines of a reader, kept. */
+static char logged[8192];
+
+static void keep_log(void *ud, hr_log_level level, const char *line)
+{
+	(void)ud;
+	(void)level;
+	strncat(logged, line, sizeof logged - strlen(logged) - 2);
+	strcat(logged, "\n");
+}
+
+START_TEST(test_stale_notices)
+{
+	/* The agent's ring unconfirmed for 10 s and more: the reader's next
+	 * lookup logs stale, with the age and the revision; current again:
+	 * stale_recovered. */
+	hr_ring *a = ring_gen(40);
+	hr_etcd_config etcd;
+	hr_client_config cfg;
+	hr_client *c = NULL;
+	hr_error err = { 0 };
+	hr_host *h;
+	hr_owner o;
+
+	make_dir();
+	h = agent();
+	ck_assert(hr_host_publish(h, a, NULL) == 1);
+	hr_host_beat(h, 0);
+	hr_etcd_config_init(&etcd);
+	etcd.prefix = "/unused/";
+	etcd.log = keep_log;
+	etcd.log_level = HR_LOG_INFO;
+	hr_client_config_init(&cfg);
+	cfg.agent_dir = dir;
+	ck_assert_msg(hr_client_open(&etcd, &cfg, &c, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
+	ck_assert(strstr(logged, "event=stale") == NULL);
+	hr_host_beat(h, 12000);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
+	ck_assert_msg(strstr(logged, "event=stale unconfirmed_ms=12") != NULL &&
+		      strstr(logged, "revision=40") != NULL, "%s", logged);
+	/* Once per notice, not per lookup. */
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
+	ck_assert(strstr(strstr(logged, "event=stale ") + 1, "event=stale ") == NULL);
+	hr_host_beat(h, 0);
+	ck_assert_int_eq(hr_client_lookup(c, "k", 1, &o, NULL), 0);
+	ck_assert_msg(strstr(logged, "event=stale_recovered revision=40") != NULL, "%s", logged);
+	hr_client_close(c);
+	hr_host_close(h);
+	hr_ring_release(a);
+	remove_dir();
+}
+END_TEST
+
 START_TEST(test_waits)
 {
 	hr_ring *a = ring_gen(30);
@@ -438,6 +492,7 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_agents);
 	tcase_add_test(tc, test_refused_snapshot);
+	tcase_add_test(tc, test_stale_notices);
 	tcase_add_test(tc, test_waits);
 	tcase_add_test(tc, test_bad_input);
 	suite_add_tcase(s, tc);
