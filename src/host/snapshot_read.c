@@ -137,7 +137,7 @@ static int move_records(unsigned char *buf, size_t len, const char *what,
 
 /* The view of the ring over the file's arrays that `d` describes. */
 static void view_of(const unsigned char *buf, const struct hr__snap_view *d,
-		    const hr_ring *ring, struct view *v)
+		    struct view *v)
 {
 	memset(v, 0, sizeof *v);
 	v->kind = (unsigned char)d->kind;
@@ -145,8 +145,6 @@ static void view_of(const unsigned char *buf, const struct hr__snap_view *d,
 	v->nnodes = d->nnodes;
 	v->nzones = d->nzones;
 	v->wide = d->wide;
-	v->handle_slot = NULL;
-	(void)ring;
 	if (!d->npoints) {
 		v->kind = VIEW_FLAT;
 		return;
@@ -198,11 +196,11 @@ static int ring_of(const unsigned char *buf, struct mapping *m, const char *what
 	ring->strings = (char *)(buf + h->section[HR__SNAP_STRINGS].off);
 	ring->tokens = h->section[HR__SNAP_TOKENS].bytes ?
 		       (uint64_t *)(buf + h->section[HR__SNAP_TOKENS].off) : NULL;
-	view_of(buf, &h->view[HR_VIEW_WRITE], ring, &ring->views[HR_VIEW_WRITE]);
+	view_of(buf, &h->view[HR_VIEW_WRITE], &ring->views[HR_VIEW_WRITE]);
 	if (h->flags & HR__SNAP_SHARED)
 		ring->views[HR_VIEW_READ] = ring->views[HR_VIEW_WRITE];
 	else
-		view_of(buf, &h->view[HR_VIEW_READ], ring, &ring->views[HR_VIEW_READ]);
+		view_of(buf, &h->view[HR_VIEW_READ], &ring->views[HR_VIEW_READ]);
 	/* The records' contents by the rules of any ring's input. */
 	for (size_t i = 0; i < ring->nnodes; i++) {
 		hr_error why;

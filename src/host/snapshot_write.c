@@ -284,10 +284,8 @@ static void put_paged_index(struct out *o, const struct view *v,
 		put_u32(o, seen);
 }
 
-static void put_view(struct out *o, const hr_ring *ring, const struct view *v,
-		     const struct hr__snap_view *d)
+static void put_view(struct out *o, const struct view *v, const struct hr__snap_view *d)
 {
-	(void)ring;
 	if (!d->npoints)
 		return;
 	out_pad_to(o, d->pos.off);
@@ -329,9 +327,9 @@ static void put_all(struct out *o, const hr_ring *ring, const struct hr__snap_he
 	put_tokens(o, ring);
 	out_pad_to(o, h->section[HR__SNAP_LINES].off);
 	out_put(o, ring->lines, h->section[HR__SNAP_LINES].bytes);
-	put_view(o, ring, &ring->views[HR_VIEW_WRITE], &h->view[HR_VIEW_WRITE]);
+	put_view(o, &ring->views[HR_VIEW_WRITE], &h->view[HR_VIEW_WRITE]);
 	if (!(h->flags & HR__SNAP_SHARED))
-		put_view(o, ring, &ring->views[HR_VIEW_READ], &h->view[HR_VIEW_READ]);
+		put_view(o, &ring->views[HR_VIEW_READ], &h->view[HR_VIEW_READ]);
 	out_pad_to(o, h->file_bytes);
 	out_flush(o);
 }
